@@ -1,0 +1,135 @@
+"""The one interface every memory policy implements.
+
+A policy is constructed from its frozen ``Params`` (every constant of its seed document,
+defaults equal to the document's values) plus shared services (the LLM, a seed). Learned
+state lives in ``self.store`` (a MemoryStore) and in attributes set by ``setup``; everything
+a policy knows about time comes through ``now`` (days).
+
+| method | does |
+| --- | --- |
+| ``ingest(episodes, now)`` | extract, embed, dedup / reinforce / contradict / create, link |
+| ``recall(queries, now)`` | rank retrievable memories, record access |
+| ``maintain(now, jobs)`` | the scheduled jobs named in ``jobs`` (decay, prune, consolidate...) |
+| ``schedule`` | the jobs and their period in days |
+| ``strength(now)`` | every memory's documented effective strength, one array |
+| ``forget / protect / recover`` | user actions, where the spec declares the capability |
+
+Batched ingest must give exactly the outcome of one-by-one ingest of the same episodes.
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
+
+import numpy as np
+
+from .events import Episode, Forget, Protect, Query, Recover
+from .llm import LLM
+from .params import Params
+from .store import MemoryStore, Statuses
+
+
+@dataclass(frozen=True)
+class Job:
+    """A maintenance job run every ``every`` days at times ``offset + n * every`` (n >= 1
+    when offset is 0). The runner calls ``maintain(now, jobs)`` with the jobs due at now;
+    a job at time T sees every event with time <= T."""
+
+    name: str
+    every: float
+    offset: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.every > 0:
+            raise ValueError(f"job {self.name!r}: every must be > 0 days, got {self.every}")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a policy did for one event or job: ``action`` on memory row ``memory`` (-1 when
+    none). Actions used across policies: create, reinforce, weaken, invalidate, supersede,
+    link, merge, synthesize, prune, archive, forget, protect, recover, drop (an episode that
+    leaves no memory, with the reason in ``detail``), skip (a job with nothing to do)."""
+
+    event: str
+    action: str
+    memory: int = -1
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """A recall answer: memory rows best first, and their scores."""
+
+    ids: np.ndarray
+    scores: np.ndarray
+
+    @staticmethod
+    def empty() -> "Ranking":
+        return Ranking(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+
+
+class Policy(abc.ABC):
+    """Base class. Subclasses set the class attributes and implement the abstract methods."""
+
+    Params: ClassVar[type[Params]] = Params
+    statuses: ClassVar[Statuses] = Statuses(("active",), retrievable=frozenset({"active"}))
+    kinds: ClassVar[tuple[str, ...]] = ("memory",)
+    schedule: ClassVar[tuple[Job, ...]] = ()
+    # Documented range of strength(now); upper may be inf (e.g. Kernle's salience).
+    strength_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+
+    def __init__(self, params: Params | None = None, *, llm: LLM | None = None, seed: int = 0) -> None:
+        if params is None:
+            params = self.Params()
+        if not isinstance(params, self.Params):
+            raise TypeError(f"{type(self).__name__} takes {self.Params.__qualname__}, "
+                            f"got {type(params).__qualname__}")
+        if llm is None:
+            from .mockllm import MockLLM
+            llm = MockLLM(seed=seed)
+        self.params = params
+        self.llm = llm
+        self.seed = int(seed)
+        self.store = MemoryStore(dim=llm.dim, statuses=self.statuses, kinds=self.kinds)
+        self.setup()
+
+    def setup(self) -> None:
+        """Register policy columns on ``self.store`` and create other learned state."""
+
+    @abc.abstractmethod
+    def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
+        """Store what a batch of same-time episodes says."""
+
+    @abc.abstractmethod
+    def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
+        """One Ranking per query (at most ``query.k`` rows), recording access."""
+
+    @abc.abstractmethod
+    def strength(self, now: float) -> np.ndarray:
+        """Every row's documented effective strength at ``now`` (float64, length store.n)."""
+
+    def maintain(self, now: float, jobs: Sequence[str]) -> list[Outcome]:
+        """Run the scheduled ``jobs`` due at ``now`` (names from ``schedule``)."""
+        return []
+
+    def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
+        raise NotImplementedError(f"{type(self).__name__} does not support forget")
+
+    def protect(self, events: Sequence[Protect], now: float) -> list[Outcome]:
+        raise NotImplementedError(f"{type(self).__name__} does not support protect")
+
+    def recover(self, events: Sequence[Recover], now: float) -> list[Outcome]:
+        raise NotImplementedError(f"{type(self).__name__} does not support recover")
+
+    # -- helpers shared by policies -------------------------------------------
+    def footprint(self) -> int:
+        """Retrievable memories right now."""
+        return self.store.count()
+
+    @staticmethod
+    def topk(scores: np.ndarray, k: int) -> np.ndarray:
+        """Indices of the k largest scores, best first; ties broken by lower index."""
+        from .kernels import topk
+        return topk(scores, k)

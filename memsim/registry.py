@@ -1,0 +1,113 @@
+"""A registry of policy specs with versioned ids, loaded lazily from ``"module:Class"``.
+
+``register(id="pai", version=1, entry_point="policies.pai:PersonalAI", ...)`` records a spec;
+the class is imported only when a policy is made. An id with a version (``"pai-v1"``)
+selects that version; a bare id (``"pai"``) the newest. Bump the version when behaviour
+changes so old results stay interpretable. Third-party packages add policies through the
+``memsim.policies`` entry-point group: each entry point is a callable that calls
+``register`` (or a PolicySpec).
+
+Capabilities that differ between policies (forget, protect, recover, ...) are declared on
+the spec; the engine never branches on a policy's name or probes with hasattr.
+"""
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+from .errors import UnknownIdError
+from .params import Params
+
+CAPABILITIES = frozenset({"forget", "protect", "recover"})
+ENTRY_POINT_GROUP = "memsim.policies"
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    id: str
+    version: int
+    entry_point: str
+    description: str = ""
+    seed_document: str = ""
+    capabilities: frozenset[str] = field(default_factory=frozenset)
+    baseline: bool = False
+
+    @property
+    def full_id(self) -> str:
+        return f"{self.id}-v{self.version}"
+
+    def load(self) -> type:
+        module, _, name = self.entry_point.partition(":")
+        cls = getattr(importlib.import_module(module), name)
+        return cls
+
+    def make(self, params: Params | dict[str, Any] | None = None, **services: Any) -> Any:
+        cls = self.load()
+        if isinstance(params, dict):
+            params = cls.Params(**params)
+        policy = cls(params, **services)
+        policy.spec = self
+        return policy
+
+
+_SPECS: dict[str, PolicySpec] = {}
+_loaded_plugins = False
+_ID = re.compile(r"^[a-z][a-z0-9_.]*(-[a-z0-9_.]+)*$")
+
+
+def register(id: str, version: int, entry_point: str, *, description: str = "",
+             seed_document: str = "", capabilities: frozenset[str] | set[str] = frozenset(),
+             baseline: bool = False) -> PolicySpec:
+    if not _ID.match(id) or re.search(r"-v\d+$", id):
+        raise ValueError(f"bad policy id {id!r}: lowercase words, no trailing -vN")
+    unknown = set(capabilities) - CAPABILITIES
+    if unknown:
+        raise ValueError(f"unknown capabilities {sorted(unknown)}")
+    spec = PolicySpec(id, int(version), entry_point, description, seed_document,
+                      frozenset(capabilities), baseline)
+    _SPECS[spec.full_id] = spec
+    return spec
+
+
+def _load_plugins() -> None:
+    global _loaded_plugins
+    if _loaded_plugins:
+        return
+    _loaded_plugins = True
+    import policies  # noqa: F401  (registers the built-in policies)
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        obj = ep.load()
+        if isinstance(obj, PolicySpec):
+            _SPECS[obj.full_id] = obj
+        elif callable(obj):
+            obj()
+
+
+def specs() -> list[PolicySpec]:
+    """The newest version of every registered policy, baselines first, then by id."""
+    _load_plugins()
+    newest: dict[str, PolicySpec] = {}
+    for s in _SPECS.values():
+        if s.id not in newest or s.version > newest[s.id].version:
+            newest[s.id] = s
+    return sorted(newest.values(), key=lambda s: (not s.baseline, s.id))
+
+
+def spec(policy_id: str) -> PolicySpec:
+    """The spec for ``"pai"`` (newest) or ``"pai-v1"``; UnknownIdError names the choices."""
+    _load_plugins()
+    if policy_id in _SPECS:
+        return _SPECS[policy_id]
+    versions = [s for s in _SPECS.values() if s.id == policy_id]
+    if versions:
+        return max(versions, key=lambda s: s.version)
+    known = ", ".join(s.id for s in specs())
+    raise UnknownIdError(f"unknown policy id {policy_id!r}; known policies: {known}")
+
+
+def make(policy_id: str, params: Params | dict[str, Any] | None = None, **services: Any) -> Any:
+    """Build a policy by id: ``make("pai", llm=MockLLM(seed=1), seed=1)``."""
+    return spec(policy_id).make(params, **services)

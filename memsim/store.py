@@ -1,0 +1,243 @@
+"""MemoryStore: one row per memory, structure-of-arrays (numpy columns).
+
+The store is the single authority on what a policy remembers. Core columns every policy
+has: ``created``, ``updated``, ``last_access`` (NaN until first accessed), ``access_count``,
+``status`` (small int code, names declared by the policy), ``kind`` (code, e.g. episode /
+belief), and the unit-norm float32 ``embedding`` matrix. A policy registers its own columns
+(alpha, beta, salience, stability, ...) with :meth:`add_column`.
+
+Provenance is the set of episode ids each memory came from, kept through reinforcement,
+merges and syntheses. Every status change and provenance addition is logged with its time,
+so metrics can reconstruct exactly what was remembered at any moment.
+
+Rows are never deleted (statuses do that), so a row index is a stable memory id.
+Arrays grow by amortized doubling; column views returned by ``store[name]`` are only valid
+until the next insert.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from .errors import VectorError
+
+CORE_COLUMNS: dict[str, tuple[Any, Any]] = {
+    "created": (np.float64, np.nan),
+    "updated": (np.float64, np.nan),
+    "last_access": (np.float64, np.nan),
+    "access_count": (np.int64, 0),
+    "status": (np.int8, 0),
+    "kind": (np.int8, 0),
+}
+
+
+@dataclass(frozen=True)
+class Statuses:
+    """A policy's status vocabulary. The first name is the status of a new memory unless
+    said otherwise. ``terminal`` statuses are never left; ``retrievable`` ones may be
+    returned by recall (everything else counts as lost for the needed-but-forgotten metric)."""
+
+    names: tuple[str, ...]
+    terminal: frozenset[str] = frozenset()
+    retrievable: frozenset[str] = frozenset({"active"})
+
+    def __post_init__(self) -> None:
+        unknown = (set(self.terminal) | set(self.retrievable)) - set(self.names)
+        if unknown:
+            raise ValueError(f"statuses {sorted(unknown)} are not among {self.names}")
+        if set(self.terminal) & set(self.retrievable):
+            raise ValueError("a terminal status cannot be retrievable")
+
+    def code(self, name: str) -> int:
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise KeyError(f"unknown status {name!r}; known: {', '.join(self.names)}") from None
+
+    def codes(self, names: Iterable[str]) -> np.ndarray:
+        return np.array([self.code(n) for n in names], dtype=np.int8)
+
+
+def as_unit_vectors(vectors: Any, dim: int, what: str = "embedding") -> np.ndarray:
+    """Validate and L2-normalize a (n, dim) or (dim,) array to float32 unit rows.
+
+    Raises VectorError naming the row and the problem for NaN, inf or zero-norm rows.
+    """
+    arr = np.asarray(vectors, dtype=np.float64)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.shape[1] != dim:
+        raise VectorError(f"{what}: expected shape (n, {dim}), got {np.shape(vectors)}")
+    finite = np.isfinite(arr).all(axis=1)
+    if not finite.all():
+        i = int(np.flatnonzero(~finite)[0])
+        raise VectorError(f"{what} row {i} has a NaN or infinite value: {arr[i][~np.isfinite(arr[i])][:3]}")
+    norms = np.linalg.norm(arr, axis=1)
+    if (norms == 0).any():
+        i = int(np.flatnonzero(norms == 0)[0])
+        raise VectorError(f"{what} row {i} has zero norm: it cannot be compared by cosine")
+    return (arr / norms[:, None]).astype(np.float32)
+
+
+class MemoryStore:
+    """Columnar memory table with provenance and a change log. See module docstring."""
+
+    def __init__(self, dim: int, statuses: Statuses, kinds: Sequence[str] = ("memory",),
+                 capacity: int = 64) -> None:
+        if dim < 1:
+            raise ValueError(f"dim must be >= 1, got {dim}")
+        self.dim = int(dim)
+        self.statuses = statuses
+        self.kinds = tuple(kinds)
+        self.n = 0
+        self._cap = max(1, int(capacity))
+        self._cols: dict[str, np.ndarray] = {}
+        self._defaults: dict[str, Any] = {}
+        for name, (dtype, default) in CORE_COLUMNS.items():
+            self._new_column(name, dtype, default)
+        self._emb = np.zeros((self._cap, self.dim), dtype=np.float32)
+        self.text: list[str] = []
+        self.claim: list[Any] = []          # the Claim (or None) each memory states
+        self.provenance: list[set[str]] = []
+        # (time, row, new status code); (time, row, episode id)
+        self.status_log: list[tuple[float, int, int]] = []
+        self.provenance_log: list[tuple[float, int, str]] = []
+
+    # -- columns -------------------------------------------------------------
+    def _new_column(self, name: str, dtype: Any, default: Any) -> None:
+        arr = np.empty(self._cap, dtype=dtype)
+        arr[:] = default
+        self._cols[name] = arr
+        self._defaults[name] = default
+
+    def add_column(self, name: str, dtype: Any, default: Any) -> None:
+        """Register a policy column (e.g. ``alpha``) with the value new rows take."""
+        if name in self._cols:
+            raise ValueError(f"column {name!r} already exists")
+        self._new_column(name, dtype, default)
+        self._cols[name][: self.n] = default
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(self._cols)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        """A writable view of column ``name`` over the rows that exist."""
+        return self._cols[name][: self.n]
+
+    @property
+    def embedding(self) -> np.ndarray:
+        return self._emb[: self.n]
+
+    def __len__(self) -> int:
+        return self.n
+
+    # -- growth --------------------------------------------------------------
+    def _reserve(self, extra: int) -> None:
+        need = self.n + extra
+        if need <= self._cap:
+            return
+        cap = self._cap
+        while cap < need:
+            cap *= 2
+        for name, arr in self._cols.items():
+            grown = np.empty(cap, dtype=arr.dtype)
+            grown[: self.n] = arr[: self.n]
+            grown[self.n:] = self._defaults[name]
+            self._cols[name] = grown
+        emb = np.zeros((cap, self.dim), dtype=np.float32)
+        emb[: self.n] = self._emb[: self.n]
+        self._emb = emb
+        self._cap = cap
+
+    def add(self, now: float, embeddings: Any, *, texts: Sequence[str], claims: Sequence[Any],
+            provenance: Sequence[Iterable[str]], status: str | None = None, kind: str | None = None,
+            **columns: Any) -> np.ndarray:
+        """Append rows; returns their ids. ``columns`` give values (scalar or per row) for
+        registered columns; unnamed columns take their defaults. Embeddings are validated
+        and normalized (a NaN or zero vector raises VectorError)."""
+        vecs = as_unit_vectors(embeddings, self.dim)
+        m = len(vecs)
+        if not (len(texts) == len(claims) == len(provenance) == m):
+            raise ValueError("texts, claims and provenance must have one entry per embedding")
+        self._reserve(m)
+        lo, hi = self.n, self.n + m
+        self._emb[lo:hi] = vecs
+        for name, arr in self._cols.items():
+            arr[lo:hi] = self._defaults[name]
+        self._cols["created"][lo:hi] = now
+        self._cols["updated"][lo:hi] = now
+        code = self.statuses.code(status or self.statuses.names[0])
+        self._cols["status"][lo:hi] = code
+        self._cols["kind"][lo:hi] = self.kind_code(kind or self.kinds[0])
+        for name, value in columns.items():
+            if name not in self._cols or name in ("status", "kind"):
+                raise KeyError(f"unknown or reserved column {name!r}")
+            self._cols[name][lo:hi] = value
+        self.n = hi
+        for i, (t, c, p) in enumerate(zip(texts, claims, provenance)):
+            row = lo + i
+            self.text.append(t)
+            self.claim.append(c)
+            prov = set(p)
+            self.provenance.append(prov)
+            self.status_log.append((float(now), row, code))
+            for e in sorted(prov):
+                self.provenance_log.append((float(now), row, e))
+        return np.arange(lo, hi)
+
+    # -- statuses and provenance ---------------------------------------------
+    def kind_code(self, name: str) -> int:
+        try:
+            return self.kinds.index(name)
+        except ValueError:
+            raise KeyError(f"unknown kind {name!r}; known: {', '.join(self.kinds)}") from None
+
+    def status_of(self, row: int) -> str:
+        return self.statuses.names[int(self._cols["status"][row])]
+
+    def set_status(self, rows: Any, status: str, now: float) -> None:
+        """Change the status of ``rows`` (logged). Leaving a terminal status is a bug."""
+        rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
+        code = self.statuses.code(status)
+        st = self._cols["status"]
+        terminal = self.statuses.codes(self.statuses.terminal)
+        for r in rows.tolist():
+            old = int(st[r])
+            if old == code:
+                continue
+            if old in terminal:
+                raise AssertionError(f"memory {r} is {self.statuses.names[old]!r}, a terminal status; "
+                                     f"it cannot become {status!r}")
+            st[r] = code
+            self.status_log.append((float(now), r, code))
+
+    def add_provenance(self, row: int, episode_ids: Iterable[str], now: float) -> None:
+        prov = self.provenance[row]
+        for e in sorted(set(episode_ids) - prov):
+            prov.add(e)
+            self.provenance_log.append((float(now), int(row), e))
+
+    def mask(self, statuses: Iterable[str] | None = None, kinds: Iterable[str] | None = None) -> np.ndarray:
+        """Boolean mask of rows with one of ``statuses`` (default: retrievable) and ``kinds``."""
+        names = self.statuses.retrievable if statuses is None else statuses
+        m = np.isin(self._cols["status"][: self.n], self.statuses.codes(names))
+        if kinds is not None:
+            m &= np.isin(self._cols["kind"][: self.n], [self.kind_code(k) for k in kinds])
+        return m
+
+    def retrievable(self) -> np.ndarray:
+        return self.mask()
+
+    def count(self, statuses: Iterable[str] | None = None) -> int:
+        return int(self.mask(statuses).sum())
+
+    def rows_from(self, episode_id: str) -> np.ndarray:
+        """Rows whose provenance contains ``episode_id`` (a linear scan: user actions only)."""
+        return np.array([i for i, p in enumerate(self.provenance) if episode_id in p], dtype=np.int64)
+
+    def nbytes(self) -> int:
+        """Bytes held by the numeric columns and embeddings (capacity included)."""
+        return int(self._emb.nbytes + sum(a.nbytes for a in self._cols.values()))
