@@ -123,6 +123,18 @@ class Policy(abc.ABC):
     def recover(self, events: Sequence[Recover], now: float) -> list[Outcome]:
         raise NotImplementedError(f"{type(self).__name__} does not support recover")
 
+    def plant(self, episode: Episode, now: float) -> int:
+        """Create the memory of one episode for decay-curve analysis and return its row.
+
+        Default: ingest the episode and return the newest row whose provenance holds it.
+        Policies whose memories never come from a single episode (Engram's beliefs need a
+        consolidation cycle) override this to seed one memory directly, as documented."""
+        self.ingest([episode], now)
+        rows = [i for i in range(self.store.n) if episode.id in self.store.provenance[i]]
+        if not rows:
+            raise ValueError(f"{type(self).__name__} kept no memory of episode {episode.id!r}")
+        return rows[-1]
+
     # -- helpers shared by policies -------------------------------------------
     def footprint(self) -> int:
         """Retrievable memories right now."""
