@@ -79,6 +79,9 @@ class Policy(abc.ABC):
     schedule: ClassVar[tuple[Job, ...]] = ()
     # Documented range of strength(now); upper may be inf (e.g. Kernle's salience).
     strength_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    # Seed-named memory attributes (beyond Claim's own fields) that plant() reads from
+    # claim.attrs, e.g. {"stability", "state"}: the decay-curve tool rejects any other name.
+    curve_attributes: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, params: Params | None = None, *, llm: LLM | None = None, seed: int = 0) -> None:
         if params is None:
