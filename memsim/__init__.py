@@ -1,2 +1,28 @@
-"""memsim: a research harness for long-term memory policies of AI assistants."""
+"""memsim: a research harness for long-term memory policies of AI assistants.
+
+The public API (lazily imported so ``import memsim`` stays light):
+
+    memsim.list_policies(), memsim.list_scenarios()   -> DataFrames
+    memsim.run(policy, scenario, seed=0)              -> per-query metrics
+    memsim.compare(policies, scenarios, seeds)        -> (summary, per-query)
+    memsim.paired(per_query, metric)                  -> superiority matrix
+    memsim.curve(policy, pattern, days, ...)          -> decay curve
+    memsim.make(policy_id, ...)                       -> a policy object
+"""
 __version__ = "0.1.0"
+
+_API = {
+    "list_policies": "memsim.api", "list_scenarios": "memsim.api", "run": "memsim.api",
+    "compare": "memsim.api", "paired": "memsim.api", "summarize": "memsim.api",
+    "curve": "memsim.curve", "make": "memsim.registry", "register": "memsim.registry",
+}
+
+
+def __getattr__(name: str):
+    if name in _API:
+        import importlib
+        return getattr(importlib.import_module(_API[name]), name)
+    raise AttributeError(f"module 'memsim' has no attribute {name!r}")
+
+
+__all__ = sorted(_API)

@@ -1,0 +1,299 @@
+"""The Python API: the same verbs as the CLI, returning pandas DataFrames.
+
+    import memsim
+    memsim.list_policies()                      # DataFrame of registered policies
+    memsim.list_scenarios()                     # DataFrame of scenario specs
+    q = memsim.run("pai", "scripted/name-preference", seed=0)   # per-query metrics
+    summary, per_query = memsim.compare(["keep-all", "pai"], ["synthetic:steady"], seeds=[0, 1])
+
+A comparison is a grid of independent runs (policy x scenario x seed). Runs execute in any
+``concurrent.futures.Executor`` (a process pool by default when jobs > 1; pass
+``dask.distributed.Client(...).get_executor()`` for a cluster). Results are collected in grid
+order, so serial and parallel runs give identical tables.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import functools
+import multiprocessing
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .errors import MemsimError, ParamError, UnknownIdError
+from .results import RunDef, RunResult, is_complete, load, manifest_for, save
+
+# ---------------------------------------------------------------------------- listing
+
+
+def list_policies() -> pd.DataFrame:
+    from .registry import specs
+    rows = [{"id": s.id, "version": s.version, "full_id": s.full_id, "baseline": s.baseline,
+             "capabilities": ",".join(sorted(s.capabilities)), "seed_document": s.seed_document,
+             "description": s.description} for s in specs()]
+    return pd.DataFrame(rows)
+
+
+def list_scenarios() -> pd.DataFrame:
+    import scenarios
+    return pd.DataFrame([{"spec": s, "description": d} for s, d in scenarios.catalog()])
+
+
+# ---------------------------------------------------------------------------- one run
+
+
+def _overrides(pairs: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> tuple[tuple[str, Any], ...]:
+    items = dict(pairs.items() if isinstance(pairs, Mapping) else (pairs or ()))
+    return tuple(sorted(items.items()))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_stream(spec: str, seed: int):
+    import scenarios
+    return scenarios.load(spec, seed=seed)
+
+
+def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str, Any]):
+    """The MockLLM for a run: the stream's own bands/faults (synthetic profiles carry them),
+    then ``bands.X`` / ``faults.X`` overrides from the run definition."""
+    from .llm import Bands, Faults
+    from .mockllm import MockLLM
+    bands = dict(stream_meta.get("bands", {}) or {})
+    faults = dict(stream_meta.get("faults", {}) or {})
+    for name, value in overrides.items():
+        group, _, field = name.partition(".")
+        if group == "bands":
+            bands[field] = value
+        elif group == "faults":
+            faults[field] = value
+        else:
+            raise ParamError(f"unknown LLM override {name!r}: use bands.NAME or faults.NAME")
+    return MockLLM(seed=seed, bands=Bands(**bands), faults=Faults(**faults))
+
+
+def execute(d: RunDef) -> RunResult:
+    """Run one definition in this process and score it (no files written)."""
+    from . import metrics, registry, runner, truth
+    stream = _load_stream(d.scenario, d.seed)
+    meta = dict(stream.meta)
+    llm = build_llm(d.seed, meta, dict(d.llm))
+    spec = registry.spec(d.policy)
+    params = spec.load().Params()
+    if d.params:
+        params = params.replace(**dict(d.params))
+    policy = spec.make(params, llm=llm, seed=d.seed)
+    trace = runner.run(policy, stream)
+    gt = truth.GroundTruth(stream)
+    queries = metrics.evaluate(trace, gt)
+    queries.insert(0, "seed", d.seed)
+    queries.insert(0, "scenario", d.scenario)
+    queries.insert(0, "policy", spec.id)
+    summary = {"policy": spec.id, "scenario": d.scenario, "seed": d.seed,
+               **metrics.summarize_run(trace, gt)}
+    footprint = trace.footprint_frame()
+    llm_config = llm.config() if hasattr(llm, "config") else {"seed": d.seed}
+    return RunResult(d, queries, footprint, summary,
+                     manifest=manifest_for(d, policy=policy, llm_config=llm_config, stream=stream),
+                     timings=dict(getattr(trace, "timings", {}) or {}))
+
+
+def _execute_and_save(d: RunDef, root: str | None) -> RunResult:
+    r = execute(d)
+    if root is not None:
+        save(root, r)
+    return r
+
+
+def resolve_policy(policy_id: str) -> str:
+    from .registry import spec
+    return spec(policy_id).full_id
+
+
+def run(policy: str, scenario: str, seed: int = 0, params: Mapping[str, Any] | None = None,
+        llm: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """Run one policy on one scenario; the per-query metrics as a DataFrame."""
+    d = RunDef(resolve_policy(policy), scenario, int(seed), _overrides(params), _overrides(llm))
+    return execute(d).queries
+
+
+# ---------------------------------------------------------------------------- grids
+
+
+def grid(policies: Sequence[str], scenario_specs: Sequence[str], seeds: Sequence[int],
+         params: Mapping[str, Any] | None = None, llm: Mapping[str, Any] | None = None) -> list[RunDef]:
+    """The Cartesian product, in a fixed order (scenario, policy, seed)."""
+    if not policies:
+        raise MemsimError("no policies to compare")
+    if not scenario_specs:
+        raise MemsimError("no scenarios to compare on")
+    full = [resolve_policy(p) for p in policies]
+    return [RunDef(p, s, int(seed), _overrides(params), _overrides(llm))
+            for s in scenario_specs for p in full for seed in seeds]
+
+
+def run_grid(defs: Sequence[RunDef], *, root: str | Path | None = None, jobs: int = 1,
+             executor: cf.Executor | None = None, resume: bool = True,
+             progress: bool = False) -> list[RunResult]:
+    """Execute definitions (skipping complete ones under ``root`` when ``resume``); results
+    come back in the order of ``defs`` whatever the executor."""
+    root_s = None if root is None else str(root)
+    results: dict[int, RunResult] = {}
+    todo: list[int] = []
+    for i, d in enumerate(defs):
+        if root_s is not None and resume and is_complete(root_s, d):
+            results[i] = load(root_s, d)
+        else:
+            todo.append(i)
+    bar = _progress(len(defs), progress, initial=len(results))
+    own = None
+    if executor is None and jobs > 1 and len(todo) > 1:
+        own = executor = cf.ProcessPoolExecutor(max_workers=jobs,
+                                                mp_context=multiprocessing.get_context("spawn"))
+    try:
+        if executor is None:
+            for i in todo:
+                results[i] = _execute_and_save(defs[i], root_s)
+                bar.update(1)
+        else:
+            futures = {executor.submit(_execute_and_save, defs[i], root_s): i for i in todo}
+            for fut in cf.as_completed(futures):
+                results[futures[fut]] = fut.result()
+                bar.update(1)
+    finally:
+        bar.close()
+        if own is not None:
+            own.shutdown()
+    return [results[i] for i in range(len(defs))]
+
+
+class _NoBar:
+    def update(self, n: int) -> None: ...
+    def close(self) -> None: ...
+
+
+def _progress(total: int, enabled: bool, initial: int = 0):
+    if not enabled:
+        return _NoBar()
+    from tqdm.auto import tqdm
+    return tqdm(total=total, initial=initial, desc="runs", unit="run")
+
+
+def compare(policies: Sequence[str], scenario_specs: Sequence[str], seeds: Sequence[int] = (0,), *,
+            params: Mapping[str, Any] | None = None, llm: Mapping[str, Any] | None = None,
+            root: str | Path | None = None, jobs: int = 1, executor: cf.Executor | None = None,
+            resume: bool = True, progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every policy on every scenario for every seed: (summary table, per-query table)."""
+    defs = grid(policies, scenario_specs, seeds, params, llm)
+    results = run_grid(defs, root=root, jobs=jobs, executor=executor, resume=resume, progress=progress)
+    per_query = pd.concat([r.queries for r in results], ignore_index=True)
+    runs = pd.DataFrame([r.summary for r in results])
+    return summarize(per_query, runs), per_query
+
+
+# ---------------------------------------------------------------------------- statistics
+
+QUERY_METRICS = ("recall", "hit", "mrr", "ndcg", "stale", "needed_forgotten")
+
+
+def bootstrap_ci(values: np.ndarray, *, confidence: float = 0.95, n_resamples: int = 2000,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap CI of the mean (scipy.stats.bootstrap), seeded for reproducibility."""
+    from scipy import stats
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if len(v) == 0:
+        return (np.nan, np.nan)
+    if len(v) == 1 or np.all(v == v[0]):
+        return (float(v[0]), float(v[0])) if len(v) > 1 else (np.nan, np.nan)
+    res = stats.bootstrap((v,), np.mean, confidence_level=confidence, n_resamples=n_resamples,
+                          method="percentile", rng=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def metric_direction(name: str) -> str:
+    try:
+        from .metrics import METRICS
+        return METRICS[name].better
+    except (ImportError, KeyError):
+        return "lower" if name in ("stale", "needed_forgotten", "footprint_mean", "footprint_final",
+                                   "noise_retention") else "higher"
+
+
+def summarize(per_query: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Tidy summary: one row per (scenario, policy, metric) with mean, 95% bootstrap CI,
+    the number of evaluated queries (or runs), and whether it beats both baselines."""
+    rows = []
+    for (scenario, policy), g in per_query.groupby(["scenario", "policy"], sort=False):
+        for m in QUERY_METRICS:
+            if m not in g:
+                continue
+            v = g[m].to_numpy(dtype=np.float64)
+            n = int(np.isfinite(v).sum())
+            lo, hi = bootstrap_ci(v)
+            rows.append({"scenario": scenario, "policy": policy, "metric": m,
+                         "mean": float(np.nanmean(v)) if n else np.nan, "ci_low": lo, "ci_high": hi,
+                         "n": n, "unit": "queries", "better": metric_direction(m)})
+    run_metrics = [c for c in runs.columns if c not in ("policy", "scenario", "seed")
+                   and pd.api.types.is_numeric_dtype(runs[c])]
+    for (scenario, policy), g in runs.groupby(["scenario", "policy"], sort=False):
+        for m in run_metrics:
+            v = g[m].to_numpy(dtype=np.float64)
+            lo, hi = bootstrap_ci(v)
+            rows.append({"scenario": scenario, "policy": policy, "metric": m,
+                         "mean": float(np.nanmean(v)) if np.isfinite(v).any() else np.nan,
+                         "ci_low": lo, "ci_high": hi, "n": int(np.isfinite(v).sum()), "unit": "runs",
+                         "better": metric_direction(m)})
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    return _mark_baselines(table)
+
+
+BASELINES = ("keep-all", "recency")
+
+
+def _mark_baselines(table: pd.DataFrame) -> pd.DataFrame:
+    """beats_baselines: True when the mean is strictly better than every baseline present
+    (direction-aware); None for the baselines themselves or when none is present."""
+    out = []
+    for (scenario, metric), g in table.groupby(["scenario", "metric"], sort=False):
+        base = g[g["policy"].isin(BASELINES)]
+        sign = 1.0 if g["better"].iloc[0] == "higher" else -1.0
+        for _, row in g.iterrows():
+            if row["policy"] in BASELINES or base.empty or not np.isfinite(row["mean"]):
+                beats = None
+            else:
+                beats = bool(all(sign * (row["mean"] - b) > 0 for b in base["mean"] if np.isfinite(b)))
+            out.append(beats)
+    table = table.copy()
+    # groupby preserves row order within groups; realign by index
+    idx = [i for _, g in table.groupby(["scenario", "metric"], sort=False) for i in g.index]
+    table.loc[idx, "beats_baselines"] = pd.Series(out, index=idx, dtype=object)
+    return table
+
+
+def paired(per_query: pd.DataFrame, metric: str, scenario: str | None = None) -> pd.DataFrame:
+    """Superiority matrix: cell (A, B) = share of paired queries (same scenario, seed and
+    query id) where A is strictly better than B on ``metric``."""
+    df = per_query if scenario is None else per_query[per_query["scenario"] == scenario]
+    wide = df.pivot_table(index=["scenario", "seed", "query_id"], columns="policy", values=metric,
+                          aggfunc="first")
+    sign = 1.0 if metric_direction(metric) == "higher" else -1.0
+    pols = list(wide.columns)
+    mat = pd.DataFrame(np.nan, index=pols, columns=pols)
+    for a in pols:
+        for b in pols:
+            if a == b:
+                continue
+            both = wide[[a, b]].dropna()
+            if len(both):
+                mat.loc[a, b] = float((sign * (both[a] - both[b]) > 0).mean())
+    mat.index.name = f"{metric}: A beats B"
+    return mat
+
+
+def check_known_metric(name: str) -> None:
+    if name not in QUERY_METRICS:
+        raise UnknownIdError(f"unknown metric {name!r}; known: {', '.join(QUERY_METRICS)}")

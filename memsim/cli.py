@@ -1,0 +1,189 @@
+"""The ``memsim`` command line: list, run, compare, curve, claims.
+
+A user mistake (unknown id, malformed file, impossible parameter) prints one line,
+``memsim: error: ...``, and exits with status 2. Anything else is a bug and keeps its
+traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from .errors import MemsimError, ParamError
+
+
+def _csv(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _seeds(text: str) -> list[int]:
+    try:
+        if ":" in text:
+            lo, hi = text.split(":", 1)
+            return list(range(int(lo), int(hi)))
+        return [int(t) for t in _csv(text)]
+    except ValueError:
+        raise ParamError(f"--seeds: cannot read {text!r} (use 0,1,2 or 0:5)") from None
+
+
+def _pairs(items: Sequence[str] | None, flag: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ParamError(f"{flag}: expected KEY=VALUE, got {item!r}")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _typed_params(policy: str, raw: dict[str, str]) -> dict:
+    """Convert KEY=VALUE strings to the types of the policy's Params fields."""
+    if not raw:
+        return {}
+    from .registry import spec
+    typed = spec(policy).load().Params.from_strings(raw)
+    return {k: getattr(typed, k) for k in raw}
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from .api import list_policies, list_scenarios
+    pol = list_policies()
+    print("Policies:")
+    for _, r in pol.iterrows():
+        caps = f" [{r.capabilities}]" if r.capabilities else ""
+        print(f"  {r.full_id:<14} {r.description}{caps}")
+    print("\nScenarios:")
+    for _, r in list_scenarios().iterrows():
+        print(f"  {r.spec:<38} {r.description}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .api import RunDef, _overrides, execute, resolve_policy
+    from .results import save
+    params = _typed_params(args.policy, _pairs(args.param, "--param"))
+    llm = {k: float(v) for k, v in _pairs(args.llm, "--llm").items()}
+    d = RunDef(resolve_policy(args.policy), args.scenario, args.seed, _overrides(params), _overrides(llm))
+    r = execute(d)
+    if args.out:
+        print(f"wrote {save(args.out, r)}", file=sys.stderr)
+    q = r.queries
+    print(f"{d.policy} on {d.scenario} (seed {d.seed}): {len(q)} queries")
+    for m in ("recall", "hit", "mrr", "ndcg", "stale", "needed_forgotten"):
+        if m in q:
+            print(f"  {m:<18} {q[m].mean():.4f}")
+    for k, v in r.summary.items():
+        if k not in ("policy", "scenario", "seed") and isinstance(v, (int, float)):
+            print(f"  {k:<18} {v:.4f}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .api import compare, list_policies
+    from .report import console_table, write_comparison
+    policies = _csv(args.policies) if args.policies and args.policies != "all" else \
+        list(list_policies()["id"])
+    specs: list[str] = []
+    if args.suite:
+        import scenarios
+        specs += scenarios.suite(args.suite, locomo_path=args.locomo)
+    if args.scenarios:
+        specs += _csv(args.scenarios)
+    if args.locomo and not args.suite:
+        specs.append(f"locomo:{args.locomo}")
+    if not specs:
+        raise ParamError("compare: give --suite NAME and/or --scenarios SPEC[,SPEC...]")
+    seeds = _seeds(args.seeds)
+    out = Path(args.out) if args.out else Path("results") / (args.suite or "compare")
+    summary, per_query = compare(policies, specs, seeds, root=args.cache or out.parent,
+                                 jobs=args.jobs, resume=not args.no_resume,
+                                 progress=not args.quiet)
+    write_comparison(out, summary, per_query, definition={
+        "policies": policies, "scenarios": specs, "seeds": seeds, "suite": args.suite})
+    print(console_table(summary))
+    if "group" in per_query and per_query["group"].astype(str).str.len().gt(0).any():
+        by = per_query[per_query["group"].astype(str) != ""].groupby(["scenario", "policy", "group"])["recall"]
+        print("\nrecall@k by group:")
+        print(by.agg(["mean", "count"]).round(3).to_string())
+    print(f"\nwrote {out}/summary.md, summary.csv, per_query.parquet")
+    return 0
+
+
+def cmd_curve(args: argparse.Namespace) -> int:
+    from .curve import run_curve_command
+    return run_curve_command(args)
+
+
+def cmd_claims(args: argparse.Namespace) -> int:
+    from .claims import main_claims
+    return main_claims(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="memsim", description="Replay event streams through memory "
+                                "policies of AI assistants and score them.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("list", help="registered policies and scenarios")
+    s.set_defaults(func=cmd_list)
+
+    s = sub.add_parser("run", help="run one policy on one scenario and print its metrics")
+    s.add_argument("--policy", required=True, help="policy id, e.g. pai or pai-v1")
+    s.add_argument("--scenario", required=True, help="scripted/NAME, a YAML path, synthetic:PROFILE[,k=v], locomo:PATH")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--param", action="append", metavar="KEY=VALUE", help="override a Params field")
+    s.add_argument("--llm", action="append", metavar="KEY=VALUE", help="mock LLM override, e.g. faults.embed_fail=0.1")
+    s.add_argument("--out", help="write the run's files under this results root")
+    s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("compare", help="policies x scenarios x seeds -> a summary table")
+    s.add_argument("--policies", default="all", help="comma list of policy ids (default: all)")
+    s.add_argument("--scenarios", help="comma list of scenario specs")
+    s.add_argument("--suite", help="a named suite of scenarios, e.g. standard")
+    s.add_argument("--locomo", metavar="PATH", help="add LoCoMo from this JSON file")
+    s.add_argument("--seeds", default="0", help="comma list or START:STOP (default 0)")
+    s.add_argument("--jobs", type=int, default=1, help="parallel processes (results are identical)")
+    s.add_argument("--out", help="output folder (default results/<suite>)")
+    s.add_argument("--cache", help="results root for per-run files (default: parent of --out)")
+    s.add_argument("--no-resume", action="store_true", help="rerun even if a run's results exist")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_compare)
+
+    s = sub.add_parser("curve", help="decay curve of one memory under an access pattern (CSV)")
+    try:
+        from .curve import add_curve_arguments
+        add_curve_arguments(s)
+    except ImportError:
+        pass
+    s.set_defaults(func=cmd_curve)
+
+    s = sub.add_parser("claims", help="regenerate the table of the seed documents' worked examples")
+    try:
+        from .claims import add_claims_arguments
+        add_claims_arguments(s)
+    except ImportError:
+        pass
+    s.set_defaults(func=cmd_claims)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except MemsimError as e:
+        print(f"memsim: error: {e}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as e:
+        print(f"memsim: error: no such file: {e.filename}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("memsim: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Comparison tables on disk: summary.csv (tidy), summary.md (readable), per_query.parquet."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .results import atomic_write_bytes, atomic_write_json, atomic_write_parquet, git_commit, package_versions
+
+# metrics shown in the readable table, in this order
+SHOWN = ("recall", "hit", "mrr", "ndcg", "stale", "needed_forgotten", "footprint_mean",
+         "footprint_final", "noise_retention")
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}f}"
+
+
+def markdown(summary: pd.DataFrame) -> str:
+    """One table per scenario: policies x metrics, 'mean [95% CI]'. A dagger marks a seed
+    policy that does not beat both baselines on that metric."""
+    lines: list[str] = []
+    for scenario, g in summary.groupby("scenario", sort=False):
+        metrics = [m for m in SHOWN if m in set(g["metric"])]
+        arrows = {m: ("↑" if g[g.metric == m]["better"].iloc[0] == "higher" else "↓") for m in metrics}
+        lines.append(f"### {scenario}\n")
+        lines.append("| policy | " + " | ".join(f"{m} {arrows[m]}" for m in metrics) + " |")
+        lines.append("|---|" + "---|" * len(metrics))
+        for policy, gp in g.groupby("policy", sort=False):
+            cells = []
+            for m in metrics:
+                r = gp[gp.metric == m]
+                if r.empty:
+                    cells.append("–")
+                    continue
+                r = r.iloc[0]
+                cell = _fmt(r["mean"])
+                if np.isfinite(r["ci_low"]) and r["ci_low"] != r["ci_high"]:
+                    cell += f" [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]"
+                if r.get("beats_baselines") is False:
+                    cell += " †"
+                cells.append(cell)
+            lines.append(f"| {policy} | " + " | ".join(cells) + " |")
+        nq = g[(g.unit == "queries")]["n"]
+        nr = g[(g.unit == "runs")]["n"]
+        same = "same queries for every policy" if nq.nunique() <= 1 else "query counts differ!"
+        lines.append("")
+        lines.append(f"n = {int(nq.max()) if len(nq) else 0} evaluated queries per policy ({same}); "
+                     f"{int(nr.max()) if len(nr) else 0} run(s) per policy. "
+                     "Mean [95% percentile-bootstrap CI]; † = does not beat both baselines (keep-all, recency).")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_comparison(out_dir: str | Path, summary: pd.DataFrame, per_query: pd.DataFrame, *,
+                     definition: dict[str, Any]) -> Path:
+    out = Path(out_dir)
+    atomic_write_bytes(out / "summary.csv", summary.to_csv(index=False, float_format="%.6g").encode())
+    atomic_write_bytes(out / "summary.md", ("# Comparison\n\n" + markdown(summary)).encode())
+    atomic_write_parquet(out / "per_query.parquet", per_query)
+    atomic_write_json(out / "manifest.json", {"definition": definition, "packages": package_versions(),
+                                              "git_commit": git_commit()})
+    return out
+
+
+def console_table(summary: pd.DataFrame, metrics: Sequence[str] = ("recall", "stale", "needed_forgotten",
+                                                                    "footprint_mean")) -> str:
+    """A compact fixed-width table for the terminal: scenario x policy rows, chosen metrics."""
+    rows = []
+    for (scenario, policy), g in summary.groupby(["scenario", "policy"], sort=False):
+        row = {"scenario": scenario, "policy": policy}
+        for m in metrics:
+            r = g[g.metric == m]
+            row[m] = _fmt(float(r["mean"].iloc[0])) if len(r) else "–"
+        n = g[g.unit == "queries"]["n"]
+        row["queries"] = int(n.max()) if len(n) else 0
+        rows.append(row)
+    return pd.DataFrame(rows).to_string(index=False)

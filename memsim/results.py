@@ -1,0 +1,180 @@
+"""Run definitions, their deterministic result paths, and atomic result files.
+
+A run is defined by (policy id with version, scenario spec, seed, parameter overrides,
+mock-LLM overrides). Its results land in ``<root>/runs/<policy>/<scenario>/seed<N>-<key>/``
+where ``key`` hashes the whole definition, so an interrupted sweep resumes: a directory whose
+``manifest.json`` exists is complete (the manifest is written last) and is loaded, not rerun.
+Every file is written to a temporary name and renamed into place, so a crash never leaves a
+half-written file under its final name.
+
+Files of one run: ``queries.parquet`` (one row per query, metrics), ``footprint.parquet``,
+``summary.json`` (run-level metrics), ``manifest.json`` (definition, resolved params, seeds,
+package versions, git commit, LLM config). Timings are machine noise and live apart in
+``timings.json`` so the other files are byte-identical for the same definition.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+
+RESULT_FILES = ("queries.parquet", "footprint.parquet", "summary.json", "manifest.json")
+PACKAGES = ("memsim", "numpy", "scipy", "pandas", "pyarrow", "faiss-cpu", "rank-bm25", "PyYAML")
+
+
+@dataclass(frozen=True)
+class RunDef:
+    """One run of the grid. ``params`` and ``llm`` are sorted (name, value) override pairs."""
+
+    policy: str
+    scenario: str
+    seed: int = 0
+    params: tuple[tuple[str, Any], ...] = ()
+    llm: tuple[tuple[str, Any], ...] = ()
+
+    def canonical(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"), default=str)
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(self.canonical().encode()).hexdigest()[:12]
+
+    def path(self, root: Path | str) -> Path:
+        return Path(root) / "runs" / slug(self.policy) / slug(self.scenario) / f"seed{self.seed}-{self.key}"
+
+
+def slug(text: str) -> str:
+    """A filesystem-safe, readable rendering of a spec (``synthetic:steady,n=5`` ->
+    ``synthetic-steady-n-5``); long specs (paths) keep their tail and a short hash."""
+    s = re.sub(r"[^A-Za-z0-9._]+", "-", text).strip("-.") or "x"
+    if len(s) > 60:
+        s = s[-40:].strip("-.") + "-" + hashlib.sha256(text.encode()).hexdigest()[:8]
+    return s
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n").encode())
+
+
+def atomic_write_parquet(path: Path, frame: pd.DataFrame) -> None:
+    import io
+    buf = io.BytesIO()
+    frame.to_parquet(buf, index=False, engine="pyarrow")
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def _json_default(o: Any) -> Any:
+    import numpy as np
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, (set, frozenset, tuple)):
+        return sorted(o) if isinstance(o, (set, frozenset)) else list(o)
+    return str(o)
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "absent"
+    return out
+
+
+def git_commit() -> str:
+    here = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
+                              text=True, timeout=5)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    if head.returncode != 0:
+        return "unknown"
+    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+@dataclass
+class RunResult:
+    definition: RunDef
+    queries: pd.DataFrame
+    footprint: pd.DataFrame
+    summary: dict[str, Any]
+    manifest: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def is_complete(root: Path | str, d: RunDef) -> bool:
+    p = d.path(root)
+    return all((p / f).exists() for f in RESULT_FILES)
+
+
+def save(root: Path | str, r: RunResult) -> Path:
+    """Write a run's files; the manifest goes last so its presence means 'complete'."""
+    p = r.definition.path(root)
+    atomic_write_parquet(p / "queries.parquet", r.queries)
+    atomic_write_parquet(p / "footprint.parquet", r.footprint)
+    atomic_write_json(p / "summary.json", r.summary)
+    atomic_write_json(p / "timings.json", r.timings)
+    atomic_write_json(p / "manifest.json", r.manifest)
+    return p
+
+
+def load(root: Path | str, d: RunDef) -> RunResult:
+    p = d.path(root)
+    manifest = json.loads((p / "manifest.json").read_text())
+    timings_path = p / "timings.json"
+    return RunResult(
+        definition=d,
+        queries=pd.read_parquet(p / "queries.parquet"),
+        footprint=pd.read_parquet(p / "footprint.parquet"),
+        summary=json.loads((p / "summary.json").read_text()),
+        manifest=manifest,
+        timings=json.loads(timings_path.read_text()) if timings_path.exists() else {},
+    )
+
+
+def manifest_for(d: RunDef, *, policy: Any, llm_config: Mapping[str, Any], stream: Any) -> dict[str, Any]:
+    spec = getattr(policy, "spec", None)
+    return {
+        "definition": json.loads(d.canonical()),
+        "key": d.key,
+        "policy": {"id": spec.id if spec else d.policy, "version": spec.version if spec else None,
+                   "class": f"{type(policy).__module__}.{type(policy).__qualname__}",
+                   "params": policy.params.to_dict()},
+        "scenario": {"spec": d.scenario, "name": stream.name, "description": stream.description,
+                     "events": len(stream), "horizon_days": stream.horizon,
+                     "meta": {k: v for k, v in stream.meta}},
+        "seeds": {"run": d.seed, "llm": llm_config.get("seed", d.seed)},
+        "llm": dict(llm_config),
+        "packages": package_versions(),
+        "git_commit": git_commit(),
+    }
