@@ -135,6 +135,11 @@ class MemoryStore:
         return self.n
 
     # -- growth --------------------------------------------------------------
+    def reserve(self, rows: int) -> None:
+        """Make room for ``rows`` rows in total now, so a bulk load of known size never
+        holds two copies of the embedding matrix (doubling growth would peak at ~1.5x)."""
+        self._reserve(max(0, int(rows) - self.n))
+
     def _reserve(self, extra: int) -> None:
         need = self.n + extra
         if need <= self._cap:
