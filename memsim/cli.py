@@ -121,6 +121,11 @@ def cmd_claims(args: argparse.Namespace) -> int:
     return main_claims(args)
 
 
+def cmd_figures(args: argparse.Namespace) -> int:
+    from .figures import run_figures_command
+    return run_figures_command(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="memsim", description="Replay event streams through memory "
                                 "policies of AI assistants and score them.")
@@ -166,6 +171,14 @@ def build_parser() -> argparse.ArgumentParser:
     except ImportError:
         pass
     s.set_defaults(func=cmd_claims)
+
+    s = sub.add_parser("figures", help="regenerate the PNG figures under results/figures/")
+    try:
+        from .figures import add_figures_arguments
+        add_figures_arguments(s)
+    except ImportError:
+        pass
+    s.set_defaults(func=cmd_figures)
     return p
 
 
