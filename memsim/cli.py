@@ -97,9 +97,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ParamError("compare: give --suite NAME and/or --scenarios SPEC[,SPEC...]")
     seeds = _seeds(args.seeds)
     out = Path(args.out) if args.out else Path("results") / (args.suite or "compare")
-    summary, per_query = compare(policies, specs, seeds, root=args.cache or out.parent,
-                                 jobs=args.jobs, resume=not args.no_resume,
-                                 progress=not args.quiet)
+    executor = client = None
+    if args.dask:
+        from dask.distributed import Client
+        client = Client(args.dask)
+        executor = client.get_executor()
+    try:
+        summary, per_query = compare(policies, specs, seeds, root=args.cache or out.parent,
+                                     jobs=args.jobs, executor=executor, resume=not args.no_resume,
+                                     progress=not args.quiet)
+    finally:
+        if client is not None:
+            client.close()
     write_comparison(out, summary, per_query, definition={
         "policies": policies, "scenarios": specs, "seeds": seeds, "suite": args.suite})
     print(console_table(summary))
@@ -150,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--locomo", metavar="PATH", help="add LoCoMo from this JSON file")
     s.add_argument("--seeds", default="0", help="comma list or START:STOP (default 0)")
     s.add_argument("--jobs", type=int, default=1, help="parallel processes (results are identical)")
+    s.add_argument("--dask", metavar="SCHEDULER", help="run on a Dask cluster at this scheduler address")
     s.add_argument("--out", help="output folder (default results/<suite>)")
     s.add_argument("--cache", help="results root for per-run files (default: parent of --out)")
     s.add_argument("--no-resume", action="store_true", help="rerun even if a run's results exist")
