@@ -1,0 +1,669 @@
+"""Personal AI ("pai"): seed document 000_ec17278fb0252727.txt ("Memory Lifecycle").
+
+Beliefs decay with a fixed half-life, ``confidence * 0.5 ** (days / (30 * stability))`` (§7);
+an incoming belief reinforces (> 0.85), is checked for contradiction (0.70-0.85) or is created
+and linked to up to 3 Zettelkasten neighbours (0.40-0.85) (§1, §4); recall is a multi-factor
+score with graph expansion and access-driven stability (§2); reflect / merge / synthesize /
+prune run as scheduled jobs (§3); conversations of >= 4 turns are consolidated into summary
+episodes that create no belief (§8). Every open choice is listed in docs/policies/pai.md.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
+
+import numpy as np
+
+from memsim.events import Claim, Episode, Forget, Query
+from memsim.llm import NONE
+from memsim.params import Params, param
+from memsim.policy import Job, Outcome, Policy, Ranking
+from memsim.store import Statuses
+
+DOC = "000"
+
+# factType vocabulary (§6 "type"); meta is synthesized, insight the legacy default.
+TYPES = ("factual", "preference", "procedural", "architectural", "meta", "insight")
+TYPE_CODE = {name: i for i, name in enumerate(TYPES)}
+
+# Seed-neutral Claim.category -> the document's factType (§1 "Validate factType in {factual,
+# preference, procedural, architectural}"). The document's four types are about facts, likes,
+# how-tos and design decisions; every category memsim streams use is mapped onto the nearest
+# one and anything unknown is "factual" (the validation fallback, see docs/policies/pai.md).
+CATEGORY_TO_TYPE = {
+    "fact": "factual", "factual": "factual", "relationship": "factual", "event": "factual",
+    "preference": "preference", "sentiment": "preference", "value": "preference",
+    "drive": "preference",
+    "procedural": "procedural", "reminder": "procedural", "procedure": "procedural",
+    "decision": "architectural", "architectural": "architectural",
+}
+# extractBeliefs() returns {fact, ..., insight}; the insight is skipped (§1 note, lines 268-269).
+SKIPPED_CATEGORIES = frozenset({"insight"})
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _tokens(text: str) -> frozenset[str]:
+    return frozenset(_WORD.findall(text.lower()))
+
+
+def statement(claim: Claim) -> str:
+    """The belief's statement text: the fact as a sentence-like string (FTS fallback, audit)."""
+    if not claim.key:
+        return claim.value
+    return f"{claim.subject}: {claim.key.replace('.', ' ').replace('_', ' ')} = {claim.value}"
+
+
+@dataclass(frozen=True)
+class PaiParams(Params):
+    """Every constant document 000 names, with its value as default (doc = section)."""
+
+    # -- §1 / §4 ingestion thresholds ---------------------------------------------------
+    reinforce_above: float = param(0.85, lo=0.0, hi=1.0, doc="000 §1,§4 reinforce: top similarity > 0.85")
+    grey_lo: float = param(0.70, lo=0.0, hi=1.0, doc="000 §1,§4 contradiction grey zone 0.70-0.85 (lower end, inclusive)")
+    link_lo: float = param(0.40, lo=0.0, hi=1.0, doc="000 §1,§4 Zettelkasten link band 0.40-0.85 (lower end, inclusive)")
+    link_hi: float = param(0.85, lo=0.0, hi=1.0, doc="000 §1,§4 Zettelkasten link band upper end (exclusive)")
+    max_links: int = param(3, lo=0, doc="000 §1,§4 link to the top 3 neighbours")
+    similar_limit: int = param(5, lo=1, doc="000 §1 findSimilarBeliefs(embedding, limit=5)")
+    reinforce_step: float = param(0.1, lo=0.0, hi=1.0, doc="000 §1,§6 reinforce +0.1 confidence")
+    confidence_cap: float = param(1.0, lo=0.0, hi=1.0, doc="000 §6 confidence cap 1.0")
+    weaken_step: float = param(0.2, lo=0.0, hi=1.0, doc="000 §1,§6 weaken -0.2 confidence")
+    confidence_floor: float = param(0.1, lo=0.0, hi=1.0, doc="000 §1,§6 weaken floor (min 0.1)")
+    support_threshold: int = param(3, lo=1, doc="000 §1 >= 3 supporting episodes: weaken, else invalidate")
+    default_confidence: float = param(0.6, lo=0.0, hi=1.0, doc="000 §6 confidence default 0.6")
+    embed_fail_confidence: float = param(0.6, lo=0.0, hi=1.0, doc="000 §1 embedding failed: create at confidence 0.6")
+    default_stability: float = param(1.0, lo=0.0, lo_open=True, doc="000 §6 stability default 1.0")
+    importance_min: int = param(1, lo=0, doc="000 §1 clamp importance 1-10")
+    importance_max: int = param(10, lo=1, doc="000 §1 clamp importance 1-10")
+    fallback_importance: int = param(5, lo=1, hi=10, doc="000 §1 parse failure: importance=5")
+    fallback_subject: str = param("owner", doc="000 §1,§6 parse failure / default subject 'owner'")
+    fallback_type: str = param("factual", choices=TYPES[:4], doc="000 §1 parse failure: raw text as 'factual'")
+    # -- §2 recall -----------------------------------------------------------------------
+    w_cosine: float = param(0.50, lo=0.0, doc="000 §2 score weight of cosine")
+    w_importance: float = param(0.20, lo=0.0, doc="000 §2 score weight of importance/10")
+    w_recency: float = param(0.10, lo=0.0, doc="000 §2 score weight of recency")
+    w_stability: float = param(0.05, lo=0.0, doc="000 §2 score weight of stability/5")
+    w_subject: float = param(0.15, lo=0.0, doc="000 §2 score weight of subjectMatch")
+    importance_scale: float = param(10.0, lo=0.0, lo_open=True, doc="000 §2,§6 importance normalized /10")
+    stability_scale: float = param(5.0, lo=0.0, lo_open=True, doc="000 §2 stability normalized /5")
+    insight_multiplier: float = param(0.5, lo=0.0, doc="000 §2 insight-type beliefs: score *= 0.5")
+    cosine_floor: float = param(0.20, lo=-1.0, hi=1.0, doc="000 §2,§4 semantic search cutoff cosine >= 0.20")
+    graph_parents: int = param(3, lo=0, doc="000 §2 graph traversal from the top-3 results")
+    neighbour_factor: float = param(0.8, lo=0.0, doc="000 §2 neighbour score = parent score * 0.8")
+    recency_rate: float = param(0.023, lo=0.0, doc="000 §2 recency = exp(-0.023 * daysSinceAccess)")
+    access_stability_step: float = param(0.1, lo=0.0, doc="000 §2,§7 access: stability += 0.1")
+    stability_cap: float = param(5.0, lo=0.0, lo_open=True, doc="000 §2,§6 stability capped at 5.0")
+    # -- §7 decay ------------------------------------------------------------------------
+    half_life_days: float = param(30.0, lo=0.0, lo_open=True, doc="000 §7 halfLife = 30 * stability days")
+    # -- §3 maintenance ------------------------------------------------------------------
+    reflect_limit: int = param(200, lo=1, doc="000 §3 reflect loads up to 200 active beliefs")
+    duplicate_threshold: float = param(0.85, lo=0.0, hi=1.0, doc="000 §3,§4 duplicate pairs cosine >= 0.85")
+    stale_threshold: float = param(0.10, lo=0.0, hi=1.0, doc="000 §3,§4 stale: effectiveConfidence < 0.10")
+    synthesis_threshold: float = param(0.60, lo=0.0, hi=1.0, doc="000 §3,§4 thematic clusters cosine >= 0.60")
+    synthesis_max_clusters: int = param(5, lo=0, doc="000 §3 synthesize up to 5 clusters")
+    meta_confidence: float = param(0.8, lo=0.0, hi=1.0, doc="000 §3 meta-belief confidence=0.8")
+    meta_stability: float = param(3.0, lo=0.0, lo_open=True, doc="000 §3,§6 meta-belief stability=3.0")
+    prune_threshold: float = param(0.05, lo=0.0, hi=1.0, doc="000 §3,§4 prune: effectiveConfidence < 0.05")
+    resynthesize: bool = param(False, doc="not in 000: False = a cluster already synthesized (all members "
+                                          "sources of one active meta-belief) and meta-beliefs themselves "
+                                          "are not synthesized again on the next run")
+    # -- cadences (not in the document: see docs/policies/pai.md) ------------------------
+    reflect_every: float = param(1.0, lo=0.0, lo_open=True, doc="cadence (days) of reflect+mergeDuplicates; not in 000")
+    synthesize_every: float = param(7.0, lo=0.0, lo_open=True, doc="cadence (days) of synthesize; not in 000")
+    prune_every: float = param(1.0, lo=0.0, lo_open=True, doc="cadence (days) of pruneBeliefs; not in 000")
+    # -- §8 conversation consolidation ----------------------------------------------------
+    consolidation_min_turns: int = param(4, lo=1, doc="000 §8 consolidate when >= 4 turns")
+    consolidation_every_turns: int = param(5, lo=1, doc="000 §8 triggered every 5th chat turn by the server")
+    episode_similarity: float = param(0.30, lo=-1.0, hi=1.0, doc="000 §4 episode similarity > 0.30 (getMemoryContext)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        from memsim.errors import ParamError
+        if not self.grey_lo <= self.reinforce_above:
+            raise ParamError(f"PaiParams: grey_lo={self.grey_lo} must be <= reinforce_above={self.reinforce_above}")
+        if not self.link_lo <= self.link_hi:
+            raise ParamError(f"PaiParams: link_lo={self.link_lo} must be <= link_hi={self.link_hi}")
+        if not self.importance_min <= self.importance_max:
+            raise ParamError(f"PaiParams: importance_min={self.importance_min} must be <= "
+                             f"importance_max={self.importance_max}")
+        if not self.confidence_floor <= self.confidence_cap:
+            raise ParamError(f"PaiParams: confidence_floor={self.confidence_floor} must be <= "
+                             f"confidence_cap={self.confidence_cap}")
+
+
+@dataclass
+class SummaryEpisode:
+    """A consolidated conversation chunk (§8): episodic memory, never a belief."""
+
+    id: str
+    conversation: str
+    time: float
+    text: str
+    episode_ids: tuple[str, ...]
+    embedding: np.ndarray | None
+    forgotten: bool = False
+
+
+# ---------------------------------------------------------------------------- kernels
+
+
+def effective_confidence(confidence: np.ndarray, stability: np.ndarray, updated: np.ndarray,
+                         now: float, half_life_days: float = 30.0) -> np.ndarray:
+    """§7: confidence * 0.5 ** (daysSinceUpdate / (half_life_days * stability))."""
+    days = np.maximum(now - np.asarray(updated, dtype=np.float64), 0.0)
+    return np.asarray(confidence, dtype=np.float64) * np.power(
+        0.5, days / (half_life_days * np.asarray(stability, dtype=np.float64)))
+
+
+def recall_scores(cosine: np.ndarray, importance: np.ndarray, days_since_access: np.ndarray,
+                  stability: np.ndarray, subject_match: np.ndarray, is_insight: np.ndarray,
+                  p: PaiParams) -> np.ndarray:
+    """§2 multi-factor score of every row (no floor applied): one vectorized expression."""
+    recency = np.exp(-p.recency_rate * days_since_access)
+    score = (p.w_cosine * cosine
+             + p.w_importance * (importance / p.importance_scale)
+             + p.w_recency * recency
+             + p.w_stability * (stability / p.stability_scale)
+             + p.w_subject * subject_match)
+    return np.where(is_insight, score * p.insight_multiplier, score)
+
+
+def importance_1_10(importance01: float, p: PaiParams) -> int:
+    """Claim importance in [0, 1] -> the LLM's 1-10 scale (x10, half-up), clamped (§1)."""
+    raw = math.floor(importance01 * p.importance_scale + 0.5)
+    return int(min(max(raw, p.importance_min), p.importance_max))
+
+
+# ---------------------------------------------------------------------------- policy
+
+
+class PersonalAI(Policy):
+    """Personal AI memory lifecycle (document 000). See module docstring."""
+
+    Params: ClassVar[type[Params]] = PaiParams
+    statuses: ClassVar[Statuses] = Statuses(
+        ("active", "invalidated", "forgotten", "pruned"),
+        terminal=frozenset({"invalidated", "forgotten", "pruned"}),
+        retrievable=frozenset({"active"}))
+    kinds: ClassVar[tuple[str, ...]] = ("belief",)
+    schedule: ClassVar[tuple[Job, ...]] = (
+        Job("reflect", PaiParams.reflect_every), Job("synthesize", PaiParams.synthesize_every),
+        Job("prune", PaiParams.prune_every))
+    strength_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    curve_attributes: ClassVar[frozenset[str]] = frozenset({"stability"})
+
+    params: PaiParams
+
+    def setup(self) -> None:
+        p = self.params
+        s = self.store
+        s.add_column("confidence", np.float64, p.default_confidence)
+        s.add_column("stability", np.float64, p.default_stability)
+        s.add_column("importance", np.float64, float(p.fallback_importance))
+        s.add_column("subject", np.int32, 0)
+        s.add_column("type", np.int8, TYPE_CODE["factual"])
+        s.add_column("supersedes", np.int64, -1)
+        s.add_column("superseded_by", np.int64, -1)
+        s.add_column("has_embedding", np.bool_, True)
+        self.schedule = (Job("reflect", p.reflect_every), Job("synthesize", p.synthesize_every),
+                         Job("prune", p.prune_every))
+        self.subjects: list[str] = [p.fallback_subject]
+        self._subject_code: dict[str, int] = {p.fallback_subject: 0}
+        self.links: dict[int, set[int]] = {}           # symmetric belief_links (Zettelkasten)
+        self.meta_sources: dict[int, frozenset[int]] = {}
+        self.summaries: list[SummaryEpisode] = []      # §8 consolidated episodes
+        self._turns: dict[str, list[Episode]] = {}     # pending turns per conversation
+        self._chunks: dict[str, int] = {}
+        self._tokens: list[frozenset[str]] = []        # FTS-like token sets per row
+        self.last_reflection: dict[str, list] = {"duplicates": [], "stale": []}
+        self._placeholder = np.full(self.store.dim, 1.0 / math.sqrt(self.store.dim), dtype=np.float32)
+
+    # -- small helpers -------------------------------------------------------------------
+    def _code_subject(self, subject: str) -> int:
+        code = self._subject_code.get(subject)
+        if code is None:
+            code = len(self.subjects)
+            self.subjects.append(subject)
+            self._subject_code[subject] = code
+        return code
+
+    def _searchable(self) -> np.ndarray:
+        """Active rows that have a belief embedding (failed embeddings are never searched)."""
+        return self.store.mask() & self.store["has_embedding"]
+
+    def _cosine(self, vec: np.ndarray) -> np.ndarray:
+        """Cosine of every row with ``vec`` (one matrix-vector product), float64."""
+        return (self.store.embedding @ vec.astype(np.float32)).astype(np.float64)
+
+    def _link(self, a: int, b: int) -> None:
+        self.links.setdefault(a, set()).add(b)
+        self.links.setdefault(b, set()).add(a)
+
+    def effective(self, now: float) -> np.ndarray:
+        s = self.store
+        return effective_confidence(s["confidence"], s["stability"], s["updated"], now,
+                                    self.params.half_life_days)
+
+    def strength(self, now: float) -> np.ndarray:
+        """§7 effective confidence of every row (terminal rows included, by the formula)."""
+        return self.effective(now)
+
+    def _reinforce(self, row: int, now: float) -> None:
+        p = self.params
+        conf = self.store["confidence"]
+        conf[row] = min(p.confidence_cap, conf[row] + p.reinforce_step)
+        self.store["updated"][row] = now
+
+    def _create(self, claim: Claim, text: str, vec: np.ndarray | None, *, now: float, provenance,
+                confidence: float, stability: float, importance: float, subject: str,
+                type_name: str) -> int:
+        has = vec is not None
+        row = int(self.store.add(
+            now, (vec if has else self._placeholder)[None, :], texts=[text], claims=[claim],
+            provenance=[provenance], confidence=confidence, stability=stability,
+            importance=float(importance), subject=self._code_subject(subject),
+            type=TYPE_CODE[type_name], has_embedding=has)[0])
+        self._tokens.append(_tokens(text))
+        return row
+
+    # -- §1 ingestion --------------------------------------------------------------------
+    def _beliefs_of(self, episode: Episode) -> tuple[list[tuple], list[Outcome]]:
+        """extractBeliefs(): (claim, text, type, importance 1-10, subject) per belief."""
+        p = self.params
+        claims = self.llm.extract(episode)
+        if claims is None:
+            fallback = Claim(key="", value=episode.text, category="fact",
+                             importance=p.fallback_importance / p.importance_scale,
+                             subject=p.fallback_subject)
+            return [(fallback, episode.text, p.fallback_type, p.fallback_importance,
+                     p.fallback_subject)], []
+        out: list[tuple] = []
+        drops: list[Outcome] = []
+        for c in claims:
+            if c.category in SKIPPED_CATEGORIES:
+                drops.append(Outcome(episode.id, "drop", -1, "insight skipped (000 §1)"))
+                continue
+            type_name = CATEGORY_TO_TYPE.get(c.category.lower(), "factual")
+            subject = c.subject.strip().lower() or p.fallback_subject
+            out.append((c, statement(c), type_name, importance_1_10(c.importance, p), subject))
+        if not claims:
+            drops.append(Outcome(episode.id, "drop", -1, "extraction found no claim"))
+        return out, drops
+
+    def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
+        """remember() for each episode, in order. The batch is extracted and embedded at once
+        (keys ``<episode>#<i>`` make each vector independent of the batch), then every belief
+        is decided sequentially against the store, so batch == one by one."""
+        plans: list[tuple[Episode, list[tuple], list[Outcome]]] = []
+        items: list[Claim] = []
+        keys: list[str] = []
+        for ep in episodes:
+            beliefs, drops = self._beliefs_of(ep)
+            plans.append((ep, beliefs, drops))
+            for i, b in enumerate(beliefs):
+                items.append(b[0])
+                keys.append(f"{ep.id}#{i}")
+        vectors = ok = None
+        if items:
+            emb = self.llm.embed(items, keys)
+            vectors, ok = emb.vectors, np.asarray(emb.ok, dtype=bool)
+        out: list[Outcome] = []
+        j = 0
+        for ep, beliefs, drops in plans:
+            out.extend(drops)
+            for i, b in enumerate(beliefs):
+                vec = vectors[j] if ok[j] else None
+                out.extend(self._process_new_belief(ep, i, b, vec, now))
+                j += 1
+            out.extend(self._consolidate(ep, now))
+        return out
+
+    def _process_new_belief(self, ep: Episode, i: int, belief: tuple, vec: np.ndarray | None,
+                            now: float) -> list[Outcome]:
+        """processNewBelief() (§1 flowchart)."""
+        p = self.params
+        claim, text, type_name, importance, subject = belief
+        kw = dict(now=now, provenance={ep.id}, stability=p.default_stability,
+                  importance=importance, subject=subject, type_name=type_name)
+        if vec is None:
+            row = self._create(claim, text, None, confidence=p.embed_fail_confidence, **kw)
+            return [Outcome(ep.id, "create", row, "embedding failed: no dedup (000 §1)")]
+        s = self.store
+        searchable = self._searchable()
+        cos = np.where(searchable, self._cosine(vec), -np.inf)
+        top = self.topk(cos, p.similar_limit)
+        sims = cos[top]
+        if len(top) and sims[0] > p.reinforce_above:
+            row = int(top[0])
+            self._reinforce(row, now)
+            s.add_provenance(row, [ep.id], now)
+            return [Outcome(ep.id, "reinforce", row, f"similarity {sims[0]:.4f} > {p.reinforce_above}")]
+        out: list[Outcome] = []
+        old = -1
+        note = ""
+        grey = [int(r) for r, c in zip(top, sims) if p.grey_lo <= c <= p.reinforce_above]
+        if grey:
+            reply = self.llm.classify(claim, [s.claim[r] for r in grey], answer="index",
+                                      key=f"{ep.id}#{i}")
+            idx = parse_index(reply, len(grey))
+            if idx is None:
+                if not (isinstance(reply, str) and reply.strip().upper() == NONE):
+                    note = f"; invalid classifier reply {reply!r} treated as NONE (000 §1)"
+            else:
+                old = grey[idx]
+        if old >= 0:
+            support = len(s.provenance[old])
+            if support >= p.support_threshold:
+                conf = s["confidence"]
+                conf[old] = max(p.confidence_floor, conf[old] - p.weaken_step)
+                out.append(Outcome(ep.id, "weaken", old, f"contradicted; {support} supporting episodes"))
+            else:
+                s.set_status(old, "invalidated", now)
+                out.append(Outcome(ep.id, "invalidate", old, f"contradicted; {support} supporting episodes"))
+        row = self._create(claim, text, vec, confidence=p.default_confidence, **kw)
+        out.append(Outcome(ep.id, "create", row, f"top similarity {sims[0]:.4f}{note}" if len(top)
+                           else f"no similar belief{note}"))
+        if old >= 0:
+            s["supersedes"][row] = old
+            s["superseded_by"][old] = row
+            out.append(Outcome(ep.id, "supersede", row, f"supersedes {old}"))
+        # Zettelkasten: neighbours among the similar beliefs, in [link_lo, link_hi), still active.
+        active = s.mask()
+        linked = 0
+        for r, c in zip(top.tolist(), sims.tolist()):
+            if linked >= p.max_links:
+                break
+            if r != row and active[r] and p.link_lo <= c < p.link_hi:
+                self._link(row, r)
+                linked += 1
+                out.append(Outcome(ep.id, "link", row, f"linked to {r} (similarity {c:.4f})"))
+        return out
+
+    # -- §8 conversation consolidation ------------------------------------------------------
+    def _consolidate(self, ep: Episode, now: float) -> list[Outcome]:
+        p = self.params
+        if not ep.conversation:
+            return []
+        pending = self._turns.setdefault(ep.conversation, [])
+        pending.append(ep)
+        if len(pending) < p.consolidation_every_turns:
+            return []
+        chunk = list(pending)
+        pending.clear()
+        n = self._chunks.get(ep.conversation, 0)
+        self._chunks[ep.conversation] = n + 1
+        if len(chunk) < p.consolidation_min_turns:
+            return [Outcome(ep.id, "skip", -1, f"conversation chunk of {len(chunk)} turns < "
+                                               f"{p.consolidation_min_turns} (000 §8)")]
+        texts = [f"{'User' if e.speaker == 'user' else 'Assistant'}: {e.text}" for e in chunk]
+        sid = f"{ep.conversation}#summary{n}"
+        summary = self.llm.summarize(texts, key=sid)
+        if summary.strip().upper() == NONE:
+            return [Outcome(ep.id, "drop", -1, "conversation summary NONE (000 §8)")]
+        emb = self.llm.embed([summary], [sid])
+        vec = emb.vectors[0].copy() if bool(emb.ok[0]) else None
+        self.summaries.append(SummaryEpisode(sid, ep.conversation, now, summary,
+                                             tuple(e.id for e in chunk), vec))
+        return [Outcome(ep.id, "consolidate", -1, f"summary episode {sid} of {len(chunk)} turns")]
+
+    def episode_context(self, query: Query) -> list[tuple[str, float]]:
+        """getMemoryContext()'s episode part (§4, §8): summary episodes with cosine > 0.30,
+        best first. Not part of recall(): see docs/policies/pai.md."""
+        vec = self.llm.embed_query(query)
+        if vec is None:
+            return []
+        hits = []
+        for sm in self.summaries:
+            if sm.forgotten or sm.embedding is None:
+                continue
+            c = float(sm.embedding.astype(np.float64) @ np.asarray(vec, dtype=np.float64))
+            if c > self.params.episode_similarity:
+                hits.append((sm.id, c))
+        return sorted(hits, key=lambda h: -h[1])
+
+    # -- §2 recall -----------------------------------------------------------------------
+    def _subject_match(self, query: Query) -> np.ndarray:
+        """subjectMatch per row: the query's subject, or known subjects its text names."""
+        if query.subject:
+            codes = [self._subject_code[query.subject.lower()]] if query.subject.lower() in self._subject_code else []
+        else:
+            words = _tokens(query.text)
+            codes = [c for name, c in self._subject_code.items()
+                     if name != self.params.fallback_subject and _tokens(name) and _tokens(name) <= words]
+        if not codes:
+            return np.zeros(self.store.n, dtype=np.float64)
+        return np.isin(self.store["subject"], codes).astype(np.float64)
+
+    def score_rows(self, query: Query, vec: np.ndarray, now: float,
+                   cosine: np.ndarray | None = None) -> np.ndarray:
+        """§2 score of every row; -inf for rows that cannot be returned (inactive, no
+        embedding, cosine below the floor)."""
+        s = self.store
+        p = self.params
+        cos = self._cosine(vec) if cosine is None else cosine
+        last = s["last_access"]
+        since = now - np.where(np.isnan(last), s["created"], last)
+        score = recall_scores(cos, s["importance"], since, s["stability"], self._subject_match(query),
+                              s["type"] == TYPE_CODE["insight"], p)
+        keep = self._searchable() & (cos >= p.cosine_floor)
+        return np.where(keep, score, -np.inf)
+
+    def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
+        """semanticSearch() per query, in order (each query's access recording is seen by the
+        next, as one-by-one). Cosines of a batch are one matrix product."""
+        vecs = [self.llm.embed_query(q) for q in queries]
+        ok = [i for i, v in enumerate(vecs) if v is not None]
+        cos_all = None
+        if ok and self.store.n:
+            V = np.stack([np.asarray(vecs[i], dtype=np.float32) for i in ok], axis=1)
+            cos_all = (self.store.embedding @ V).astype(np.float64)
+        col = {i: j for j, i in enumerate(ok)}
+        out = []
+        for i, q in enumerate(queries):
+            if vecs[i] is None:
+                out.append(self._text_search(q))
+            elif cos_all is None:
+                out.append(Ranking.empty())
+            else:
+                out.append(self._semantic_search(q, vecs[i], now, cos_all[:, col[i]]))
+        return out
+
+    def _semantic_search(self, query: Query, vec: np.ndarray, now: float, cos: np.ndarray) -> Ranking:
+        p = self.params
+        s = self.store
+        score = self.score_rows(query, vec, now, cos)
+        top = self.topk(score, query.k)
+        best: dict[int, float] = {int(r): float(score[r]) for r in top}
+        active = s.mask()
+        for parent in top[: p.graph_parents].tolist():
+            ns = float(score[parent]) * p.neighbour_factor
+            for nb in sorted(self.links.get(parent, ())):
+                if active[nb] and ns > best.get(nb, -np.inf):
+                    best[nb] = ns
+        ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[: query.k]
+        ids = np.array([r for r, _ in ranked], dtype=np.int64)
+        scores = np.array([v for _, v in ranked], dtype=np.float64)
+        self._record_access(ids, now)
+        return Ranking(ids, scores)
+
+    def _record_access(self, rows: np.ndarray, now: float) -> None:
+        if not len(rows):
+            return
+        s = self.store
+        p = self.params
+        s["access_count"][rows] += 1
+        s["stability"][rows] = np.minimum(p.stability_cap, s["stability"][rows] + p.access_stability_step)
+        s["last_access"][rows] = now
+
+    def _text_search(self, query: Query) -> Ranking:
+        """searchBeliefs() FTS5 fallback: active beliefs ranked by how many distinct query
+        words their statement holds (ties: newer row first). No access recording."""
+        words = _tokens(query.text)
+        active = np.flatnonzero(self.store.mask())
+        hits = [(len(words & self._tokens[r]), int(r)) for r in active.tolist()]
+        hits = [h for h in hits if h[0] > 0]
+        hits.sort(key=lambda h: (-h[0], -h[1]))
+        hits = hits[: query.k]
+        return Ranking(np.array([r for _, r in hits], dtype=np.int64),
+                       np.array([float(c) for c, _ in hits], dtype=np.float64))
+
+    # -- §3 maintenance ------------------------------------------------------------------
+    def maintain(self, now: float, jobs: Sequence[str]) -> list[Outcome]:
+        known = {j.name for j in self.schedule}
+        unknown = set(jobs) - known
+        if unknown:
+            raise ValueError(f"PersonalAI has no job {sorted(unknown)[0]!r}; known: {sorted(known)}")
+        out: list[Outcome] = []
+        for job in ("reflect", "synthesize", "prune"):
+            if job in jobs:
+                out.extend(getattr(self, f"_job_{job}")(now))
+        return out
+
+    def _reflect_rows(self, now: float) -> np.ndarray:
+        """reflect() loads up to 200 active beliefs with embeddings: the most recently
+        updated ones (ties: newer row first)."""
+        rows = np.flatnonzero(self._searchable())
+        if len(rows) > self.params.reflect_limit:
+            order = np.lexsort((-rows, -self.store["updated"][rows]))
+            rows = rows[order[: self.params.reflect_limit]]
+        return rows
+
+    def reflect(self, now: float, threshold: float | None = None,
+                rows: np.ndarray | None = None) -> tuple[list[list[int]], list[int]]:
+        """§3 reflect: (clusters of beliefs with pairwise-to-leader cosine >= threshold,
+        stale beliefs). Leader clustering over the loaded beliefs in load order."""
+        p = self.params
+        thr = p.duplicate_threshold if threshold is None else threshold
+        rows = self._reflect_rows(now) if rows is None else rows
+        E = self.store.embedding[rows]
+        sim = (E @ E.T).astype(np.float64)
+        used = np.zeros(len(rows), dtype=bool)
+        clusters: list[list[int]] = []
+        for a in range(len(rows)):
+            if used[a]:
+                continue
+            members = np.flatnonzero(~used & (sim[a] >= thr))
+            members = members[members != a]
+            if len(members):
+                used[a] = True
+                used[members] = True
+                clusters.append([int(rows[a])] + [int(rows[m]) for m in members])
+        eff = self.effective(now)
+        stale = [int(r) for r in rows if eff[r] < p.stale_threshold]
+        return clusters, stale
+
+    def _job_reflect(self, now: float) -> list[Outcome]:
+        clusters, stale = self.reflect(now)
+        self.last_reflection = {"duplicates": clusters, "stale": stale}
+        out = self.merge_duplicates(clusters, now)
+        return out or [Outcome("reflect", "skip", -1, f"no duplicates; {len(stale)} stale beliefs")]
+
+    def merge_duplicates(self, clusters: list[list[int]], now: float) -> list[Outcome]:
+        """§3 mergeDuplicates: winner = highest effective confidence (ties: lower row);
+        losers' episodes go to the winner, losers invalidated (superseded_by = winner),
+        winner reinforced once (+0.1, updated_at reset as in §1's reinforce)."""
+        s = self.store
+        eff = self.effective(now)
+        out: list[Outcome] = []
+        for cluster in clusters:
+            live = [r for r in cluster if s.status_of(r) == "active"]
+            if len(live) < 2:
+                continue
+            live.sort(key=lambda r: (-eff[r], r))
+            winner, losers = live[0], live[1:]
+            for loser in losers:
+                s.add_provenance(winner, s.provenance[loser], now)
+                s.set_status(loser, "invalidated", now)
+                s["superseded_by"][loser] = winner
+                out.append(Outcome("reflect", "merge", loser, f"merged into {winner}"))
+            self._reinforce(winner, now)
+            out.append(Outcome("reflect", "reinforce", winner, f"winner of {len(live)} duplicates"))
+        return out
+
+    def _job_synthesize(self, now: float) -> list[Outcome]:
+        """§3 synthesize: clusters at cosine >= 0.60 (up to 5) -> one meta-belief each."""
+        p = self.params
+        s = self.store
+        rows = self._reflect_rows(now)
+        if not p.resynthesize:
+            rows = rows[s["type"][rows] != TYPE_CODE["meta"]]
+        clusters, _ = self.reflect(now, p.synthesis_threshold, rows)
+        out: list[Outcome] = []
+        done = 0
+        for cluster in clusters:
+            if done >= p.synthesis_max_clusters:
+                break
+            members = frozenset(cluster)
+            if not p.resynthesize and any(
+                    members <= src and s.status_of(m) == "active" for m, src in self.meta_sources.items()):
+                continue
+            done += 1
+            key = "meta:" + ",".join(str(r) for r in sorted(cluster))
+            claim = self.llm.synthesize([s.claim[r] for r in cluster], key=key)
+            emb = self.llm.embed([claim], [key])
+            vec = emb.vectors[0] if bool(emb.ok[0]) else None
+            subjects = {int(s["subject"][r]) for r in cluster}
+            subject = self.subjects[subjects.pop()] if len(subjects) == 1 else p.fallback_subject
+            prov = set().union(*(s.provenance[r] for r in cluster))
+            row = self._create(claim, statement(claim), vec, now=now, provenance=prov,
+                               confidence=p.meta_confidence, stability=p.meta_stability,
+                               importance=float(max(s["importance"][r] for r in cluster)),
+                               subject=subject, type_name="meta")
+            for r in cluster:
+                self._link(row, r)
+            self.meta_sources[row] = members
+            out.append(Outcome("synthesize", "synthesize", row, f"meta-belief of {sorted(cluster)}"))
+        return out or [Outcome("synthesize", "skip", -1, "no new cluster")]
+
+    def _job_prune(self, now: float) -> list[Outcome]:
+        """§3 pruneBeliefs: active beliefs with effective confidence < 0.05 -> pruned."""
+        rows = np.flatnonzero(self.store.mask() & (self.effective(now) < self.params.prune_threshold))
+        if not len(rows):
+            return [Outcome("prune", "skip", -1, "nothing below the prune threshold")]
+        self.store.set_status(rows, "pruned", now)
+        return [Outcome("prune", "prune", int(r), "effective confidence < "
+                        f"{self.params.prune_threshold}") for r in rows]
+
+    # -- user actions ----------------------------------------------------------------------
+    def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
+        """forgetBelief() for every active belief whose provenance holds the episode; the
+        summary episodes made from it are dropped from episodic context too."""
+        s = self.store
+        out: list[Outcome] = []
+        for ev in events:
+            rows = [int(r) for r in s.rows_from(ev.episode_id) if s.status_of(int(r)) == "active"]
+            for r in rows:
+                s.set_status(r, "forgotten", now)
+                out.append(Outcome(ev.id, "forget", r, f"provenance holds {ev.episode_id}"))
+            for sm in self.summaries:
+                if ev.episode_id in sm.episode_ids and not sm.forgotten:
+                    sm.forgotten = True
+                    out.append(Outcome(ev.id, "forget", -1, f"summary episode {sm.id}"))
+            if not rows:
+                out.append(Outcome(ev.id, "skip", -1, f"no active belief from {ev.episode_id}"))
+        return out
+
+    def plant(self, episode: Episode, now: float) -> int:
+        """Ingest one episode; a ``stability`` attr on its first claim sets the row's stability
+        (decay-curve tool, §7)."""
+        row = super().plant(episode, now)
+        for c in episode.claims:
+            st = c.attr("stability")
+            if st is not None:
+                self.store["stability"][row] = float(st)
+                break
+        return row
+
+
+def parse_index(reply: object, n: int) -> int | None:
+    """checkContradiction()'s reply: a 1-based index in 1..n -> 0-based, anything else None
+    (NONE, non-numeric, out of range: all treated as no contradiction, §1)."""
+    if not isinstance(reply, str):
+        return None
+    text = reply.strip()
+    if not text.isdigit() or not text.isascii():
+        return None
+    k = int(text)
+    return k - 1 if 1 <= k <= n else None
