@@ -1,0 +1,235 @@
+"""Izzie: per-category exponential decay, ranked by relevance x strength.
+
+Seed document: /work/shared/seeds/003_29547c4578628b7b.txt ("Memory Persistence Flow").
+
+- §Data Flow Example / §Save Memories: every item of the LLM's ``memoriesToSave`` is stored
+  (no deduplication: "Automatic deduplication" is listed under §Future Enhancements), with
+  ``sourceType='chat'``, ``sourceId`` (the chat session: the episode's conversation, or the
+  episode id when it has none) and ``sourceDate`` (the episode time), and the decay rate of
+  its category.
+- §Memory Categories & Decay Rates: decay rate and default importance per category.
+- §Importance Levels: high 0.9 / med 0.7 / low 0.6.
+- §Memory Strength Calculation: ``strength = importance * exp(-decayRate * daysSinceAccess)``,
+  where days since access count from ``lastAccessed`` (= ``createdAt`` until first retrieved).
+- §Context Retrieval: semantic search, temporal decay, rank by ``relevance * strength``.
+  A retrieval refreshes ``lastAccessed`` (the stored record carries it) and counts accesses.
+
+memsim choices (the document is silent; see docs/policies/izzie.md):
+- importance: the claim's own importance is what the LLM "set" (the document's LLM sets 0.9
+  explicitly, above the preference default 0.8), so it wins by default
+  (``importance_source="claim"``); ``"category"`` always uses the category default and
+  ``"level"`` snaps the LLM's number to the nearest documented importance level.
+- categories outside the table map through ``category_aliases`` (procedural -> fact,
+  value/drive -> preference, goal -> decision, observation/meta -> fact, emotion ->
+  sentiment), anything else to ``fallback_category`` (fact).
+- forgetting a memory sets status ``forgotten`` (terminal; deletion is a future enhancement
+  of the document); there is no scheduled maintenance: decay is computed when read.
+- an LLM extraction failure means an unparseable response: nothing is saved (``drop``);
+  a failed embedding cannot be saved to Weaviate: that item is dropped.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
+
+import numpy as np
+
+from memsim.errors import ParamError
+from memsim.events import Claim, Episode, Forget, Query
+from memsim.params import Params, param
+from memsim.policy import Outcome, Policy, Ranking
+from memsim.store import Statuses
+
+CATEGORIES = ("preference", "fact", "relationship", "decision", "event", "sentiment", "reminder")
+_DOC_TABLE = "003 §Memory Categories & Decay Rates"
+_DOC_LEVELS = "003 §Importance Levels"
+
+
+@dataclass(frozen=True)
+class IzzieParams(Params):
+    """Constants of 003 (defaults are the document's values)."""
+
+    decay_rate_preference: float = param(0.01, lo=0.0, doc=_DOC_TABLE)
+    decay_rate_fact: float = param(0.02, lo=0.0, doc=_DOC_TABLE)
+    decay_rate_relationship: float = param(0.02, lo=0.0, doc=_DOC_TABLE)
+    decay_rate_decision: float = param(0.03, lo=0.0, doc=_DOC_TABLE)
+    decay_rate_event: float = param(0.05, lo=0.0, doc=_DOC_TABLE)
+    decay_rate_sentiment: float = param(0.1, lo=0.0, doc=_DOC_TABLE)
+    decay_rate_reminder: float = param(0.2, lo=0.0, doc=_DOC_TABLE)
+    default_importance_preference: float = param(0.8, lo=0.0, hi=1.0, doc=_DOC_TABLE)
+    default_importance_fact: float = param(0.7, lo=0.0, hi=1.0, doc=_DOC_TABLE)
+    default_importance_relationship: float = param(0.7, lo=0.0, hi=1.0, doc=_DOC_TABLE)
+    default_importance_decision: float = param(0.6, lo=0.0, hi=1.0, doc=_DOC_TABLE)
+    default_importance_event: float = param(0.5, lo=0.0, hi=1.0, doc=_DOC_TABLE)
+    default_importance_sentiment: float = param(0.4, lo=0.0, hi=1.0, doc=_DOC_TABLE)
+    default_importance_reminder: float = param(0.6, lo=0.0, hi=1.0, doc=_DOC_TABLE)
+    importance_high: float = param(0.9, lo=0.0, hi=1.0, doc=_DOC_LEVELS)
+    importance_med: float = param(0.7, lo=0.0, hi=1.0, doc=_DOC_LEVELS)
+    importance_low: float = param(0.6, lo=0.0, hi=1.0, doc=_DOC_LEVELS)
+    importance_source: str = param("claim", choices=("claim", "category", "level"),
+                                   doc="003 §Data Flow Example (LLM sets importance); memsim choice")
+    category_aliases: tuple[str, ...] = param(
+        ("procedural:fact", "value:preference", "drive:preference", "goal:decision",
+         "observation:fact", "meta:fact", "emotion:sentiment"),
+        doc="memsim choice: categories outside 003's table, as FROM:TO")
+    fallback_category: str = param("fact", choices=CATEGORIES,
+                                   doc="memsim choice: any other category")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for item in self.category_aliases:
+            src, sep, dst = item.partition(":")
+            if not sep or not src or dst not in CATEGORIES:
+                raise ParamError(f"IzzieParams.category_aliases: {item!r} must be FROM:TO with TO "
+                                 f"one of {', '.join(CATEGORIES)}")
+
+    def decay_rate(self, category: str) -> float:
+        return getattr(self, f"decay_rate_{category}")
+
+    def default_importance(self, category: str) -> float:
+        return getattr(self, f"default_importance_{category}")
+
+    def table_category(self, category: str) -> str:
+        """The 003 table category a claim's category stands for."""
+        if category in CATEGORIES:
+            return category
+        for item in self.category_aliases:
+            src, _, dst = item.partition(":")
+            if src == category:
+                return dst
+        return self.fallback_category
+
+
+def strength_scalar(importance: float, decay_rate: float, days_since_access: float) -> float:
+    """003 §Memory Strength Calculation, written straight from the document."""
+    return importance * math.exp(-decay_rate * days_since_access)
+
+
+def strength_vector(importance: np.ndarray, decay_rate: np.ndarray, days_since_access: np.ndarray) -> np.ndarray:
+    """Vectorized twin of :func:`strength_scalar`."""
+    return importance * np.exp(-decay_rate * days_since_access)
+
+
+class Izzie(Policy):
+    """003's memory model. See the module docstring for the document sections."""
+
+    Params: ClassVar[type[Params]] = IzzieParams
+    statuses: ClassVar[Statuses] = Statuses(("active", "forgotten"), terminal=frozenset({"forgotten"}),
+                                            retrievable=frozenset({"active"}))
+    kinds: ClassVar[tuple[str, ...]] = ("memory",)
+    schedule = ()
+    strength_range = (0.0, 1.0)
+    curve_attributes: ClassVar[frozenset[str]] = frozenset()
+
+    def setup(self) -> None:
+        s = self.store
+        s.add_column("importance", np.float64, 0.0)
+        s.add_column("decay_rate", np.float64, 0.0)
+        s.add_column("category", np.int8, 0)        # index into CATEGORIES
+        s.add_column("source_date", np.float64, np.nan)
+        self.source_type: list[str] = []             # "chat" for every memory (003 §Save Memories)
+        self.source_id: list[str] = []               # chat session id
+
+    # -- ingest ----------------------------------------------------------------
+    def _importance(self, claim: Claim, category: str) -> float:
+        p = self.params
+        if p.importance_source == "category":
+            return p.default_importance(category)
+        if p.importance_source == "level":
+            levels = (p.importance_high, p.importance_med, p.importance_low)
+            return min(levels, key=lambda v: (abs(v - claim.importance), -v))
+        return float(claim.importance)
+
+    def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
+        out: list[Outcome] = []
+        items: list[tuple[Episode, Claim, str]] = []
+        for ep in episodes:
+            claims = self.llm.extract(ep)
+            if claims is None:
+                out.append(Outcome(ep.id, "drop", detail="LLM response could not be parsed: nothing saved"))
+                continue
+            if not claims:
+                out.append(Outcome(ep.id, "drop", detail="memoriesToSave is empty"))
+            for i, c in enumerate(claims):
+                items.append((ep, c, f"{ep.id}#{i}"))
+        if not items:
+            return out
+        emb = self.llm.embed([c for _, c, _ in items], [k for _, _, k in items])
+        ok = np.asarray(emb.ok, dtype=bool)
+        keep = [i for i in range(len(items)) if ok[i]]
+        for i in range(len(items)):
+            if not ok[i]:
+                out.append(Outcome(items[i][0].id, "drop", detail=f"embedding failed for {items[i][2]}"))
+        if not keep:
+            return out
+        cats = [self.params.table_category(items[i][1].category) for i in keep]
+        rows = self.store.add(
+            now, emb.vectors[keep],
+            texts=[items[i][1].value if not items[i][1].key else f"{items[i][1].key}: {items[i][1].value}"
+                   for i in keep],
+            claims=[items[i][1] for i in keep],
+            provenance=[(items[i][0].id,) for i in keep],
+            importance=np.array([self._importance(items[i][1], c) for i, c in zip(keep, cats)]),
+            decay_rate=np.array([self.params.decay_rate(c) for c in cats]),
+            category=np.array([CATEGORIES.index(c) for c in cats], dtype=np.int8),
+            source_date=np.array([items[i][0].time for i in keep], dtype=np.float64),
+        )
+        for i, row in zip(keep, rows.tolist()):
+            ep = items[i][0]
+            self.source_type.append("chat")
+            self.source_id.append(ep.conversation or ep.id)
+            out.append(Outcome(ep.id, "create", int(row), detail=CATEGORIES[self.store["category"][row]]))
+        return out
+
+    # -- strength and recall -----------------------------------------------------
+    def days_since_access(self, now: float) -> np.ndarray:
+        """Days since lastAccessed, which equals createdAt until the first retrieval."""
+        s = self.store
+        last = np.where(np.isnan(s["last_access"]), s["created"], s["last_access"])
+        return np.maximum(now - last, 0.0)
+
+    def strength(self, now: float) -> np.ndarray:
+        s = self.store
+        return strength_vector(s["importance"], s["decay_rate"], self.days_since_access(now)).astype(np.float64)
+
+    def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
+        s = self.store
+        if s.n == 0:
+            return [Ranking.empty() for _ in queries]
+        qvecs = [self.llm.embed_query(q) for q in queries]
+        good = [i for i, v in enumerate(qvecs) if v is not None]
+        sims = np.zeros((len(queries), s.n))
+        if good:
+            sims[good] = np.stack([np.asarray(qvecs[i], dtype=np.float64) for i in good]) \
+                @ s.embedding.astype(np.float64).T
+        retrievable = s.retrievable()
+        strength = self.strength(now)
+        out: list[Ranking] = []
+        # Queries are answered in order: a retrieval refreshes lastAccessed before the next
+        # query of the batch is scored, exactly as one-by-one recall would.
+        for qi, q in enumerate(queries):
+            if qvecs[qi] is None or not retrievable.any():
+                out.append(Ranking.empty())
+                continue
+            scores = np.where(retrievable, sims[qi] * strength, -np.inf)
+            ids = self.topk(scores, q.k)
+            out.append(Ranking(ids, scores[ids].astype(np.float64)))
+            if len(ids):
+                s["last_access"][ids] = now
+                s["access_count"][ids] += 1
+                strength[ids] = s["importance"][ids]   # days since access is now 0
+        return out
+
+    # -- user actions ------------------------------------------------------------
+    def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
+        out: list[Outcome] = []
+        for ev in events:
+            rows = [r for r in self.store.rows_from(ev.episode_id).tolist()
+                    if self.store.status_of(r) == "active"]
+            if not rows:
+                out.append(Outcome(ev.id, "skip", detail=f"no active memory of {ev.episode_id}"))
+            for r in rows:
+                self.store.set_status(r, "forgotten", now)
+                out.append(Outcome(ev.id, "forget", r))
+        return out

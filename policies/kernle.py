@@ -1,0 +1,427 @@
+"""Kernle: hyperbolic salience, protection, a tombstoning forgetting cycle, agent-driven
+consolidation into beliefs with revision chains.
+
+Seed document: /work/shared/seeds/004_e8e020057e4a0858.txt ("Kernle Memory Model").
+
+- §Memory Layer Hierarchy / §Raw -> Structured: every extracted claim is a raw capture that
+  the agent promotes at once with ``process_raw`` to an episode, a note or a belief, by its
+  category (``belief_categories`` / ``note_categories``; value and drive claims become
+  values and drives, the rest episodes). ``self.raw_entries`` keeps the captures with
+  ``processed_into``.
+- §3 Beliefs: ``confidence``, ``times_reinforced``, revision chains (``supersedes`` /
+  ``superseded_by``; a superseded belief has ``is_active=False``, status ``superseded``).
+- §4 Values / §7 Drives: ``is_protected=True`` by default. §Protection: any memory can be
+  protected (memsim.events.Protect); protected memories are never forgotten.
+- §Meta-Memory System: confidence, source_type, source_episodes (= store provenance),
+  derived_from, last_verified, verification_count, confidence_history;
+  ``verify_memory`` raises confidence by ``verify_step``; ``get_uncertain_memories``.
+- §Forgetting System / §Salience Formula:
+  ``salience = (confidence * log(times_accessed + 1)) / (days_since_access / half_life + 1)``
+  (natural log). §Forgetting Cycle: memories with salience below ``forgetting_threshold``
+  (0.3) are tombstoned (status ``forgotten``, recoverable with Recover); ``dry_run`` only
+  reports the candidates.
+- §Consolidation Process: agent-driven. The mock LLM plays the agent: it reads the
+  reflection scaffold (unreflected episodes, existing beliefs) once at least
+  ``min_episodes`` (``--min-episodes 3``) are waiting, and for each fact key seen in at least
+  ``pattern_min_episodes`` of them synthesizes a statement: the same value as an active
+  belief reinforces it (``times_reinforced + 1``); a different value adds a new belief that
+  supersedes the old ones; no belief of that key adds one at ``belief_confidence`` (0.8,
+  the document's ``belief add ... --confidence 0.8``).
+- §Search Functionality: search ranks by relevance (cosine); each returned memory counts
+  one access (``times_accessed``) and refreshes its last access.
+
+THE FINDING (docs/policies/kernle.md): a memory never accessed has ``times_accessed = 0``,
+``log(0 + 1) = 0``, so its salience is 0 however confident and recent it is, and the first
+forgetting cycle tombstones it. The default follows the document; ``access_floor > 0`` is a
+non-default variant that counts every memory as accessed at least that many times.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from memsim.events import Claim, Episode, Forget, Protect, Query, Recover
+from memsim.params import Params, param
+from memsim.policy import Job, Outcome, Policy, Ranking
+from memsim.store import Statuses
+
+_SAL = "004 §Forgetting System / Salience Formula"
+_CYCLE = "004 §Forgetting Cycle"
+_CONS = "004 §Consolidation Process"
+_META = "004 §Meta-Memory System"
+KINDS = ("episode", "note", "belief", "value", "drive")
+
+
+@dataclass(frozen=True)
+class KernleParams(Params):
+    """Constants of 004 (defaults are the document's values; where it gives none, the choice
+    is documented here and in docs/policies/kernle.md)."""
+
+    half_life: float = param(30.0, lo=0.0, lo_open=True,
+                             doc=f"{_SAL} (no value given: memsim's choice, 30 days)")
+    access_floor: float = param(0.0, lo=0.0,
+                                doc=f"{_SAL}: NOT in the document; 0 = literal formula, "
+                                    "k > 0 counts every memory as accessed at least k times")
+    forgetting_threshold: float = param(0.3, lo=0.0, doc=f"{_CYCLE} threshold=0.3")
+    dry_run: bool = param(False, doc=f"{_CYCLE} dry_run: report candidates, change nothing")
+    forgetting_every: float = param(7.0, lo=0.0, lo_open=True,
+                                    doc=f"{_CYCLE} (no cadence given: memsim's choice, weekly)")
+    consolidation_every: float = param(1.0, lo=0.0, lo_open=True,
+                                       doc=f"{_CONS} (no cadence given: memsim's choice, daily)")
+    min_episodes: int = param(3, lo=1, doc=f"{_CONS} kernle consolidate --min-episodes 3")
+    pattern_min_episodes: int = param(2, lo=1,
+                                      doc=f"{_CONS} (memsim's choice: a pattern needs a repeat)")
+    belief_confidence: float = param(0.8, lo=0.0, hi=1.0,
+                                     doc=f"{_CONS} belief add ... --confidence 0.8")
+    verify_step: float = param(0.1, lo=0.0, hi=1.0,
+                               doc=f"{_META} verify_memory increases confidence (step: memsim's choice)")
+    uncertainty_threshold: float = param(0.5, lo=0.0, hi=1.0,
+                                         doc=f"{_META} get_uncertain_memories(threshold=0.5)")
+    belief_categories: tuple[str, ...] = param(
+        ("fact", "preference", "observation", "relationship"),
+        doc="004 §3 Beliefs belief_type fact/preference/observation (+relationship: memsim's choice)")
+    note_categories: tuple[str, ...] = param(
+        ("decision", "insight", "quote", "note", "reminder", "procedural"),
+        doc="004 §6 Notes note_type decision/insight/quote (+reminder, procedural: memsim's choice)")
+    protected_kinds: tuple[str, ...] = param(("value", "drive"),
+                                             doc="004 §4 Values / §7 Drives: is_protected=True by default")
+
+
+def salience_scalar(confidence: float, times_accessed: float, days_since_access: float,
+                    half_life: float) -> float:
+    """004 §Salience Formula, written straight from the document (log = natural log)."""
+    return (confidence * math.log(times_accessed + 1)) / (days_since_access / half_life + 1)
+
+
+def salience_vector(confidence: np.ndarray, times_accessed: np.ndarray, days_since_access: np.ndarray,
+                    half_life: float) -> np.ndarray:
+    """Vectorized twin of :func:`salience_scalar`."""
+    return (confidence * np.log(times_accessed + 1.0)) / (days_since_access / half_life + 1.0)
+
+
+class Kernle(Policy):
+    """004's memory model. See the module docstring for the document sections."""
+
+    Params: ClassVar[type[Params]] = KernleParams
+    statuses: ClassVar[Statuses] = Statuses(("active", "forgotten", "superseded"),
+                                            terminal=frozenset({"superseded"}),
+                                            retrievable=frozenset({"active"}))
+    kinds: ClassVar[tuple[str, ...]] = KINDS
+    strength_range = (0.0, math.inf)
+    # Seed-named attributes the decay-curve tool may set on a planted memory.
+    curve_attributes: ClassVar[frozenset[str]] = frozenset({"protected", "times_accessed"})
+
+    # Class default from the default Params; setup() replaces it with the instance's cadences.
+    schedule: ClassVar[tuple[Job, ...]] = (Job("consolidate", 1.0), Job("forget", 7.0))
+
+    def setup(self) -> None:
+        self.schedule = (Job("consolidate", self.params.consolidation_every),  # type: ignore[misc]
+                         Job("forget", self.params.forgetting_every))
+        s = self.store
+        s.add_column("confidence", np.float64, 0.0)
+        s.add_column("protected", np.bool_, False)
+        s.add_column("times_reinforced", np.int64, 0)
+        s.add_column("supersedes", np.int64, -1)
+        s.add_column("superseded_by", np.int64, -1)
+        s.add_column("is_active", np.bool_, True)
+        s.add_column("verification_count", np.int64, 0)
+        s.add_column("last_verified", np.float64, np.nan)
+        s.add_column("reflected", np.bool_, False)      # episodes: lessons drawn by consolidation
+        self.source_type: list[str] = []
+        self.derived_from: list[tuple[int, ...]] = []
+        self.confidence_history: list[list[tuple[float, float]]] = []
+        self.raw_entries: list[dict[str, Any]] = []
+
+    # -- layer 0 -> structured -------------------------------------------------
+    def kind_for(self, claim: Claim) -> str:
+        """process_raw(as_type=...): the layer a claim is promoted to, by its category."""
+        p, category = self.params, claim.category
+        if not claim.key:
+            return "episode"     # an unstructured capture is an experience
+        if category in ("value", "drive"):
+            return category
+        if category in p.belief_categories:
+            return "belief"
+        if category in p.note_categories:
+            return "note"
+        return "episode"
+
+    def _add(self, now: float, vectors: np.ndarray, claims: list[Claim], texts: list[str],
+             provenance: list[tuple[str, ...]], kinds: list[str], source_type: str,
+             confidence: list[float], derived: list[tuple[int, ...]] | None = None) -> list[int]:
+        rows: list[int] = []
+        for i in range(len(claims)):      # kinds differ per row; store.add takes one kind
+            r = int(self.store.add(now, vectors[i:i + 1], texts=[texts[i]], claims=[claims[i]],
+                                   provenance=[provenance[i]], kind=kinds[i],
+                                   confidence=confidence[i],
+                                   protected=kinds[i] in self.params.protected_kinds)[0])
+            self.source_type.append(source_type)
+            self.derived_from.append(derived[i] if derived else ())
+            self.confidence_history.append([(float(now), float(confidence[i]))])
+            rows.append(r)
+        return rows
+
+    def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
+        out: list[Outcome] = []
+        items: list[tuple[Episode, Claim, str]] = []
+        for ep in episodes:
+            claims = self.llm.extract(ep)
+            if claims is None:
+                # The raw capture stays; the agent promotes it as a plain episode of its text.
+                claims = (Claim(key="", value=ep.text, category="event"),)
+            for i, c in enumerate(claims):
+                items.append((ep, c, f"{ep.id}#{i}"))
+        if not items:
+            return out
+        emb = self.llm.embed([c for _, c, _ in items], [k for _, _, k in items])
+        vectors = np.array(emb.vectors, dtype=np.float32, copy=True)
+        ok = np.asarray(emb.ok, dtype=bool).copy()
+        failed = [i for i in range(len(items)) if not ok[i]]
+        if failed:
+            # §Search Functionality: "falls back to text matching" when vectors are unavailable.
+            texts = [items[i][0].text or items[i][1].value for i in failed]
+            fb = self.llm.embed(texts, [f"{items[i][2]}:text" for i in failed])
+            for j, i in enumerate(failed):
+                if fb.ok[j]:
+                    vectors[i] = fb.vectors[j]
+                    ok[i] = True
+        for i in range(len(items)):
+            ep, c, key = items[i]
+            if not ok[i]:
+                out.append(Outcome(ep.id, "drop", detail=f"no embedding for {key}"))
+                continue
+            kind = self.kind_for(c)
+            text = f"{c.key}: {c.value}" if c.key else c.value
+            row = self._add(now, vectors[i:i + 1], [c], [text], [(ep.id,)], [kind],
+                            "direct_experience", [float(c.confidence)])[0]
+            self.raw_entries.append({"content": ep.text, "source": "auto_capture", "processed": True,
+                                     "processed_into": [f"{kind}:{row}"], "episode": ep.id})
+            out.append(Outcome(ep.id, "create", row, detail=kind))
+        return out
+
+    # -- salience --------------------------------------------------------------
+    def days_since_access(self, now: float) -> np.ndarray:
+        s = self.store
+        last = np.where(np.isnan(s["last_access"]), s["created"], s["last_access"])
+        return np.maximum(now - last, 0.0)
+
+    def strength(self, now: float) -> np.ndarray:
+        """Salience of every row (004 §Salience Formula)."""
+        s = self.store
+        accessed = np.maximum(s["access_count"].astype(np.float64), self.params.access_floor)
+        return salience_vector(s["confidence"], accessed, self.days_since_access(now),
+                               self.params.half_life).astype(np.float64)
+
+    # -- search ----------------------------------------------------------------
+    def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
+        s = self.store
+        out: list[Ranking] = []
+        retrievable = s.retrievable() if s.n else np.zeros(0, dtype=bool)
+        emb = s.embedding.astype(np.float64)
+        for q in queries:
+            v = self.llm.embed_query(q)
+            if v is None or not retrievable.any():
+                out.append(Ranking.empty())
+                continue
+            scores = np.where(retrievable, emb @ np.asarray(v, dtype=np.float64), -np.inf)
+            ids = self.topk(scores, q.k)
+            out.append(Ranking(ids, scores[ids]))
+            s["access_count"][ids] += 1
+            s["last_access"][ids] = now
+        return out
+
+    # -- maintenance -----------------------------------------------------------
+    def maintain(self, now: float, jobs: Sequence[str]) -> list[Outcome]:
+        out: list[Outcome] = []
+        # Consolidation first: the agent reflects on today's episodes before the cycle runs.
+        if "consolidate" in jobs:
+            out += self.consolidate(now)
+        if "forget" in jobs:
+            out += self.run_forgetting_cycle(now)
+        return out
+
+    def get_forgetting_candidates(self, now: float, threshold: float | None = None) -> np.ndarray:
+        """Active, unprotected rows whose salience is strictly below the threshold."""
+        s = self.store
+        t = self.params.forgetting_threshold if threshold is None else threshold
+        if s.n == 0:
+            return np.zeros(0, dtype=np.int64)
+        cand = s.mask(("active",)) & ~s["protected"] & (self.strength(now) < t)
+        return np.flatnonzero(cand)
+
+    def run_forgetting_cycle(self, now: float) -> list[Outcome]:
+        rows = self.get_forgetting_candidates(now)
+        if not len(rows):
+            return [Outcome("forget", "skip", detail="no candidates")]
+        sal = self.strength(now)
+        if self.params.dry_run:
+            return [Outcome("forget", "candidate", int(r), detail=f"dry run: salience={float(sal[r])!r}")
+                    for r in rows.tolist()]
+        self.store.set_status(rows, "forgotten", now)
+        return [Outcome("forget", "forget", int(r), detail=f"salience={float(sal[r])!r}") for r in rows.tolist()]
+
+    def consolidate(self, now: float) -> list[Outcome]:
+        s = self.store
+        waiting = np.flatnonzero(s.mask(("active",), ("episode",)) & ~s["reflected"])
+        if len(waiting) < self.params.min_episodes:
+            return [Outcome("consolidate", "skip",
+                            detail=f"{len(waiting)} unreflected episodes < min_episodes")]
+        by_key: dict[str, list[int]] = {}
+        for r in waiting.tolist():
+            c = s.claim[r]
+            if c is not None and c.key:
+                by_key.setdefault(c.key, []).append(r)
+        s["reflected"][waiting] = True
+        out: list[Outcome] = []
+        for key in sorted(by_key):
+            rows = by_key[key]
+            if len(rows) < self.params.pattern_min_episodes:
+                continue
+            out += self._reflect(key, rows, now)
+        return out or [Outcome("consolidate", "skip", detail="no pattern among the episodes")]
+
+    def _reflect(self, key: str, rows: list[int], now: float) -> list[Outcome]:
+        s = self.store
+        claim = self.llm.synthesize([s.claim[r] for r in rows], key=f"consolidate:{key}:{now!r}")
+        episodes = sorted(set().union(*(s.provenance[r] for r in rows)))
+        beliefs = [b for b in np.flatnonzero(s.mask(("active",), ("belief",))).tolist()
+                   if s.claim[b] is not None and s.claim[b].key == claim.key]
+        same = [b for b in beliefs if s.claim[b].value == claim.value]
+        out: list[Outcome] = []
+        if same:
+            b = same[-1]
+            s["times_reinforced"][b] += 1
+            s["updated"][b] = now
+            s.add_provenance(b, episodes, now)
+            out.append(Outcome("consolidate", "reinforce", b, detail=key))
+            for old in beliefs:
+                if old != b:
+                    out += self._supersede(old, b, now)
+            return out
+        emb = self.llm.embed([claim], [f"belief:{key}:{now!r}"])
+        if not emb.ok[0]:
+            return [Outcome("consolidate", "drop", detail=f"no embedding for the belief on {key}")]
+        text = f"{claim.key}: {claim.value}" if claim.key else claim.value
+        new = self._add(now, emb.vectors[:1], [claim], [text], [tuple(episodes)], ["belief"],
+                        "consolidation", [self.params.belief_confidence], [tuple(rows)])[0]
+        out.append(Outcome("consolidate", "create", new, detail=key))
+        if beliefs:
+            s["supersedes"][new] = beliefs[-1]
+            for old in beliefs:
+                out += self._supersede(old, new, now)
+        return out
+
+    def _supersede(self, old: int, new: int, now: float) -> list[Outcome]:
+        s = self.store
+        s["superseded_by"][old] = new
+        s["is_active"][old] = False
+        s.set_status(old, "superseded", now)
+        return [Outcome("consolidate", "supersede", old, detail=f"superseded_by={new}")]
+
+    # -- meta-memory -----------------------------------------------------------
+    def verify_memory(self, row: int, now: float) -> float:
+        """004 §Meta-Memory: confirm a memory; confidence rises by ``verify_step`` (max 1)."""
+        s = self.store
+        s["confidence"][row] = min(1.0, s["confidence"][row] + self.params.verify_step)
+        s["verification_count"][row] += 1
+        s["last_verified"][row] = now
+        self.confidence_history[row].append((float(now), float(s["confidence"][row])))
+        return float(s["confidence"][row])
+
+    def get_uncertain_memories(self, threshold: float | None = None) -> np.ndarray:
+        """Active rows with confidence strictly below ``threshold`` (default 0.5)."""
+        t = self.params.uncertainty_threshold if threshold is None else threshold
+        s = self.store
+        return np.flatnonzero(s.mask(("active",)) & (s["confidence"] < t))
+
+    def get_memory_lineage(self, row: int) -> dict[str, Any]:
+        s = self.store
+        return {"source_type": self.source_type[row], "source_episodes": sorted(s.provenance[row]),
+                "derived_from": list(self.derived_from[row]), "supersedes": int(s["supersedes"][row]),
+                "superseded_by": int(s["superseded_by"][row])}
+
+    def get_belief_history(self, row: int) -> list[int]:
+        """The revision chain through ``row``, oldest first."""
+        s = self.store
+        chain = [row]
+        while s["supersedes"][chain[0]] >= 0:
+            chain.insert(0, int(s["supersedes"][chain[0]]))
+        while s["superseded_by"][chain[-1]] >= 0:
+            chain.append(int(s["superseded_by"][chain[-1]]))
+        return chain
+
+    # -- user actions ----------------------------------------------------------
+    def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
+        """Tombstone (never delete) what an episode said; Recover brings it back."""
+        out: list[Outcome] = []
+        for ev in events:
+            rows = [r for r in self.store.rows_from(ev.episode_id).tolist()
+                    if self.store.status_of(r) == "active"]
+            if not rows:
+                out.append(Outcome(ev.id, "skip", detail=f"no active memory of {ev.episode_id}"))
+            for r in rows:
+                self.store.set_status(r, "forgotten", now)
+                out.append(Outcome(ev.id, "forget", r))
+        return out
+
+    def protect(self, events: Sequence[Protect], now: float) -> list[Outcome]:
+        out: list[Outcome] = []
+        for ev in events:
+            rows = self.store.rows_from(ev.episode_id).tolist()
+            if not rows:
+                out.append(Outcome(ev.id, "skip", detail=f"no memory of {ev.episode_id}"))
+            for r in rows:
+                self.store["protected"][r] = True
+                out.append(Outcome(ev.id, "protect", r))
+        return out
+
+    def recover(self, events: Sequence[Recover], now: float) -> list[Outcome]:
+        out: list[Outcome] = []
+        for ev in events:
+            rows = [r for r in self.store.rows_from(ev.episode_id).tolist()
+                    if self.store.status_of(r) == "forgotten"]
+            if not rows:
+                out.append(Outcome(ev.id, "skip", detail=f"no forgotten memory of {ev.episode_id}"))
+            for r in rows:
+                self.store.set_status(r, "active", now)
+                out.append(Outcome(ev.id, "recover", r))
+        return out
+
+    def plant(self, episode: Episode, now: float) -> int:
+        """Default plant, then the seed-named attributes: ``protected`` and ``times_accessed``."""
+        row = super().plant(episode, now)
+        claim = episode.claims[0] if episode.claims else None
+        if claim is not None:
+            protected = claim.attr("protected")
+            if protected is not None:
+                self.store["protected"][row] = _as_bool("protected", protected)
+            ta = claim.attr("times_accessed")
+            if ta is not None:
+                self.store["access_count"][row] = _as_count("times_accessed", ta)
+        return row
+
+
+def _as_bool(name: str, v: Any) -> bool:
+    from memsim.errors import ParamError
+    if isinstance(v, bool):
+        return v
+    low = str(v).strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise ParamError(f"memory attribute {name}={v!r} is not true/false")
+
+
+def _as_count(name: str, v: Any) -> int:
+    from memsim.errors import ParamError
+    try:
+        n = int(str(v).strip()) if not isinstance(v, int) else v
+    except ValueError:
+        raise ParamError(f"memory attribute {name}={v!r} is not a whole number") from None
+    if isinstance(n, bool) or n < 0:
+        raise ParamError(f"memory attribute {name}={v!r} must be >= 0")
+    return n
