@@ -1,0 +1,269 @@
+"""Deterministic embedders that need no model download.
+
+``ClaimsEmbedder`` maps a structured claim (key, value) to a vector whose cosine with other
+claims sits in calibrated bands (memsim.llm.Bands): paraphrase of the same fact and value,
+same fact with a changed value, related fact (same topic), unrelated. ``TextEmbedder`` maps
+free text to a hashed bag of word and character n-grams.
+
+Every random draw is a pure function of (seed, role, name) through blake2b, never of call
+order or of Python's salted ``hash()``: the same claim under the same item key always gets
+the same vector, in any batch.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from statistics import NormalDist
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .errors import ParamError
+from .llm import Bands
+
+_SEP = "\x1f"  # separates the fields hashed together, so ("a", "bc") != ("ab", "c")
+
+
+def stable_hash(seed: int, *parts: str) -> int:
+    """A 64-bit unsigned integer from (seed, parts): blake2b, stable across processes."""
+    text = _SEP.join((str(int(seed)),) + tuple(parts))
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def stable_uniform(seed: int, *parts: str) -> float:
+    """A uniform number in [0, 1) that depends only on (seed, parts)."""
+    return stable_hash(seed, *parts) / 2.0 ** 64
+
+
+def stable_normal(seed: int, *parts: str) -> float:
+    """A standard normal number that depends only on (seed, parts) (inverse CDF of a
+    uniform strictly inside (0, 1))."""
+    u = (stable_hash(seed, *parts) + 0.5) / 2.0 ** 64
+    return NormalDist().inv_cdf(u)
+
+
+def stable_rng(seed: int, *parts: str) -> np.random.Generator:
+    return np.random.default_rng(stable_hash(seed, *parts))
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v)
+
+
+class ClaimsEmbedder:
+    """Claims to vectors with calibrated cosine bands.
+
+    A vector is four blocks of ~dim/4 coordinates, each a random unit vector scaled by a
+    fixed weight (so every vector has norm exactly 1)::
+
+        [ sqrt(related) T(topic) | sqrt(changed - related) K(key)
+          | sqrt(paraphrase - changed) V(key, value) | sqrt(1 - paraphrase) N(item key) ]
+
+    Two claims' cosine is the sum of the squared weights of the blocks they share, plus the
+    chance overlaps of the blocks they don't (random unit vectors in m dims overlap with mean
+    0 and standard deviation 1/sqrt(m)). So a paraphrase (same key and value, other item)
+    scores ~paraphrase, a changed value ~changed_value, another key of the same topic
+    ~related, an unrelated claim ~0.
+
+    ``bands.spread`` widens the chance overlaps without moving the band means: block vectors
+    are drawn in the first ``m / spread**2`` coordinates of their block, so overlaps have
+    standard deviation ``spread / sqrt(m)`` (still mean 0). A spread below 1 cannot go
+    under the jitter floor of the dimension and acts as 1.
+
+    Query vectors (``embed_query``) hold only the topic and key blocks of each asked key,
+    summed and normalized: a query for one key has cosine ~sqrt(changed_value) with every
+    memory of that key, whatever its value, so policies must rank the current value above
+    a stale one with their other factors.
+    """
+
+    def __init__(self, dim: int = 384, bands: Bands = Bands(), seed: int = 0) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 4:
+            raise ParamError(f"ClaimsEmbedder: dim must be an integer >= 4, got {dim!r}")
+        self.dim = dim
+        self.bands = bands
+        self.seed = int(seed)
+        bounds = np.linspace(0, dim, 5).round().astype(int)
+        self._blocks = [(int(bounds[i]), int(bounds[i + 1])) for i in range(4)]
+        b = bands
+        self._weights = np.sqrt([b.related, b.changed_value - b.related,
+                                 b.paraphrase - b.changed_value, 1.0 - b.paraphrase])
+        self._cache: dict[tuple[str, str], np.ndarray] = {}
+
+    # picklable without dragging the (re-creatable) cache along
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_cache"] = {}
+        return state
+
+    def _block_vector(self, block: int, role: str, name: str) -> np.ndarray:
+        """Unit vector of one block, a pure function of (seed, role, name); cached."""
+        ck = (role, name)
+        v = self._cache.get(ck)
+        if v is None:
+            lo, hi = self._blocks[block]
+            m = hi - lo
+            active = max(1, int(round(m / max(1.0, self.bands.spread) ** 2)))
+            v = np.zeros(m)
+            v[:active] = _unit(stable_rng(self.seed, role, name).standard_normal(active))
+            if len(self._cache) > 500_000:  # item noise is per item: bound the memory
+                self._cache.clear()
+            self._cache[ck] = v
+        return v
+
+    def vector(self, key: str, value: str, item_key: str) -> np.ndarray:
+        """The float64 unit vector of claim (key, value) under ``item_key``."""
+        if not key:
+            raise ValueError("ClaimsEmbedder: a text-only claim (key '') has no claims vector")
+        topic = key.rsplit(".", 1)[0] if "." in key else key
+        w = self._weights
+        out = np.empty(self.dim)
+        parts = (("topic", topic), ("key", key), ("value", key + _SEP + value), ("item", item_key))
+        for i, (role, name) in enumerate(parts):
+            lo, hi = self._blocks[i]
+            out[lo:hi] = w[i] * self._block_vector(i, role, name)
+        return out
+
+    def embed(self, claims: Sequence, item_keys: Sequence[str]) -> np.ndarray:
+        """(n, dim) float32 unit rows for claims (anything with ``key`` and ``value``)."""
+        if len(claims) != len(item_keys):
+            raise ValueError(f"ClaimsEmbedder.embed: {len(claims)} claims but {len(item_keys)} keys")
+        out = np.empty((len(claims), self.dim), dtype=np.float32)
+        for i, (c, ik) in enumerate(zip(claims, item_keys)):
+            out[i] = self.vector(c.key, c.value, ik)
+        return out
+
+    def embed_query(self, keys: Iterable[str]) -> np.ndarray:
+        """Unit float32 query vector: normalized sum of each key's topic and key blocks."""
+        keys = list(keys)
+        if not keys:
+            raise ValueError("ClaimsEmbedder.embed_query needs at least one key")
+        w = self._weights
+        acc = np.zeros(self.dim)
+        for key in keys:
+            topic = key.rsplit(".", 1)[0] if "." in key else key
+            for i, (role, name) in enumerate((("topic", topic), ("key", key))):
+                lo, hi = self._blocks[i]
+                acc[lo:hi] += w[i] * self._block_vector(i, role, name)
+        return (acc / np.linalg.norm(acc)).astype(np.float32)
+
+
+_WORD = re.compile(r"[0-9a-z]+(?:'[0-9a-z]+)*")
+
+
+class TextEmbedder:
+    """Free text to a unit vector by signed feature hashing (no model, no download).
+
+    Features: word unigrams (weight ``WORD``), word bigrams (``BIGRAM``) and character
+    3-grams of each lowercased word with boundary markers ``<word>`` (``CHAR``, lower so a
+    shared word counts more than shared spelling). A feature's count c becomes 1 + ln(c)
+    (sublinear tf); each feature lands in one of ``dim`` slots with a +-1 sign chosen by a
+    seeded blake2b hash, and the row is L2-normalized. Text with no words gets a fixed
+    seeded unit vector (never a zero row).
+    """
+
+    WORD = 1.0
+    BIGRAM = 0.7
+    CHAR = 0.35
+
+    def __init__(self, dim: int = 384, seed: int = 0) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise ParamError(f"TextEmbedder: dim must be an integer >= 1, got {dim!r}")
+        self.dim = dim
+        self.seed = int(seed)
+        self._key = str(self.seed).encode()[:64]
+        self._word_cache: dict[str, np.ndarray] = {}
+        self._bigram_cache: dict[str, int] = {}
+        self._empty = _unit(stable_rng(self.seed, "text", "empty").standard_normal(dim)).astype(np.float32)
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_word_cache"] = {}
+        state["_bigram_cache"] = {}
+        return state
+
+    def _h(self, feature: str) -> int:
+        return int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8,
+                                              key=self._key).digest(), "little")
+
+    def _word_features(self, word: str) -> np.ndarray:
+        """Hashes of a word's unigram then its character 3-grams (cached per word)."""
+        f = self._word_cache.get(word)
+        if f is None:
+            marked = f"<{word}>"
+            grams = [marked[i:i + 3] for i in range(len(marked) - 2)]
+            f = np.array([self._h("w" + word)] + [self._h("c" + g) for g in grams], dtype=np.uint64)
+            if len(self._word_cache) > 1_000_000:
+                self._word_cache.clear()
+            self._word_cache[word] = f
+        return f
+
+    def _bigram(self, a: str, b: str) -> int:
+        k = a + " " + b
+        h = self._bigram_cache.get(k)
+        if h is None:
+            h = self._h("b" + k)
+            if len(self._bigram_cache) > 1_000_000:
+                self._bigram_cache.clear()
+            self._bigram_cache[k] = h
+        return h
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, dim) float32 unit rows, one per text; row i depends only on texts[i]."""
+        n = len(texts)
+        rows: list[np.ndarray] = []
+        hashes: list[np.ndarray] = []
+        weights: list[np.ndarray] = []
+        empty = np.zeros(n, dtype=bool)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"TextEmbedder.embed: item {i} is not a string: {text!r}")
+            words = _WORD.findall(text.lower())
+            if not words:
+                empty[i] = True
+                continue
+            parts = []
+            wts = []
+            for w in words:
+                f = self._word_features(w)
+                parts.append(f)
+                wt = np.full(len(f), self.CHAR)
+                wt[0] = self.WORD
+                wts.append(wt)
+            if len(words) > 1:
+                parts.append(np.array([self._bigram(a, b) for a, b in zip(words, words[1:])], dtype=np.uint64))
+                wts.append(np.full(len(words) - 1, self.BIGRAM))
+            h = np.concatenate(parts)
+            wt = np.concatenate(wts)
+            hashes.append(h)
+            weights.append(wt)
+            rows.append(np.full(len(h), i, dtype=np.int64))
+        out = np.zeros((n, self.dim), dtype=np.float64)
+        if hashes:
+            row = np.concatenate(rows)
+            h = np.concatenate(hashes)
+            wt = np.concatenate(weights)
+            # sublinear tf per (row, feature): count repeats, weight by 1 + ln(count)
+            keys = np.stack([row.astype(np.uint64), h], axis=1)
+            uniq, first, counts = np.unique(keys, axis=0, return_index=True, return_counts=True)
+            tf = wt[first] * (1.0 + np.log(counts))
+            slot = (uniq[:, 1] % np.uint64(self.dim)).astype(np.int64)
+            sign = np.where((uniq[:, 1] >> np.uint64(63)) == 1, -1.0, 1.0)
+            np.add.at(out, (uniq[:, 0].astype(np.int64), slot), sign * tf)
+        norms = np.linalg.norm(out, axis=1)
+        # all features of a text may cancel in a tiny dim: treat like empty text
+        empty |= norms == 0
+        norms[empty] = 1.0
+        out = (out / norms[:, None]).astype(np.float32)
+        out[empty] = self._empty
+        return out
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """Cosine of two vectors (float64 arithmetic)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    return float(a @ b / math.sqrt(float(a @ a) * float(b @ b)))

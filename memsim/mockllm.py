@@ -1,0 +1,266 @@
+"""MockLLM: a deterministic, fault-injectable stand-in for the LLM a memory system calls.
+
+It answers from the ground truth the stream's claims carry (see memsim.llm for the
+protocol). Every random decision (an injected fault, importance noise, paraphrase noise in
+embeddings) is a pure function of (seed, operation name, item key) through blake2b, never
+of call order, so batched and one-by-one calls give identical answers.
+
+Fault keys: extract on the episode id; embed on each item key; embed_query on the query id;
+classify on the call's ``key`` (plus ``#i`` for candidate i in relation mode);
+importance/category noise on ``"<episode id>#<claim index>"``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections import Counter
+from typing import Any, Sequence
+
+import numpy as np
+
+from .embed import ClaimsEmbedder, TextEmbedder, stable_normal, stable_uniform
+from .events import Claim, Episode, Query
+from .llm import CONTRADICTS, IRRELEVANT, NONE, PARTIAL, RELATIONS, SUPPORTS, Bands, Embedded, Faults
+
+# The categories ``wrong_category`` draws from (seed-neutral vocabulary of memsim.events).
+CATEGORIES = ("fact", "preference", "relationship", "decision", "event", "sentiment", "reminder")
+
+# summarize() answers "NONE" when all texts together hold fewer content words than this:
+# "hi", "ok thanks!", "lol same" are chat, not something worth a summary.
+MIN_CONTENT_WORDS = 8
+
+# At most this many sentences in a summary (the protocol asks for 1-3).
+MAX_SUMMARY_SENTENCES = 3
+
+# Unparseable replies used by the invalid_answer fault; index mode also gets out-of-range
+# indices ("0" and n + 1 + 98), which parse as integers but name no candidate.
+INVALID_REPLIES = ("I think maybe", "7x", "", "CONTRADICTS?", "Candidate two, probably")
+
+_STOPWORDS = frozenset("""
+a an the and or but if then so to of in on at by for with from as is are was were be been
+being am i me my we our you your he she it its they them their this that these those there
+here do does did done have has had not no yes ok okay oh hi hey hello thanks thank lol haha
+yeah yep sure just really very too also well um uh hmm what who how when where why which
+will would can could should shall may might must up down out about into over again same
+""".split())
+_WORD = re.compile(r"[0-9a-z]+(?:'[0-9a-z]+)*")
+_CLAUSE_END = re.compile(r"[.;!?\n]")
+
+
+def _norm_text(s: str) -> str:
+    """Case- and whitespace-insensitive form used to compare values and texts."""
+    return " ".join(s.casefold().split())
+
+
+def content_words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
+
+
+def truth_relation(new: Claim, old: Claim) -> str:
+    """The true relation of ``new`` to ``old`` (what a perfect classifier answers).
+
+    Same key and value: SUPPORTS. Same key, other value: CONTRADICTS, or PARTIAL when both
+    claims carry a ``context`` attribute and the contexts differ (each true in its own
+    context). Different keys: IRRELEVANT. Two text-only claims: SUPPORTS if their texts are
+    equal up to case and whitespace, else IRRELEVANT.
+    """
+    if new.key != old.key:
+        return IRRELEVANT
+    same_value = _norm_text(new.value) == _norm_text(old.value)
+    if not new.key:
+        return SUPPORTS if same_value else IRRELEVANT
+    if same_value:
+        return SUPPORTS
+    c_new, c_old = new.attr("context"), old.attr("context")
+    if c_new is not None and c_old is not None and c_new != c_old:
+        return PARTIAL
+    return CONTRADICTS
+
+
+class MockLLM:
+    """Deterministic LLM from the stream's claims; see the module docstring.
+
+    ``bands`` calibrates the claims embedder (memsim.embed.ClaimsEmbedder); ``faults`` sets
+    the error-injection rates (each fires for a given key iff its uniform draw is below the
+    rate, so rate 0 never fires and rate 1 always does).
+    """
+
+    def __init__(self, seed: int = 0, dim: int = 384, bands: Bands = Bands(), faults: Faults = Faults()) -> None:
+        if not isinstance(bands, Bands):
+            raise TypeError(f"MockLLM: bands must be a memsim.llm.Bands, got {bands!r}")
+        if not isinstance(faults, Faults):
+            raise TypeError(f"MockLLM: faults must be a memsim.llm.Faults, got {faults!r}")
+        self.seed = int(seed)
+        self.dim = int(dim)
+        self.bands = bands
+        self.faults = faults
+        self.claims_embedder = ClaimsEmbedder(self.dim, bands, self.seed)
+        self.text_embedder = TextEmbedder(self.dim, self.seed)
+
+    def config(self) -> dict[str, Any]:
+        """Everything that determines this mock's answers (for result manifests)."""
+        return {"llm": "mock", "seed": self.seed, "dim": self.dim,
+                "bands": self.bands.to_dict(), "faults": self.faults.to_dict()}
+
+    def __repr__(self) -> str:
+        return f"MockLLM(seed={self.seed}, dim={self.dim}, bands={self.bands!r}, faults={self.faults!r})"
+
+    def _fires(self, rate: float, op: str, key: str) -> bool:
+        return rate > 0.0 and stable_uniform(self.seed, op, key) < rate
+
+    # -- extract ---------------------------------------------------------------
+    def extract(self, episode: Episode) -> tuple[Claim, ...] | None:
+        """The episode's claims (with injected importance/category noise), None on an
+        injected failure. An episode without claims yields one text-only claim whose
+        subject is the speaker (lowercased; the default speaker "user" is the owner)."""
+        if self._fires(self.faults.extract_fail, "extract_fail", episode.id):
+            return None
+        claims = episode.claims
+        if not claims:
+            speaker = episode.speaker.strip().lower()
+            subject = "owner" if speaker in ("", "user") else speaker
+            claims = (Claim(key="", value=episode.text, category="fact", importance=0.5, subject=subject),)
+        return tuple(self._noisy(c, f"{episode.id}#{i}") for i, c in enumerate(claims))
+
+    def _noisy(self, claim: Claim, item: str) -> Claim:
+        changes: dict[str, Any] = {}
+        jitter = self.faults.importance_jitter
+        if jitter > 0.0:
+            imp = claim.importance + jitter * stable_normal(self.seed, "importance_jitter", item)
+            changes["importance"] = min(1.0, max(0.0, imp))
+        if self._fires(self.faults.wrong_category, "wrong_category", item):
+            others = [c for c in CATEGORIES if c != claim.category]
+            pick = stable_uniform(self.seed, "wrong_category_pick", item)
+            changes["category"] = others[int(pick * len(others))]
+        return dataclasses.replace(claim, **changes) if changes else claim
+
+    # -- embed -----------------------------------------------------------------
+    def embed(self, items: Sequence[Claim | str], keys: Sequence[str]) -> Embedded:
+        """Claims with a key go to the calibrated claims embedder; text-only claims (their
+        value) and strings to the text embedder. A failed item has ok False and a 0 row."""
+        n = len(items)
+        if len(keys) != n:
+            raise ValueError(f"MockLLM.embed: {n} items but {len(keys)} keys")
+        out = np.zeros((n, self.dim), dtype=np.float32)
+        ok = np.ones(n, dtype=bool)
+        claim_rows: list[int] = []
+        text_rows: list[int] = []
+        texts: list[str] = []
+        for i, (item, key) in enumerate(zip(items, keys)):
+            if self._fires(self.faults.embed_fail, "embed_fail", key):
+                ok[i] = False
+            elif isinstance(item, Claim):
+                if item.key:
+                    claim_rows.append(i)
+                else:
+                    text_rows.append(i)
+                    texts.append(item.value)
+            elif isinstance(item, str):
+                text_rows.append(i)
+                texts.append(item)
+            else:
+                raise TypeError(f"MockLLM.embed: item {i} ({key!r}) is neither a Claim nor a str: {item!r}")
+        if claim_rows:
+            out[claim_rows] = self.claims_embedder.embed([items[i] for i in claim_rows],
+                                                         [keys[i] for i in claim_rows])
+        if text_rows:
+            out[text_rows] = self.text_embedder.embed(texts)
+        return Embedded(vectors=out, ok=ok)
+
+    def embed_query(self, query: Query) -> np.ndarray | None:
+        """From the query's keys (topic + key blocks only) if it has any, else its text."""
+        if self._fires(self.faults.embed_fail, "embed_query_fail", query.id):
+            return None
+        if query.keys:
+            return self.claims_embedder.embed_query(query.keys)
+        return self.text_embedder.embed([query.text])[0]
+
+    # -- classify --------------------------------------------------------------
+    def classify(self, new: Claim, candidates: Sequence[Claim], *, answer: str, key: str) -> str | list[str]:
+        """Truth from :func:`truth_relation`, then faults: ``invalid_answer`` replaces a
+        reply by an unparseable one, else ``wrong_class`` by another valid one. In index
+        mode with no candidates the only valid reply is NONE, so wrong_class cannot fire."""
+        relations = [truth_relation(new, c) for c in candidates]
+        if answer == "relation":
+            out = []
+            for i, rel in enumerate(relations):
+                k = f"{key}#{i}"
+                if self._fires(self.faults.invalid_answer, "invalid_answer", k):
+                    out.append(self._pick(INVALID_REPLIES, "invalid_pick", k))
+                elif self._fires(self.faults.wrong_class, "wrong_class", k):
+                    out.append(self._pick([r for r in RELATIONS if r != rel], "wrong_pick", k))
+                else:
+                    out.append(rel)
+            return out
+        if answer == "index":
+            n = len(candidates)
+            truth = next((str(i + 1) for i, r in enumerate(relations) if r == CONTRADICTS), NONE)
+            if self._fires(self.faults.invalid_answer, "invalid_answer", key):
+                return self._pick(INVALID_REPLIES + ("0", str(n + 99)), "invalid_pick", key)
+            if n and self._fires(self.faults.wrong_class, "wrong_class", key):
+                valid = [str(i + 1) for i in range(n)] + [NONE]
+                return self._pick([v for v in valid if v != truth], "wrong_pick", key)
+            return truth
+        raise ValueError(f"MockLLM.classify: answer must be 'index' or 'relation', got {answer!r}")
+
+    def _pick(self, options: Sequence[str], op: str, key: str) -> str:
+        return options[int(stable_uniform(self.seed, op, key) * len(options))]
+
+    # -- summarize / synthesize -------------------------------------------------
+    def summarize(self, texts: Sequence[str], *, key: str) -> str:
+        """"NONE" when the texts hold fewer than MIN_CONTENT_WORDS content words in all;
+        else the first clause of each of the first (up to 3) texts with content words,
+        one sentence each."""
+        if sum(len(content_words(t)) for t in texts) < MIN_CONTENT_WORDS:
+            return NONE
+        sentences = []
+        for t in texts:
+            if not content_words(t):
+                continue
+            clause = next((c.strip() for c in _CLAUSE_END.split(t) if content_words(c)), "")
+            clause = clause.rstrip(",: ")
+            sentences.append(clause[:1].upper() + clause[1:] + ".")
+            if len(sentences) == MAX_SUMMARY_SENTENCES:
+                break
+        return " ".join(sentences)
+
+    def synthesize(self, claims: Sequence[Claim], *, key: str) -> Claim:
+        """One shared key: the majority value (ties: the value seen last wins), the most
+        common category among the claims stating it, importance = max, confidence = mean,
+        the other fields from the last claim stating it. Several keys: a ``meta`` claim
+        keyed by their longest common dotted prefix ("misc" if none), valued by their
+        distinct values sorted and joined with "; "."""
+        claims = list(claims)
+        if not claims:
+            raise ValueError(f"MockLLM.synthesize({key!r}): no claims to synthesize")
+        importance = max(c.importance for c in claims)
+        confidence = min(1.0, max(0.0, math.fsum(c.confidence for c in claims) / len(claims)))
+        keys = {c.key for c in claims}
+        if len(keys) == 1:
+            counts = Counter(c.value for c in claims)
+            last_pos = {c.value: i for i, c in enumerate(claims)}
+            value = max(counts, key=lambda v: (counts[v], last_pos[v]))
+            stating = [c for c in claims if c.value == value]
+            cat_counts = Counter(c.category for c in stating)
+            cat_last = {c.category: i for i, c in enumerate(stating)}
+            category = max(cat_counts, key=lambda c: (cat_counts[c], cat_last[c]))
+            return dataclasses.replace(stating[-1], category=category, importance=importance,
+                                       confidence=confidence, noise=False)
+        topic = _common_prefix([c.topic for c in claims]) or "misc"
+        subjects = {c.subject for c in claims}
+        return Claim(key=topic, value="; ".join(sorted({c.value for c in claims})), category="meta",
+                     importance=importance, confidence=confidence,
+                     subject=subjects.pop() if len(subjects) == 1 else "owner")
+
+
+def _common_prefix(topics: Sequence[str]) -> str:
+    parts = [t.split(".") for t in topics if t]
+    if not parts or len(parts) < len(topics):
+        return ""
+    out = []
+    for segs in zip(*parts):
+        if len(set(segs)) != 1:
+            break
+        out.append(segs[0])
+    return ".".join(out)

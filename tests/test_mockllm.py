@@ -1,0 +1,253 @@
+"""MockLLM: protocol conformance, determinism, fault rates, classify truth table."""
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from memsim.events import Claim, Episode, Query
+from memsim.llm import CONTRADICTS, IRRELEVANT, LLM, NONE, PARTIAL, RELATIONS, SUPPORTS, Bands, Faults
+from memsim.mockllm import CATEGORIES, INVALID_REPLIES, MIN_CONTENT_WORDS, MockLLM, truth_relation
+
+
+def ep(i, claims=(), text="some text", speaker="user"):
+    return Episode(id=f"ep{i}", time=float(i), text=text, claims=tuple(claims), speaker=speaker)
+
+
+def claim(key, value="v", **kw):
+    return Claim(key=key, value=value, **kw)
+
+
+EPISODES = [ep(i, [claim(f"t{i % 7}.k{i}", f"v{i}", importance=(i % 10) / 10, category=CATEGORIES[i % 7]),
+                   claim(f"t{i % 5}.j{i}", f"w{i}")]) for i in range(400)]
+
+
+def test_implements_protocol():
+    llm = MockLLM()
+    assert isinstance(llm, LLM)
+    assert llm.dim == 384 and llm.seed == 0
+    assert llm.config() == {"llm": "mock", "seed": 0, "dim": 384,
+                            "bands": Bands().to_dict(), "faults": Faults().to_dict()}
+
+
+def test_extract_passes_claims_through_without_faults():
+    llm = MockLLM()
+    for e in EPISODES[:20]:
+        assert llm.extract(e) == e.claims
+
+
+def test_extract_text_only_episode():
+    llm = MockLLM()
+    assert llm.extract(ep(1, text="hello there")) == (
+        Claim(key="", value="hello there", category="fact", importance=0.5, subject="owner"),)
+    got = llm.extract(ep(2, text="I adopted a dog", speaker="Caroline"))
+    assert got[0].subject == "caroline" and got[0].key == "" and got[0].value == "I adopted a dog"
+
+
+def test_deterministic_across_instances_and_orders():
+    f = Faults(extract_fail=0.3, embed_fail=0.3, importance_jitter=0.2, wrong_category=0.3,
+               wrong_class=0.2, invalid_answer=0.2)
+    a, b = MockLLM(seed=5, faults=f), MockLLM(seed=5, faults=f)
+    fwd = [a.extract(e) for e in EPISODES]
+    rev = [b.extract(e) for e in reversed(EPISODES)][::-1]
+    assert fwd == rev
+    items = [c for e in EPISODES for c in e.claims] + ["free text one", "another text", ""]
+    keys = [f"it{i}" for i in range(len(items))]
+    batch = a.embed(items, keys)
+    singles = [b.embed([x], [k]) for x, k in reversed(list(zip(items, keys)))][::-1]
+    assert np.array_equal(batch.vectors, np.concatenate([s.vectors for s in singles]))
+    assert np.array_equal(batch.ok, np.concatenate([s.ok for s in singles]))
+    cands = [claim("a.b", "1"), claim("a.b", "2"), claim("a.c", "1")]
+    for i in range(50):
+        assert a.classify(claim("a.b", "2"), cands, answer="index", key=f"c{i}") == \
+            b.classify(claim("a.b", "2"), cands, answer="index", key=f"c{i}")
+        assert a.classify(claim("a.b", "2"), cands, answer="relation", key=f"c{i}") == \
+            b.classify(claim("a.b", "2"), cands, answer="relation", key=f"c{i}")
+
+
+def test_seed_changes_answers():
+    f = Faults(extract_fail=0.5)
+    a = [MockLLM(seed=1, faults=f).extract(e) is None for e in EPISODES]
+    b = [MockLLM(seed=2, faults=f).extract(e) is None for e in EPISODES]
+    assert a != b
+
+
+def test_embed_unit_rows_and_failures():
+    llm = MockLLM(faults=Faults(embed_fail=0.0))
+    e = llm.embed([claim("a.b", "x"), claim("", "just text"), "plain string"], ["i0", "i1", "i2"])
+    assert e.vectors.dtype == np.float32 and e.vectors.shape == (3, 384)
+    assert e.ok.all()
+    np.testing.assert_allclose(np.linalg.norm(e.vectors, axis=1), 1.0, rtol=1e-5)
+    # a text-only claim is embedded like its text
+    assert np.array_equal(e.vectors[1], llm.embed(["just text"], ["zz"]).vectors[0])
+    bad = MockLLM(faults=Faults(embed_fail=1.0)).embed([claim("a.b"), "x"], ["i0", "i1"])
+    assert not bad.ok.any() and not bad.vectors.any()
+    with pytest.raises(ValueError):
+        llm.embed(["a"], ["k1", "k2"])
+
+
+def test_embed_query():
+    llm = MockLLM()
+    q = Query(id="q1", time=1.0, text="what is my name?", keys=("owner.name",))
+    v = llm.embed_query(q)
+    mem = llm.embed([claim("owner.name", "Ada"), claim("owner.name", "Bea")], ["e1#0", "e2#0"]).vectors
+    cos = mem @ v
+    assert cos[0] == pytest.approx(np.sqrt(Bands().changed_value), abs=0.06)
+    assert cos[0] == pytest.approx(cos[1], abs=0.06)
+    tq = Query(id="q2", time=1.0, text="where did we go hiking", answers=("ep1",))
+    tv = llm.embed_query(tq)
+    assert tv.shape == (384,) and np.linalg.norm(tv) == pytest.approx(1.0, rel=1e-5)
+    assert MockLLM(faults=Faults(embed_fail=1.0)).embed_query(q) is None
+
+
+def test_classify_truth_table():
+    base = claim("owner.city", "Paris")
+    assert truth_relation(base, claim("owner.city", "Paris")) == SUPPORTS
+    assert truth_relation(base, claim("owner.city", " paris ")) == SUPPORTS
+    assert truth_relation(base, claim("owner.city", "Rome")) == CONTRADICTS
+    assert truth_relation(base, claim("owner.job", "Paris")) == IRRELEVANT
+    ctx_a = claim("owner.city", "Paris", attrs=(("context", "work"),))
+    ctx_b = claim("owner.city", "Rome", attrs=(("context", "holiday"),))
+    ctx_c = claim("owner.city", "Rome", attrs=(("context", "work"),))
+    assert truth_relation(ctx_a, ctx_b) == PARTIAL
+    assert truth_relation(ctx_a, ctx_c) == CONTRADICTS  # same context: a real contradiction
+    assert truth_relation(ctx_a, claim("owner.city", "Rome")) == CONTRADICTS  # one context only
+    assert truth_relation(claim("", "Hello  World"), claim("", "hello world")) == SUPPORTS
+    assert truth_relation(claim("", "hello"), claim("", "bye")) == IRRELEVANT
+    assert truth_relation(claim("", "Paris"), base) == IRRELEVANT
+    llm = MockLLM()
+    cands = [claim("owner.job", "x"), claim("owner.city", "Paris"), claim("owner.city", "Rome"), ctx_b]
+    assert llm.classify(base, cands, answer="relation", key="k") == [IRRELEVANT, SUPPORTS, CONTRADICTS, CONTRADICTS]
+    assert llm.classify(base, cands, answer="index", key="k") == "3"
+    assert llm.classify(base, cands[:2], answer="index", key="k") == NONE
+    assert llm.classify(base, [], answer="index", key="k") == NONE
+    assert llm.classify(base, [], answer="relation", key="k") == []
+    with pytest.raises(ValueError):
+        llm.classify(base, cands, answer="both", key="k")
+
+
+def _valid_index(reply, n):
+    return reply == NONE or (reply.isdigit() and 1 <= int(reply) <= n)
+
+
+def test_classify_faults_rate_zero_and_one():
+    base = claim("owner.city", "Paris")
+    cands = [claim("owner.city", "Rome"), claim("owner.job", "x"), claim("owner.city", "Paris")]
+    truth_rel = [CONTRADICTS, IRRELEVANT, SUPPORTS]
+    never = MockLLM(faults=Faults(wrong_class=0.0, invalid_answer=0.0))
+    wrong = MockLLM(faults=Faults(wrong_class=1.0))
+    invalid = MockLLM(faults=Faults(invalid_answer=1.0))
+    for i in range(200):
+        k = f"call{i}"
+        assert never.classify(base, cands, answer="index", key=k) == "1"
+        assert never.classify(base, cands, answer="relation", key=k) == truth_rel
+        w = wrong.classify(base, cands, answer="index", key=k)
+        assert w != "1" and _valid_index(w, 3)
+        wr = wrong.classify(base, cands, answer="relation", key=k)
+        assert all(r in RELATIONS and r != t for r, t in zip(wr, truth_rel))
+        assert not _valid_index(invalid.classify(base, cands, answer="index", key=k), 3)
+        assert all(r not in RELATIONS for r in invalid.classify(base, cands, answer="relation", key=k))
+
+
+def test_fault_rates_near_requested():
+    n = 4000
+    for rate in (0.1, 0.35):
+        f = Faults(extract_fail=rate, embed_fail=rate, wrong_class=rate, invalid_answer=rate,
+                   wrong_category=rate)
+        llm = MockLLM(seed=3, faults=f)
+        eps = [ep(i, [claim("a.b", category="fact")]) for i in range(n)]
+        extracted = [llm.extract(e) for e in eps]
+        tol = 4 * np.sqrt(rate * (1 - rate) / n)
+        assert abs(np.mean([x is None for x in extracted]) - rate) < tol
+        cats = [x[0].category != "fact" for x in extracted if x is not None]
+        assert abs(np.mean(cats) - rate) < 2 * tol
+        ok = llm.embed(["t"] * n, [f"k{i}" for i in range(n)]).ok
+        assert abs(1 - ok.mean() - rate) < tol
+        base, cands = claim("a.b", "1"), [claim("a.b", "2")]
+        replies = [llm.classify(base, cands, answer="relation", key=f"c{i}")[0] for i in range(n)]
+        invalid = np.mean([r not in RELATIONS for r in replies])
+        wrong = np.mean([r in RELATIONS and r != CONTRADICTS for r in replies])
+        assert abs(invalid - rate) < tol
+        assert abs(wrong - (1 - rate) * rate) < tol  # wrong only where not already invalid
+
+
+def test_importance_jitter():
+    eps = [ep(i, [claim("a.b", importance=0.5)]) for i in range(3000)]
+    assert all(MockLLM(faults=Faults(importance_jitter=0.0)).extract(e)[0].importance == 0.5 for e in eps)
+    imp = np.array([MockLLM(faults=Faults(importance_jitter=0.1)).extract(e)[0].importance for e in eps])
+    assert ((imp >= 0) & (imp <= 1)).all()
+    assert abs(imp.mean() - 0.5) < 0.01 and abs(imp.std() - 0.1) < 0.01
+    wide = np.array([MockLLM(faults=Faults(importance_jitter=1.0)).extract(e)[0].importance for e in eps])
+    assert wide.min() == 0.0 and wide.max() == 1.0  # clipped
+    assert MockLLM(faults=Faults(wrong_category=1.0)).extract(eps[0])[0].category in set(CATEGORIES) - {"fact"}
+
+
+def test_extract_fail_zero_and_one():
+    assert all(MockLLM(faults=Faults(extract_fail=0.0)).extract(e) is not None for e in EPISODES)
+    assert all(MockLLM(faults=Faults(extract_fail=1.0)).extract(e) is None for e in EPISODES)
+
+
+def test_summarize():
+    llm = MockLLM()
+    assert llm.summarize(["hi", "ok thanks!", "lol same"], key="s") == NONE
+    assert llm.summarize([], key="s") == NONE
+    texts = ["We adopted a puppy named Rex last week, he is lovely.", "ok",
+             "My sister moved to Lisbon for a new design job. She loves it.",
+             "Planning a hiking trip to the Alps in July; need boots.", "Also bought a bike."]
+    s = llm.summarize(texts, key="s")
+    assert s == ("We adopted a puppy named Rex last week, he is lovely. "
+                 "My sister moved to Lisbon for a new design job. Planning a hiking trip to the Alps in July.")
+    assert s == MockLLM(seed=9).summarize(texts, key="other")
+    # the threshold is the documented constant
+    words = ["apple", "river", "mountain", "guitar", "lemon", "castle", "rocket", "pencil", "violin"]
+    assert llm.summarize([" ".join(words[:MIN_CONTENT_WORDS - 1])], key="s") == NONE
+    assert llm.summarize([" ".join(words[:MIN_CONTENT_WORDS])], key="s") != NONE
+
+
+def test_synthesize_same_key():
+    llm = MockLLM()
+    cs = [claim("o.city", "Rome", category="fact", importance=0.2, confidence=0.5),
+          claim("o.city", "Paris", category="event", importance=0.9, confidence=0.7),
+          claim("o.city", "Rome", category="preference", importance=0.1, confidence=0.9),
+          claim("o.city", "Paris", category="preference", importance=0.3, confidence=0.8)]
+    s = llm.synthesize(cs, key="x")
+    assert s.key == "o.city" and s.value == "Paris"  # tie 2-2: Paris is seen last
+    assert s.category == "preference"  # tie among Paris claims: last wins
+    assert s.importance == 0.9 and s.confidence == pytest.approx(0.725)
+    s2 = llm.synthesize(cs + [claim("o.city", "Rome", category="fact")], key="x")
+    assert s2.value == "Rome" and s2.category == "fact"
+
+
+def test_synthesize_mixed_keys():
+    llm = MockLLM()
+    cs = [claim("o.pets.dog", "Rex"), claim("o.pets.cat", "Tom"), claim("o.pets.dog", "Rex")]
+    s = llm.synthesize(cs, key="x")
+    assert (s.key, s.value, s.category) == ("o.pets", "Rex; Tom", "meta")
+    s = llm.synthesize([claim("a.b", "1"), claim("c.d", "2")], key="x")
+    assert (s.key, s.value) == ("misc", "1; 2")
+    with pytest.raises(ValueError):
+        llm.synthesize([], key="x")
+
+
+def test_pickle_round_trip():
+    llm = MockLLM(seed=4, dim=64, faults=Faults(embed_fail=0.2))
+    items = [claim("a.b", "1"), "hello world"]
+    before = llm.embed(items, ["k1", "k2"])
+    clone = pickle.loads(pickle.dumps(llm))
+    assert clone.config() == llm.config()
+    after = clone.embed(items, ["k1", "k2"])
+    assert np.array_equal(before.vectors, after.vectors) and np.array_equal(before.ok, after.ok)
+    assert [clone.extract(e) for e in EPISODES[:30]] == [llm.extract(e) for e in EPISODES[:30]]
+
+
+@given(st.text(min_size=1, max_size=12), st.integers(0, 2 ** 32))
+def test_fault_free_is_truthful(key, seed):
+    llm = MockLLM(seed=seed)
+    new = claim("x.y", "1")
+    cands = [claim("x.y", "1"), claim("x.z", "1"), claim("x.y", "2")]
+    assert llm.classify(new, cands, answer="relation", key=key) == [SUPPORTS, IRRELEVANT, CONTRADICTS]
+    assert llm.classify(new, cands, answer="index", key=key) == "3"
+
+
+def test_invalid_replies_are_not_relations():
+    assert not set(INVALID_REPLIES) & set(RELATIONS) and NONE not in INVALID_REPLIES
