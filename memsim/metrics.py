@@ -1,0 +1,203 @@
+"""Metrics: a registry with descriptions and better directions (as in ann-benchmarks), the
+per-query functions, and ``evaluate`` / ``summarize_run`` over a Trace and GroundTruth.
+
+A memory *covers* a unit when its provenance (snapshotted at recall time) holds one of the
+unit's relevant episodes. No metric asks a policy what it thinks is relevant.
+
+Per query: recall@k, hit@k, MRR, nDCG@k, stale@k, needed_forgotten. Per run:
+footprint_mean, footprint_final, noise_retention. A query with no relevant unit (nothing
+asserted yet, or all of it forgotten on request) has NaN recall/hit/mrr/ndcg.
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .runner import QueryRecord, Trace
+from .truth import GroundTruth
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    description: str
+    better: str          # "higher" or "lower"
+    level: str           # "query" or "run"
+
+
+METRICS: dict[str, Metric] = {m.name: m for m in (
+    Metric("recall", "share of the query's units covered by the returned top-k memories", "higher", "query"),
+    Metric("hit", "1 if any unit is covered by the top-k memories, else 0", "higher", "query"),
+    Metric("mrr", "1 / rank of the first memory covering a unit (0 if none)", "higher", "query"),
+    Metric("ndcg", "nDCG@k with binary gain where a memory covers a not-yet-covered unit", "higher", "query"),
+    Metric("stale", "share of returned memories asserting only superseded values of an asked key",
+           "lower", "query"),
+    Metric("needed_forgotten", "1 if a memory of a relevant episode existed but none is retrievable "
+           "at the query", "lower", "query"),
+    Metric("footprint_mean", "time-weighted mean number of retrievable memories over [0, horizon]",
+           "lower", "run"),
+    Metric("footprint_final", "retrievable memories at the end of the run", "lower", "run"),
+    Metric("noise_retention", "share of noise episodes still in a retrievable memory at the end",
+           "lower", "run"),
+)}
+
+Units = Mapping[str, frozenset]
+Prov = Sequence[frozenset]
+
+
+# -- per-query metric functions (pure; unit-tested on hand-computed cases) ---------------
+
+def _covers(p: frozenset, units: Units) -> set[str]:
+    return {u for u, eps in units.items() if not p.isdisjoint(eps)}
+
+
+def recall_at_k(prov: Prov, units: Units, k: int) -> float:
+    if not units:
+        return math.nan
+    covered: set[str] = set()
+    for p in prov[:k]:
+        covered |= _covers(p, units)
+    return len(covered) / len(units)
+
+
+def hit_at_k(prov: Prov, units: Units, k: int) -> float:
+    if not units:
+        return math.nan
+    return float(any(_covers(p, units) for p in prov[:k]))
+
+
+def mrr(prov: Prov, units: Units, k: int) -> float:
+    if not units:
+        return math.nan
+    for rank, p in enumerate(prov[:k], start=1):
+        if _covers(p, units):
+            return 1.0 / rank
+    return 0.0
+
+
+def ndcg_at_k(prov: Prov, units: Units, k: int) -> float:
+    if not units:
+        return math.nan
+    covered: set[str] = set()
+    dcg = 0.0
+    for rank, p in enumerate(prov[:k], start=1):
+        new = _covers(p, units) - covered
+        if new:
+            dcg += 1.0 / math.log2(rank + 1)
+            covered |= new
+    ideal = sum(1.0 / math.log2(r + 1) for r in range(1, min(k, len(units)) + 1))
+    return dcg / ideal
+
+
+def stale_at_k(prov: Prov, relevant: frozenset, superseded: frozenset, k: int) -> float:
+    top = prov[:k]
+    if not top:
+        return 0.0
+    stale = sum(1 for p in top if not p.isdisjoint(superseded) and p.isdisjoint(relevant))
+    return stale / len(top)
+
+
+class LogIndex:
+    """The store's change logs indexed for 'what was true at log position n' questions."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.retrievable = frozenset(trace.statuses.code(s) for s in trace.statuses.retrievable)
+        self.rows_of: dict[str, list[tuple[int, int]]] = {}   # episode -> [(log pos, row)]
+        for pos, (_, row, ep) in enumerate(trace.provenance_log):
+            self.rows_of.setdefault(ep, []).append((pos, row))
+        self.status_pos: dict[int, list[int]] = {}
+        self.status_code: dict[int, list[int]] = {}
+        for pos, (_, row, code) in enumerate(trace.status_log):
+            self.status_pos.setdefault(row, []).append(pos)
+            self.status_code.setdefault(row, []).append(code)
+
+    def status_at(self, row: int, status_log_len: int) -> int | None:
+        """A row's status code after the first ``status_log_len`` log entries (None: not yet)."""
+        positions = self.status_pos.get(row)
+        if not positions:
+            return None
+        i = bisect.bisect_left(positions, status_log_len) - 1
+        return self.status_code[row][i] if i >= 0 else None
+
+    def rows_holding(self, episodes: frozenset, provenance_log_len: int) -> set[int]:
+        rows: set[int] = set()
+        for e in episodes:
+            for pos, row in self.rows_of.get(e, ()):
+                if pos >= provenance_log_len:
+                    break
+                rows.add(row)
+        return rows
+
+    def needed_forgotten(self, relevant: frozenset, rec: QueryRecord) -> float:
+        rows = self.rows_holding(relevant, rec.provenance_log_len)
+        if not rows:
+            return 0.0
+        alive = any(self.status_at(r, rec.status_log_len) in self.retrievable for r in rows)
+        return 0.0 if alive else 1.0
+
+    def final_retrievable_episodes(self, n_status: int | None = None) -> set[str]:
+        """Episodes held by a memory that is retrievable at the end of the log."""
+        n = n_status if n_status is not None else 1 << 62
+        alive_rows = {row for row in self.status_pos if self.status_at(row, n) in self.retrievable}
+        return {e for e, hits in self.rows_of.items() if any(r in alive_rows for _, r in hits)}
+
+
+# -- per run ------------------------------------------------------------------------------
+
+COLUMNS = ("query_id", "time", "group", "k", "n_units", "returned", "recall", "hit", "mrr", "ndcg",
+           "stale", "needed_forgotten", "evidence_age", "footprint")
+
+
+def evaluate(trace: Trace, truth: GroundTruth) -> pd.DataFrame:
+    """One row per query of the trace (see COLUMNS)."""
+    logs = LogIndex(trace)
+    rows = []
+    for rec in trace.queries:
+        units = truth.units(rec.query_id)
+        relevant = truth.relevant(rec.query_id)
+        prov = rec.provenance[: rec.k]
+        rows.append((rec.query_id, rec.time, rec.group, rec.k, len(units), len(rec.ids),
+                     recall_at_k(prov, units, rec.k), hit_at_k(prov, units, rec.k),
+                     mrr(prov, units, rec.k), ndcg_at_k(prov, units, rec.k),
+                     stale_at_k(prov, relevant, truth.superseded(rec.query_id), rec.k),
+                     logs.needed_forgotten(relevant, rec), truth.evidence_age(rec.query_id),
+                     rec.footprint))
+    df = pd.DataFrame(rows, columns=list(COLUMNS))
+    return df.astype({"time": np.float64, "k": np.int64, "n_units": np.int64, "returned": np.int64,
+                      "recall": np.float64, "hit": np.float64, "mrr": np.float64, "ndcg": np.float64,
+                      "stale": np.float64, "needed_forgotten": np.float64,
+                      "evidence_age": np.float64, "footprint": np.int64})
+
+
+def footprint_mean(samples: Sequence[tuple[float, int, int]], horizon: float) -> float:
+    """Time-weighted mean of the retrievable count over [0, horizon]: each sample holds until
+    the next (the last sample at a time wins); before the first sample there is nothing."""
+    if not samples:
+        return 0.0
+    if horizon <= 0:
+        return float(samples[-1][1])
+    total, t_prev, value = 0.0, 0.0, 0.0
+    for t, retrievable, _ in samples:
+        t = min(float(t), horizon)
+        total += value * (t - t_prev)
+        t_prev, value = t, float(retrievable)
+    total += value * (horizon - t_prev)
+    return total / horizon
+
+
+def summarize_run(trace: Trace, truth: GroundTruth) -> dict[str, float]:
+    """The run-level metrics of METRICS (level "run")."""
+    final = float(trace.footprint[-1][1]) if trace.footprint else 0.0
+    noise = truth.noise_episodes
+    if noise:
+        kept = LogIndex(trace).final_retrievable_episodes()
+        retention = len(noise & kept) / len(noise)
+    else:
+        retention = math.nan
+    return {"footprint_mean": footprint_mean(trace.footprint, trace.horizon),
+            "footprint_final": final, "noise_retention": float(retention)}

@@ -1,0 +1,278 @@
+"""The runner: drives one policy through one stream on a simulated clock.
+
+Events are processed in batches (consecutive events of one type sharing a time). Before a
+batch at time ``t`` every maintenance tick ``T < t`` that has not run yet is run, so a tick
+at ``T`` sees every event with time ``<= T``; after the last batch the ticks up to the
+stream's horizon run. A tick calls ``policy.maintain(T, jobs)`` once with every job due at
+``T`` (in schedule order).
+
+What happens is recorded in a :class:`Trace`: per-query rankings with a snapshot of the
+returned memories' provenance, per-event outcomes, the footprint after every batch and
+tick, and the store's change logs. Timings are kept apart from this deterministic content,
+so two runs with the same seed have equal ``Trace.content()``.
+"""
+from __future__ import annotations
+
+import heapq
+import time as _time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .events import Episode, Forget, Protect, Query, Recover, Stream
+from .policy import Job, Outcome, Policy, Ranking
+from .store import Statuses
+
+# user-action event type -> (capability, policy method name)
+_ACTIONS = {Forget: "forget", Protect: "protect", Recover: "recover"}
+
+
+@dataclass(frozen=True)
+class QueryRecord:
+    """What one query returned. ``provenance[i]`` is memory ``ids[i]``'s provenance at
+    recall time. ``status_log_len`` / ``provenance_log_len`` are the store's log lengths
+    right after the recall batch, so metrics can reconstruct exactly what was remembered
+    at that moment (times alone cannot order same-time events)."""
+
+    query_id: str
+    time: float
+    ids: np.ndarray
+    scores: np.ndarray
+    provenance: tuple[frozenset[str], ...]
+    k: int
+    group: str
+    footprint: int
+    status_log_len: int
+    provenance_log_len: int
+
+    def content(self) -> tuple:
+        return (self.query_id, self.time, self.ids.tobytes(), self.scores.tobytes(),
+                tuple(tuple(sorted(p)) for p in self.provenance), self.k, self.group,
+                self.footprint, self.status_log_len, self.provenance_log_len)
+
+
+@dataclass(frozen=True)
+class OutcomeRecord:
+    """One thing a policy did: at ``time``, for event (or job) ``event``."""
+
+    time: float
+    event: str
+    action: str
+    memory: int
+    detail: str
+
+
+@dataclass
+class Trace:
+    """Everything one run did. See the module docstring."""
+
+    policy_id: str
+    policy_version: int | None
+    stream_name: str
+    horizon: float
+    statuses: Statuses
+    queries: list[QueryRecord] = field(default_factory=list)
+    outcomes: list[OutcomeRecord] = field(default_factory=list)
+    footprint: list[tuple[float, int, int]] = field(default_factory=list)
+    status_log: list[tuple[float, int, int]] = field(default_factory=list)
+    provenance_log: list[tuple[float, int, str]] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def content(self) -> tuple:
+        """A deterministic, comparable representation of everything but the timings.
+        Arrays compare bitwise (NaN-safe)."""
+        return (self.policy_id, self.policy_version, self.stream_name, self.horizon,
+                self.statuses, tuple(q.content() for q in self.queries), tuple(self.outcomes),
+                tuple(self.footprint), tuple(self.status_log), tuple(self.provenance_log))
+
+    def queries_frame(self) -> pd.DataFrame:
+        return pd.DataFrame({
+            "query_id": [q.query_id for q in self.queries],
+            "time": np.array([q.time for q in self.queries], dtype=np.float64),
+            "k": np.array([q.k for q in self.queries], dtype=np.int64),
+            "group": [q.group for q in self.queries],
+            "returned": np.array([len(q.ids) for q in self.queries], dtype=np.int64),
+            "ids": [q.ids.tolist() for q in self.queries],
+            "scores": [q.scores.tolist() for q in self.queries],
+            "footprint": np.array([q.footprint for q in self.queries], dtype=np.int64),
+        })
+
+    def outcomes_frame(self) -> pd.DataFrame:
+        return pd.DataFrame({
+            "time": np.array([o.time for o in self.outcomes], dtype=np.float64),
+            "event": [o.event for o in self.outcomes],
+            "action": [o.action for o in self.outcomes],
+            "memory": np.array([o.memory for o in self.outcomes], dtype=np.int64),
+            "detail": [o.detail for o in self.outcomes],
+        })
+
+    def footprint_frame(self) -> pd.DataFrame:
+        arr = self.footprint
+        return pd.DataFrame({
+            "time": np.array([f[0] for f in arr], dtype=np.float64),
+            "retrievable": np.array([f[1] for f in arr], dtype=np.int64),
+            "rows": np.array([f[2] for f in arr], dtype=np.int64),
+        })
+
+
+def tick_times(schedule: Sequence[Job], start_after: float | None) -> Iterator[tuple[float, list[str]]]:
+    """Maintenance ticks in time order: (T, names of the jobs due at T in schedule order).
+
+    Job j is due at ``offset + n * every`` for n >= 1 when offset is 0, else n >= 0. Each
+    time is computed from n directly (no accumulated rounding). Ticks at or before
+    ``start_after`` are skipped (a run that continues an earlier one)."""
+    heap: list[tuple[float, int, int]] = []  # (time, job position, n)
+    for pos, job in enumerate(schedule):
+        n = 1 if job.offset == 0 else 0
+        if start_after is not None and job.offset + n * job.every <= start_after:
+            n = max(n, int((start_after - job.offset) // job.every))
+            while job.offset + n * job.every <= start_after:
+                n += 1
+        heapq.heappush(heap, (job.offset + n * job.every, pos, n))
+    while heap:
+        t = heap[0][0]
+        due: list[int] = []
+        while heap and heap[0][0] == t:
+            _, pos, n = heapq.heappop(heap)
+            due.append(pos)
+            job = schedule[pos]
+            heapq.heappush(heap, (job.offset + (n + 1) * job.every, pos, n + 1))
+        yield t, [schedule[p].name for p in sorted(due)]
+
+
+def _capabilities(policy: Policy) -> frozenset[str]:
+    spec = getattr(policy, "spec", None)  # a policy built without the registry has no spec
+    return frozenset(spec.capabilities) if spec is not None else frozenset()
+
+
+def _check_rankings(policy: Policy, queries: Sequence[Query], rankings: Any) -> None:
+    name = type(policy).__name__
+    if not isinstance(rankings, (list, tuple)) or len(rankings) != len(queries):
+        got = len(rankings) if isinstance(rankings, (list, tuple)) else type(rankings).__name__
+        raise AssertionError(f"{name}.recall returned {got} rankings for {len(queries)} queries")
+    retrievable = policy.store.retrievable()
+    for q, r in zip(queries, rankings):
+        if not isinstance(r, Ranking):
+            raise AssertionError(f"{name}.recall answered query {q.id!r} with {type(r).__name__}, not a Ranking")
+        ids = np.asarray(r.ids)
+        if len(ids) > q.k:
+            raise AssertionError(f"{name}.recall returned {len(ids)} ids for query {q.id!r} (k={q.k})")
+        if len(np.asarray(r.scores)) != len(ids):
+            raise AssertionError(f"{name}.recall: query {q.id!r} has {len(ids)} ids but "
+                                 f"{len(np.asarray(r.scores))} scores")
+        if len(ids):
+            if ids.min() < 0 or ids.max() >= policy.store.n:
+                raise AssertionError(f"{name}.recall returned row ids {ids.tolist()} for query {q.id!r}, "
+                                     f"outside the store's {policy.store.n} rows")
+            bad = ids[~retrievable[ids]]
+            if len(bad):
+                raise AssertionError(f"{name}.recall returned memories {bad.tolist()} for query {q.id!r}, "
+                                     "which are not retrievable now")
+
+
+def run(policy: Policy, stream: Stream, *, observe: Iterable[float] = (),
+        observer: Callable[[Policy, float], Any] | None = None, progress: bool = False,
+        start_after: float | None = None, ingest_one_by_one: bool = False) -> Trace:
+    """Drive ``policy`` through ``stream``; returns the Trace.
+
+    ``observer(policy, t)`` is called at each time of ``observe`` (sorted) after every event
+    with time <= t and every tick <= t; ticks run up to max(horizon, last observation).
+    ``start_after`` continues an earlier run: ticks at or before it are taken as done.
+    ``ingest_one_by_one`` ingests each episode of a batch alone (conformance checks compare
+    this with batched ingest).
+    """
+    spec = getattr(policy, "spec", None)
+    caps = _capabilities(policy)
+    store = policy.store
+    trace = Trace(policy_id=spec.id if spec is not None else type(policy).__name__,
+                  policy_version=spec.version if spec is not None else None,
+                  stream_name=stream.name, horizon=float(stream.horizon), statuses=store.statuses)
+    timings = {"ingest": 0.0, "recall": 0.0, "maintain": 0.0, "actions": 0.0}
+    observations = sorted(float(o) for o in observe)
+    if observations and observer is None:
+        raise ValueError("observe times given without an observer")
+    end = max([float(stream.horizon)] + observations[-1:])
+    ticks = tick_times(tuple(policy.schedule), start_after)
+    next_tick = next(ticks, None)
+    obs_i = 0
+
+    def record(t: float, outs: Any, default_event: str) -> None:
+        for o in outs or ():
+            if isinstance(o, Outcome):
+                trace.outcomes.append(OutcomeRecord(float(t), o.event, o.action, int(o.memory), o.detail))
+            else:
+                raise AssertionError(f"{type(policy).__name__} returned {o!r} for {default_event!r}, "
+                                     "not an Outcome")
+
+    def sample(t: float) -> None:
+        trace.footprint.append((float(t), store.count(), store.n))
+
+    def advance(until: float, inclusive: bool) -> None:
+        """Run ticks and observations up to ``until``, ticks first at equal times."""
+        nonlocal next_tick, obs_i
+        while True:
+            tick_ok = next_tick is not None and (next_tick[0] <= until if inclusive else next_tick[0] < until)
+            obs_ok = obs_i < len(observations) and (observations[obs_i] <= until if inclusive
+                                                     else observations[obs_i] < until)
+            if tick_ok and (not obs_ok or next_tick[0] <= observations[obs_i]):
+                T, jobs = next_tick
+                t0 = _time.perf_counter()
+                outs = policy.maintain(T, jobs)
+                timings["maintain"] += _time.perf_counter() - t0
+                record(T, outs, ",".join(jobs))
+                sample(T)
+                next_tick = next(ticks, None)
+            elif obs_ok:
+                observer(policy, observations[obs_i])  # type: ignore[misc]
+                obs_i += 1
+            else:
+                return
+
+    batches = stream.batches()
+    if progress:
+        from tqdm import tqdm
+        batches = tqdm(batches, desc=f"{trace.policy_id} on {stream.name}", unit="batch")
+    for t, kind, events in batches:
+        advance(t, inclusive=False)
+        if kind is Episode:
+            t0 = _time.perf_counter()
+            if ingest_one_by_one:
+                outs = []
+                for e in events:
+                    outs.extend(policy.ingest([e], t) or ())
+            else:
+                outs = policy.ingest(list(events), t)
+            timings["ingest"] += _time.perf_counter() - t0
+            record(t, outs, events[0].id)
+        elif kind is Query:
+            t0 = _time.perf_counter()
+            rankings = policy.recall(list(events), t)
+            timings["recall"] += _time.perf_counter() - t0
+            _check_rankings(policy, events, rankings)
+            fp, slen, plen = store.count(), len(store.status_log), len(store.provenance_log)
+            for q, r in zip(events, rankings):
+                ids = np.asarray(r.ids, dtype=np.int64).copy()
+                trace.queries.append(QueryRecord(
+                    q.id, float(t), ids, np.asarray(r.scores, dtype=np.float64).copy(),
+                    tuple(frozenset(store.provenance[i]) for i in ids.tolist()),
+                    q.k, q.group, fp, slen, plen))
+        else:
+            action = _ACTIONS[kind]
+            if action in caps:
+                t0 = _time.perf_counter()
+                outs = getattr(policy, action)(list(events), t)
+                timings["actions"] += _time.perf_counter() - t0
+                record(t, outs, events[0].id)
+            else:
+                for e in events:
+                    trace.outcomes.append(OutcomeRecord(float(t), e.id, "unsupported", -1,
+                                                        f"{trace.policy_id} does not declare {action}"))
+        sample(t)
+    advance(end, inclusive=True)
+    trace.status_log = list(store.status_log)
+    trace.provenance_log = list(store.provenance_log)
+    timings["total"] = sum(timings.values())
+    trace.timings = timings
+    return trace

@@ -1,0 +1,160 @@
+"""Baselines every seed policy must beat: KeepAll (remember everything, rank by cosine) and
+Recency (cosine times an exponential recency factor, least-recently-used eviction beyond
+a memory budget). They prove the Policy interface and set the bar.
+
+Both keep one memory per extracted claim, with the episode as its provenance, and use only
+the store's columns. Rankings in one recall batch are computed against the state at the
+start of the batch; access is recorded afterwards.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from memsim.events import Claim, Episode, Forget, Query
+from memsim.params import Params, param
+from memsim.policy import Outcome, Policy, Ranking
+from memsim.store import Statuses
+
+
+def claim_text(c: Claim) -> str:
+    return c.value if not c.key else f"{c.subject} {c.key} = {c.value}"
+
+
+class _CosineBase(Policy):
+    """Shared ingest (one memory per claim), cosine scoring and forget."""
+
+    def _extract(self, ep: Episode) -> tuple[Claim, ...]:
+        claims = self.llm.extract(ep)
+        if claims is None:  # extraction failed: keep the raw text as one text-only claim
+            return (Claim(key="", value=ep.text, category="fact"),)
+        return tuple(claims)
+
+    def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
+        items: list[Claim] = []
+        keys: list[str] = []
+        owner: list[Episode] = []
+        outcomes: list[Outcome] = []
+        for ep in episodes:
+            claims = self._extract(ep)
+            if not claims:
+                outcomes.append(Outcome(ep.id, "drop", -1, "extraction returned no claims"))
+            for i, c in enumerate(claims):
+                items.append(c)
+                keys.append(f"{ep.id}#{i}")
+                owner.append(ep)
+        if not items:
+            return outcomes
+        emb = self.llm.embed(items, keys)
+        ok = np.asarray(emb.ok, dtype=bool)
+        keep = np.flatnonzero(ok)
+        for i in np.flatnonzero(~ok).tolist():
+            outcomes.append(Outcome(owner[i].id, "drop", -1, f"embedding failed for claim {keys[i]}"))
+        if len(keep):
+            rows = self.store.add(now, np.asarray(emb.vectors)[keep],
+                                  texts=[claim_text(items[i]) for i in keep.tolist()],
+                                  claims=[items[i] for i in keep.tolist()],
+                                  provenance=[(owner[i].id,) for i in keep.tolist()])
+            outcomes.extend(Outcome(owner[i].id, "create", int(r)) for i, r in zip(keep.tolist(), rows.tolist()))
+        outcomes.extend(self._after_ingest(episodes, now))
+        return outcomes
+
+    def _after_ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
+        return []
+
+    def _weights(self, now: float) -> np.ndarray | None:
+        """Per-row multiplier of the cosine (None: plain cosine)."""
+        return None
+
+    def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
+        vecs = [self.llm.embed_query(q) for q in queries]
+        out = [Ranking.empty() for _ in queries]
+        have = [i for i, v in enumerate(vecs) if v is not None]
+        if not have or self.store.n == 0:
+            return out
+        live = self.store.retrievable()
+        if not live.any():
+            return out
+        q = np.stack([np.asarray(vecs[i], dtype=np.float32) for i in have])
+        sims = (self.store.embedding @ q.T).astype(np.float64)        # (n, queries)
+        w = self._weights(now)
+        if w is not None:
+            sims *= w[:, None]
+        sims[~live] = -np.inf
+        touched = []
+        for j, i in enumerate(have):
+            ids = self.topk(sims[:, j], queries[i].k)
+            out[i] = Ranking(ids, sims[ids, j].copy())
+            touched.append(ids)
+        rows = np.concatenate(touched)
+        if len(rows):
+            self.store["last_access"][rows] = now
+            np.add.at(self.store["access_count"], rows, 1)
+        return out
+
+    def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
+        out: list[Outcome] = []
+        live = set(self.store.statuses.retrievable)
+        for ev in events:
+            rows = [r for r in self.store.rows_from(ev.episode_id).tolist() if self.store.status_of(r) in live]
+            if not rows:
+                out.append(Outcome(ev.id, "skip", -1, f"no retrievable memory of episode {ev.episode_id}"))
+                continue
+            self.store.set_status(rows, "forgotten", now)
+            out.extend(Outcome(ev.id, "forget", r) for r in rows)
+        return out
+
+
+@dataclass(frozen=True)
+class KeepAllParams(Params):
+    """KeepAll has no parameters."""
+
+
+class KeepAll(_CosineBase):
+    """Stores every extracted claim, never decays, ranks by cosine."""
+
+    Params = KeepAllParams
+    statuses = Statuses(("active", "forgotten"), terminal=frozenset({"forgotten"}),
+                        retrievable=frozenset({"active"}))
+
+    def strength(self, now: float) -> np.ndarray:
+        return self.store.retrievable().astype(np.float64)
+
+
+@dataclass(frozen=True)
+class RecencyParams(Params):
+    rate: float = param(0.023, lo=0.0, doc="baseline: recency decay per day (half-life ~30 days)")
+    budget: int = param(10000, lo=1, doc="baseline: most retrievable memories before LRU eviction")
+
+
+class Recency(_CosineBase):
+    """score = cosine x exp(-rate x days since last access or creation); LRU eviction."""
+
+    Params = RecencyParams
+    statuses = Statuses(("active", "evicted", "forgotten"), terminal=frozenset({"evicted", "forgotten"}),
+                        retrievable=frozenset({"active"}))
+
+    def _last_use(self) -> np.ndarray:
+        la = self.store["last_access"]
+        return np.where(np.isnan(la), self.store["created"], la)
+
+    def _weights(self, now: float) -> np.ndarray:
+        dt = np.maximum(now - self._last_use(), 0.0)
+        return np.exp(-self.params.rate * dt)
+
+    def strength(self, now: float) -> np.ndarray:
+        return np.where(self.store.retrievable(), self._weights(now), 0.0)
+
+    def _after_ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
+        live = np.flatnonzero(self.store.retrievable())
+        excess = len(live) - self.params.budget
+        if excess <= 0:
+            return []
+        # least recently used first, ties by lower row
+        order = np.lexsort((live, self._last_use()[live]))
+        victims = live[order[:excess]]
+        self.store.set_status(victims, "evicted", now)
+        cause = episodes[-1].id
+        return [Outcome(cause, "evict", int(r), f"over budget {self.params.budget}") for r in victims.tolist()]
