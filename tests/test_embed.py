@@ -1,0 +1,178 @@
+"""Embedders: calibrated claim bands (memsim.llm.Bands), hashed text embedder."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from memsim.embed import ClaimsEmbedder, TextEmbedder, stable_hash, stable_uniform
+from memsim.errors import ParamError
+from memsim.events import Claim
+from memsim.llm import Bands
+
+# Bounds the seed thresholds assume (memsim.llm.Bands docstring).
+PARAPHRASE_MIN = 0.85
+CHANGED = (0.70, 0.85)
+RELATED = (0.40, 0.70)
+UNRELATED_MAX = 0.25
+
+
+def pair_cosines(emb, n, tag=""):
+    """(paraphrase, changed, related, unrelated) cosines for n independent fact keys."""
+    out = np.empty((4, n))
+    for i in range(n):
+        key, sib, other = f"t{tag}{i}.k{i}", f"t{tag}{i}.s{i}", f"u{tag}{i}.z"
+        a = emb.vector(key, "v1", f"a{i}")
+        out[:, i] = (a @ emb.vector(key, "v1", f"b{i}"), a @ emb.vector(key, "v2", f"c{i}"),
+                     a @ emb.vector(sib, "v1", f"d{i}"), a @ emb.vector(other, "v1", f"e{i}"))
+    return out
+
+
+def test_bands_over_many_keys():
+    """Deterministic sweep: every pair of 2000 fact keys falls in its band."""
+    p, c, r, u = pair_cosines(ClaimsEmbedder(), 2000)
+    assert p.min() > PARAPHRASE_MIN
+    assert CHANGED[0] <= c.min() and c.max() <= CHANGED[1]
+    assert RELATED[0] <= r.min() and r.max() <= RELATED[1]
+    assert np.abs(u).max() < UNRELATED_MAX
+    b = Bands()
+    assert p.mean() == pytest.approx(b.paraphrase, abs=0.005)
+    assert c.mean() == pytest.approx(b.changed_value, abs=0.005)
+    assert r.mean() == pytest.approx(b.related, abs=0.005)
+    assert u.mean() == pytest.approx(0.0, abs=0.005)
+
+
+names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",), exclude_characters="."),
+               min_size=1, max_size=10)
+
+
+@settings(derandomize=True)  # a band edge is a ~4-sigma event: keep the examples fixed
+@given(names, names, names, names, names, st.integers(0, 2 ** 32 - 1))
+def test_bands_hypothesis(topic, key, other, value, value2, seed):
+    if other == key or value2 == value:
+        return
+    e = ClaimsEmbedder(seed=seed)
+    k1, k2 = f"{topic}.{key}", f"{topic}.{other}"
+    a = e.vector(k1, value, "i1")
+    assert a @ e.vector(k1, value, "i2") > PARAPHRASE_MIN
+    assert CHANGED[0] <= a @ e.vector(k1, value2, "i3") <= CHANGED[1]
+    assert RELATED[0] <= a @ e.vector(k2, value, "i4") <= RELATED[1]
+    assert abs(a @ e.vector(f"other{topic}x.{key}", value, "i5")) < UNRELATED_MAX
+
+
+def test_unit_norm_and_embed_batch():
+    e = ClaimsEmbedder(dim=100)
+    claims = [Claim(key=f"a.k{i}", value=str(i)) for i in range(20)]
+    v = e.embed(claims, [f"x{i}" for i in range(20)])
+    assert v.dtype == np.float32 and v.shape == (20, 100)
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, rtol=1e-6)
+    assert np.array_equal(v[3], e.embed(claims[3:4], ["x3"])[0])
+
+
+def test_same_seed_same_vector_and_seed_matters():
+    a, b = ClaimsEmbedder(seed=7), ClaimsEmbedder(seed=7)
+    b.vector("z.q", "1", "other")  # warm a different cache entry first
+    assert np.array_equal(a.vector("o.name", "Ada", "e1#0"), b.vector("o.name", "Ada", "e1#0"))
+    c = ClaimsEmbedder(seed=8)
+    assert not np.allclose(a.vector("o.name", "Ada", "e1#0"), c.vector("o.name", "Ada", "e1#0"))
+    assert not np.array_equal(a.vector("o.name", "Ada", "e1#0"), a.vector("o.name", "Ada", "e2#0"))
+
+
+def test_query_same_cosine_for_every_value():
+    e = ClaimsEmbedder()
+    q = e.embed_query(["o.city"])
+    cos = [q @ e.vector("o.city", v, f"i{v}") for v in ("Paris", "Rome", "Oslo")]
+    np.testing.assert_allclose(cos, np.sqrt(Bands().changed_value), rtol=1e-6)
+    assert abs(q @ e.vector("o.job", "x", "j")) < np.sqrt(Bands().changed_value)
+    q2 = e.embed_query(["o.city", "p.pet"])
+    assert np.linalg.norm(q2) == pytest.approx(1.0, rel=1e-6)
+    assert q2 @ e.vector("p.pet", "dog", "k") > 0.5
+    with pytest.raises(ValueError):
+        e.embed_query([])
+
+
+def test_custom_bands_move_means():
+    b = Bands(paraphrase=0.97, changed_value=0.6, related=0.3)
+    p, c, r, u = pair_cosines(ClaimsEmbedder(bands=b), 500)
+    assert p.mean() == pytest.approx(0.97, abs=0.01)
+    assert c.mean() == pytest.approx(0.6, abs=0.01)
+    assert r.mean() == pytest.approx(0.3, abs=0.01)
+
+
+def test_spread_widens_bands_keeps_means():
+    calm = pair_cosines(ClaimsEmbedder(), 800)
+    wild = pair_cosines(ClaimsEmbedder(bands=Bands(spread=3.0)), 800)
+    means = [Bands().paraphrase, Bands().changed_value, Bands().related, 0.0]
+    for row in range(4):
+        assert wild[row].std() > 2 * calm[row].std()
+        assert wild[row].mean() == pytest.approx(means[row], abs=0.03)
+    # spread below 1 cannot beat the dimension's jitter floor: same as calibrated
+    low = ClaimsEmbedder(bands=Bands(spread=0.0))
+    assert np.array_equal(low.vector("a.b", "c", "d"), ClaimsEmbedder().vector("a.b", "c", "d"))
+
+
+def test_bad_dim():
+    with pytest.raises(ParamError):
+        ClaimsEmbedder(dim=2)
+    with pytest.raises(ParamError):
+        TextEmbedder(dim=0)
+
+
+def test_stable_hash_is_stable():
+    # fixed values: blake2b, not Python's salted hash()
+    assert stable_hash(0, "a", "b") == stable_hash(0, "a", "b")
+    assert stable_hash(0, "a", "b") != stable_hash(0, "ab", "")
+    assert stable_hash(0, "x") != stable_hash(1, "x")
+    assert 0.0 <= stable_uniform(3, "op", "key") < 1.0
+
+
+# -- text embedder ----------------------------------------------------------------
+
+def test_text_identical_and_deterministic():
+    t = TextEmbedder()
+    texts = ["I moved to Lisbon last spring", "Caroline adopted a dog named Rex"]
+    v = t.embed(texts)
+    assert v.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, rtol=1e-5)
+    assert float(v[0] @ t.embed_one("I moved to Lisbon last spring")) == pytest.approx(1.0, abs=1e-6)
+    assert np.array_equal(v, TextEmbedder().embed(texts))
+    assert np.array_equal(v[1], TextEmbedder().embed([texts[1]])[0])
+    assert not np.allclose(v, TextEmbedder(seed=1).embed(texts))
+
+
+def test_text_shared_words_score_higher():
+    t = TextEmbedder()
+    a, b, c = t.embed(["my sister loves hiking in the mountains",
+                       "my sister went hiking in the mountains again",
+                       "quarterly tax report deadline tomorrow"])
+    assert a @ b > 0.4
+    assert a @ b > a @ c + 0.3
+    assert abs(a @ c) < 0.2
+    # case and punctuation do not matter
+    x, y = t.embed(["Hello, World!", "hello world"])
+    assert x @ y == pytest.approx(1.0, abs=1e-6)
+
+
+def test_text_empty_is_fixed_unit_vector():
+    t = TextEmbedder(dim=64)
+    v = t.embed(["", "   ", "?!", "word"])
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, rtol=1e-5)
+    assert np.array_equal(v[0], v[1]) and np.array_equal(v[0], v[2])
+    assert np.array_equal(v[0], TextEmbedder(dim=64).embed([""])[0])
+    assert t.embed([]).shape == (0, 64)
+
+
+@given(st.lists(st.text(max_size=40), min_size=1, max_size=8))
+def test_text_batch_equals_one_by_one(texts):
+    t = TextEmbedder(dim=48)
+    batch = t.embed(texts)
+    assert np.isfinite(batch).all()
+    single = np.stack([TextEmbedder(dim=48).embed([s])[0] for s in texts])
+    assert np.array_equal(batch, single)
+    np.testing.assert_allclose(np.linalg.norm(batch, axis=1), 1.0, rtol=1e-5)
+
+
+def test_text_sublinear_tf():
+    t = TextEmbedder()
+    once, many, other = t.embed(["dog cat", "dog dog dog dog dog dog dog dog cat", "cat"])
+    # repeating a word shifts the vector, but sublinearly: still close to the original
+    assert 0.6 < once @ many < 1.0
+    assert many @ other > 0.2
