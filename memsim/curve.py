@@ -1,0 +1,236 @@
+"""Decay curves: how one memory's strength evolves under an access pattern.
+
+    memsim curve izzie --pattern never --days 0:90:10 --memory category=preference --memory importance=0.9
+    memsim curve kernle --pattern every:7 --days 0:60:1 --param half_life=14
+
+One memory is planted at day 0 from one episode (``policy.plant``); its claim is built from
+``--memory KEY=VALUE`` attributes named as in the seed documents. ``key``, ``value``,
+``category`` (alias ``type``), ``importance``, ``confidence`` and ``subject`` are Claim
+fields; any other name (stability, state, salience, protected, ttl_policy, ...) goes to
+``Claim.attrs`` and must be declared in the policy's ``curve_attributes``.
+
+An access is a Query at that day asking the memory's key (k=1), run through
+``policy.recall`` with all its bookkeeping, by the same runner as every experiment, so the
+policy's scheduled maintenance runs too. Each requested day is measured at the end of that
+day: after that day's access and any maintenance due that day.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .errors import MemsimError, ParamError
+from .events import Claim, Episode, Query, make_stream
+
+CLAIM_FIELDS = ("key", "value", "category", "importance", "confidence", "subject")
+ALIASES = {"type": "category"}
+DEFAULT_KEY = "curve.memory"
+
+
+class CurveError(MemsimError):
+    """A bad decay-curve request (pattern, days, memory attribute)."""
+
+
+# ---------------------------------------------------------------------------- parsing
+
+
+def _number(what: str, text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise CurveError(f"{what}: cannot read {text!r} as a number of days") from None
+    if not math.isfinite(v) or v < 0:
+        raise CurveError(f"{what}: {text!r} must be a finite number of days >= 0")
+    return v
+
+
+def parse_days(days: str | Sequence[float]) -> list[float]:
+    """``"0,7,30"`` or ``"0:END:STEP"`` (END inclusive), or a sequence of numbers."""
+    if not isinstance(days, str):
+        out = [_number("--days", str(d)) for d in days]
+    elif ":" in days:
+        parts = days.split(":")
+        if len(parts) != 3:
+            raise CurveError(f"--days: {days!r} must be a comma list or START:END:STEP")
+        lo, hi, step = (_number("--days", p) for p in parts)
+        if step <= 0:
+            raise CurveError(f"--days: step must be > 0 in {days!r}")
+        if hi < lo:
+            raise CurveError(f"--days: END < START in {days!r}")
+        n = int(math.floor((hi - lo) / step + 1e-9))
+        out = [lo + i * step for i in range(n + 1)]
+    else:
+        items = [t.strip() for t in days.split(",") if t.strip()]
+        out = [_number("--days", t) for t in items]
+    if not out:
+        raise CurveError(f"--days: no days in {days!r}")
+    return sorted(set(out))
+
+
+def access_days(pattern: str, end: float) -> list[float]:
+    """``never``, ``every:N`` (days N, 2N, ... up to ``end``) or ``at:D1,D2,...``."""
+    p = pattern.strip()
+    if p == "never":
+        return []
+    kind, sep, rest = p.partition(":")
+    if sep and kind == "every":
+        n = _number("--pattern every:N", rest)
+        if n <= 0:
+            raise CurveError(f"--pattern: every:N needs N > 0, got {pattern!r}")
+        return [n * i for i in range(1, int(math.floor(end / n + 1e-9)) + 1)]
+    if sep and kind == "at":
+        items = [t.strip() for t in rest.split(",") if t.strip()]
+        if not items:
+            raise CurveError(f"--pattern: at: needs days, got {pattern!r}")
+        return sorted(set(_number("--pattern at:", t) for t in items))
+    raise CurveError(f"unknown --pattern {pattern!r}: use never, every:N or at:D1,D2,...")
+
+
+def _pairs(items: Sequence[str] | Mapping[str, Any] | None, flag: str) -> dict[str, Any]:
+    if items is None:
+        return {}
+    if isinstance(items, Mapping):
+        return dict(items)
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, value = str(item).partition("=")
+        if not sep or not name.strip():
+            raise CurveError(f"{flag}: expected KEY=VALUE, got {item!r}")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def memory_claim(policy_cls: type, memory: Mapping[str, Any]) -> Claim:
+    """The planted memory's claim from seed-named attributes (see the module docstring)."""
+    allowed = frozenset(getattr(policy_cls, "curve_attributes", frozenset()))
+    fields: dict[str, Any] = {"key": DEFAULT_KEY, "value": "planted"}
+    attrs: list[tuple[str, Any]] = []
+    for name, value in memory.items():
+        field = ALIASES.get(name, name)
+        if field in CLAIM_FIELDS:
+            if field in ("importance", "confidence"):
+                try:
+                    value = float(value)
+                except (TypeError, ValueError):
+                    raise CurveError(f"--memory {name}={value!r}: not a number") from None
+                if not 0.0 <= value <= 1.0:
+                    raise CurveError(f"--memory {name}={value!r} is outside [0, 1]")
+            elif not isinstance(value, str) or (field != "value" and not value):
+                raise CurveError(f"--memory {name}={value!r}: expected a non-empty string")
+            fields[field] = value
+        elif name in allowed:
+            attrs.append((name, value))
+        else:
+            known = sorted(set(CLAIM_FIELDS) | set(ALIASES) | allowed)
+            raise CurveError(f"{policy_cls.__name__} has no memory attribute {name!r}; "
+                             f"known: {', '.join(known)}")
+    if not fields["key"]:
+        raise CurveError("--memory key= must not be empty: accesses ask the memory's key")
+    return Claim(attrs=tuple(attrs), **fields)
+
+
+# ---------------------------------------------------------------------------- the curve
+
+
+def curve(policy: str, pattern: str, days: str | Sequence[float],
+          memory: Mapping[str, Any] | Sequence[str] | None = None,
+          params: Any = None, seed: int = 0) -> pd.DataFrame:
+    """One row per requested day: ``day, strength, status, accessed, access_count``.
+
+    ``strength`` is ``policy.strength(day)`` of the planted memory, ``status`` its status
+    name, ``accessed`` whether the pattern accessed it that day (and recall returned it),
+    ``access_count`` the store's count. ``params`` are the policy's Params fields (strings
+    are converted with Params.from_strings); ``memory`` the planted memory's attributes.
+    """
+    from . import registry, runner
+    from .params import Params
+
+    spec = registry.spec(policy)
+    cls = spec.load()
+    if isinstance(params, Params):
+        p: Params = params
+    else:
+        raw_params = _pairs(params, "--param")
+        if all(isinstance(v, str) for v in raw_params.values()):
+            p = cls.Params.from_strings(raw_params)
+        else:
+            p = cls.Params().replace(**raw_params)
+    claim = memory_claim(cls, _pairs(memory, "--memory"))
+    wanted = parse_days(days)
+    accesses = access_days(pattern, wanted[-1])
+
+    pol = spec.make(p, seed=seed)
+    episode = Episode("curve-plant", 0.0, f"{claim.key}: {claim.value}", claims=(claim,))
+    try:
+        row = pol.plant(episode, 0.0)
+    except ValueError as e:
+        raise CurveError(f"{policy}: cannot plant the memory: {e}") from None
+    queries = [Query(f"access-{i}", float(d), f"what is {claim.key}?", keys=(claim.key,), k=1,
+                     subject=claim.subject) for i, d in enumerate(accesses)]
+    stream = make_stream(queries, name=f"curve:{pattern}", horizon=wanted[-1])
+
+    rows: list[dict[str, Any]] = []
+
+    def observe(policy_obj: Any, t: float) -> None:
+        s = policy_obj.store
+        rows.append({"day": t, "strength": float(policy_obj.strength(t)[row]),
+                     "status": s.status_of(row), "access_count": int(s["access_count"][row])})
+
+    trace = runner.run(pol, stream, observe=wanted, observer=observe)
+    hits = {q.time for q in trace.queries if row in q.ids.tolist()}
+    frame = pd.DataFrame(rows, columns=["day", "strength", "status", "access_count"])
+    frame.insert(3, "accessed", [d in hits for d in frame["day"]])
+    return frame
+
+
+# ---------------------------------------------------------------------------- CLI
+
+
+def add_curve_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("policy", help="policy id, e.g. izzie or kernle-v1")
+    p.add_argument("--pattern", default="never", help="never | every:N | at:D1,D2,... (default never)")
+    p.add_argument("--days", required=True, help="comma list of days or START:END:STEP (END inclusive)")
+    p.add_argument("--memory", action="append", metavar="KEY=VALUE",
+                   help="planted memory attribute, e.g. category=preference, importance=0.9, stability=2")
+    p.add_argument("--param", action="append", metavar="KEY=VALUE",
+                   help="policy parameter, e.g. half_life=14")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def run_curve_command(args: argparse.Namespace) -> int:
+    """Write the curve as CSV to stdout (floats in full precision)."""
+    frame = curve(args.policy, args.pattern, args.days, memory=args.memory or [],
+                  params=args.param or [], seed=args.seed)
+    out = sys.stdout
+    out.write(",".join(frame.columns) + "\n")
+    for rec in frame.itertuples(index=False):
+        out.write(",".join(_cell(v) for v in rec) + "\n")
+    return 0
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if v else "false"
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    return str(v)
+
+
+def main_curve(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="memsim curve")
+    add_curve_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run_curve_command(args)
+    except MemsimError as e:
+        print(f"memsim: error: {e}", file=sys.stderr)
+        return 2
+
+
+__all__ = ["curve", "parse_days", "access_days", "memory_claim", "add_curve_arguments",
+           "run_curve_command", "main_curve", "CurveError"]
