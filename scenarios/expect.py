@@ -1,0 +1,334 @@
+"""Expectations of scripted scenarios, checked against a run's Trace.
+
+An expectation says what one policy (or every policy, ``"*"``) must have done, in terms any
+policy can be judged by: the status log (what a memory's status was at a time), provenance
+(which memories hold an episode) and query rankings (what recall returned). Vocabulary:
+
+memory state at time ``after`` (default: the end of the stream), about the memories whose
+provenance holds episode ``memory_of`` (optionally only those of ``kind``):
+
+    status: NAME          every such memory has status NAME (and there is at least one)
+    status_in: [A, B]     every such memory has one of these statuses
+    retrievable: BOOL     true: at least one is retrievable; false: none is
+    memories: N           exactly N memories hold the episode
+    same_memory_as: EP    one memory holds both episodes (reinforced or merged together)
+    distinct_from: EP     no memory holds both episodes
+
+query rankings, about query ``query`` (provenance as of the query's time):
+
+    top1_from: EP         the top-ranked memory holds episode EP
+    top1_not_from: EP     the top-ranked memory does not hold EP (or nothing was returned)
+    in_top: EP            some returned memory holds EP
+    not_in_top: EP        no returned memory holds EP
+
+footprint at time ``after``:
+
+    footprint: N | footprint_min: N | footprint_max: N   retrievable memories (of ``kind``)
+
+Every expectation may carry ``note:`` (the seed section it comes from).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from memsim.errors import ScenarioError
+from memsim.events import Episode, Query, Stream
+
+MEMORY_CHECKS = ("status", "status_in", "retrievable", "memories", "same_memory_as", "distinct_from")
+QUERY_CHECKS = ("top1_from", "top1_not_from", "in_top", "not_in_top")
+FOOTPRINT_CHECKS = ("footprint", "footprint_min", "footprint_max")
+_COMMON = {"policy", "after", "kind", "note"}
+
+
+@dataclass(frozen=True)
+class Expectation:
+    policies: tuple[str, ...]          # ("*",) for every policy
+    check: str                         # one of the *_CHECKS names
+    value: Any                         # its argument
+    memory_of: str = ""
+    query: str = ""
+    after: float | None = None
+    kind: str = ""
+    note: str = ""
+    where: str = ""                    # "file: expect[3]" for messages
+
+    def applies_to(self, policy_id: str) -> bool:
+        return "*" in self.policies or policy_id in self.policies
+
+    def describe(self) -> str:
+        subject = (f"query {self.query}" if self.query else
+                   f"memory of {self.memory_of}" if self.memory_of else "footprint")
+        when = "" if self.after is None else f" after day {self.after:g}"
+        kind = f" ({self.kind})" if self.kind else ""
+        return f"{subject}{kind}{when}: {self.check}={self.value!r}"
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"policy": list(self.policies), self.check: self.value}
+        for name in ("memory_of", "query", "after", "kind", "note"):
+            v = getattr(self, name)
+            if v not in ("", None):
+                d[name] = v
+        return d
+
+
+def parse_all(items: Sequence[Any], *, file: str, stream: Stream) -> tuple[Expectation, ...]:
+    episodes = {e.id: e for e in stream.events if isinstance(e, Episode)}
+    queries = {e.id: e for e in stream.events if isinstance(e, Query)}
+    return tuple(parse_one(raw, f"expect[{i}]", file=file, episodes=episodes, queries=queries,
+                           horizon=stream.horizon) for i, raw in enumerate(items))
+
+
+def parse_one(raw: Any, path: str, *, file: str, episodes: Mapping[str, Episode],
+              queries: Mapping[str, Query], horizon: float) -> Expectation:
+    def fail(p: str, msg: str, value: Any) -> ScenarioError:
+        return ScenarioError(f"{file}: {p}: {msg}, got {value!r}")
+
+    if not isinstance(raw, dict):
+        raise fail(path, "must be a mapping", raw)
+    checks = [k for k in raw if k in MEMORY_CHECKS + QUERY_CHECKS + FOOTPRINT_CHECKS]
+    allowed = _COMMON | {"memory_of", "query"} | set(MEMORY_CHECKS + QUERY_CHECKS + FOOTPRINT_CHECKS)
+    for k in raw:
+        if k not in allowed:
+            raise fail(f"{path}.{k}", f"unknown field (allowed: {', '.join(sorted(allowed))})", raw[k])
+    if len(checks) != 1:
+        raise fail(path, "needs exactly one check (one of "
+                   f"{', '.join(MEMORY_CHECKS + QUERY_CHECKS + FOOTPRINT_CHECKS)})", raw)
+    check = checks[0]
+    value = raw[check]
+
+    pol = raw.get("policy")
+    pols = (pol,) if isinstance(pol, str) else tuple(pol) if isinstance(pol, list) else None
+    if not pols or not all(isinstance(p, str) and p for p in pols):
+        raise fail(f"{path}.policy", "must be a policy id, a list of ids or \"*\"", pol)
+
+    after = raw.get("after")
+    if after is not None:
+        if isinstance(after, bool) or not isinstance(after, (int, float)) or not 0 <= after <= horizon:
+            raise fail(f"{path}.after", f"must be a time in days within [0, {horizon:g}]", after)
+        after = float(after)
+    kind = raw.get("kind", "")
+    if not isinstance(kind, str):
+        raise fail(f"{path}.kind", "must be a string", kind)
+    note = raw.get("note", "")
+    if not isinstance(note, str):
+        raise fail(f"{path}.note", "must be a string", note)
+
+    def episode_ref(p: str, ref: Any) -> str:
+        if not isinstance(ref, str) or ref not in episodes:
+            raise fail(p, "names no episode of this file", ref)
+        return ref
+
+    memory_of = query = ""
+    if check in MEMORY_CHECKS:
+        if "query" in raw:
+            raise fail(f"{path}.query", f"{check} is about memory_of, not a query", raw["query"])
+        memory_of = episode_ref(f"{path}.memory_of", raw.get("memory_of"))
+        if after is not None and episodes[memory_of].time > after:
+            raise fail(f"{path}.after", f"is before episode {memory_of!r} (time "
+                       f"{episodes[memory_of].time:g})", after)
+        if check == "status":
+            if not isinstance(value, str) or not value:
+                raise fail(f"{path}.status", "must be a status name", value)
+        elif check == "status_in":
+            if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+                raise fail(f"{path}.status_in", "must be a list of status names", value)
+            value = tuple(value)
+        elif check == "retrievable":
+            if not isinstance(value, bool):
+                raise fail(f"{path}.retrievable", "must be true or false", value)
+        elif check == "memories":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise fail(f"{path}.memories", "must be an integer >= 0", value)
+        else:
+            episode_ref(f"{path}.{check}", value)
+    elif check in QUERY_CHECKS:
+        if "memory_of" in raw or after is not None:
+            raise fail(path, f"{check} is about a query (its time is the query's): no memory_of/after", raw)
+        query = raw.get("query")
+        if not isinstance(query, str) or query not in queries:
+            raise fail(f"{path}.query", "names no query of this file", query)
+        episode_ref(f"{path}.{check}", value)
+        if episodes[value].time > queries[query].time:
+            raise fail(f"{path}.{check}", f"episode comes after query {query!r}", value)
+    else:
+        if "memory_of" in raw or "query" in raw:
+            raise fail(path, f"{check} counts all memories: no memory_of/query", raw)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise fail(f"{path}.{check}", "must be an integer >= 0", value)
+    return Expectation(pols, check, value, memory_of, query, after, kind, note, f"{file}: {path}")
+
+
+# --------------------------------------------------------------------------- the trace side
+
+class TraceView:
+    """What expectations need from a Trace, reconstructed from its logs.
+
+    Reads ``status_log`` [(time, row, status code)], ``provenance_log`` [(time, row, episode)],
+    the status vocabulary (``trace.statuses``) and the rankings of ``trace.queries``; kinds
+    come from ``trace.kinds`` (one name per row) or the final store.
+    """
+
+    def __init__(self, trace: Any) -> None:
+        self.trace = trace
+        self.statuses = _statuses(trace)
+        self.status_log = sorted(((float(t), int(r), int(c)) for t, r, c in trace.status_log),
+                                 key=lambda x: x[0])
+        self.provenance_log = [(float(t), int(r), str(e)) for t, r, e in trace.provenance_log]
+        self.rankings = _rankings(trace)
+        self.query_time = _query_times(trace)
+
+    def rows_holding(self, episode: str, at: float) -> list[int]:
+        return sorted({r for t, r, e in self.provenance_log if e == episode and t <= at})
+
+    def provenance(self, row: int, at: float) -> set[str]:
+        return {e for t, r, e in self.provenance_log if r == row and t <= at}
+
+    def status_at(self, at: float) -> dict[int, str]:
+        current: dict[int, int] = {}
+        for t, r, c in self.status_log:   # stable sort: same-time changes keep log order
+            if t > at:
+                break
+            current[r] = c
+        return {r: self.statuses.names[c] for r, c in current.items()}
+
+    def kind_of(self, row: int) -> str:
+        kinds = getattr(self.trace, "kinds", None)
+        if kinds is not None and not isinstance(kinds, tuple):
+            return str(kinds[row])
+        store = getattr(self.trace, "store", None)
+        if store is None and getattr(self.trace, "policy", None) is not None:
+            store = self.trace.policy.store
+        if store is None:
+            raise ScenarioError("this trace does not record memory kinds: an expectation with "
+                                "'kind:' cannot be checked")
+        return store.kinds[int(store["kind"][row])]
+
+
+def _statuses(trace: Any):
+    for owner in (trace, getattr(trace, "store", None), getattr(getattr(trace, "policy", None), "store", None)):
+        st = getattr(owner, "statuses", None)
+        if st is not None and hasattr(st, "names"):
+            return st
+    raise TypeError("trace exposes no status vocabulary (trace.statuses)")
+
+
+def _ids(ranking: Any) -> list[int]:
+    ids = getattr(ranking, "ids", ranking)
+    return [int(i) for i in np.asarray(ids).ravel()]
+
+
+def _rankings(trace: Any) -> dict[str, list[int]]:
+    q = getattr(trace, "queries", None)
+    if q is None:
+        return {}
+    if isinstance(q, Mapping):
+        return {str(k): _ids(v) for k, v in q.items()}
+    out: dict[str, list[int]] = {}
+    for rec in q:
+        if isinstance(rec, tuple) and len(rec) >= 2 and not hasattr(rec, "_fields"):
+            qid, ranking = rec[0], rec[-1]
+        else:
+            qid = next(getattr(rec, n) for n in ("query_id", "query", "id") if hasattr(rec, n))
+            ranking = next(getattr(rec, n) for n in ("ranking", "ids", "rows", "memories") if hasattr(rec, n))
+        qid = getattr(qid, "id", qid)
+        out[str(qid)] = _ids(ranking)
+    return out
+
+
+def _query_times(trace: Any) -> dict[str, float]:
+    out: dict[str, float] = {}
+    stream = getattr(trace, "stream", None)
+    if stream is not None:
+        out = {e.id: e.time for e in stream.events if isinstance(e, Query)}
+    for rec in getattr(trace, "queries", None) or ():
+        if hasattr(rec, "time") and not isinstance(rec, (str, tuple)):
+            qid = next((getattr(rec, n) for n in ("query_id", "query", "id") if hasattr(rec, n)), None)
+            qid = getattr(qid, "id", qid)
+            if qid is not None:
+                out[str(qid)] = float(rec.time)
+        elif hasattr(rec, "query") and hasattr(rec.query, "time"):
+            out[str(rec.query.id)] = float(rec.query.time)
+    return out
+
+
+def check(trace: Any, expectations: Iterable[Expectation], policy_id: str, *,
+          horizon: float | None = None, query_times: Mapping[str, float] | None = None) -> list[str]:
+    """Failed expectations for ``policy_id`` (those that apply to it), one message each.
+
+    ``horizon`` is the default time of memory-state checks (default: the trace's stream
+    horizon, else its last logged time); ``query_times`` the time of each query when the
+    trace does not carry them (the scripted stream's queries do).
+    """
+    view = TraceView(trace)
+    if query_times:
+        view.query_time.update(query_times)
+    if horizon is None:
+        stream = getattr(trace, "stream", None)
+        horizon = stream.horizon if stream is not None else max(
+            [t for t, _, _ in view.status_log] + [t for t, _, _ in view.provenance_log] + [0.0])
+    failures = []
+    for exp in expectations:
+        if not exp.applies_to(policy_id):
+            continue
+        problem = _check_one(view, exp, horizon)
+        if problem:
+            note = f" [{exp.note}]" if exp.note else ""
+            failures.append(f"{policy_id}: {exp.where}: expected {exp.describe()}; {problem}{note}")
+    return failures
+
+
+def _check_one(view: TraceView, exp: Expectation, horizon: float) -> str:
+    names = view.statuses
+    if exp.check in QUERY_CHECKS:
+        if exp.query not in view.rankings:
+            return f"the trace has no ranking for query {exp.query!r}"
+        at = view.query_time.get(exp.query, horizon)
+        rows = view.rankings[exp.query]
+        held = [exp.value in view.provenance(r, at) for r in rows]
+        if exp.check == "top1_from":
+            return "" if held and held[0] else _got_rows(view, rows, at)
+        if exp.check == "top1_not_from":
+            return "" if not (held and held[0]) else _got_rows(view, rows, at)
+        if exp.check == "in_top":
+            return "" if any(held) else _got_rows(view, rows, at)
+        return "" if not any(held) else _got_rows(view, rows, at)
+
+    at = horizon if exp.after is None else exp.after
+    status = view.status_at(at)
+
+    def of_kind(rows: Iterable[int]) -> list[int]:
+        return [r for r in rows if not exp.kind or view.kind_of(r) == exp.kind]
+
+    if exp.check in FOOTPRINT_CHECKS:
+        n = len(of_kind(r for r, s in status.items() if s in names.retrievable))
+        ok = {"footprint": n == exp.value, "footprint_min": n >= exp.value,
+              "footprint_max": n <= exp.value}[exp.check]
+        return "" if ok else f"got {n} retrievable memories"
+
+    rows = of_kind(view.rows_holding(exp.memory_of, at))
+    got = {r: status.get(r, "?") for r in rows}
+    desc = f"memories holding it: {got}" if rows else "no memory holds it"
+    if exp.check == "status":
+        return "" if rows and all(s == exp.value for s in got.values()) else desc
+    if exp.check == "status_in":
+        return "" if rows and all(s in exp.value for s in got.values()) else desc
+    if exp.check == "retrievable":
+        any_r = any(s in names.retrievable for s in got.values())
+        return "" if any_r == exp.value else desc
+    if exp.check == "memories":
+        return "" if len(rows) == exp.value else desc
+    other = set(of_kind(view.rows_holding(exp.value, at)))
+    shared = sorted(set(rows) & other)
+    if exp.check == "same_memory_as":
+        return "" if shared else f"{desc}; memories holding {exp.value}: {sorted(other)}"
+    return "" if not shared else f"memories {shared} hold both"
+
+
+def _got_rows(view: TraceView, rows: list[int], at: float) -> str:
+    if not rows:
+        return "the query returned nothing"
+    shown = [f"#{r}<-{sorted(view.provenance(r, at))}" for r in rows[:3]]
+    return f"returned {', '.join(shown)}{' ...' if len(rows) > 3 else ''}"
