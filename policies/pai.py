@@ -170,6 +170,22 @@ def recall_scores(cosine: np.ndarray, importance: np.ndarray, days_since_access:
     return np.where(is_insight, score * p.insight_multiplier, score)
 
 
+def is_reinforce(similarity: float, p: PaiParams) -> bool:
+    """§4 "Reinforce (merge) > 0.85": strictly above."""
+    return similarity > p.reinforce_above
+
+
+def in_grey_zone(similarity: float, p: PaiParams) -> bool:
+    """§4 "Contradiction check 0.70 - 0.85": both ends inclusive (0.85 itself is not a
+    reinforcement, since that needs > 0.85, so it belongs here)."""
+    return p.grey_lo <= similarity <= p.reinforce_above
+
+
+def in_link_band(similarity: float, p: PaiParams) -> bool:
+    """§4 "Zettelkasten linking 0.40 - 0.85": [0.40, 0.85)."""
+    return p.link_lo <= similarity < p.link_hi
+
+
 def importance_1_10(importance01: float, p: PaiParams) -> int:
     """Claim importance in [0, 1] -> the LLM's 1-10 scale (x10, half-up), clamped (§1)."""
     raw = math.floor(importance01 * p.importance_scale + 0.5)
@@ -335,7 +351,7 @@ class PersonalAI(Policy):
         cos = np.where(searchable, self._cosine(vec), -np.inf)
         top = self.topk(cos, p.similar_limit)
         sims = cos[top]
-        if len(top) and sims[0] > p.reinforce_above:
+        if len(top) and is_reinforce(sims[0], p):
             row = int(top[0])
             self._reinforce(row, now)
             s.add_provenance(row, [ep.id], now)
@@ -343,7 +359,7 @@ class PersonalAI(Policy):
         out: list[Outcome] = []
         old = -1
         note = ""
-        grey = [int(r) for r, c in zip(top, sims) if p.grey_lo <= c <= p.reinforce_above]
+        grey = [int(r) for r, c in zip(top, sims) if in_grey_zone(c, p)]
         if grey:
             reply = self.llm.classify(claim, [s.claim[r] for r in grey], answer="index",
                                       key=f"{ep.id}#{i}")
@@ -375,7 +391,7 @@ class PersonalAI(Policy):
         for r, c in zip(top.tolist(), sims.tolist()):
             if linked >= p.max_links:
                 break
-            if r != row and active[r] and p.link_lo <= c < p.link_hi:
+            if r != row and active[r] and in_link_band(c, p):
                 self._link(row, r)
                 linked += 1
                 out.append(Outcome(ep.id, "link", row, f"linked to {r} (similarity {c:.4f})"))
@@ -451,23 +467,19 @@ class PersonalAI(Policy):
         return np.where(keep, score, -np.inf)
 
     def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
-        """semanticSearch() per query, in order (each query's access recording is seen by the
-        next, as one-by-one). Cosines of a batch are one matrix product."""
-        vecs = [self.llm.embed_query(q) for q in queries]
-        ok = [i for i, v in enumerate(vecs) if v is not None]
-        cos_all = None
-        if ok and self.store.n:
-            V = np.stack([np.asarray(vecs[i], dtype=np.float32) for i in ok], axis=1)
-            cos_all = (self.store.embedding @ V).astype(np.float64)
-        col = {i: j for j, i in enumerate(ok)}
+        """semanticSearch() per query, in order: each query's access recording is seen by
+        the next, exactly as one by one. Each query's cosines are one matrix-vector product
+        over the whole store (a batched matrix-matrix product would round differently in
+        float32 and break batch == one-by-one)."""
         out = []
-        for i, q in enumerate(queries):
-            if vecs[i] is None:
+        for q in queries:
+            vec = self.llm.embed_query(q)
+            if vec is None:
                 out.append(self._text_search(q))
-            elif cos_all is None:
+            elif self.store.n == 0:
                 out.append(Ranking.empty())
             else:
-                out.append(self._semantic_search(q, vecs[i], now, cos_all[:, col[i]]))
+                out.append(self._semantic_search(q, vec, now, self._cosine(np.asarray(vec))))
         return out
 
     def _semantic_search(self, query: Query, vec: np.ndarray, now: float, cos: np.ndarray) -> Ranking:
