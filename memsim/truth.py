@@ -47,13 +47,14 @@ class GroundTruth:
                 claims = ev.claims
                 if claims and all(c.noise for c in claims):
                     noise.append(ev.id)
-                last: dict[str, str] = {}
-                for c in claims:
-                    if not c.noise and c.key:
-                        last[c.key] = c.value   # an episode repeating a key: its last value
-                for key, value in last.items():
-                    self.timelines.setdefault(key, []).append(Assertion(pos, float(ev.time), value, ev.id))
-                    self._by_value.setdefault((key, value), []).append(pos)
+                said: set[tuple[str, str]] = set()
+                for c in claims:   # an episode naming a key twice: its last value is current
+                    if c.noise or not c.key:
+                        continue
+                    self.timelines.setdefault(c.key, []).append(Assertion(pos, float(ev.time), c.value, ev.id))
+                    if (c.key, c.value) not in said:
+                        said.add((c.key, c.value))
+                        self._by_value.setdefault((c.key, c.value), []).append(pos)
             elif isinstance(ev, Query):
                 self.queries[ev.id] = ev
                 self._query_pos[ev.id] = pos

@@ -1,0 +1,154 @@
+"""Every metric on small hand-computed cases (expected numbers written out by hand)."""
+import math
+
+import numpy as np
+import pytest
+
+from memsim import metrics as M
+from memsim.events import Claim, Episode, Query, Stream
+from memsim.runner import QueryRecord, Trace
+from memsim.store import Statuses
+from memsim.truth import GroundTruth
+
+UNITS = {"A": frozenset({"e1", "e2"}), "B": frozenset({"e3"})}
+
+
+def P(*sets):
+    return tuple(frozenset(s) for s in sets)
+
+
+def test_registry_has_descriptions_and_directions():
+    for name in ("recall", "hit", "mrr", "ndcg", "stale", "needed_forgotten", "footprint_mean",
+                 "footprint_final", "noise_retention"):
+        m = M.METRICS[name]
+        assert m.description and m.better in ("higher", "lower") and m.level in ("query", "run")
+    assert M.METRICS["recall"].better == "higher" and M.METRICS["stale"].better == "lower"
+
+
+def test_ranking_metrics_second_and_third_memories_cover():
+    prov = P({"e9"}, {"e3"}, {"e1", "e3"})
+    assert M.recall_at_k(prov, UNITS, 3) == 1.0
+    assert M.hit_at_k(prov, UNITS, 3) == 1.0
+    assert M.mrr(prov, UNITS, 3) == 0.5
+    # gains at ranks 2 (B) and 3 (A): 1/log2(3) + 1/log2(4); ideal: 1/log2(2) + 1/log2(3)
+    expected = (0.6309297535714575 + 0.5) / (1.0 + 0.6309297535714575)
+    assert M.ndcg_at_k(prov, UNITS, 3) == pytest.approx(expected)
+    assert expected == pytest.approx(0.693426, abs=1e-6)
+
+
+def test_ranking_metrics_cut_at_k():
+    prov = P({"e9"}, {"e3"}, {"e1", "e3"})
+    assert M.recall_at_k(prov, UNITS, 1) == 0.0
+    assert M.hit_at_k(prov, UNITS, 1) == 0.0
+    assert M.mrr(prov, UNITS, 1) == 0.0
+    assert M.ndcg_at_k(prov, UNITS, 1) == 0.0
+    # k = 2: only B is covered
+    assert M.recall_at_k(prov, UNITS, 2) == 0.5
+    assert M.ndcg_at_k(prov, UNITS, 2) == pytest.approx(0.6309297535714575 / 1.6309297535714575)
+
+
+def test_ndcg_gives_no_gain_for_a_unit_already_covered():
+    prov = P({"e1"}, {"e2"}, {"e3"})
+    # gains at ranks 1 (A) and 3 (B); rank 2 covers A again: 1 + 0.5 over 1 + 0.6309
+    assert M.ndcg_at_k(prov, UNITS, 3) == pytest.approx(1.5 / 1.6309297535714575)
+    assert M.mrr(prov, UNITS, 3) == 1.0
+    # gain is binary per rank (as specified): one memory covering both units earns one gain,
+    # while the ideal counts min(k, units) = 2 gains, so it scores 1 / (1 + 0.6309)
+    assert M.ndcg_at_k(P({"e1", "e3"}), UNITS, 3) == pytest.approx(1.0 / 1.6309297535714575)
+
+
+def test_ideal_dcg_is_capped_by_k():
+    units = {u: frozenset({u}) for u in "abcd"}
+    # k = 2 with four units: ideal is two gains; both found at ranks 1 and 2 -> 1.0
+    assert M.ndcg_at_k(P({"a"}, {"b"}), units, 2) == 1.0
+    assert M.recall_at_k(P({"a"}, {"b"}), units, 2) == 0.5
+
+
+def test_no_units_give_nan():
+    for f in (M.recall_at_k, M.hit_at_k, M.mrr, M.ndcg_at_k):
+        assert math.isnan(f(P({"e1"}), {}, 3))
+
+
+def test_stale():
+    rel, sup = frozenset({"e1", "e2", "e3"}), frozenset({"e5", "e6"})
+    # {e5}: stale; {e5, e1}: holds a current value -> not stale; {e9}: unrelated; {e6}: stale
+    assert M.stale_at_k(P({"e5"}, {"e5", "e1"}, {"e9"}, {"e6"}), rel, sup, 4) == 0.5
+    assert M.stale_at_k(P({"e5"}, {"e5", "e1"}, {"e9"}, {"e6"}), rel, sup, 1) == 1.0
+    assert M.stale_at_k((), rel, sup, 4) == 0.0
+
+
+STATUSES = Statuses(("active", "archived"), retrievable=frozenset({"active"}))
+
+
+def hand_trace(queries=(), footprint=(), horizon=5.0):
+    return Trace(
+        policy_id="hand", policy_version=None, stream_name="s", horizon=horizon, statuses=STATUSES,
+        queries=list(queries), footprint=list(footprint),
+        # rows 0, 1 (day 0), 2 (day 1) created active; row 0 archived day 2, row 1 day 3
+        status_log=[(0.0, 0, 0), (0.0, 1, 0), (1.0, 2, 0), (2.0, 0, 1), (3.0, 1, 1), (4.0, 3, 0), (4.0, 4, 0),
+                    (4.5, 4, 1)],
+        provenance_log=[(0.0, 0, "e1"), (0.0, 1, "e2"), (1.0, 2, "e3"), (4.0, 3, "n1"), (4.0, 4, "n2")])
+
+
+def rec(qid, status_len, prov_len, ids=(), provenance=(), k=3, t=0.0):
+    return QueryRecord(qid, t, np.array(ids, dtype=np.int64), np.zeros(len(ids)), provenance, k, "", 0,
+                       status_len, prov_len)
+
+
+def test_needed_forgotten_from_the_logs():
+    logs = M.LogIndex(hand_trace())
+    rel = frozenset({"e1", "e2"})
+    # after 4 status entries: row 0 archived, row 1 still active -> nothing lost
+    assert logs.needed_forgotten(rel, rec("a", 4, 3)) == 0.0
+    # after 5: both archived -> needed but forgotten
+    assert logs.needed_forgotten(rel, rec("b", 5, 3)) == 1.0
+    # no memory ever held e4 -> nothing was forgotten
+    assert logs.needed_forgotten(frozenset({"e4"}), rec("c", 5, 3)) == 0.0
+    # e3's memory did not exist yet when only 2 provenance entries were logged
+    assert logs.needed_forgotten(frozenset({"e3"}), rec("d", 2, 2)) == 0.0
+    assert logs.needed_forgotten(frozenset(), rec("e", 5, 3)) == 0.0
+
+
+def test_footprint_mean_is_time_weighted():
+    # 0 on [0,1), 2 on [1,3), 5 on [3,5] (the last sample at t=3 wins): (0 + 4 + 10) / 5
+    samples = [(1.0, 2, 2), (3.0, 4, 4), (3.0, 5, 5)]
+    assert M.footprint_mean(samples, 5.0) == pytest.approx(2.8)
+    assert M.footprint_mean([], 5.0) == 0.0
+    assert M.footprint_mean([(0.0, 3, 3)], 0.0) == 3.0
+
+
+def small_stream():
+    return Stream((
+        Episode("e1", 0.0, "Boston", (Claim("owner.city", "Boston"),)),
+        Episode("e2", 1.0, "Denver", (Claim("owner.city", "Denver"),)),
+        Episode("n1", 1.0, "rain", (Claim("chat.weather", "rain", noise=True),)),
+        Episode("n2", 1.0, "sun", (Claim("chat.weather", "sun", noise=True),)),
+        Query("q1", 2.0, "city?", keys=("owner.city",), k=2, group="single-hop"),
+        Query("q2", 3.0, "pet?", keys=("pets.dog",), k=2),
+    ), horizon=5.0)
+
+
+def test_evaluate_and_summarize_on_a_hand_trace():
+    gt = GroundTruth(small_stream())
+    q1 = QueryRecord("q1", 2.0, np.array([0, 1]), np.array([0.9, 0.8]), P({"e1"}, {"e2"}), 2, "single-hop",
+                     3, 3, 3)
+    q2 = QueryRecord("q2", 3.0, np.array([], dtype=np.int64), np.array([]), (), 2, "", 2, 5, 3)
+    tr = hand_trace([q1, q2], footprint=[(1.0, 2, 2), (3.0, 4, 4), (3.0, 5, 5)])
+    df = M.evaluate(tr, gt)
+    assert list(df.columns) == list(M.COLUMNS)
+    r = df.iloc[0]
+    # unit owner.city = {e2}; e1 (Boston) is superseded
+    assert (r.query_id, r.group, r.k, r.n_units, r.returned) == ("q1", "single-hop", 2, 1, 2)
+    assert (r.recall, r.hit, r.mrr) == (1.0, 1.0, 0.5)
+    assert r.ndcg == pytest.approx(0.6309297535714575)   # one gain at rank 2, ideal one gain at rank 1
+    assert r.stale == 0.5
+    assert r.needed_forgotten == 0.0
+    assert r.evidence_age == 1.0 and r.footprint == 3
+    r = df.iloc[1]
+    assert r.n_units == 0 and math.isnan(r.recall) and math.isnan(r.evidence_age) and r.stale == 0.0
+    s = M.summarize_run(tr, gt)
+    assert s["footprint_mean"] == pytest.approx(2.8)
+    assert s["footprint_final"] == 5.0
+    # n1 sits in row 3 (active at the end), n2 in row 4 (archived at 4.5)
+    assert s["noise_retention"] == 0.5
+    assert set(s) == {m for m, spec in M.METRICS.items() if spec.level == "run"}
