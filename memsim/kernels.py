@@ -1,12 +1,104 @@
 """Vectorized scoring kernels: pure functions over numpy arrays.
 
 Each kernel has a scalar reference twin in :mod:`memsim.kernels_ref`, written straight from
-the seed formula; tests prove them equal. Kernels never mutate their inputs.
+the seed formula; tests prove them equal. Kernels never mutate their inputs. Arguments
+broadcast like numpy operands; results are float64 unless said otherwise.
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
+
+def _f(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64)
+
+
+# -- decay curves ----------------------------------------------------------------------
+
+def exp_decay(x0, rate, dt) -> np.ndarray:
+    """``x0 * exp(-rate * dt)``: Izzie strength, Cosmo salience (closed form of the nightly
+    multiplicative job), PAI recency (rate 0.023)."""
+    return _f(x0) * np.exp(-_f(rate) * _f(dt))
+
+
+def half_life_decay(c, dt, half_life) -> np.ndarray:
+    """``c * 0.5 ** (dt / half_life)``: PAI effective confidence (half_life = 30 * stability)."""
+    return _f(c) * np.power(0.5, _f(dt) / _f(half_life))
+
+
+def beta_mean(alpha, beta) -> np.ndarray:
+    """``alpha / (alpha + beta)``: Engram belief confidence (Beta posterior mean)."""
+    a = _f(alpha)
+    return a / (a + _f(beta))
+
+
+def retrieval_strength(dt, stability) -> np.ndarray:
+    """``exp(-dt / S)``: Engram retrieval strength R(t), S the stability in days."""
+    return np.exp(-_f(dt) / _f(stability))
+
+
+def stability_update(stability, hours_since_last, cap, bonus=0.1) -> np.ndarray:
+    """``min(cap, S * (1 + bonus * ln(1 + hours / 24)))``: Engram spaced-repetition bonus
+    on each retrieval (bonus 0.1, cap 365 days in the seed)."""
+    grown = _f(stability) * (1.0 + _f(bonus) * np.log1p(_f(hours_since_last) / 24.0))
+    return np.minimum(_f(cap), grown)
+
+
+def hyperbolic_salience(confidence, times_accessed, dt, half_life) -> np.ndarray:
+    """``confidence * ln(times_accessed + 1) / (dt / half_life + 1)``: Kernle salience.
+
+    The seed writes ``log``; Kernle is Python, where ``math.log`` is the natural log, so
+    we use ln. (Any base only rescales salience against the forgetting threshold.) Note
+    the formula gives 0 for a memory never accessed.
+    """
+    return _f(confidence) * np.log(_f(times_accessed) + 1.0) / (_f(dt) / _f(half_life) + 1.0)
+
+
+def cosmo_decay_rate(recall_frequency, decay_gradient, base_rate=0.02, state_is_candidate=False,
+                     confidence=1.0, penalty_threshold=0.8, penalty_slope=2.0) -> np.ndarray:
+    """Cosmo's nightly decay rate (002 §Candidate Semantics / Offline decay job).
+
+    ``base_rate / (1 + recall_frequency ** decay_gradient)``; for candidates with
+    ``confidence < penalty_threshold`` times ``1 + (1 - confidence) * penalty_slope``; for
+    candidates at or above the threshold 0 (no decay until first retrieval). With
+    recall_frequency 0 and a negative gradient the power is +inf and the rate 0 (the limit).
+    """
+    rf, g = _f(recall_frequency), _f(decay_gradient)
+    with np.errstate(divide="ignore", over="ignore"):
+        rate = _f(base_rate) / (1.0 + np.power(rf, g))
+    conf = _f(confidence)
+    cand = np.asarray(state_is_candidate, dtype=bool)
+    penalty = np.where(conf < penalty_threshold, 1.0 + (1.0 - conf) * _f(penalty_slope), 0.0)
+    return np.where(cand, rate * penalty, rate)
+
+
+# -- score combinations -----------------------------------------------------------------
+
+def weighted_sum(weights: Sequence[float], columns: Sequence) -> np.ndarray:
+    """``sum_i weights[i] * columns[i]``, accumulated left to right."""
+    if len(weights) != len(columns):
+        raise ValueError(f"weighted_sum: {len(weights)} weights but {len(columns)} columns")
+    if not columns:
+        return np.zeros(())
+    out = float(weights[0]) * _f(columns[0])
+    for w, c in zip(weights[1:], columns[1:]):
+        out = out + float(w) * _f(c)
+    return out
+
+
+def pai_score(cos, importance, recency, stability, subject_match, *, w_cos=0.50, w_importance=0.20,
+              w_recency=0.10, w_stability=0.05, w_subject=0.15, importance_scale=10.0,
+              stability_scale=5.0) -> np.ndarray:
+    """PAI multi-factor recall score (000): ``0.50 cos + 0.20 importance/10 + 0.10 recency
+    + 0.05 stability/5 + 0.15 subject_match``."""
+    return weighted_sum((w_cos, w_importance, w_recency, w_stability, w_subject),
+                        (cos, _f(importance) / importance_scale, recency,
+                         _f(stability) / stability_scale, subject_match))
+
+
+# -- top-k --------------------------------------------------------------------------------
 
 def topk(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` largest finite scores, best first; ties go to the lower index.
@@ -31,3 +123,56 @@ def topk(scores: np.ndarray, k: int) -> np.ndarray:
     order = np.lexsort((cand, -scores[cand]))
     out = cand[order][:k]
     return out.astype(np.int64)
+
+
+def masked_topk(scores: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
+    """:func:`topk` over the rows where ``mask`` is True (others are never returned)."""
+    scores = np.asarray(scores)
+    mask = np.asarray(mask, dtype=bool)
+    if mask.shape != scores.shape:
+        raise ValueError(f"masked_topk: mask shape {mask.shape} != scores shape {scores.shape}")
+    return topk(np.where(mask, scores, -np.inf), k)
+
+
+def batch_topk(scores: np.ndarray, k: int) -> np.ndarray:
+    """Row-wise :func:`topk` of a (q, n) score matrix: (q, k) int64 ids best first, ties to
+    the lower index, padded with -1 where a row has fewer than k finite scores.
+
+    One ``argpartition`` over the whole matrix; rows whose k-th score is tied with rows
+    outside the partition (or that lack k finite scores) are redone exactly by ``topk``.
+    """
+    scores = np.asarray(scores)
+    if scores.ndim != 2:
+        raise ValueError(f"batch_topk: scores must be (q, n), got shape {scores.shape}")
+    q, n = scores.shape
+    k = max(0, int(k))
+    out = np.full((q, k), -1, dtype=np.int64)
+    if k == 0 or q == 0 or n == 0:
+        return out
+    s = np.where(np.isfinite(scores), scores, -np.inf)
+    kk = min(k, n)
+    if kk < n:
+        part = np.argpartition(-s, kk - 1, axis=1)[:, :kk]
+    else:
+        part = np.broadcast_to(np.arange(n), (q, n))
+    ps = np.take_along_axis(s, part, axis=1)
+    kth = ps.min(axis=1)
+    exact = np.isfinite(kth) & ((s >= kth[:, None]).sum(axis=1) == kk)
+    if exact.any():
+        p, v = part[exact], ps[exact]
+        # sort each row by (-score, id): lexsort on the flattened rows keeps rows apart
+        rows = np.repeat(np.arange(p.shape[0]), kk)
+        order = np.lexsort((p.ravel(), -v.ravel(), rows)).reshape(p.shape[0], kk) - (np.arange(p.shape[0]) * kk)[:, None]
+        out[exact, :kk] = np.take_along_axis(p, order, axis=1)
+    for r in np.flatnonzero(~exact):
+        ids = topk(s[r], k)
+        out[r, : len(ids)] = ids
+    return out
+
+
+def scores_matvec(embeddings: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """``E @ q`` in float32 for E (n, d) and q (d,) or (d, m): the plain cosine scan every
+    recall pays (the memory-bandwidth floor benchmarks compare against)."""
+    E = np.asarray(embeddings, dtype=np.float32)
+    qv = np.asarray(queries, dtype=np.float32)
+    return E @ qv

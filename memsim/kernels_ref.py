@@ -1,0 +1,81 @@
+"""Scalar reference twins of memsim.kernels, written straight from the seed formulas with
+``math`` and plain Python. Slow and obvious on purpose: tests prove each vectorized kernel
+equal to its twin. Same function names as memsim.kernels.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+
+def exp_decay(x0: float, rate: float, dt: float) -> float:
+    return x0 * math.exp(-rate * dt)
+
+
+def half_life_decay(c: float, dt: float, half_life: float) -> float:
+    return c * 0.5 ** (dt / half_life)
+
+
+def beta_mean(alpha: float, beta: float) -> float:
+    return alpha / (alpha + beta)
+
+
+def retrieval_strength(dt: float, stability: float) -> float:
+    return math.exp(-dt / stability)
+
+
+def stability_update(stability: float, hours_since_last: float, cap: float, bonus: float = 0.1) -> float:
+    return min(cap, stability * (1 + bonus * math.log(1 + hours_since_last / 24)))
+
+
+def hyperbolic_salience(confidence: float, times_accessed: float, dt: float, half_life: float) -> float:
+    return confidence * math.log(times_accessed + 1) / (dt / half_life + 1)
+
+
+def cosmo_decay_rate(recall_frequency: float, decay_gradient: float, base_rate: float = 0.02,
+                     state_is_candidate: bool = False, confidence: float = 1.0,
+                     penalty_threshold: float = 0.8, penalty_slope: float = 2.0) -> float:
+    if recall_frequency == 0 and decay_gradient < 0:
+        power = math.inf  # 0 ** negative: the limit
+    else:
+        power = recall_frequency ** decay_gradient
+    base_decay_rate = base_rate / (1 + power)
+    if state_is_candidate and confidence < penalty_threshold:
+        return base_decay_rate * (1 + (1 - confidence) * penalty_slope)
+    if state_is_candidate:
+        return 0.0
+    return base_decay_rate
+
+
+def weighted_sum(weights: Sequence[float], values: Sequence[float]) -> float:
+    total = 0.0
+    for i, (w, v) in enumerate(zip(weights, values)):
+        total = w * v if i == 0 else total + w * v
+    return total
+
+
+def pai_score(cos: float, importance: float, recency: float, stability: float, subject_match: float,
+              *, w_cos=0.50, w_importance=0.20, w_recency=0.10, w_stability=0.05, w_subject=0.15,
+              importance_scale=10.0, stability_scale=5.0) -> float:
+    return (w_cos * cos + w_importance * (importance / importance_scale) + w_recency * recency
+            + w_stability * (stability / stability_scale) + w_subject * subject_match)
+
+
+def topk(scores: Sequence[float], k: int) -> list[int]:
+    """Full stable sort by descending score, finite scores only, first k."""
+    finite = [i for i, s in enumerate(scores) if math.isfinite(s)]
+    return sorted(finite, key=lambda i: (-scores[i], i))[: max(0, k)]
+
+
+def masked_topk(scores: Sequence[float], mask: Sequence[bool], k: int) -> list[int]:
+    return [i for i in topk([s if m else -math.inf for s, m in zip(scores, mask)], k)]
+
+
+def batch_topk(scores: Sequence[Sequence[float]], k: int) -> list[list[int]]:
+    k = max(0, k)
+    return [(ids + [-1] * k)[:k] for ids in (topk(row, k) for row in scores)]
+
+
+def scores_matvec(embeddings: Sequence[Sequence[float]], query: Sequence[float]) -> list[float]:
+    """One query vector; the kernel's (d, m) form is m of these side by side."""
+    return [math.fsum(e * q for e, q in zip(row, query)) for row in embeddings]
