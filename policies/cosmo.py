@@ -1,0 +1,613 @@
+"""Cosmo (seed 002): salience decay with recall frequency, spacing effect and candidate states.
+
+Every node (episodic Sources and semantic Person / Concept / Entity nodes, Storylines,
+Macros) carries salience, state (candidate -> active -> core -> archived), recall_frequency,
+decay_gradient and ttl_policy (002 §Memory Lifecycle & Decay). Decay:
+``rate = 0.02 / (1 + recall_frequency ** decay_gradient)``, times ``1 + (1 - confidence) * 2``
+for candidates below confidence 0.8, zero for candidates at or above it; salience follows
+``salience_0 * exp(-rate * days_unused)`` (002 §Decay Formula) by default, or the literal
+nightly job that multiplies the stored salience every night (``decay_mode="nightly"``).
+Choices the document leaves open are Params fields, explained in docs/policies/cosmo.md.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from memsim.errors import MemsimError
+from memsim.events import Claim, Episode, Forget, Query
+from memsim.params import Params, param
+from memsim.policy import Job, Outcome, Policy, Ranking
+from memsim.store import Statuses
+
+SEMANTIC = ("person", "concept", "entity")
+TTL_POLICIES = ("decay", "ephemeral", "keep_forever")  # ascending precedence (002 §TTL Policy Table)
+TTL_CODE = {name: i for i, name in enumerate(TTL_POLICIES)}
+STATES = ("candidate", "active", "core", "archived", "deleted")
+# category -> semantic node kind (choice, see docs/policies/cosmo.md)
+PERSON_CATEGORIES = frozenset({"relationship"})
+CONCEPT_CATEGORIES = frozenset({"preference", "value", "sentiment", "procedural", "drive", "meta", "opinion"})
+
+
+def decay_rate(recall_frequency: np.ndarray, decay_gradient: np.ndarray, candidate: np.ndarray,
+               confidence: np.ndarray, *, base_rate: float, confident: float, penalty: float,
+               confidence_applies: np.ndarray | bool = True) -> np.ndarray:
+    """002 §Offline/Nightly Decay Job step 2, vectorized.
+
+    ``base = base_rate / (1 + rf ** g)`` (``rf ** g`` is 0 when rf is 0); candidates with
+    confidence < ``confident`` decay ``1 + (1 - confidence) * penalty`` times faster, candidates
+    at or above it not at all; other states at the base rate. ``confidence_applies`` is False
+    for rows without an extraction confidence (Sources)."""
+    rf = np.asarray(recall_frequency, dtype=np.float64)
+    g = np.asarray(decay_gradient, dtype=np.float64)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        powered = np.where(rf > 0, np.power(np.where(rf > 0, rf, 1.0), g), 0.0)
+    base = base_rate / (1.0 + powered)
+    conf = np.asarray(confidence, dtype=np.float64)
+    cand = np.asarray(candidate, dtype=bool) & np.asarray(confidence_applies, dtype=bool)
+    low = cand & (conf < confident)
+    high = cand & (conf >= confident)
+    rate = np.where(low, base * (1.0 + (1.0 - conf) * penalty), base)
+    return np.where(high, 0.0, rate)
+
+
+@dataclass(frozen=True)
+class CosmoParams(Params):
+    """Every constant of 002 (§Memory Lifecycle & Decay, §Hierarchical Memory Promotion,
+    §Phase 2, §Governance Hooks) plus documented choices."""
+
+    initial_salience: float = param(0.5, lo=0.0, hi=1.0, doc="002 §Phase 0 / §Initial Values: salience 0.5")
+    base_rate: float = param(0.02, lo=0.0, doc="002 §Decay Formula: base_rate = 0.02")
+    initial_decay_gradient: float = param(1.0, doc="002 §Initial Values: decay_gradient 1.0")
+    access_boost: float = param(0.1, lo=0.05, hi=0.1, doc="002 §Salience Updates: alpha in [0.05, 0.1] (choice: 0.1)")
+    salience_cap: float = param(1.0, lo=0.0, doc="002 §Salience Updates: min(1.0, salience + alpha)")
+    core_retrievals: int = param(10, lo=1, doc="002 §Transition Rules: core at access_count >= 10")
+    archive_salience: float = param(0.01, lo=0.0, doc="002 §Offline/Nightly Decay Job 5: archive below 0.01 (<)")
+    confident_candidate: float = param(0.8, lo=0.0, hi=1.0, doc="002 §Candidate Semantics: no decay at confidence >= 0.8")
+    confidence_penalty: float = param(2.0, lo=0.0, doc="002 §Candidate Semantics: 1 + (1 - confidence) x 2")
+    spacing_longer: float = param(0.1, doc="002 §Offline/Nightly Decay Job 4: gradient += 0.1 (longer interval)")
+    spacing_shorter: float = param(0.05, doc="002 §Offline/Nightly Decay Job 4: gradient -= 0.05 (shorter interval)")
+    decay_mode: str = param("closed_form", choices=("closed_form", "nightly"),
+                            doc="002 §Decay Formula (closed form, default) vs §Offline/Nightly Decay Job (compounds)")
+    min_extraction_confidence: float = param(0.7, lo=0.0, hi=1.0, doc="002 §Phase 2 Step 1: confidence >= 7/10")
+    min_subpoints: int = param(3, lo=0, doc="002 §Phase 2 Step 1: subpoints > 2, i.e. >= 3")
+    claim_subpoints: int = param(3, lo=0, doc="choice: a structured claim (key, value, category) counts as 3 subpoints")
+    ephemeral_episodic_days: float = param(30.0, lo=0.0, doc="002 §TTL Policy Table: ephemeral 30d episodic (>=)")
+    ephemeral_semantic_days: float = param(90.0, lo=0.0, doc="002 §TTL Policy Table: ephemeral 90d semantic (>=)")
+    storyline_min_sources: int = param(5, lo=1, doc="002 §Nightly Storyline Promotion: source_count >= 5")
+    storyline_min_days: int = param(3, lo=1, doc="002 §Nightly Storyline Promotion: distinct_source_days >= 3")
+    storyline_min_age_days: float = param(3.0, lo=0.0, doc="002 §Nightly Storyline Promotion: first mention > 3 days ago")
+    storyline_limit: int = param(100, lo=1, doc="002 §Nightly Storyline Promotion: LIMIT 100")
+    storyline_attach_days: float = param(90.0, lo=0.0, doc="002 §Phase 2 Step 4.5: last_source_at within 90 days")
+    storyline_refresh_sources: int = param(10, lo=1, doc="002 §Nightly Storyline Refresh: last 10 Source summaries")
+    macro_min_storylines: int = param(2, lo=1, doc="002 §Weekly Macro Promotion: storylineCount >= 2")
+    macro_min_age_days: float = param(30.0, lo=0.0, doc="002 §Weekly Macro Promotion: first mention > 30 days ago")
+    macro_limit: int = param(50, lo=1, doc="002 §Weekly Macro Promotion: LIMIT 50")
+    consolidate_age_days: float = param(7.0, lo=0.0, doc="002 §Memory Consolidation: Source older than 7 days (>)")
+    consolidate_salience: float = param(0.2, lo=0.0, doc="002 §Memory Consolidation: salience < 0.2")
+    granularity: int = param(1, choices=(1, 2, 3), doc="002 §Retrieval Granularity Controls: 1 micro (default), 2 meso, 3 macro")
+    include_archived: bool = param(False, doc="choice: an explicit search path that also returns (and re-activates) archived nodes")
+    salience_weight: float = param(0.1, lo=0.0, doc="choice: recall score = cosine + 0.1 x salience (002 names no ranking formula)")
+    owner_node: bool = param(True, doc="002 §Phase 2 Step 2: owner Person node per user (confidence 1, salience 1, core, keep_forever)")
+
+
+class Cosmo(Policy):
+    """Cosmo's salience-decay graph memory (seed 002). See the module docstring."""
+
+    Params: ClassVar[type[Params]] = CosmoParams
+    statuses: ClassVar[Statuses] = Statuses(STATES, terminal=frozenset({"deleted"}),
+                                            retrievable=frozenset({"candidate", "active", "core"}))
+    kinds: ClassVar[tuple[str, ...]] = ("source",) + SEMANTIC + ("storyline", "macro")
+    schedule: ClassVar[tuple[Job, ...]] = (Job("nightly", 1.0), Job("weekly", 7.0))
+    curve_attributes: ClassVar[frozenset[str]] = frozenset(
+        {"salience", "state", "ttl_policy", "recall_frequency", "decay_gradient", "access_count",
+         "last_recall_interval", "kind"})
+
+    params: CosmoParams
+
+    def setup(self) -> None:
+        p, s = self.params, self.store
+        s.add_column("salience", np.float64, p.initial_salience)   # stored salience
+        s.add_column("salience0", np.float64, p.initial_salience)  # salience at the last access (closed form)
+        s.add_column("confidence", np.float64, np.nan)            # NaN: no extraction confidence (Sources)
+        s.add_column("recall_frequency", np.int64, 0)
+        s.add_column("last_recall_interval", np.float64, 0.0)
+        s.add_column("decay_gradient", np.float64, p.initial_decay_gradient)
+        s.add_column("ttl", np.int8, TTL_CODE["decay"])
+        s.add_column("source_count", np.int64, 0)
+        s.add_column("first_mentioned", np.float64, np.nan)
+        s.add_column("last_mentioned", np.float64, np.nan)
+        s.add_column("distinct_days", np.int64, 0)
+        s.add_column("has_meso", np.bool_, False)
+        s.add_column("has_macro", np.bool_, False)
+        s.add_column("is_dirty", np.bool_, False)
+        s.add_column("last_source_at", np.float64, np.nan)
+        s.add_column("anchor", np.int64, -1)        # storyline/macro -> anchor node
+        s.add_column("owner", np.bool_, False)
+        self.node_of: dict[tuple[str, str, str], int] = {}   # (user, kind, canonical name) -> row
+        self.owner_of: dict[str, int] = {}
+        self.days_of: dict[int, set[int]] = {}      # node -> distinct mention days
+        self.mentions: dict[int, list[int]] = {}    # node -> source rows mentioning it
+        self.mentioned_by: dict[int, list[int]] = {}  # source -> nodes it mentions
+        self.notes: dict[int, list[Claim]] = {}     # node -> claims noted on it (latest last)
+        self.storylines_of: dict[int, list[int]] = {}  # anchor -> storyline rows
+        self.includes: dict[int, list[int]] = {}    # storyline -> source rows; macro -> storylines
+        self.macros_of: dict[int, list[int]] = {}   # storyline -> macros grouping it
+
+    # -- helpers ------------------------------------------------------------------
+    def _last_access(self) -> np.ndarray:
+        s = self.store
+        return np.where(np.isnan(s["last_access"]), s["created"], s["last_access"])
+
+    def rates(self) -> np.ndarray:
+        """Every row's current decay rate (002 §Offline/Nightly Decay Job step 2)."""
+        s, p = self.store, self.params
+        conf = s["confidence"]
+        return decay_rate(s["recall_frequency"], s["decay_gradient"], s["status"] == s.statuses.code("candidate"),
+                          np.nan_to_num(conf, nan=1.0), base_rate=p.base_rate, confident=p.confident_candidate,
+                          penalty=p.confidence_penalty, confidence_applies=~np.isnan(conf))
+
+    def salience_at(self, now: float) -> np.ndarray:
+        """Salience at ``now``: the closed form ``salience_0 * exp(-rate * days_unused)``,
+        or in nightly mode the stored value; keep_forever rows stay at 1.0."""
+        s = self.store
+        if self.params.decay_mode == "closed_form":
+            days = np.maximum(now - self._last_access(), 0.0)
+            sal = s["salience0"] * np.exp(-self.rates() * days)
+        else:
+            sal = s["salience"].copy()
+        return np.where(s["ttl"] == TTL_CODE["keep_forever"], 1.0, sal)
+
+    def strength(self, now: float) -> np.ndarray:
+        """Salience for every kind (Sources, semantic nodes, Storylines, Macros)."""
+        return self.salience_at(now)
+
+    def _set_state(self, rows: Sequence[int], state: str, now: float) -> None:
+        self.store.set_status(np.asarray(rows, dtype=np.int64), state, now)
+
+    # -- ingest ---------------------------------------------------------------------
+    def node_kind(self, c: Claim) -> str:
+        """Semantic kind of a claim's node: relationship -> person; preference-like -> concept;
+        everything else (facts, events, decisions...) -> entity."""
+        if c.category in PERSON_CATEGORIES:
+            return "person"
+        if c.category in CONCEPT_CATEGORIES:
+            return "concept"
+        return "entity"
+
+    def subpoints(self, c: Claim) -> int:
+        given = c.attr("subpoints")
+        if given is not None:
+            return int(given)
+        return self.params.claim_subpoints if c.key else 1
+
+    def passes_extraction(self, c: Claim) -> bool:
+        """002 §Phase 2 Step 1: ``confidence >= 7/10 and subpoints > 2``."""
+        p = self.params
+        return c.confidence >= p.min_extraction_confidence and self.subpoints(c) >= p.min_subpoints
+
+    @staticmethod
+    def ttl_of(c: Claim | None) -> str:
+        ttl = "decay" if c is None else c.attr("ttl_policy", "decay")
+        if ttl not in TTL_CODE:
+            raise MemsimError(f"claim {c.key!r}: ttl_policy {ttl!r} is not one of {list(TTL_POLICIES)}")
+        return ttl
+
+    def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
+        out: list[Outcome] = []
+        for ep in episodes:
+            out.extend(self._ingest_one(ep, now))
+        return out
+
+    def _embed(self, items: Sequence[Any], keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        emb = self.llm.embed(list(items), keys=list(keys))
+        return np.asarray(emb.vectors, dtype=np.float64), np.asarray(emb.ok, dtype=bool)
+
+    def _ensure_owner(self, user: str, now: float) -> list[Outcome]:
+        if not self.params.owner_node or user in self.owner_of:
+            return []
+        vecs, ok = self._embed([f"owner {user}"], [f"owner:{user}"])
+        if not ok[0]:
+            return []
+        row = int(self.store.add(now, vecs, texts=[f"owner {user}"], claims=[None], provenance=[()],
+                                 status="core", kind="person", salience=1.0, salience0=1.0, confidence=1.0,
+                                 ttl=TTL_CODE["keep_forever"], owner=True)[0])
+        self.owner_of[user] = row
+        self.node_of[(user, "person", user)] = row
+        return [Outcome("owner", "create", row, f"owner node of {user!r}")]
+
+    def _ingest_one(self, ep: Episode, now: float) -> list[Outcome]:
+        s, p = self.store, self.params
+        user = ep.speaker
+        out = self._ensure_owner(user, now)
+        claims = self.llm.extract(ep)
+        if not claims:  # extraction failed: the Source is kept, nothing semantic
+            claims = (Claim(key="", value=ep.text),)
+        claims = tuple(claims)
+        keys = [f"{ep.id}#{i}" for i in range(len(claims))]
+        vecs, ok = self._embed(claims, keys)
+        if ok.any():  # the Source embeds as the centroid of its claims (its summary's topics)
+            src_vec = vecs[ok].mean(axis=0)
+            if np.linalg.norm(src_vec) < 1e-9:
+                src_vec = vecs[ok][0]
+        else:
+            v2, ok2 = self._embed([ep.text], [f"{ep.id}:text"])
+            if not ok2[0]:
+                return out + [Outcome(ep.id, "drop", -1, "embedding failed")]
+            src_vec = v2[0]
+        ttl = max((self.ttl_of(c) for c in claims), key=lambda t: TTL_CODE[t])
+        src = int(s.add(now, src_vec, texts=[ep.text], claims=[claims[0]], provenance=[{ep.id}],
+                        status="candidate", kind="source", ttl=TTL_CODE[ttl])[0])
+        if ttl == "keep_forever":
+            s["salience"][src] = s["salience0"][src] = 1.0
+        out.append(Outcome(ep.id, "create", src, "source"))
+        self.mentioned_by[src] = []
+        day = int(math.floor(now))
+        for i, c in enumerate(claims):
+            if not c.key or not ok[i]:
+                continue
+            if not self.passes_extraction(c):
+                out.append(Outcome(ep.id, "drop", -1, f"claim {c.key!r}: confidence {c.confidence} or "
+                                                      f"subpoints {self.subpoints(c)} below the extraction filter"))
+                continue
+            kind = self.node_kind(c)
+            ident = (user, kind, c.key)
+            node = self.node_of.get(ident)
+            if node is None or s.status_of(node) == "deleted":
+                node_ttl = self.ttl_of(c)
+                node = int(s.add(now, vecs[i], texts=[f"{c.subject} {c.key} {c.value}"], claims=[c],
+                                 provenance=[{ep.id}], status="candidate", kind=kind, confidence=c.confidence,
+                                 ttl=TTL_CODE[node_ttl])[0])
+                if node_ttl == "keep_forever":
+                    s["salience"][node] = s["salience0"][node] = 1.0
+                self.node_of[ident] = node
+                self.notes[node] = []
+                out.append(Outcome(ep.id, "create", node, kind))
+            else:  # MERGE ... ON MATCH SET updated_at
+                s["updated"][node] = now
+                s.add_provenance(node, {ep.id}, now)
+                out.append(Outcome(ep.id, "reinforce", node, f"MERGE {kind} {c.key!r}"))
+            self.notes[node].append(c)
+            s["is_dirty"][node] = True
+            # Step 3.5: hierarchical counters
+            s["source_count"][node] += 1
+            s["last_mentioned"][node] = now
+            if np.isnan(s["first_mentioned"][node]):
+                s["first_mentioned"][node] = now
+            days = self.days_of.setdefault(node, set())
+            if day not in days:
+                days.add(day)
+                s["distinct_days"][node] += 1
+            self.mentions.setdefault(node, []).append(src)
+            if node not in self.mentioned_by[src]:
+                self.mentioned_by[src].append(node)
+        out.extend(self._attach_to_storylines(src, now))
+        return out
+
+    def _attach_to_storylines(self, src: int, now: float) -> list[Outcome]:
+        """002 §Phase 2 Step 4.5: attach the Source to its anchors' recent Storylines."""
+        s, p = self.store, self.params
+        out: list[Outcome] = []
+        live = set(s.statuses.codes(["active", "core"]).tolist())
+        for anchor in self.mentioned_by.get(src, []):
+            if not s["has_meso"][anchor]:
+                continue
+            cands = [st for st in self.storylines_of.get(anchor, [])
+                     if int(s["status"][st]) in live and s["last_source_at"][st] > now - p.storyline_attach_days]
+            if not cands:
+                continue
+            # best match: highest cosine with the Source, ties to the most recent storyline
+            sims = s.embedding[cands].astype(np.float64) @ s.embedding[src].astype(np.float64)
+            best = cands[int(np.lexsort((-np.array(cands), -s["last_source_at"][cands], -sims))[0])]
+            if src in self.includes[best]:
+                continue
+            self.includes[best].append(src)
+            s["source_count"][best] += 1
+            s["last_source_at"][best] = max(s["last_source_at"][best], s["created"][src])
+            s["is_dirty"][best] = True
+            s["updated"][best] = now
+            s.add_provenance(best, s.provenance[src], now)
+            for m in self.macros_of.get(best, []):  # the macro grouping it
+                s["source_count"][m] += 1
+                s["last_source_at"][m] = max(s["last_source_at"][m], s["created"][src])
+                s["is_dirty"][m] = True
+                s.add_provenance(m, s.provenance[src], now)
+            out.append(Outcome("attach", "link", best, f"source {src} attached to storyline"))
+        return out
+
+    # -- recall ------------------------------------------------------------------------
+    def searchable(self) -> np.ndarray:
+        """Rows of the configured granularity (1: Sources + semantic nodes; 2: Storylines;
+        3: Macros) in a searchable state (archived only with include_archived)."""
+        s, p = self.store, self.params
+        kinds = {1: ("source",) + SEMANTIC, 2: ("storyline",), 3: ("macro",)}[p.granularity]
+        states = ["candidate", "active", "core"] + (["archived"] if p.include_archived else [])
+        return s.mask(states, kinds=kinds)
+
+    def score_query(self, q: Query, now: float) -> np.ndarray:
+        """cosine + salience_weight x salience(now) over searchable rows; -inf elsewhere."""
+        s = self.store
+        qv = self.llm.embed_query(q)
+        cos = np.zeros(s.n) if qv is None else s.embedding.astype(np.float64) @ np.asarray(qv, dtype=np.float64)
+        score = cos + self.params.salience_weight * self.salience_at(now)
+        return np.where(self.searchable(), score, -np.inf)
+
+    def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
+        out = []
+        for q in queries:  # sequential: later queries see earlier accesses
+            score = self.score_query(q, now)
+            ids = self.topk(score, q.k)
+            self.access(ids, now)
+            out.append(Ranking(ids.astype(np.int64), score[ids].astype(np.float64)))
+        return out
+
+    def access(self, rows: np.ndarray, now: float) -> None:
+        """002 §Salience Updates + §Transition Rules + spacing effect, for returned rows."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if len(rows) == 0:
+            return
+        s, p = self.store, self.params
+        current = self.salience_at(now)[rows]
+        interval = now - self._last_access()[rows]
+        old = s["last_recall_interval"][rows]
+        g = s["decay_gradient"][rows]
+        s["decay_gradient"][rows] = np.where(interval > old, g + p.spacing_longer,
+                                             np.where(interval < old, g - p.spacing_shorter, g))
+        s["last_recall_interval"][rows] = interval
+        s["access_count"][rows] += 1
+        s["recall_frequency"][rows] += 1
+        s["last_access"][rows] = now
+        boosted = np.minimum(p.salience_cap, current + p.access_boost)
+        boosted = np.where(s["ttl"][rows] == TTL_CODE["keep_forever"], 1.0, boosted)
+        s["salience"][rows] = boosted
+        s["salience0"][rows] = boosted
+        core = s["access_count"][rows] >= p.core_retrievals
+        for r, is_core in zip(rows.tolist(), core.tolist()):
+            if s["owner"][r]:
+                continue
+            self._set_state([r], "core" if is_core else "active", now)
+
+    # -- maintenance ------------------------------------------------------------------------
+    def maintain(self, now: float, jobs: Sequence[str]) -> list[Outcome]:
+        out: list[Outcome] = []
+        for job in jobs:
+            if job == "nightly":
+                out.extend(self.nightly_decay(now))
+                out.extend(self.consolidate_episodic(now))
+                out.extend(self.refresh_descriptions(now))
+                out.extend(self.promote_storylines(now))
+                out.extend(self.refresh_storylines(now))
+            elif job == "weekly":
+                out.extend(self.promote_macros(now))
+                out.extend(self.refresh_macros(now))
+        return out
+
+    def nightly_decay(self, now: float) -> list[Outcome]:
+        """002 §Offline/Nightly Decay Job + §TTL Policy Table.
+
+        closed_form: stored salience := salience_0 exp(-rate days_unused) (no compounding);
+        nightly: salience *= exp(-rate days_since(last_accessed_at or created_at)) (compounds).
+        keep_forever: salience 1.0, never archived. ephemeral: archived at its deadline.
+        decay: archived when salience < 0.01."""
+        s, p = self.store, self.params
+        live = s.mask(["candidate", "active", "core", "archived"])
+        if self.params.decay_mode == "closed_form":
+            s["salience"][live] = self.salience_at(now)[live]
+        else:
+            days = np.maximum(now - self._last_access(), 0.0)
+            s["salience"][live] = s["salience"][live] * np.exp(-self.rates()[live] * days[live])
+        forever = s["ttl"] == TTL_CODE["keep_forever"]
+        s["salience"][forever & live] = 1.0
+        s["salience0"][forever & live] = 1.0
+        age = now - s["created"]
+        episodic = s["kind"] == s.kind_code("source")
+        deadline = np.where(episodic, p.ephemeral_episodic_days, p.ephemeral_semantic_days)
+        expired = (s["ttl"] == TTL_CODE["ephemeral"]) & (age >= deadline)
+        faded = s["salience"] < p.archive_salience  # decay rules hold under ephemeral too
+        arch = np.flatnonzero(s.mask(["candidate", "active", "core"]) & ~forever & (expired | faded))
+        out = []
+        for r in arch.tolist():
+            s.set_status(r, "archived", now)
+            why = "ephemeral deadline" if expired[r] else f"salience {s['salience'][r]:.4f} < {p.archive_salience}"
+            out.append(Outcome("nightly", "archive", r, why))
+        return out
+
+    def consolidate_episodic(self, now: float) -> list[Outcome]:
+        """002 §Memory Consolidation (trigger 1): Sources older than 7 days with salience
+        < 0.2 are archived after their insight is noted on the nodes they mention."""
+        s, p = self.store, self.params
+        sal = self.salience_at(now)
+        rows = np.flatnonzero(s.mask(["candidate", "active", "core"], kinds=["source"])
+                              & ((now - s["created"]) > p.consolidate_age_days) & (sal < p.consolidate_salience)
+                              & (s["ttl"] != TTL_CODE["keep_forever"]))
+        out = []
+        for r in rows.tolist():
+            for node in self.mentioned_by.get(r, []):
+                if s.status_of(node) != "deleted":
+                    s.add_provenance(node, s.provenance[r], now)
+                    s["is_dirty"][node] = True
+            s.set_status(r, "archived", now)
+            out.append(Outcome("nightly", "archive", r, "episodic source consolidated into its semantic nodes"))
+        return out
+
+    def refresh_descriptions(self, now: float) -> list[Outcome]:
+        """002 §Nightly Description Consolidation: dirty semantic nodes re-embed from their
+        latest note."""
+        s = self.store
+        rows = np.flatnonzero(s["is_dirty"] & s.mask(["candidate", "active", "core", "archived"], kinds=SEMANTIC))
+        out = []
+        for r in rows.tolist():
+            notes = self.notes.get(r)
+            if notes:
+                latest = notes[-1]
+                vecs, ok = self._embed([latest], [f"node:{r}:{len(notes)}"])
+                if ok[0]:
+                    s.embedding[r] = (vecs[0] / np.linalg.norm(vecs[0])).astype(np.float32)
+                    s.text[r] = f"{latest.subject} {latest.key} {latest.value}"
+                    s.claim[r] = latest
+            s["is_dirty"][r] = False
+            s["updated"][r] = now
+        if len(rows):
+            out.append(Outcome("nightly", "synthesize", -1, f"{len(rows)} node descriptions refreshed"))
+        return out
+
+    def _centroid(self, rows: Sequence[int]) -> np.ndarray:
+        v = self.store.embedding[list(rows)].astype(np.float64).mean(axis=0)
+        n = np.linalg.norm(v)
+        return v / n if n > 1e-9 else self.store.embedding[rows[0]].astype(np.float64)
+
+    def storyline_candidates(self, now: float) -> np.ndarray:
+        """002 §Nightly Storyline Promotion: semantic anchors with source_count >= 5, state
+        active/core, distinct_source_days >= 3, first mention > 3 days ago, not has_meso;
+        by source_count descending, at most 100."""
+        s, p = self.store, self.params
+        ok = (s.mask(["active", "core"], kinds=SEMANTIC) & (s["source_count"] >= p.storyline_min_sources)
+              & (s["distinct_days"] >= p.storyline_min_days)
+              & ((now - s["first_mentioned"]) > p.storyline_min_age_days) & ~s["has_meso"])
+        rows = np.flatnonzero(ok)
+        order = np.lexsort((rows, -s["source_count"][rows]))
+        return rows[order][: p.storyline_limit]
+
+    def promote_storylines(self, now: float) -> list[Outcome]:
+        s = self.store
+        out = []
+        for anchor in self.storyline_candidates(now).tolist():
+            sources = [r for r in self.mentions.get(anchor, []) if s.status_of(r) != "deleted"]
+            if not sources:
+                continue
+            text = self.llm.summarize([s.text[r] for r in sources], key=f"storyline:{anchor}")
+            prov = set().union(*(s.provenance[r] for r in sources))
+            row = int(s.add(now, self._centroid(sources), texts=[text], claims=[s.claim[anchor]],
+                            provenance=[prov], status="active", kind="storyline", anchor=anchor,
+                            source_count=len(sources), last_source_at=float(max(s["created"][sources])),
+                            first_mentioned=s["first_mentioned"][anchor])[0])
+            self.includes[row] = list(sources)
+            self.storylines_of.setdefault(anchor, []).append(row)
+            s["has_meso"][anchor] = True
+            out.append(Outcome("nightly", "synthesize", row, f"storyline about node {anchor}"))
+        return out
+
+    def refresh_storylines(self, now: float) -> list[Outcome]:
+        """002 §Nightly Storyline Refresh: dirty active/core storylines with a source in the
+        last 90 days are re-summarized from their last 10 sources and re-embedded."""
+        s, p = self.store, self.params
+        rows = np.flatnonzero(s["is_dirty"] & s.mask(["active", "core"], kinds=["storyline"])
+                              & (s["last_source_at"] > now - p.storyline_attach_days))
+        rows = rows[np.lexsort((rows, -s["source_count"][rows]))][: p.storyline_limit]
+        out = []
+        for st in rows.tolist():
+            recent = self.includes[st][-p.storyline_refresh_sources:]
+            s.text[st] = self.llm.summarize([s.text[st]] + [s.text[r] for r in recent], key=f"refresh:{st}:{len(self.includes[st])}")
+            s.embedding[st] = self._centroid(self.includes[st]).astype(np.float32)
+            s["is_dirty"][st] = False
+            s["updated"][st] = now
+            out.append(Outcome("nightly", "synthesize", st, "storyline refreshed"))
+        return out
+
+    def macro_candidates(self, now: float) -> list[tuple[int, list[int]]]:
+        """002 §Weekly Macro Promotion: anchors with >= 2 active/core storylines, first
+        mention > 30 days ago, not has_macro; by storyline count descending, at most 50."""
+        s, p = self.store, self.params
+        live = set(s.statuses.codes(["active", "core"]).tolist())
+        found = []
+        for anchor, sts in self.storylines_of.items():
+            sts = [st for st in sts if int(s["status"][st]) in live]
+            if (len(sts) >= p.macro_min_storylines and now - s["first_mentioned"][anchor] > p.macro_min_age_days
+                    and not s["has_macro"][anchor]):
+                found.append((anchor, sts))
+        found.sort(key=lambda a: (-len(a[1]), a[0]))
+        return found[: p.macro_limit]
+
+    def promote_macros(self, now: float) -> list[Outcome]:
+        s = self.store
+        out = []
+        for anchor, sts in self.macro_candidates(now):
+            text = self.llm.summarize([s.text[st] for st in sts], key=f"macro:{anchor}")
+            prov = set().union(*(s.provenance[st] for st in sts))
+            row = int(s.add(now, self._centroid(sts), texts=[text], claims=[s.claim[anchor]], provenance=[prov],
+                            status="active", kind="macro", anchor=anchor,
+                            source_count=int(sum(s["source_count"][sts])),
+                            last_source_at=float(max(s["last_source_at"][sts])))[0])
+            self.includes[row] = list(sts)
+            for st in sts:
+                self.macros_of.setdefault(st, []).append(row)
+            s["has_macro"][anchor] = True
+            out.append(Outcome("weekly", "synthesize", row, f"macro rooted in node {anchor}"))
+        return out
+
+    def refresh_macros(self, now: float) -> list[Outcome]:
+        """002 §Weekly Macro Refresh: dirty active/core macros re-summarized and re-embedded."""
+        s, p = self.store, self.params
+        rows = np.flatnonzero(s["is_dirty"] & s.mask(["active", "core"], kinds=["macro"]))
+        rows = rows[np.lexsort((rows, -s["source_count"][rows]))][: p.macro_limit]
+        out = []
+        for m in rows.tolist():
+            sts = self.includes[m]
+            s.text[m] = self.llm.summarize([s.text[st] for st in sts], key=f"refresh:{m}:{int(s['source_count'][m])}")
+            s.embedding[m] = self._centroid(sts).astype(np.float32)
+            s["is_dirty"][m] = False
+            s["updated"][m] = now
+            out.append(Outcome("weekly", "synthesize", m, "macro refreshed"))
+        return out
+
+    # -- user actions ---------------------------------------------------------------------------
+    def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
+        """Every node whose provenance holds the episode is deleted (the Source, the semantic
+        nodes, storylines and macros that include it). The owner node has no provenance."""
+        s = self.store
+        out: list[Outcome] = []
+        for f in events:
+            n0 = len(out)
+            for r in s.rows_from(f.episode_id).tolist():
+                if s.status_of(r) != "deleted":
+                    s.set_status(r, "deleted", now)
+                    out.append(Outcome(f.id, "forget", r, s.kinds[int(s["kind"][r])]))
+            if len(out) == n0:
+                out.append(Outcome(f.id, "drop", -1, f"no memory of episode {f.episode_id!r}"))
+        return out
+
+    # -- decay-curve seeding -----------------------------------------------------------------------
+    def plant(self, episode: Episode, now: float) -> int:
+        """Create one node with the claim's attributes (default: a concept node in state
+        candidate with the document's initial values; ``kind=source`` plants a Source, which
+        has no extraction confidence). Claim.confidence is the node's confidence."""
+        if not episode.claims:
+            raise MemsimError(f"cosmo: planted episode {episode.id!r} has no claim")
+        c = episode.claims[0]
+        s, p = self.store, self.params
+        kind = str(c.attr("kind", "concept"))
+        if kind not in ("source",) + SEMANTIC:
+            raise MemsimError(f"cosmo: memory attribute kind={kind!r} is not one of {['source', *SEMANTIC]}")
+        state = str(c.attr("state", "candidate"))
+        if state not in ("candidate", "active", "core", "archived"):
+            raise MemsimError(f"cosmo: memory attribute state={state!r} is not one of candidate, active, core, archived")
+        ttl = self.ttl_of(c)
+
+        def num(name: str, default: float, lo: float | None = None, hi: float | None = None) -> float:
+            v = c.attr(name, default)
+            try:
+                v = float(v)
+            except (TypeError, ValueError):
+                raise MemsimError(f"cosmo: memory attribute {name}={v!r} is not a number") from None
+            if not math.isfinite(v) or (lo is not None and v < lo) or (hi is not None and v > hi):
+                raise MemsimError(f"cosmo: memory attribute {name}={v!r} is outside [{lo}, {hi}]")
+            return v
+
+        salience = 1.0 if ttl == "keep_forever" else num("salience", p.initial_salience, 0.0, 1.0)
+        vecs, ok = self._embed([c], [f"{episode.id}#0"])
+        if not ok[0]:
+            raise MemsimError(f"cosmo: could not embed the planted episode {episode.id!r}")
+        row = int(s.add(now, vecs, texts=[episode.text], claims=[c], provenance=[{episode.id}], status=state,
+                        kind=kind, salience=salience, salience0=salience,
+                        confidence=np.nan if kind == "source" else c.confidence, ttl=TTL_CODE[ttl],
+                        recall_frequency=int(num("recall_frequency", 0, 0)),
+                        access_count=int(num("access_count", 0, 0)),
+                        decay_gradient=num("decay_gradient", p.initial_decay_gradient),
+                        last_recall_interval=num("last_recall_interval", 0.0, 0.0),
+                        first_mentioned=now, last_mentioned=now)[0])
+        self.notes[row] = [c]
+        self.mentioned_by.setdefault(row, [])
+        return row

@@ -1,0 +1,614 @@
+"""Engram (seed 001): episodes stored as they arrive; beliefs only from cold consolidation.
+
+Beliefs carry Beta-Bernoulli confidence ``alpha / (alpha + beta)`` (001 "Bayesian Brain"),
+storage strength ``evidence`` that never decreases, and retrieval strength
+``R(t) = exp(-t / S)`` whose stability S grows with spaced retrievals (001 §Belief Lifecycle
+7). The consolidation cycle (001 §How It Works 1-6) clusters new episodes, synthesizes one
+candidate belief per cluster, matches it against active beliefs (reinforce > 0.92,
+four-way classification in [0.70, 0.92], novel below 0.70), then runs the rule-based
+revision / split / merge / archival gates, within a per-cycle budget whose unfinished
+work carries over. Choices the document leaves open are Params fields, explained in
+docs/policies/engram.md.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from memsim.errors import MemsimError
+from memsim.events import Claim, Episode, Forget, Query
+from memsim.llm import CONTRADICTS, PARTIAL, SUPPORTS
+from memsim.params import Params, param
+from memsim.policy import Job, Outcome, Policy, Ranking
+from memsim.store import Statuses
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case alphanumeric runs: ``"owner.city"`` -> ``["owner", "city"]``."""
+    return _TOKEN.findall(text.lower())
+
+
+def retrieval_strength(t_days: np.ndarray, stability: np.ndarray) -> np.ndarray:
+    """001 §Belief Lifecycle 7: ``R(t) = exp(-t / S)``, t and S in days."""
+    return np.exp(-np.asarray(t_days, dtype=np.float64) / np.asarray(stability, dtype=np.float64))
+
+
+def updated_stability(stability: np.ndarray, hours_since_last: np.ndarray, bonus: float,
+                      cap: float) -> np.ndarray:
+    """001 §Belief Lifecycle 7: ``S *= 1 + bonus * ln(1 + hours/24)``, capped at ``cap`` days."""
+    s = np.asarray(stability, dtype=np.float64) * (
+        1.0 + bonus * np.log1p(np.asarray(hours_since_last, dtype=np.float64) / 24.0))
+    return np.minimum(s, cap)
+
+
+def belief_score(confidence: np.ndarray, cosine: np.ndarray, r: np.ndarray, bm25: np.ndarray,
+                 w_sim: float, w_r: float, w_bm25: float) -> np.ndarray:
+    """001 §Architecture Decisions: ``0.5 * (confidence * vectorSim) + 0.3 * R + 0.2 * bm25``."""
+    return w_sim * (confidence * cosine) + w_r * r + w_bm25 * bm25
+
+
+@dataclass(frozen=True)
+class EngramParams(Params):
+    """Every BELIEF_CONFIG constant of 001 §Configuration, plus documented choices."""
+
+    episode_threshold: int = param(20, lo=1, doc="001 §Configuration EPISODE_THRESHOLD")
+    min_cluster_size: int = param(3, lo=1, doc="001 §Configuration MIN_CLUSTER_SIZE")
+    cluster_similarity: float = param(0.70, lo=-1.0, hi=1.0, doc="001 §Configuration CLUSTER_SIMILARITY_THRESHOLD")
+    reinforce_threshold: float = param(0.92, lo=-1.0, hi=1.0, doc="001 §Configuration REINFORCE_THRESHOLD (strict >)")
+    related_threshold: float = param(0.70, lo=-1.0, hi=1.0, doc="001 §Configuration RELATED_THRESHOLD (>= classifies; choice)")
+    min_confidence_for_recall: float = param(0.4, lo=0.0, hi=1.0, doc="001 §Configuration MIN_CONFIDENCE_FOR_RECALL (>=)")
+    revision_confidence: float = param(0.4, lo=0.0, hi=1.0, doc="001 §Belief Lifecycle 4 REVISION_CONFIDENCE_THRESHOLD (<)")
+    revision_prior_confidence: float = param(0.5, lo=0.0, hi=1.0, doc="001 §Belief Lifecycle 4 'previously above 0.5' (>)")
+    revision_min_contradictions: int = param(3, lo=0, doc="001 §Belief Lifecycle 4 (>=)")
+    revision_min_evidence: int = param(5, lo=0, doc="001 §Belief Lifecycle 4 (>=)")
+    archive_confidence: float = param(0.3, lo=0.0, hi=1.0, doc="001 §Configuration ARCHIVE_CONFIDENCE_THRESHOLD (<)")
+    split_min_contradictions: int = param(3, lo=0, doc="001 §Configuration SPLIT_MIN_CONTRADICTIONS (>=)")
+    split_min_supports: int = param(3, lo=0, doc="001 §Configuration SPLIT_MIN_SUPPORTS (>=)")
+    split_min_partial: int = param(2, lo=0, doc="001 §Configuration SPLIT_MIN_PARTIAL_COUNT (>=)")
+    split_min_evidence: int = param(5, lo=0, doc="001 §Configuration SPLIT_MIN_EVIDENCE (>=)")
+    merge_min_similarity: float = param(0.92, lo=-1.0, hi=1.0, doc="001 §Configuration MERGE_MIN_SIMILARITY (>)")
+    merge_min_confidence: float = param(0.6, lo=0.0, hi=1.0, doc="001 §Configuration MERGE_MIN_CONFIDENCE (>)")
+    merge_cooldown_days: float = param(7.0, lo=0.0, doc="001 §Configuration MERGE_COOLDOWN_DAYS (days since update >=)")
+    merges_per_cycle: int = param(1, lo=0, doc="001 §Belief Lifecycle 6 'only one pair per cycle'")
+    archive_stale_days: float = param(90.0, lo=0.0, doc="001 §Configuration ARCHIVE_STALE_DAYS (>=; choice)")
+    archive_min_evidence: int = param(5, lo=0, doc="001 §Configuration ARCHIVE_MIN_EVIDENCE (<)")
+    max_belief_bites: int = param(2, lo=0, doc="001 §Configuration MAX_BELIEF_BITES")
+    max_clusters_per_cycle: int = param(10, lo=1, doc="001 §Configuration MAX_CLUSTERS_PER_CYCLE")
+    max_classifications: int = param(5, lo=1, doc="001 §Configuration MAX_CLASSIFICATIONS_PER_CLUSTER")
+    cycle_budget_s: float = param(120.0, lo=0.0, doc="001 §Configuration MAX_CYCLE_BUDGET_MS / 1000")
+    call_seconds: float = param(10.0, lo=0.0, lo_open=True,
+                                doc="001 §Configuration PER_CALL_TIMEOUT_MS: modelled time per LLM call (choice: every call takes its timeout)")
+    cycle_every_days: float = param(1.0 / 6.0, lo=0.0, lo_open=True, doc="001 §How It Works: the 4-hour cold cycle")
+    initial_stability: float = param(7.0, lo=0.0, lo_open=True, doc="001 §Belief Lifecycle 7: S at creation (choice; not given)")
+    stability_bonus: float = param(0.1, lo=0.0, doc="001 §Belief Lifecycle 7: S *= 1 + 0.1 ln(1 + h/24)")
+    stability_cap: float = param(365.0, lo=0.0, lo_open=True, doc="001 §Belief Lifecycle 7: capped at 365 days")
+    w_similarity: float = param(0.5, lo=0.0, doc="001 §Architecture Decisions: 0.5 x (confidence x vectorSim)")
+    w_retrieval: float = param(0.3, lo=0.0, doc="001 §Architecture Decisions: 0.3 x retrievalStrength")
+    w_bm25: float = param(0.2, lo=0.0, doc="001 §Architecture Decisions: 0.2 x bm25Score")
+    episode_w_similarity: float = param(0.5, lo=0.0, doc="choice: episode bites = 0.5 cos + 0.3 R (001 leaves episode scoring to handleMemoryRecall)")
+    episode_w_retrieval: float = param(0.3, lo=0.0, doc="choice: see episode_w_similarity")
+    prior_alpha: float = param(1.0, lo=0.0, lo_open=True, doc="001 §Belief Lifecycle 1: alpha=1 (uniform prior)")
+    prior_beta: float = param(1.0, lo=0.0, lo_open=True, doc="001 §Belief Lifecycle 1: beta=1 (uniform prior)")
+    forget_deletes_beliefs: bool = param(True, doc="choice: forgetting an episode deletes beliefs whose evidence holds it")
+
+
+class Engram(Policy):
+    """Engram's dual episodic/semantic memory (seed 001). See the module docstring."""
+
+    Params: ClassVar[type[Params]] = EngramParams
+    statuses: ClassVar[Statuses] = Statuses(
+        ("active", "revised", "split", "merged", "archived", "deleted"),
+        terminal=frozenset({"deleted"}), retrievable=frozenset({"active"}))
+    kinds: ClassVar[tuple[str, ...]] = ("episode", "belief")
+    schedule: ClassVar[tuple[Job, ...]] = (Job("consolidate", 1.0 / 6.0),)
+    curve_attributes: ClassVar[frozenset[str]] = frozenset(
+        {"alpha", "beta", "stability", "belief_confidence", "evidence_count"})
+
+    params: EngramParams
+
+    # -- set-up -----------------------------------------------------------------
+    def setup(self) -> None:
+        p = self.params
+        if abs(p.cycle_every_days - 1.0 / 6.0) > 1e-12:
+            # the schedule is a class attribute the runner reads; keep it per instance
+            self.schedule = (Job("consolidate", p.cycle_every_days),)
+        s = self.store
+        s.add_column("alpha", np.float64, p.prior_alpha)
+        s.add_column("beta", np.float64, p.prior_beta)
+        s.add_column("stability", np.float64, p.initial_stability)
+        s.add_column("evidence", np.int64, 0)          # storage strength: never decreases
+        s.add_column("n_support", np.int64, 0)          # supporting episodes
+        s.add_column("n_contra", np.int64, 0)           # contradicting episodes
+        s.add_column("n_partial", np.int64, 0)          # PARTIAL classifications
+        s.add_column("last_reinforced", np.float64, np.nan)
+        s.add_column("peak_confidence", np.float64, 0.0)  # highest confidence ever held
+        s.add_column("parent", np.int64, -1)            # parent_belief_id (revision / split)
+        self.fields: dict[int, tuple[str, str, str, str]] = {}  # subject, predicate, context, timeframe
+        self.evidence_rows: dict[int, dict[str, list[int]]] = {}  # belief -> {"support"/"contra"/"partial": episode rows}
+        self.episode_row_of: dict[str, list[int]] = {}
+        self.arrivals: list[int] = []       # episode rows in arrival order
+        self.arrival_episodes: list[str] = []  # the episode id of each arrival row
+        self.checkpoint = 0                 # arrivals[:checkpoint] have been read by a cycle
+        self.queue: list[tuple[int, ...]] = []  # clusters read but not yet processed (budget carry-over)
+        self.cycles = 0
+        self._bm25_cache: tuple[tuple[int, ...], Any] | None = None
+
+    @property
+    def call_budget(self) -> int:
+        """The 2-minute cycle budget as a number of LLM calls (120 s / 10 s = 12)."""
+        return int(math.floor(self.params.cycle_budget_s / self.params.call_seconds + 1e-9))
+
+    # -- ingest: episodes stored as they arrive -------------------------------------
+    def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
+        out: list[Outcome] = []
+        for ep in episodes:
+            out.extend(self._ingest_one(ep, now))
+        return out
+
+    def _claims_of(self, ep: Episode) -> tuple[Claim, ...]:
+        claims = self.llm.extract(ep)
+        if not claims:  # extraction failed: keep the episode as a text-only bite
+            claims = (Claim(key="", value=ep.text),)
+        return tuple(claims)
+
+    def _embed_claims(self, claims: Sequence[Claim], keys: Sequence[str], texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Claim vectors; where the claims embedder fails, the text embedder; ok mask."""
+        emb = self.llm.embed(list(claims), keys=list(keys))
+        vecs = np.array(emb.vectors, dtype=np.float64, copy=True)
+        ok = np.array(emb.ok, dtype=bool, copy=True)
+        if not ok.all():
+            bad = np.flatnonzero(~ok)
+            retry = self.llm.embed([texts[i] for i in bad], keys=[keys[i] + ":text" for i in bad])
+            vecs[bad] = retry.vectors
+            ok[bad] = retry.ok
+        return vecs, ok
+
+    def _ingest_one(self, ep: Episode, now: float) -> list[Outcome]:
+        claims = self._claims_of(ep)
+        keys = [f"{ep.id}#{i}" for i in range(len(claims))]
+        vecs, ok = self._embed_claims(claims, keys, [ep.text] * len(claims))
+        out: list[Outcome] = []
+        keep = np.flatnonzero(ok)
+        for i in np.flatnonzero(~ok):
+            out.append(Outcome(ep.id, "drop", -1, f"claim {i}: embedding failed"))
+        if len(keep) == 0:
+            return out
+        rows = self.store.add(now, vecs[keep], texts=[ep.text] * len(keep), claims=[claims[i] for i in keep],
+                              provenance=[{ep.id}] * len(keep), status="active", kind="episode",
+                              last_reinforced=now, evidence=1)
+        for r in rows.tolist():
+            self.arrivals.append(r)
+            self.arrival_episodes.append(ep.id)
+            self.episode_row_of.setdefault(ep.id, []).append(r)
+            out.append(Outcome(ep.id, "create", r, "episode"))
+        return out
+
+    # -- confidence / strength ----------------------------------------------------
+    def confidence(self, rows: Any = None) -> np.ndarray:
+        """001 §Architecture Decisions: ``alpha / (alpha + beta)``."""
+        a, b = self.store["alpha"], self.store["beta"]
+        if rows is not None:
+            a, b = a[rows], b[rows]
+        return a / (a + b)
+
+    def _since_access(self, now: float) -> np.ndarray:
+        s = self.store
+        last = np.where(np.isnan(s["last_access"]), s["created"], s["last_access"])
+        return np.maximum(now - last, 0.0)
+
+    def strength(self, now: float) -> np.ndarray:
+        """R(t) = exp(-t/S) for every row (beliefs and episode bites alike), t from the last
+        access or creation."""
+        return retrieval_strength(self._since_access(now), self.store["stability"])
+
+    # -- recall ------------------------------------------------------------------
+    def _bm25_scores(self, belief_rows: np.ndarray, tokens: list[str]) -> np.ndarray:
+        """BM25 (rank_bm25 Okapi) of ``tokens`` against the texts of ``belief_rows``,
+        clipped at 0 and divided by the query's best score (so in [0, 1])."""
+        if len(belief_rows) == 0 or not tokens:
+            return np.zeros(len(belief_rows))
+        key = tuple(belief_rows.tolist())
+        if self._bm25_cache is None or self._bm25_cache[0] != key:
+            from rank_bm25 import BM25Okapi
+            corpus = [tokenize(self.store.text[r]) or ["_"] for r in key]
+            self._bm25_cache = (key, BM25Okapi(corpus))
+        raw = np.maximum(np.asarray(self._bm25_cache[1].get_scores(tokens), dtype=np.float64), 0.0)
+        top = raw.max()
+        return raw / top if top > 0 else np.zeros_like(raw)
+
+    def score_query(self, q: Query, now: float) -> tuple[np.ndarray, np.ndarray]:
+        """(belief scores, episode scores) over all rows; -inf where not eligible."""
+        p, s = self.params, self.store
+        n = s.n
+        qv = self.llm.embed_query(q)
+        cos = np.zeros(n) if qv is None else s.embedding.astype(np.float64) @ np.asarray(qv, dtype=np.float64)
+        r = self.strength(now)
+        conf = self.confidence()
+        active = s.mask(["active"])
+        is_belief = s["kind"] == s.kind_code("belief")
+        b_ok = active & is_belief & (conf >= p.min_confidence_for_recall)
+        b_rows = np.flatnonzero(b_ok)
+        bm = np.zeros(n)
+        bm[b_rows] = self._bm25_scores(b_rows, tokenize(q.text))
+        b_score = np.where(b_ok, belief_score(conf, cos, r, bm, p.w_similarity, p.w_retrieval, p.w_bm25), -np.inf)
+        e_ok = active & ~is_belief
+        e_score = np.where(e_ok, p.episode_w_similarity * cos + p.episode_w_retrieval * r, -np.inf)
+        return b_score, e_score
+
+    def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
+        out = []
+        for q in queries:  # sequential: a query sees the accesses of the ones before it
+            b_score, e_score = self.score_query(q, now)
+            beliefs = self.topk(b_score, min(self.params.max_belief_bites, q.k))
+            episodes = self.topk(e_score, q.k)
+            cand = np.concatenate([beliefs, episodes])
+            scores = np.concatenate([b_score[beliefs], e_score[episodes]])
+            order = np.lexsort((cand, -scores))[: q.k]
+            ids, sc = cand[order], scores[order]
+            self._access(ids, now)
+            out.append(Ranking(ids.astype(np.int64), sc.astype(np.float64)))
+        return out
+
+    def _access(self, rows: np.ndarray, now: float) -> None:
+        """001 §Belief Lifecycle 7: each retrieval raises S by the spacing bonus."""
+        if len(rows) == 0:
+            return
+        s, p = self.store, self.params
+        hours = self._since_access(now)[rows] * 24.0
+        s["stability"][rows] = updated_stability(s["stability"][rows], hours, p.stability_bonus, p.stability_cap)
+        s["last_access"][rows] = now
+        s["access_count"][rows] += 1
+
+    # -- beliefs -------------------------------------------------------------------
+    @staticmethod
+    def belief_text(c: Claim) -> str:
+        if not c.key:
+            return c.value
+        return f"{c.subject} {c.key.replace('.', ' ').replace('_', ' ')} {c.value}"
+
+    def _new_belief(self, claim: Claim, vec: np.ndarray, now: float, evidence_rows: dict[str, list[int]],
+                    alpha: float | None = None, beta: float | None = None, parent: int = -1,
+                    stability: float | None = None) -> int:
+        p = self.params
+        eps = sorted({e for r in evidence_rows.get("support", []) + evidence_rows.get("contra", [])
+                      + evidence_rows.get("partial", []) for e in self.store.provenance[r]})
+        n_ev = sum(len(v) for v in evidence_rows.values())
+        a = p.prior_alpha if alpha is None else alpha
+        b = p.prior_beta if beta is None else beta
+        row = int(self.store.add(now, vec, texts=[self.belief_text(claim)], claims=[claim], provenance=[eps],
+                                 status="active", kind="belief", alpha=a, beta=b,
+                                 stability=p.initial_stability if stability is None else stability,
+                                 evidence=n_ev, n_support=len(evidence_rows.get("support", [])),
+                                 n_contra=len(evidence_rows.get("contra", [])),
+                                 last_reinforced=now, peak_confidence=a / (a + b), parent=parent)[0])
+        self.fields[row] = (claim.subject, claim.key, str(claim.attr("context", claim.topic)),
+                            str(claim.attr("timeframe", "")))
+        self.evidence_rows[row] = {k: list(v) for k, v in evidence_rows.items()}
+        return row
+
+    def _add_evidence(self, belief: int, kind: str, rows: Sequence[int], now: float) -> None:
+        s = self.store
+        ev = self.evidence_rows.setdefault(belief, {})
+        ev.setdefault(kind, []).extend(rows)
+        s["evidence"][belief] += len(rows)
+        if kind == "support":
+            s["alpha"][belief] += 1.0
+            s["n_support"][belief] += len(rows)
+            s["last_reinforced"][belief] = now
+        elif kind == "contra":
+            s["beta"][belief] += 1.0
+            s["n_contra"][belief] += len(rows)
+        else:
+            s["n_partial"][belief] += 1
+        s["updated"][belief] = now
+        s["peak_confidence"][belief] = max(s["peak_confidence"][belief], self.confidence([belief])[0])
+        s.add_provenance(belief, {e for r in rows for e in s.provenance[r]}, now)
+
+    # -- consolidation --------------------------------------------------------------
+    def cluster(self, rows: Sequence[int]) -> list[tuple[int, ...]]:
+        """Greedy leader clustering in arrival order: a row joins the most similar leader
+        with cosine >= cluster_similarity, else leads a new cluster. Clusters smaller than
+        min_cluster_size are dropped; the rest are ordered largest first (ties: earlier leader)."""
+        p = self.params
+        emb = self.store.embedding
+        leaders: list[int] = []
+        members: list[list[int]] = []
+        for r in rows:
+            if leaders:
+                sims = emb[leaders].astype(np.float64) @ emb[r].astype(np.float64)
+                j = int(np.argmax(sims))
+                if sims[j] >= p.cluster_similarity:
+                    members[j].append(r)
+                    continue
+            leaders.append(r)
+            members.append([r])
+        big = [tuple(m) for m in members if len(m) >= p.min_cluster_size]
+        order = sorted(range(len(big)), key=lambda i: (-len(big[i]), big[i][0]))
+        return [big[i] for i in order]
+
+    def maintain(self, now: float, jobs: Sequence[str]) -> list[Outcome]:
+        out: list[Outcome] = []
+        for job in jobs:
+            if job == "consolidate":
+                out.extend(self.consolidate(now))
+        return out
+
+    def consolidate(self, now: float) -> list[Outcome]:
+        """One cold cycle (001 §How It Works 1-6), budget-capped with carry-over."""
+        p, s = self.params, self.store
+        ev = "consolidate"
+        new = len(set(self.arrival_episodes[self.checkpoint:]))
+        if new < p.episode_threshold and not self.queue:
+            return [Outcome(ev, "skip", -1, f"{new} new episodes < {p.episode_threshold}")]
+        self.cycles += 1
+        out: list[Outcome] = []
+        if new >= p.episode_threshold:
+            live = [r for r in self.arrivals[self.checkpoint:] if s.status_of(r) == "active"]
+            self.queue.extend(self.cluster(live))
+            self.checkpoint = len(self.arrivals)
+        affected: set[int] = set()
+        calls = 0
+        done = 0
+        while self.queue and done < p.max_clusters_per_cycle and calls < self.call_budget:
+            cluster = tuple(r for r in self.queue.pop(0) if s.status_of(r) == "active")
+            done += 1
+            if len(cluster) < p.min_cluster_size:  # members forgotten since clustering
+                out.append(Outcome(ev, "drop", -1, "cluster shrank below the minimum size"))
+                continue
+            used, outs, rows = self._process_cluster(cluster, now)
+            calls += used
+            out.extend(outs)
+            affected.update(rows)
+        if self.queue:
+            out.append(Outcome(ev, "skip", -1, f"budget: {len(self.queue)} clusters carried to the next cycle"))
+        out.extend(self._gates(sorted(affected), now))
+        return out
+
+    def _process_cluster(self, cluster: tuple[int, ...], now: float) -> tuple[int, list[Outcome], set[int]]:
+        """Synthesize, embed and match one cluster. Returns (LLM calls, outcomes, affected)."""
+        p, s = self.params, self.store
+        ev = "consolidate"
+        key = f"cluster:{min(s.provenance[cluster[0]])}:{cluster[0]}"
+        claim = self.llm.synthesize([s.claim[r] for r in cluster], key=key)
+        calls = 1
+        vecs, ok = self._embed_claims([claim], [key], [self.belief_text(claim)])
+        if not ok[0]:
+            return calls, [Outcome(ev, "drop", -1, "candidate belief: embedding failed")], set()
+        v = vecs[0]
+        active_beliefs = np.flatnonzero(s.mask(["active"], kinds=["belief"]))
+        sims = s.embedding[active_beliefs].astype(np.float64) @ v if len(active_beliefs) else np.zeros(0)
+        band = self.match_band(float(sims.max()) if len(sims) else -1.0)
+        rows = list(cluster)
+        if band == "reinforce":
+            b = int(active_beliefs[int(np.argmax(sims))])
+            self._add_evidence(b, "support", rows, now)
+            return calls, [Outcome(ev, "reinforce", b, f"cosine {sims.max():.3f} > {p.reinforce_threshold}")], {b}
+        if band == "classify":
+            related = np.flatnonzero(sims >= p.related_threshold)
+            order = related[np.lexsort((active_beliefs[related], -sims[related]))][: p.max_classifications]
+            targets = [int(active_beliefs[i]) for i in order]
+            replies = self.llm.classify(claim, [s.claim[b] for b in targets], answer="relation", key=key)
+            calls += len(targets)
+            if isinstance(replies, str):
+                replies = [replies]
+            outs: list[Outcome] = []
+            for b, reply in zip(targets, list(replies) + [""] * (len(targets) - len(replies))):
+                kind = {SUPPORTS: "support", CONTRADICTS: "contra", PARTIAL: "partial"}.get(reply)
+                if kind is None:  # IRRELEVANT, or an invalid reply counted as IRRELEVANT
+                    outs.append(Outcome(ev, "skip", b, f"classified {reply!r}: counted as IRRELEVANT"))
+                    continue
+                self._add_evidence(b, kind, rows, now)
+                action = {"support": "reinforce", "contra": "weaken", "partial": "link"}[kind]
+                outs.append(Outcome(ev, action, b, f"classified {reply}"))
+            return calls, outs, set(targets)
+        b = self._new_belief(claim, v, now, {"support": rows})
+        return calls, [Outcome(ev, "create", b, "novel belief")], {b}
+
+    def match_band(self, best_similarity: float) -> str:
+        """001 §How It Works 4: "reinforce" above 0.92, "classify" in [0.70, 0.92], else "novel"."""
+        p = self.params
+        if best_similarity > p.reinforce_threshold:
+            return "reinforce"
+        if best_similarity >= p.related_threshold:
+            return "classify"
+        return "novel"
+
+    # -- the rule-based gates (001 §Belief Lifecycle 4-8) ----------------------------
+    def should_revise(self, row: int) -> bool:
+        p, s = self.params, self.store
+        return bool(self.confidence([row])[0] < p.revision_confidence
+                    and s["peak_confidence"][row] > p.revision_prior_confidence
+                    and s["n_contra"][row] >= p.revision_min_contradictions
+                    and s["evidence"][row] >= p.revision_min_evidence)
+
+    def should_split(self, row: int) -> bool:
+        p, s = self.params, self.store
+        return bool(s["n_contra"][row] >= p.split_min_contradictions
+                    and s["n_support"][row] >= p.split_min_supports
+                    and s["n_partial"][row] >= p.split_min_partial
+                    and s["evidence"][row] >= p.split_min_evidence)
+
+    def archive_mask(self, now: float, exempt: Sequence[int] = ()) -> np.ndarray:
+        """Active beliefs to archive (001 §Belief Lifecycle 8): confidence < 0.3, or not
+        reinforced for >= 90 days with evidence < 5. Beliefs reinforced (or created) in this
+        cycle, ``exempt``, are not evaluated (001 §How It Works 6)."""
+        p, s = self.params, self.store
+        active = s.mask(["active"], kinds=["belief"])
+        active[list(exempt)] = False
+        conf = self.confidence()
+        stale = ((now - s["last_reinforced"]) >= p.archive_stale_days) & (s["evidence"] < p.archive_min_evidence)
+        return active & ((conf < p.archive_confidence) | stale)
+
+    def merge_pair(self, now: float) -> tuple[int, int] | None:
+        """The most similar pair of active beliefs passing the merge gate, or None:
+        cosine > 0.92, same scope (subject), both confidence > 0.6, both unchanged for
+        >= 7 days. Returns (survivor, absorbed): the survivor has more evidence."""
+        p, s = self.params, self.store
+        conf = self.confidence()
+        rows = np.flatnonzero(s.mask(["active"], kinds=["belief"]) & (conf > p.merge_min_confidence)
+                              & ((now - s["updated"]) >= p.merge_cooldown_days))
+        if len(rows) < 2:
+            return None
+        e = s.embedding[rows].astype(np.float64)
+        sim = e @ e.T
+        scope = np.array([self.fields.get(int(r), ("",))[0] for r in rows], dtype=object)
+        ok = (sim > p.merge_min_similarity) & (scope[:, None] == scope[None, :])
+        ok &= np.triu(np.ones_like(ok, dtype=bool), 1)
+        if not ok.any():
+            return None
+        cand = np.argwhere(ok)
+        best = cand[np.lexsort((cand[:, 1], cand[:, 0], -sim[cand[:, 0], cand[:, 1]]))[0]]
+        a, b = int(rows[best[0]]), int(rows[best[1]])
+        if s["evidence"][b] > s["evidence"][a]:
+            a, b = b, a
+        return a, b
+
+    def _gates(self, affected: Sequence[int], now: float) -> list[Outcome]:
+        s, p = self.store, self.params
+        ev = "consolidate"
+        out: list[Outcome] = []
+        for b in affected:
+            if s.status_of(b) != "active":
+                continue
+            if self.should_revise(b):
+                out.extend(self._revise(b, now))
+            elif self.should_split(b):
+                out.extend(self._split(b, now))
+        for _ in range(p.merges_per_cycle):
+            pair = self.merge_pair(now)
+            if pair is None:
+                break
+            keep, gone = pair
+            self._absorb(keep, gone, now)
+            out.append(Outcome(ev, "merge", gone, f"merged into belief {keep}"))
+        reinforced = np.flatnonzero(s["last_reinforced"] == now).tolist()
+        for b in np.flatnonzero(self.archive_mask(now, reinforced)).tolist():
+            s.set_status(b, "archived", now)
+            out.append(Outcome(ev, "archive", b, f"confidence {self.confidence([b])[0]:.3f}, "
+                                               f"evidence {int(s['evidence'][b])}"))
+        self._bm25_cache = None
+        return out
+
+    def _all_evidence(self, b: int) -> list[int]:
+        ev = self.evidence_rows.get(b, {})
+        return [r for k in ("support", "contra", "partial") for r in ev.get(k, [])]
+
+    def _revise(self, b: int, now: float) -> list[Outcome]:
+        """Old belief -> revised; a new belief re-synthesized from all evidence, parent link."""
+        s = self.store
+        rows = self._all_evidence(b)
+        key = f"revise:{b}"
+        claim = self.llm.synthesize([s.claim[r] for r in rows], key=key)
+        vecs, ok = self._embed_claims([claim], [key], [self.belief_text(claim)])
+        s.set_status(b, "revised", now)
+        out = [Outcome("consolidate", "supersede", b, "revision gate")]
+        if ok[0]:
+            child = self._new_belief(claim, vecs[0], now, {k: list(v) for k, v in self.evidence_rows[b].items()},
+                                     parent=b)
+            # a fresh hypothesis: uniform prior and fresh gate counters; storage strength kept
+            for col in ("n_support", "n_contra", "n_partial"):
+                s[col][child] = 0
+            out.append(Outcome("consolidate", "synthesize", child, f"revision of belief {b}"))
+        return out
+
+    def _split(self, b: int, now: float) -> list[Outcome]:
+        """Original -> split; one child belief per context of its evidence (the claim's
+        ``context`` attr, else its (key, value))."""
+        s = self.store
+        groups: dict[str, list[int]] = {}
+        for r in self._all_evidence(b):
+            c = s.claim[r]
+            ctx = str(c.attr("context")) if c is not None and c.attr("context") is not None else (
+                f"{c.key}={c.value}" if c is not None else "")
+            groups.setdefault(ctx, []).append(r)
+        s.set_status(b, "split", now)
+        out = [Outcome("consolidate", "supersede", b, f"split gate: {len(groups)} contexts")]
+        for i, (ctx, rows) in enumerate(sorted(groups.items())):
+            key = f"split:{b}:{i}"
+            claim = self.llm.synthesize([s.claim[r] for r in rows], key=key)
+            vecs, ok = self._embed_claims([claim], [key], [self.belief_text(claim)])
+            if not ok[0]:
+                continue
+            child = self._new_belief(claim, vecs[0], now, {"support": rows}, parent=b)
+            out.append(Outcome("consolidate", "synthesize", child, f"split child of {b}: {ctx}"))
+        return out
+
+    def _absorb(self, keep: int, gone: int, now: float) -> None:
+        """Survivor takes the absorbed belief's evidence (prior counted once) and provenance."""
+        s, p = self.store, self.params
+        s["alpha"][keep] += s["alpha"][gone] - p.prior_alpha
+        s["beta"][keep] += s["beta"][gone] - p.prior_beta
+        for col in ("evidence", "n_support", "n_contra", "n_partial"):
+            s[col][keep] += s[col][gone]
+        for k, v in self.evidence_rows.get(gone, {}).items():
+            self.evidence_rows.setdefault(keep, {}).setdefault(k, []).extend(v)
+        s["last_reinforced"][keep] = max(s["last_reinforced"][keep], s["last_reinforced"][gone])
+        s["updated"][keep] = now
+        s["peak_confidence"][keep] = max(s["peak_confidence"][keep], self.confidence([keep])[0])
+        s.add_provenance(keep, s.provenance[gone], now)
+        s.set_status(gone, "merged", now)
+
+    # -- user actions -----------------------------------------------------------------
+    def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
+        """The episode's bites are deleted; with forget_deletes_beliefs, so is every belief
+        whose evidence holds the episode (beliefs are views of episodes, 001 §Architecture)."""
+        s = self.store
+        out: list[Outcome] = []
+        belief = s.kind_code("belief")
+        for f in events:
+            rows = s.rows_from(f.episode_id)
+            for r in rows.tolist():
+                if s.status_of(r) == "deleted":
+                    continue
+                if s["kind"][r] == belief and not self.params.forget_deletes_beliefs:
+                    continue
+                s.set_status(r, "deleted", now)
+                out.append(Outcome(f.id, "forget", r, "belief" if s["kind"][r] == belief else "episode"))
+            if not out or out[-1].event != f.id:
+                out.append(Outcome(f.id, "drop", -1, f"no memory of episode {f.episode_id!r}"))
+        self._bm25_cache = None
+        return out
+
+    # -- decay-curve seeding --------------------------------------------------------------
+    def plant(self, episode: Episode, now: float) -> int:
+        """Seed one belief as if a consolidation cycle had produced it from this episode.
+
+        Attributes (``claim.attrs``): alpha, beta (default: prior 1/1), or belief_confidence c
+        (alpha = 2c, beta = 2(1 - c); Claim.confidence is extraction confidence, unused); stability (default ``initial_stability``);
+        evidence_count (default 1)."""
+        claim = episode.claims[0] if episode.claims else self._claims_of(episode)[0]
+        given = dict(claim.attrs)
+        p = self.params
+
+        def num(name: str, default: float, lo: float = 0.0, open_lo: bool = True) -> float:
+            v = given.get(name, default)
+            try:
+                v = float(v)
+            except (TypeError, ValueError):
+                raise MemsimError(f"engram: memory attribute {name}={v!r} is not a number") from None
+            if not math.isfinite(v) or v < lo or (open_lo and v == lo):
+                raise MemsimError(f"engram: memory attribute {name}={v!r} must be {'>' if open_lo else '>='} {lo}")
+            return v
+
+        if "belief_confidence" in given and not ({"alpha", "beta"} & set(given)):
+            c = num("belief_confidence", 0.5)
+            if c >= 1.0:
+                raise MemsimError(f"engram: memory attribute belief_confidence={c!r} must be in (0, 1)")
+            alpha, beta = 2.0 * c, 2.0 * (1.0 - c)
+        else:
+            alpha, beta = num("alpha", p.prior_alpha), num("beta", p.prior_beta)
+        stability = num("stability", p.initial_stability)
+        evidence = int(num("evidence_count", 1.0, open_lo=False))
+        vecs, ok = self._embed_claims([claim], [f"{episode.id}#0"], [episode.text])
+        if not ok[0]:
+            raise MemsimError(f"engram: could not embed the planted episode {episode.id!r}")
+        row = self._new_belief(claim, vecs[0], now, {}, alpha=alpha, beta=beta, stability=stability)
+        self.store.add_provenance(row, {episode.id}, now)
+        self.store["evidence"][row] = evidence
+        return row
