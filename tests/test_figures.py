@@ -1,0 +1,331 @@
+"""Figures: each figure function on small stand-in tables of the documented shapes, the
+palette, the defensive benchmark reader, and the `memsim figures` command (skips missing
+inputs with a notice, writes PNGs)."""
+from __future__ import annotations
+
+import json
+import math
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+
+matplotlib.use("Agg")
+
+from memsim import figures as F  # noqa: E402
+from memsim.errors import MemsimError, UnknownIdError  # noqa: E402
+
+POLICIES = ["keep-all", "recency", "pai", "izzie", "kernle", "engram", "cosmo"]
+SCENARIOS = ["synthetic:steady", "synthetic:churn", "scripted/name-preference", "locomo:/x/locomo-dev.json"]
+
+
+def stand_in_per_query(seed_count: int = 2) -> pd.DataFrame:
+    """A per-query table of the runner/metrics shape, deterministic."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for s in SCENARIOS:
+        for p in POLICIES:
+            for seed in range(seed_count):
+                for q in range(30):
+                    t = float(q * 4 + rng.uniform(0, 3))
+                    rows.append({
+                        "policy": p, "scenario": s, "seed": seed, "query_id": f"q{q}", "time": t,
+                        "group": ("single-hop", "multi-hop", "temporal")[q % 3] if s.startswith("locomo") else "",
+                        "k": 5, "n_units": 1, "returned": 5,
+                        "recall": float(rng.uniform() < 0.3 + 0.08 * POLICIES.index(p)),
+                        "hit": 1.0, "mrr": 0.5, "ndcg": 0.5, "stale": float(rng.uniform(0, 0.4)),
+                        "needed_forgotten": 0.0, "evidence_age": float(rng.uniform(0, 120)),
+                        "footprint": int(10 + q * (3 if p == "keep-all" else 1))})
+    return pd.DataFrame(rows)
+
+
+def stand_in_summary(per_query: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for (s, p), g in per_query.groupby(["scenario", "policy"], sort=False):
+        for m in ("recall", "stale"):
+            mean = float(g[m].mean())
+            rows.append({"scenario": s, "policy": p, "metric": m, "mean": mean, "ci_low": mean - 0.05,
+                         "ci_high": mean + 0.05, "n": len(g), "unit": "queries", "better": "higher"})
+        fp = float(g["footprint"].mean())
+        rows.append({"scenario": s, "policy": p, "metric": "footprint_mean", "mean": fp, "ci_low": fp - 1,
+                     "ci_high": fp + 1, "n": 2, "unit": "runs", "better": "lower"})
+    return pd.DataFrame(rows)
+
+
+def stand_in_curves() -> pd.DataFrame:
+    days = np.arange(0, 121, 1.0)
+    rows = []
+    for p, rate in zip(POLICIES, (0.0, 0.01, math.log(2) / 30, 0.01, 0.02, 0.03, 0.02)):
+        for pat in F.CURVE_PATTERNS:
+            start = 0.0 if p == "kernle" else 0.6
+            s = np.exp(-rate * days) * (0.6 if p == "kernle" else start)
+            if p == "kernle":
+                s[0] = 0.0  # Kernle: log(0 + 1) = 0 at creation
+            rows.append(pd.DataFrame({"policy": p, "pattern": pat, "day": days, "strength": s}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def texts(fig) -> list[str]:
+    out = [t.get_text() for t in fig.texts]
+    if fig._suptitle is not None:
+        out.append(fig._suptitle.get_text())
+    for ax in fig.axes:
+        out += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()]
+        leg = ax.get_legend()
+        if leg is not None:
+            out += [t.get_text() for t in leg.get_texts()]
+    for leg in fig.legends:
+        out += [t.get_text() for t in leg.get_texts()]
+    return out
+
+
+def legend_colors(fig) -> dict[str, str]:
+    """Label -> hex colour of each legend entry, over all legends of the figure."""
+    from matplotlib.colors import to_hex
+    out = {}
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
+    for leg in legends:
+        for h, t in zip(leg.legend_handles, leg.get_texts()):
+            c = h.get_color() if hasattr(h, "get_color") else h.get_facecolor()
+            if hasattr(h, "get_markeredgecolor") and t.get_text() not in F.PALETTE:
+                continue
+            if isinstance(c, np.ndarray) and c.ndim == 2:
+                c = c[0]
+            out[t.get_text()] = to_hex(c)
+    return out
+
+
+@pytest.fixture(scope="module")
+def per_query():
+    return stand_in_per_query()
+
+
+@pytest.fixture(scope="module")
+def summary(per_query):
+    return stand_in_summary(per_query)
+
+
+# ------------------------------------------------------------------ palette
+
+def test_palette_fixed_distinct_and_version_blind():
+    assert set(POLICIES) <= set(F.PALETTE)
+    assert len(set(F.PALETTE.values())) == len(F.PALETTE)
+    assert F.policy_color("pai-v1") == F.policy_color("pai") == F.PALETTE["pai"]
+    assert F.policy_color("my-policy") == F.policy_color("my-policy")  # stable spare colour
+    assert F.policy_style("keep-all")["linestyle"] == "--" and F.policy_style("pai")["linestyle"] == "-"
+
+
+def test_ordered_policies_baselines_first():
+    assert F.ordered_policies(["cosmo", "zeta", "pai", "recency", "keep-all"]) == \
+        ["keep-all", "recency", "pai", "cosmo", "zeta"]
+
+
+# ------------------------------------------------------------------ 1. decay curves
+
+def test_worked_examples_fallback_cites_sections():
+    ex = F.worked_examples(None)
+    pai = ex[ex.policy == "pai"].iloc[0]
+    assert (pai.day, pai.start, pai.value, pai.ratio) == (30, 0.6, 0.3, 0.5)   # 000 §7
+    izzie = ex[ex.policy == "izzie"].iloc[0]
+    assert izzie.value == 0.67 and izzie.day == 30                            # 003 strength example
+    assert ex["source"].str.len().gt(0).all()
+
+
+def test_worked_examples_from_claims_table_with_day_column():
+    claims = pd.DataFrame({"id": ["c1", "c2"], "policy": ["pai", "izzie"], "document": ["000", "003"],
+                           "section": ["§7", "strength"], "statement": ["a", "b"],
+                           "day": [30, np.nan], "start": [0.6, 0.9], "documented": [0.3, 0.67]})
+    ex = F.worked_examples(claims)
+    assert list(ex.policy) == ["pai"] and ex.ratio.iloc[0] == pytest.approx(0.5)
+    # a claims table without a day column falls back to the explicit table
+    assert len(F.worked_examples(claims.drop(columns="day"))) == len(F.WORKED_EXAMPLES)
+
+
+def test_normalise_curves_by_day0_or_max():
+    n = F.normalise_curves(stand_in_curves())
+    first = n[n.day == 0].set_index(["policy", "pattern"])["relative"]
+    assert np.allclose(first.drop("kernle", level="policy"), 1.0)
+    kern = n[(n.policy == "kernle") & (n.pattern == "never")]
+    assert kern["relative"].max() == pytest.approx(1.0) and kern["relative"].iloc[0] == 0.0
+
+
+def test_decay_curves_figure_panels_and_examples():
+    fig = F.decay_curves_figure(stand_in_curves(), F.worked_examples())
+    assert len(fig.axes) == len(F.CURVE_PATTERNS)
+    t = " | ".join(texts(fig))
+    assert "days since the memory was created" in t and "day-0" in t
+    assert "document's worked example" in t
+    colors = legend_colors(fig)
+    for p in POLICIES:
+        assert colors[p] == F.PALETTE[p], p
+    never = fig.axes[0]
+    # the pai worked example point sits at (30, 0.5) on the never panel
+    pts = [tuple(np.ravel(l.get_xydata())[:2]) for l in never.lines if len(l.get_xdata()) == 1]
+    assert (30.0, 0.5) in pts
+
+
+def test_decay_curves_needs_columns():
+    with pytest.raises(MemsimError, match="strength"):
+        F.decay_curves_figure(pd.DataFrame({"policy": [], "pattern": [], "day": []}))
+
+
+# ------------------------------------------------------------------ 2. over time
+
+def test_rolling_by_time_trailing_window():
+    frame = pd.DataFrame({"time": [0.2, 1.5, 2.0, 10.0], "recall": [1.0, 0.0, 0.0, 1.0]})
+    r = F.rolling_by_time(frame, "recall", window=2)
+    got = dict(zip(r["day"], r["recall"]))
+    assert got[0] == 1.0
+    assert got[1] == pytest.approx(0.5)            # days 0-1: (1 + 0) / 2
+    assert got[2] == pytest.approx(0.0)            # days 1-2: (0 + 0) / 2
+    assert got[10] == 1.0 and 5 not in got         # only days with queries are reported
+
+
+def test_recall_footprint_over_time_rows_per_synthetic_scenario(per_query):
+    fig = F.recall_footprint_over_time_figure(per_query, window=14)
+    assert len(fig.axes) == 2 * 2                  # two synthetic scenarios, two panels each
+    t = " | ".join(texts(fig))
+    assert "recall@5 (14-day rolling mean)" in t and "retrievable memories" in t
+    assert "simulated time (days)" in t
+    assert legend_colors(fig)["cosmo"] == F.PALETTE["cosmo"]
+
+
+def test_over_time_without_synthetic_scenario_is_a_memsim_error(per_query):
+    with pytest.raises(MemsimError, match="synthetic"):
+        F.recall_footprint_over_time_figure(per_query[per_query.scenario.str.startswith("scripted")])
+
+
+# ------------------------------------------------------------------ 3, 4. summary figures
+
+def test_recall_vs_footprint_one_point_per_policy_and_scenario(summary):
+    fig = F.recall_vs_footprint_figure(summary)
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(visible) == len(SCENARIOS)
+    ax = visible[0]
+    # errorbar containers: one per policy, the point at (footprint mean, recall mean)
+    assert len(ax.containers) == len(POLICIES)
+    s = summary[(summary.scenario == SCENARIOS[0])]
+    want = (s[(s.policy == "pai") & (s.metric == "footprint_mean")]["mean"].iloc[0],
+            s[(s.policy == "pai") & (s.metric == "recall")]["mean"].iloc[0])
+    pai = [c for c in ax.containers if c.get_label() == "pai"][0]
+    assert tuple(pai.lines[0].get_xydata()[0]) == pytest.approx(want)
+    assert any(t.startswith("mean retrievable memories (footprint)") for t in texts(fig))
+
+
+def test_stale_figure_grouped_bars_with_ci(summary):
+    fig = F.stale_figure(summary)
+    ax = fig.axes[0]
+    assert len(ax.patches) == len(SCENARIOS) * len(POLICIES)
+    heights = sorted(round(p.get_height(), 9) for p in ax.patches)
+    want = sorted(round(v, 9) for v in summary[summary.metric == "stale"]["mean"])
+    assert heights == want
+    assert any("stale@k" in t for t in texts(fig))
+    assert [t.get_text() for t in ax.get_xticklabels()][-1] == "locomo:locomo-dev.json"
+
+
+def test_summary_without_metric_raises(summary):
+    with pytest.raises(MemsimError, match="stale"):
+        F.stale_figure(summary[summary.metric != "stale"])
+
+
+# ------------------------------------------------------------------ 5. LoCoMo
+
+def test_locomo_tables_and_figure(per_query):
+    by_cat, by_age = F.locomo_tables(per_query)
+    assert set(by_cat["category"]) == {"single-hop", "multi-hop", "temporal"}
+    lq = per_query[per_query.scenario.str.startswith("locomo") & (per_query.policy == "pai")]
+    row = by_cat[(by_cat.policy == "pai") & (by_cat.category == "temporal")].iloc[0]
+    assert row["mean"] == pytest.approx(lq[lq.group == "temporal"]["recall"].mean())
+    assert by_age.groupby("policy")["n"].sum()["pai"] == len(lq)   # every question in one bin
+    assert set(by_age["age"]) <= set(F.age_bin_labels())
+    fig = F.locomo_figure(per_query)
+    assert len(fig.axes) == 2
+    assert any("evidence age" in t for t in texts(fig))
+
+
+def test_locomo_missing_is_memsim_error(per_query):
+    with pytest.raises(MemsimError, match="LoCoMo"):
+        F.locomo_tables(per_query[~per_query.scenario.str.startswith("locomo")])
+
+
+# ------------------------------------------------------------------ 6. latency
+
+def test_benchmark_frame_pytest_benchmark_shape():
+    data = {"benchmarks": [
+        {"name": "test_recall[pai-n1000]", "group": "recall", "params": {"policy": "pai", "n": 1000},
+         "stats": {"median": 0.002, "mean": 0.003}},
+        {"name": "test_recall[pai-n10000]", "group": "recall", "params": {"policy": "pai", "n": 10000},
+         "stats": {"median": 0.02}},
+        {"name": "test_bare_matvec[n1000]", "group": "recall", "params": {"n": 1000},
+         "stats": {"median": 0.0001}},
+        {"name": "no-size", "stats": {"median": 1.0}},
+    ]}
+    b = F.benchmark_frame(data)
+    assert len(b) == 3
+    assert b[b.series == "pai"]["seconds"].tolist() == [0.002, 0.02]       # median preferred
+    assert b["floor"].tolist() == [False, False, True]
+    fig = F.latency_figure(b)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert "bandwidth floor (bare X @ q)" in texts(fig)
+
+
+def test_benchmark_frame_flat_records_and_junk():
+    recs = [{"policy": "engram", "operation": "ingest", "n_memories": 100, "ms": 5.0},
+            {"series": "bare X@q", "operation": "recall", "memories": 100, "seconds": 1e-5}]
+    b = F.benchmark_frame({"results": recs})
+    assert b["seconds"].tolist() == [0.005, 1e-5] and b["floor"].tolist() == [False, True]
+    assert F.benchmark_frame("nonsense").empty and F.benchmark_frame({"x": 1}).empty
+    with pytest.raises(MemsimError, match="no record"):
+        F.latency_figure(F.benchmark_frame([]))
+
+
+# ------------------------------------------------------------------ the command
+
+def test_write_figures_skips_missing_inputs_with_notices(tmp_path, per_query, summary):
+    res = tmp_path / "standard"
+    res.mkdir()
+    summary.to_csv(res / "summary.csv", index=False)
+    per_query.to_parquet(res / "per_query.parquet", index=False)
+    notes: list[str] = []
+    written = F.write_figures(tmp_path / "figs", results=res, benchmarks=tmp_path / "none.json",
+                              claims=None, curves=False, notice=notes.append)
+    assert sorted(p.name for p in written) == sorted(
+        ["recall_footprint_over_time.png", "recall_vs_footprint.png", "stale.png", "locomo.png"])
+    for p in written:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert any(n.startswith("skipped latency: no ") for n in notes)
+    assert any(n.startswith("skipped decay_curves") for n in notes)
+    assert all("\n" not in n for n in notes)
+
+
+def test_write_figures_nothing_available(tmp_path):
+    notes: list[str] = []
+    assert F.write_figures(tmp_path / "f", results=tmp_path / "absent", benchmarks=None, claims=None,
+                           curves=False, notice=notes.append) == []
+    assert len(notes) == 6 and all(n.startswith("skipped ") for n in notes)
+
+
+def test_cli_figures_only_latency(tmp_path, capsys):
+    from memsim.cli import main
+    bench = tmp_path / "b.json"
+    bench.write_text(json.dumps([{"policy": "pai", "n": 10, "seconds": 0.1},
+                                 {"policy": "pai", "n": 100, "seconds": 0.5}]))
+    rc = main(["figures", "--out", str(tmp_path / "figs"), "--results", str(tmp_path / "none"),
+               "--benchmarks", str(bench), "--only", "latency"])
+    assert rc == 0
+    assert (tmp_path / "figs" / "latency.png").exists()
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_cli_unknown_figure_and_bad_json(tmp_path, capsys):
+    from memsim.cli import main
+    assert main(["figures", "--out", str(tmp_path), "--only", "pie"]) == 2
+    assert "unknown figure 'pie'" in capsys.readouterr().err
+    bad = tmp_path / "b.json"
+    bad.write_text("{nope")
+    assert main(["figures", "--out", str(tmp_path), "--benchmarks", str(bad), "--only", "latency"]) == 2
+    assert "not JSON" in capsys.readouterr().err
+    with pytest.raises(UnknownIdError):
+        F.run_figures_command(F.argparse.Namespace(out=str(tmp_path), results="x", benchmarks="y", only="pie"))
