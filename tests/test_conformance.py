@@ -1,0 +1,26 @@
+"""Every check of memsim.checks on every registered policy (newest versions), with ids like
+"keep-all:check_strength_finite". Known failures come from checks.EXPECTED_FAILURES and are
+strict xfails: a policy that starts passing turns the test red until the entry is removed."""
+import pytest
+
+from memsim import checks, registry
+
+
+def _cases():
+    for spec in registry.specs():
+        for name, check in checks.CHECKS.items():
+            reason = checks.EXPECTED_FAILURES.get((spec.id, name))
+            marks = [pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)] if reason else []
+            yield pytest.param(spec, check, id=f"{spec.id}:{name}", marks=marks)
+
+
+@pytest.mark.parametrize("spec, check", list(_cases()))
+def test_conformance(spec, check):
+    check(spec)
+
+
+def test_every_expected_failure_names_a_registered_policy():
+    ids = {s.id for s in registry.specs()}
+    for policy_id, name in checks.EXPECTED_FAILURES:
+        assert policy_id in ids, f"EXPECTED_FAILURES names unknown policy {policy_id!r}"
+        assert name in checks.CHECKS
