@@ -1,0 +1,200 @@
+"""memsim.fastscore: the fused recall kernels equal the straightforward ones bit for bit
+(document 000 §2 multi-factor score, cosine floor 0.20, top-k), and both agree with the
+one-memory-at-a-time reference."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from memsim import fastscore as fs
+from memsim.events import Query
+from memsim.kernels import topk
+from policies.pai import TYPE_CODE, PaiParams, PersonalAI
+
+DIM = 16
+P = PaiParams()
+
+
+def unit_rows(rng, n, dim=DIM, clusters=0):
+    """Random unit rows; with clusters, rows sit around a few centres (many above the floor)."""
+    if clusters:
+        centres = rng.standard_normal((clusters, dim))
+        X = centres[rng.integers(0, clusters, n)] + 0.6 * rng.standard_normal((n, dim))
+    else:
+        X = rng.standard_normal((n, dim))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return X.astype(np.float32)
+
+
+def columns(rng, n, now=100.0, allowed=True):
+    last = rng.uniform(0, now, n)
+    last[rng.random(n) < 0.4] = np.nan                      # never accessed: counts from created
+    return fs.PaiColumns(
+        importance=rng.integers(1, 11, n).astype(np.float64),
+        stability=rng.choice([1.0, 1.1, 2.5, 5.0], n),
+        last_access=last,
+        created=rng.uniform(0, now, n),
+        subject=rng.integers(0, 4, n).astype(np.int32),
+        insight=rng.random(n) < 0.2,
+        allowed=(rng.random(n) < 0.9) if allowed else None)
+
+
+def reference(cos, cols, now, codes, p, k):
+    scores = fs.pai_scores(cos, cols, now, codes, p)
+    ids = topk(scores, k)
+    return ids, scores[ids]
+
+
+def assert_same(a, b):
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
+
+
+def test_pai_scores_equal_the_policy_score_rows_bit_for_bit():
+    """The straightforward kernel is exactly PersonalAI.score_rows (000 §2), so swapping
+    the fused kernel into the policy changes no ranking."""
+    rng = np.random.default_rng(1)
+    n = 3000
+    pol = PersonalAI()
+    for name in ("alex", "sam", "kim"):
+        pol._code_subject(name)
+    cols = columns(rng, n)
+    X = unit_rows(rng, n, dim=pol.store.dim, clusters=5)
+    s = pol.store
+    s.reserve(n)
+    s.add(0.0, X, texts=[""] * n, claims=[None] * n, provenance=[()] * n,
+          importance=cols.importance, stability=cols.stability, subject=cols.subject,
+          type=np.where(cols.insight, TYPE_CODE["insight"], TYPE_CODE["factual"]))
+    s["created"][:] = cols.created
+    s["last_access"][:] = cols.last_access
+    s.set_status(np.flatnonzero(~cols.allowed), "pruned", 1.0)
+    q = unit_rows(rng, 1, dim=pol.store.dim)[0]
+    query = Query("q1", 100.0, "where does alex live", keys=("x",), subject="alex")
+    want = pol.score_rows(query, q, 100.0)
+    mine = fs.PaiColumns.of_store(s, TYPE_CODE["insight"], pol._searchable())
+    got = fs.pai_scores(s.embedding @ q, mine, 100.0, [pol._subject_code["alex"]], P)
+    np.testing.assert_array_equal(got, want)
+    ids, scores = fs.pai_topk(s.embedding, q, mine, 100.0, [pol._subject_code["alex"]], P, 10)
+    np.testing.assert_array_equal(ids, topk(want, 10))
+    np.testing.assert_array_equal(scores, want[ids])
+
+
+@pytest.mark.parametrize("clusters", [0, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("floor", [0.20, -1.0])
+def test_topk_from_cos_equals_straightforward(clusters, dtype, floor):
+    """Few candidates (random rows, floor 0.20) and nearly all rows candidates (floor -1:
+    the bound prefilter does the pruning) give exactly the full computation's answer."""
+    rng = np.random.default_rng(2)
+    n = 5000
+    p = dataclasses.replace(P, cosine_floor=floor)
+    X = unit_rows(rng, n, clusters=clusters)
+    cols = columns(rng, n)
+    for _ in range(5):
+        q = unit_rows(rng, 1)[0]
+        cos = (X @ q).astype(dtype)
+        for k in (1, 10, 50):
+            assert_same(fs.pai_topk_from_cos(cos, cols, 100.0, [1, 2], p, k),
+                        reference(cos, cols, 100.0, [1, 2], p, k))
+
+
+def test_ties_go_to_the_lower_row():
+    """Duplicate memories score equal: the lower row wins, as in kernels.topk."""
+    rng = np.random.default_rng(3)
+    base = unit_rows(rng, 50)
+    X = np.tile(base, (40, 1))                              # 2000 rows, 40 copies of each
+    n = len(X)
+    cols = fs.PaiColumns(np.full(n, 5.0), np.ones(n), np.full(n, np.nan), np.zeros(n),
+                         np.zeros(n, np.int32), np.zeros(n, bool))
+    p = dataclasses.replace(P, cosine_floor=-1.0)
+    q = base[7]
+    got = fs.pai_topk(X, q, cols, 10.0, [], p, 10)
+    assert_same(got, reference(X @ q, cols, 10.0, [], p, 10))
+    np.testing.assert_array_equal(got[0], 7 + 50 * np.arange(10))
+
+
+@pytest.mark.parametrize("floor", [0.20, -1.0])
+def test_batch_equals_one_query_at_a_time(floor):
+    rng = np.random.default_rng(4)
+    n, B = 6000, 9
+    p = dataclasses.replace(P, cosine_floor=floor)
+    X = unit_rows(rng, n, clusters=4)
+    cols = columns(rng, n)
+    Q = unit_rows(rng, B, clusters=4)
+    codes = [[], [1], [0, 3], [2], [], [1, 2], [3], [0], [9]]
+    got = fs.pai_topk_batch(X, Q, cols, 100.0, codes, p, 10, chunk=700)
+    C = fs.batch_cosines(X, Q, chunk=700)
+    for b in range(B):
+        assert_same(got[b], reference(C[b], cols, 100.0, codes[b], p, 10))
+        # against a single query's GEMV: the same rows, scores within float32 rounding
+        single = fs.pai_topk(X, Q[b], cols, 100.0, codes[b], p, 10)
+        np.testing.assert_allclose(got[b][1], single[1], rtol=1e-6)
+    # the default chunk too, without an allowed mask
+    cols = dataclasses.replace(cols, allowed=None)
+    got = fs.pai_topk_batch(X, Q, cols, 100.0, codes, p, 7)
+    C = fs.batch_cosines(X, Q)
+    for b in range(B):
+        assert_same(got[b], reference(C[b], cols, 100.0, codes[b], p, 7))
+
+
+def test_scalar_reference_agrees():
+    """The one-memory-at-a-time loop ranks the same rows with the same scores (float
+    rounding apart)."""
+    rng = np.random.default_rng(5)
+    n = 800
+    X = unit_rows(rng, n, clusters=3)
+    cols = columns(rng, n)
+    q = X[0]
+    ids, scores = fs.pai_topk_scalar(X, q, cols, 100.0, [2], P, 10)
+    fids, fscores = fs.pai_topk(X, q, cols, 100.0, [2], P, 10)
+    np.testing.assert_array_equal(ids, fids)
+    np.testing.assert_allclose(scores, fscores, rtol=1e-6)
+
+
+def test_bound_holds_for_every_row():
+    """score <= m * w_cosine * cos + R for every row with cos >= 0 (the prefilter's premise)."""
+    rng = np.random.default_rng(6)
+    n = 4000
+    X = unit_rows(rng, n, clusters=2)
+    cols = columns(rng, n, allowed=False)
+    p = dataclasses.replace(P, cosine_floor=0.0)
+    rest, mult = fs.pai_rest_bound(cols, 100.0, p)
+    cos = X @ X[3]
+    s = fs.pai_scores(cos, cols, 100.0, [0, 1, 2, 3], p)
+    ok = cos >= 0
+    assert (s[ok] <= mult * p.w_cosine * cos[ok].astype(np.float64) + rest + 1e-12).all()
+
+
+def test_empty_and_no_candidates():
+    rng = np.random.default_rng(7)
+    cols = columns(rng, 0)
+    ids, scores = fs.pai_topk(np.zeros((0, DIM), np.float32), np.ones(DIM, np.float32) / 4,
+                              cols, 1.0, [], P, 10)
+    assert len(ids) == len(scores) == 0
+    X = unit_rows(rng, 100)
+    cols = columns(rng, 100)
+    got = fs.pai_topk(X, -X[0], cols, 100.0, [], dataclasses.replace(P, cosine_floor=0.999), 10)
+    assert len(got[0]) == 0
+    assert [len(r[0]) for r in fs.pai_topk_batch(X, X[:2], cols, 100.0, [[], []], P, 0)] == [0, 0]
+    with pytest.raises(ValueError, match="subject_codes"):
+        fs.pai_topk_batch(X, X[:2], cols, 100.0, [[]], P, 10)
+
+
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 400), k=st.integers(1, 30),
+       floor=st.sampled_from([-1.0, 0.0, 0.2, 0.5]), clusters=st.sampled_from([0, 1, 3]))
+def test_property_fused_equals_straightforward(seed, n, k, floor, clusters):
+    rng = np.random.default_rng(seed)
+    p = dataclasses.replace(P, cosine_floor=floor)
+    X = unit_rows(rng, n, clusters=clusters)
+    cols = columns(rng, n)
+    Q = unit_rows(rng, 3, clusters=clusters)
+    codes = [[0], [], [1, 3]]
+    batch = fs.pai_topk_batch(X, Q, cols, 100.0, codes, p, k, chunk=64)
+    C = fs.batch_cosines(X, Q, chunk=64)
+    for b in range(3):
+        assert_same(fs.pai_topk(X, Q[b], cols, 100.0, codes[b], p, k),
+                    reference(X @ Q[b], cols, 100.0, codes[b], p, k))
+        assert_same(batch[b], reference(C[b], cols, 100.0, codes[b], p, k))
