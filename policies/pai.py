@@ -17,6 +17,7 @@ from typing import ClassVar, Sequence
 import numpy as np
 
 from memsim.events import Claim, Episode, Forget, Query
+from memsim.fastscore import PaiColumns, pai_topk_from_cos
 from memsim.llm import NONE
 from memsim.params import Params, param
 from memsim.policy import Job, Outcome, Policy, Ranking
@@ -440,14 +441,20 @@ class PersonalAI(Policy):
         return sorted(hits, key=lambda h: -h[1])
 
     # -- §2 recall -----------------------------------------------------------------------
-    def _subject_match(self, query: Query) -> np.ndarray:
-        """subjectMatch per row: the query's subject, or known subjects its text names."""
+    def subject_codes(self, query: Query) -> list[int]:
+        """Subject codes the query names (§2 subject-aware boosting): ``Query.subject`` when
+        set, else every known subject whose name occurs as whole words in the query text
+        (the default subject "owner" is never matched from text: it is not a name)."""
         if query.subject:
-            codes = [self._subject_code[query.subject.lower()]] if query.subject.lower() in self._subject_code else []
-        else:
-            words = _tokens(query.text)
-            codes = [c for name, c in self._subject_code.items()
-                     if name != self.params.fallback_subject and _tokens(name) and _tokens(name) <= words]
+            code = self._subject_code.get(query.subject.strip().lower())
+            return [] if code is None else [code]
+        words = _tokens(query.text)
+        return [c for name, c in self._subject_code.items()
+                if name != self.params.fallback_subject and _tokens(name) and _tokens(name) <= words]
+
+    def _subject_match(self, query: Query) -> np.ndarray:
+        """subjectMatch per row: 1.0 where the row's subject is one the query names."""
+        codes = self.subject_codes(query)
         if not codes:
             return np.zeros(self.store.n, dtype=np.float64)
         return np.isin(self.store["subject"], codes).astype(np.float64)
@@ -479,20 +486,25 @@ class PersonalAI(Policy):
             elif self.store.n == 0:
                 out.append(Ranking.empty())
             else:
-                out.append(self._semantic_search(q, vec, now, self._cosine(np.asarray(vec))))
+                cos = self.store.embedding @ np.asarray(vec, dtype=np.float32)
+                out.append(self._semantic_search(q, vec, now, cos))
         return out
 
     def _semantic_search(self, query: Query, vec: np.ndarray, now: float, cos: np.ndarray) -> Ranking:
+        """Top N by the §2 score (fused kernel: exactly ``topk(score_rows(...), N)``), then
+        the linked neighbours of the top 3 at 0.8 x the parent's score, then access."""
         p = self.params
         s = self.store
-        score = self.score_rows(query, vec, now, cos)
-        top = self.topk(score, query.k)
-        best: dict[int, float] = {int(r): float(score[r]) for r in top}
-        active = s.mask()
+        cols = PaiColumns.of_store(s, TYPE_CODE["insight"], self._searchable())
+        top, top_scores = pai_topk_from_cos(cos, cols, now, self.subject_codes(query), p, query.k)
+        score = dict(zip(top.tolist(), top_scores.tolist()))
+        best: dict[int, float] = dict(score)
+        status = s["status"]
+        active = s.statuses.code("active")
         for parent in top[: p.graph_parents].tolist():
             ns = float(score[parent]) * p.neighbour_factor
             for nb in sorted(self.links.get(parent, ())):
-                if active[nb] and ns > best.get(nb, -np.inf):
+                if status[nb] == active and ns > best.get(nb, -np.inf):
                     best[nb] = ns
         ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[: query.k]
         ids = np.array([r for r, _ in ranked], dtype=np.int64)
