@@ -112,6 +112,7 @@ class Cosmo(Policy):
         p, s = self.params, self.store
         s.add_column("salience", np.float64, p.initial_salience)   # stored salience
         s.add_column("salience0", np.float64, p.initial_salience)  # salience at the last access (closed form)
+        s.add_column("anchor_time", np.float64, np.nan)  # when salience0 was set (NaN: creation)
         s.add_column("confidence", np.float64, np.nan)            # NaN: no extraction confidence (Sources)
         s.add_column("recall_frequency", np.int64, 0)
         s.add_column("last_recall_interval", np.float64, 0.0)
@@ -155,7 +156,8 @@ class Cosmo(Policy):
         or in nightly mode the stored value; keep_forever rows stay at 1.0."""
         s = self.store
         if self.params.decay_mode == "closed_form":
-            days = np.maximum(now - self._last_access(), 0.0)
+            anchor = np.where(np.isnan(s["anchor_time"]), s["created"], s["anchor_time"])
+            days = np.maximum(now - anchor, 0.0)
             sal = s["salience0"] * np.exp(-self.rates() * days)
         else:
             sal = s["salience"].copy()
@@ -364,6 +366,7 @@ class Cosmo(Policy):
         boosted = np.where(s["ttl"][rows] == TTL_CODE["keep_forever"], 1.0, boosted)
         s["salience"][rows] = boosted
         s["salience0"][rows] = boosted
+        s["anchor_time"][rows] = now
         core = s["access_count"][rows] >= p.core_retrievals
         for r, is_core in zip(rows.tolist(), core.tolist()):
             if s["owner"][r]:
@@ -409,6 +412,9 @@ class Cosmo(Policy):
         faded = s["salience"] < p.archive_salience  # decay rules hold under ephemeral too
         arch = np.flatnonzero(s.mask(["candidate", "active", "core"]) & ~forever & (expired | faded))
         out = []
+        # the rate changes with the state (a candidate's penalty ends): re-anchor the closed form
+        s["salience0"][arch] = s["salience"][arch]
+        s["anchor_time"][arch] = now
         for r in arch.tolist():
             s.set_status(r, "archived", now)
             why = "ephemeral deadline" if expired[r] else f"salience {s['salience'][r]:.4f} < {p.archive_salience}"
@@ -429,6 +435,8 @@ class Cosmo(Policy):
                 if s.status_of(node) != "deleted":
                     s.add_provenance(node, s.provenance[r], now)
                     s["is_dirty"][node] = True
+            s["salience0"][r] = sal[r]
+            s["anchor_time"][r] = now
             s.set_status(r, "archived", now)
             out.append(Outcome("nightly", "archive", r, "episodic source consolidated into its semantic nodes"))
         return out
