@@ -115,11 +115,12 @@ def memory_claim(policy_cls: type, memory: Mapping[str, Any]) -> Claim:
         if field in CLAIM_FIELDS:
             if field in ("importance", "confidence"):
                 try:
-                    value = float(value)
+                    number = float(value)
                 except (TypeError, ValueError):
                     raise CurveError(f"--memory {name}={value!r}: not a number") from None
-                if not 0.0 <= value <= 1.0:
+                if not 0.0 <= number <= 1.0:
                     raise CurveError(f"--memory {name}={value!r} is outside [0, 1]")
+                value = number
             elif not isinstance(value, str) or (field != "value" and not value):
                 raise CurveError(f"--memory {name}={value!r}: expected a non-empty string")
             fields[field] = value
