@@ -1,0 +1,109 @@
+"""MemoryStore: growth keeps data, statuses and terminal enforcement, provenance and its
+log, policy columns, vector validation."""
+import numpy as np
+import pytest
+
+from memsim.errors import MemsimError, VectorError
+from memsim.store import MemoryStore, Statuses, as_unit_vectors
+
+ST = Statuses(("active", "archived", "deleted"), terminal=frozenset({"deleted"}),
+              retrievable=frozenset({"active"}))
+
+
+def add(store, n, now=0.0, **kw):
+    rng = np.random.default_rng(n)
+    return store.add(now, rng.normal(size=(n, store.dim)), texts=[f"t{i}" for i in range(n)],
+                     claims=[None] * n, provenance=[{f"e{store.n + i}"} for i in range(n)], **kw)
+
+
+def test_growth_by_doubling_keeps_data():
+    s = MemoryStore(4, ST, capacity=2)
+    s.add_column("salience", np.float64, 0.5)
+    first = add(s, 2, salience=[0.1, 0.2])
+    emb_before = s.embedding.copy()
+    rows = add(s, 5, now=1.0)
+    assert first.tolist() == [0, 1] and rows.tolist() == [2, 3, 4, 5, 6]
+    assert s.n == len(s) == 7 and s._cap == 8
+    np.testing.assert_array_equal(s.embedding[:2], emb_before)
+    assert s["salience"].tolist() == [0.1, 0.2, 0.5, 0.5, 0.5, 0.5, 0.5]
+    assert s["created"].tolist() == [0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    assert np.isnan(s["last_access"]).all() and s["access_count"].tolist() == [0] * 7
+    np.testing.assert_allclose(np.linalg.norm(s.embedding, axis=1), 1.0, rtol=1e-6)
+    assert s.text[6] == "t4" and s.provenance[6] == {"e6"}
+
+
+def test_statuses_and_masks():
+    s = MemoryStore(3, ST, kinds=("episode", "belief"))
+    add(s, 3)
+    add(s, 1, kind="belief")
+    s.set_status([1], "archived", 2.0)
+    assert s.status_of(0) == "active" and s.status_of(1) == "archived"
+    assert s.retrievable().tolist() == [True, False, True, True]
+    assert s.count() == 3 and s.count(["archived"]) == 1
+    assert s.mask(kinds=["belief"]).tolist() == [False, False, False, True]
+    assert s.mask(["active", "archived"], kinds=["episode"]).tolist() == [True, True, True, False]
+    with pytest.raises(KeyError, match="unknown status 'gone'"):
+        s.set_status([0], "gone", 1.0)
+    with pytest.raises(KeyError, match="unknown kind"):
+        add(s, 1, kind="nope")
+
+
+def test_terminal_status_is_enforced_and_logged():
+    s = MemoryStore(3, ST)
+    add(s, 2)
+    s.set_status([0, 1], "deleted", 3.0)
+    s.set_status([0], "deleted", 4.0)        # staying is fine and not logged again
+    with pytest.raises(AssertionError, match="memory 0 is 'deleted', a terminal status; it cannot become 'active'"):
+        s.set_status([0], "active", 5.0)
+    assert s.status_log == [(0.0, 0, 0), (0.0, 1, 0), (3.0, 0, 2), (3.0, 1, 2)]
+
+
+def test_provenance_and_its_log():
+    s = MemoryStore(3, ST)
+    add(s, 2, now=1.0)
+    s.add_provenance(0, ["e9", "e1", "e0"], 2.0)     # e0 already there: not logged again
+    assert s.provenance[0] == {"e0", "e1", "e9"}
+    assert s.provenance_log == [(1.0, 0, "e0"), (1.0, 1, "e1"), (2.0, 0, "e1"), (2.0, 0, "e9")]
+    assert s.rows_from("e1").tolist() == [0, 1] and s.rows_from("zz").tolist() == []
+
+
+def test_columns():
+    s = MemoryStore(3, ST)
+    add(s, 2)
+    s.add_column("alpha", np.float64, 1.0)          # existing rows take the default
+    assert s["alpha"].tolist() == [1.0, 1.0]
+    with pytest.raises(ValueError, match="already exists"):
+        s.add_column("alpha", np.float64, 1.0)
+    with pytest.raises(KeyError, match="unknown or reserved column 'beta'"):
+        s.add(0.0, np.ones((1, 3)), texts=["x"], claims=[None], provenance=[()], beta=1.0)
+    with pytest.raises(ValueError, match="one entry per embedding"):
+        s.add(0.0, np.ones((2, 3)), texts=["x"], claims=[None], provenance=[()])
+    assert s.n == 2 and "alpha" in s.columns and s.nbytes() > 0
+
+
+@pytest.mark.parametrize("vec, words", [
+    ([[1.0, np.nan, 0.0]], "row 0 has a NaN or infinite value"),
+    ([[1.0, 0.0, 0.0], [np.inf, 0.0, 0.0]], "row 1 has a NaN or infinite value"),
+    ([[0.0, 0.0, 0.0]], "row 0 has zero norm"),
+    ([[1.0, 0.0]], r"expected shape \(n, 3\)"),
+])
+def test_bad_vectors_raise_vector_error(vec, words):
+    s = MemoryStore(3, ST)
+    with pytest.raises(VectorError, match=words):
+        s.add(0.0, np.array(vec), texts=["x"] * len(vec), claims=[None] * len(vec), provenance=[()] * len(vec))
+    assert s.n == 0 and s.status_log == []
+    assert issubclass(VectorError, MemsimError)
+
+
+def test_as_unit_vectors_normalizes_a_single_vector():
+    v = as_unit_vectors([3.0, 4.0], 2)
+    assert v.dtype == np.float32 and v.shape == (1, 2)
+    np.testing.assert_allclose(v[0], [0.6, 0.8], rtol=1e-6)
+
+
+def test_statuses_validation():
+    with pytest.raises(ValueError, match="not among"):
+        Statuses(("active",), terminal=frozenset({"gone"}))
+    with pytest.raises(ValueError, match="terminal status cannot be retrievable"):
+        Statuses(("active",), terminal=frozenset({"active"}), retrievable=frozenset({"active"}))
+    assert ST.codes(["deleted", "active"]).tolist() == [2, 0]
