@@ -51,6 +51,14 @@ CURVE_PATTERNS: dict[str, str] = {
 }
 CURVE_DAYS = "0:120:1"
 
+# The planted memory of each policy's curve: the memory of the document's own worked example
+# where there is one, so the example points can sit on the lines. Other policies: defaults.
+CURVE_MEMORY: dict[str, dict[str, Any]] = {
+    "izzie": {"category": "preference", "importance": 0.9},   # 003 Memory Strength Calculation
+    "cosmo": {"state": "active"},      # 002 Decay Formula: recall_frequency 0, no candidate penalty
+    "kernle": {"confidence": 0.9, "times_accessed": 1},  # 004: log(0 + 1) = 0 would never show decay
+}
+
 # Evidence-age bins (days) of the LoCoMo figure.
 AGE_BINS = (0.0, 1.0, 7.0, 30.0, 90.0, math.inf)
 
@@ -123,15 +131,16 @@ class WorkedExample:
     value: float
     source: str
     label: str
+    claim: str = ""   # the id of the same example in the claims table (memsim.claims), if any
 
 
 # The documents' decay examples that map to (policy, day, value), for when the claims table
 # carries no day column. Values as the documents print them.
 WORKED_EXAMPLES: tuple[WorkedExample, ...] = (
     WorkedExample("pai", 30, 0.6, 0.3, "000 §7 Decay Formula",
-                  "pai: confidence 0.6 -> 0.3 after 30 days (stability 1.0)"),
+                  "pai: confidence 0.6 -> 0.3 after 30 days (stability 1.0)", "pai.decay_stability1_30d"),
     WorkedExample("izzie", 30, 0.9, 0.67, "003 Memory Strength Calculation",
-                  "izzie: preference 0.9 -> 0.67 after 30 days"),
+                  "izzie: preference 0.9 -> 0.67 after 30 days", "izzie.preference_30d_strength"),
     WorkedExample("cosmo", 35, 0.5, 0.25, "002 Access Pattern Examples (one-off mention)",
                   "cosmo: salience 0.5 -> 0.25 after 35 days unused"),
     WorkedExample("cosmo", 70, 0.5, 0.125, "002 Decay Formula with Recall Frequency",
@@ -142,7 +151,7 @@ WORKED_EXAMPLES: tuple[WorkedExample, ...] = (
 def worked_examples(claims: pd.DataFrame | None = None) -> pd.DataFrame:
     """The worked examples to mark on the decay curves: rows of the claims table that name a
     (policy, day, value) when it has such columns, else ``WORKED_EXAMPLES``. Columns: policy,
-    day, start, value, ratio (value / start), source, label."""
+    day, start, value, ratio (value / start), source, label, claim (claims-table id or "")."""
     rows: list[dict[str, Any]] = []
     if claims is not None and {"policy", "day", "documented"} <= set(claims.columns):
         start_col = next((c for c in ("start", "initial", "day0") if c in claims.columns), None)
@@ -154,10 +163,10 @@ def worked_examples(claims: pd.DataFrame | None = None) -> pd.DataFrame:
             src = " ".join(str(r[c]) for c in ("document", "section") if c in claims.columns)
             rows.append({"policy": policy_id(r["policy"]), "day": float(day), "start": float(start),
                          "value": float(value), "source": src.strip(),
-                         "label": str(r.get("statement", r.get("id", "")))})
+                         "label": str(r.get("statement", r.get("id", ""))), "claim": str(r.get("id", ""))})
     if not rows:
         rows = [{"policy": e.policy, "day": float(e.day), "start": e.start, "value": e.value,
-                 "source": e.source, "label": e.label} for e in WORKED_EXAMPLES]
+                 "source": e.source, "label": e.label, "claim": e.claim} for e in WORKED_EXAMPLES]
     out = pd.DataFrame(rows)
     out["ratio"] = out["value"] / out["start"]
     return out
@@ -179,27 +188,48 @@ def normalise_curves(curves: pd.DataFrame) -> pd.DataFrame:
 
 
 def decay_curves_figure(curves: pd.DataFrame, examples: pd.DataFrame | None = None, *,
-                        patterns: Mapping[str, str] | None = None, normalise: bool = True):
+                        patterns: Mapping[str, str] | None = None, normalise: bool = True,
+                        y_max: float | None = 2.2):
     """Figure 1: strength vs days, one panel per access pattern, one line per policy.
 
     ``curves``: columns policy, pattern, day, strength. Each policy's strength is in its own
     units (pai/izzie/engram in [0, 1], Cosmo salience, Kernle's unbounded salience), so by
     default each curve is divided by its day-0 value. ``examples`` (see ``worked_examples``)
-    are drawn as points on the never-accessed panel (ratio value / start when normalised)."""
+    are drawn as points on the never-accessed panel (ratio value / start when normalised).
+    With a ``retrievable`` column, a cross marks the day a memory stops being retrievable
+    (pruned, forgotten, archived). Curves above ``y_max`` are clipped and their peak noted."""
     _require(curves, ("policy", "pattern", "day", "strength"), "decay curves")
     data = normalise_curves(curves) if normalise else curves.assign(relative=curves["strength"])
     pats = list(patterns or dict.fromkeys(data["pattern"]))
     titles = dict(CURVE_PATTERNS, **(patterns or {}))
     fig = _new_figure(5.0 * len(pats), 4.6)
     axes = np.atleast_1d(fig.subplots(1, len(pats), sharey=True))
+    axes[0].set_ylim(bottom=-0.03)
     policies = ordered_policies(data["policy"])
     for ax, pat in zip(axes, pats):
         sub = data[data["pattern"] == pat]
+        off_scale: list[str] = []
         for p in policies:
             g = sub[sub["policy"] == p].sort_values("day")
             if g.empty:
                 continue
-            ax.plot(g["day"], g["relative"], label=p, linewidth=1.8, **policy_style(p))
+            mem = str(g["memory"].iloc[0]) if "memory" in g and g["memory"].iloc[0] else ""
+            ax.plot(g["day"], g["relative"], label=f"{p} ({mem})" if mem else p, linewidth=1.8,
+                    **policy_style(p))
+            if "retrievable" in g:
+                gone = g[~g["retrievable"].astype(bool)]
+                if len(gone):
+                    first = gone.iloc[0]
+                    ax.plot([first["day"]], [min(first["relative"], y_max or np.inf)], marker="X",
+                            markersize=9, color=policy_color(p), linestyle="none", zorder=6)
+            peak = float(np.nanmax(g["relative"])) if g["relative"].notna().any() else np.nan
+            if y_max is not None and peak > y_max:
+                off_scale.append(f"{p} peaks at {peak:.1f}×")
+        if off_scale:
+            ax.set_ylim(top=y_max)
+            ax.text(0.98, 0.97, "off scale: " + "; ".join(off_scale), transform=ax.transAxes,
+                    ha="right", va="top", fontsize=8, color="0.2",
+                    bbox={"facecolor": "white", "edgecolor": "0.7", "alpha": 0.9})
         if pat == "never" and examples is not None and len(examples):
             for _, e in examples.iterrows():
                 y = e["ratio"] if normalise else e["value"]
@@ -208,6 +238,9 @@ def decay_curves_figure(curves: pd.DataFrame, examples: pd.DataFrame | None = No
                         markeredgecolor=policy_color(e["policy"]), zorder=5)
             ax.plot([], [], marker="o", linestyle="none", markerfacecolor="white",
                     markeredgecolor="0.2", markeredgewidth=2, label="document's worked example")
+        if "retrievable" in sub and (~sub["retrievable"].astype(bool)).any():
+            ax.plot([], [], marker="X", linestyle="none", color="0.2", markersize=8,
+                    label="no longer retrievable (pruned / forgotten / archived)")
         ax.set_title(f"{titles.get(pat, pat)}  ({pat})", fontsize=10)
         ax.set_xlabel("days since the memory was created")
         ax.grid(alpha=0.3)
@@ -219,33 +252,61 @@ def decay_curves_figure(curves: pd.DataFrame, examples: pd.DataFrame | None = No
             if l not in labels:
                 handles.append(h)
                 labels.append(l)
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 8), fontsize=8)
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 5), fontsize=8)
     note = (" Each policy's documented strength divided by its value at day 0 (units differ: "
             "confidence, salience, retrieval strength)." if normalise else "")
     fig.suptitle("Decay curves of one memory under three access patterns." + note, fontsize=10)
     return fig
 
 
+def curve_function() -> Callable[..., pd.DataFrame]:
+    """``memsim.curve`` the function. While the tool's module is itself named memsim/curve.py,
+    importing it rebinds the package attribute ``memsim.curve`` to the module, so unwrap it."""
+    import memsim
+    fn = memsim.curve
+    return fn if callable(fn) else fn.curve
+
+
+def memory_label(memory: Mapping[str, Any] | None) -> str:
+    return ", ".join(f"{k}={v}" for k, v in (memory or {}).items())
+
+
 def compute_curves(policies: Sequence[str], patterns: Iterable[str] = tuple(CURVE_PATTERNS),
                    days: str | Sequence[float] = CURVE_DAYS, *,
+                   memories: Mapping[str, Mapping[str, Any]] | None = None,
                    notice: Callable[[str], None] | None = None) -> pd.DataFrame:
-    """Decay curves of ``policies`` (default memory, seed 0) under ``patterns`` via
-    ``memsim.curve``; a policy the curve tool rejects is left out with a notice."""
-    from memsim import curve
+    """Decay curves of ``policies`` (seed 0) under ``patterns`` via ``memsim.curve``, each
+    planting ``memories[policy]`` (default ``CURVE_MEMORY``; policies not named get the
+    policy's default memory); a policy the curve tool rejects is left out with a notice.
+    Columns: policy, pattern, day, strength, status, memory (the planted attributes),
+    retrievable (the status is one the policy can still recall)."""
+    curve = curve_function()
+    memories = CURVE_MEMORY if memories is None else memories
     frames = []
     for p in policies:
+        memory = {k: str(v) for k, v in (memories.get(policy_id(p)) or {}).items()}
+        try:
+            from .registry import spec
+            retrievable = frozenset(spec(p).load().statuses.retrievable)
+        except (MemsimError, ImportError, AttributeError):
+            retrievable = None
         for pat in patterns:
             try:
-                c = curve(p, pat, days)
+                c = curve(p, pat, days, memory=memory or None)
             except (MemsimError, NotImplementedError, ValueError) as e:
                 if notice:
                     notice(f"decay curve of {p} under {pat} skipped: {e}")
                 break
             frames.append(pd.DataFrame({"policy": policy_id(p), "pattern": pat,
                                         "day": c["day"].to_numpy(np.float64),
-                                        "strength": c["strength"].to_numpy(np.float64)}))
+                                        "strength": c["strength"].to_numpy(np.float64),
+                                        "status": c["status"].astype(str).to_numpy() if "status" in c else "",
+                                        "memory": memory_label(memory)}))
+            frames[-1]["retrievable"] = (frames[-1]["status"].isin(retrievable) if retrievable is not None
+                                         else True)
     if not frames:
-        return pd.DataFrame(columns=["policy", "pattern", "day", "strength"])
+        return pd.DataFrame(columns=["policy", "pattern", "day", "strength", "status", "memory",
+                                     "retrievable"])
     return pd.concat(frames, ignore_index=True)
 
 

@@ -329,3 +329,39 @@ def test_cli_unknown_figure_and_bad_json(tmp_path, capsys):
     assert "not JSON" in capsys.readouterr().err
     with pytest.raises(UnknownIdError):
         F.run_figures_command(F.argparse.Namespace(out=str(tmp_path), results="x", benchmarks="y", only="pie"))
+
+
+def test_decay_curves_off_scale_note_and_unretrievable_marker():
+    c = stand_in_curves()
+    c["retrievable"] = True
+    pai_never = (c.policy == "pai") & (c.pattern == "never")
+    c.loc[pai_never & (c.day >= 100), "retrievable"] = False          # pruned at day 100
+    boost = (c.policy == "izzie") & (c.pattern == "every:3")
+    c.loc[boost, "strength"] = c.loc[boost, "strength"] * np.linspace(1, 8, boost.sum())
+    fig = F.decay_curves_figure(c, None, y_max=2.0)
+    never, every = fig.axes[0], fig.axes[1]
+    crosses = [l for l in never.lines if l.get_marker() == "X" and len(l.get_xdata()) == 1]
+    assert [float(l.get_xdata()[0]) for l in crosses] == [100.0]
+    assert every.get_ylim()[1] == 2.0
+    assert any(t.get_text().startswith("off scale: izzie peaks at") for t in every.texts)
+    assert not never.texts
+
+
+def test_compute_curves_with_the_real_curve_tool():
+    """Integration with memsim.curve: every registered policy gives a curve (skip until the
+    curve tool and the policies exist)."""
+    pytest.importorskip("policies.pai")
+    import memsim
+    try:
+        F.curve_function()
+    except (ImportError, AttributeError):
+        pytest.skip("memsim.curve not available yet")
+    notes: list[str] = []
+    c = F.compute_curves(["pai", "izzie"], patterns=["never"], days="0:30:15", notice=notes.append)
+    assert not notes
+    pai = c[c.policy == "pai"].set_index("day")["strength"]
+    assert pai[30.0] == pytest.approx(0.3)      # 000 §7: 0.6 -> 0.3 after 30 days
+    izzie = c[c.policy == "izzie"].set_index("day")["strength"]
+    assert izzie[30.0] == pytest.approx(0.9 * math.exp(-0.3))   # 003 strength example
+    assert set(c.columns) >= {"policy", "pattern", "day", "strength", "status", "memory", "retrievable"}
+    assert memsim.list_policies() is not None
