@@ -107,6 +107,8 @@ class PaiParams(Params):
     meta_confidence: float = param(0.8, lo=0.0, hi=1.0, doc="000 §3 meta-belief confidence=0.8")
     meta_stability: float = param(3.0, lo=0.0, lo_open=True, doc="000 §3,§6 meta-belief stability=3.0")
     prune_threshold: float = param(0.05, lo=0.0, hi=1.0, doc="000 §3,§4 prune: effectiveConfidence < 0.05")
+    curator_lo: float = param(0.40, lo=0.0, hi=1.0, doc="000 §4 contradiction candidates 0.40-0.85 (findContradictions, curator plugin)")
+    curator_hi: float = param(0.85, lo=0.0, hi=1.0, doc="000 §4 contradiction candidates upper end (inclusive)")
     resynthesize: bool = param(False, doc="not in 000: False = a cluster already synthesized (all members "
                                           "sources of one active meta-belief) and meta-beliefs themselves "
                                           "are not synthesized again on the next run")
@@ -640,6 +642,17 @@ class PersonalAI(Policy):
             self.meta_sources[row] = members
             out.append(Outcome("synthesize", "synthesize", row, f"meta-belief of {sorted(cluster)}"))
         return out or [Outcome("synthesize", "skip", -1, "no new cluster")]
+
+    def find_contradictions(self, now: float) -> list[tuple[int, int, float]]:
+        """§4 findContradictions (curator plugin): pairs of loaded active beliefs (the
+        reflect window) with cosine in [0.40, 0.85], for batch LLM analysis. A report only:
+        the curator is not part of the lifecycle's scheduled jobs."""
+        p = self.params
+        rows = self._reflect_rows(now)
+        E = self.store.embedding[rows]
+        sim = (E @ E.T).astype(np.float64)
+        a, b = np.nonzero(np.triu((sim >= p.curator_lo) & (sim <= p.curator_hi), k=1))
+        return [(int(rows[i]), int(rows[j]), float(sim[i, j])) for i, j in zip(a, b)]
 
     def _job_prune(self, now: float) -> list[Outcome]:
         """§3 pruneBeliefs: active beliefs with effective confidence < 0.05 -> pruned."""

@@ -627,3 +627,12 @@ def test_kernels_match_scalar_formulas():
     s = recall_scores(np.array([0.5]), np.array([10.0]), np.array([0.0]), np.array([5.0]),
                       np.array([1.0]), np.array([False]), p)[0]
     assert s == pytest.approx(0.25 + 0.2 + 0.1 + 0.05 + 0.15)
+
+
+def test_s4_find_contradictions_pairs_in_040_085():
+    pol = PersonalAI(llm=FakeLLM(reply=NONE))
+    pol.ingest([ep("e1", 0, C("a.x", "1", 1.0, 1))], 0.0)
+    pol.ingest([ep("e2", 0, C("a.y", "2", 0.75, 2))], 0.0)      # 0.75 with row 0
+    pol.ingest([ep("e3", 0, C("a.z", "3", 0.25, 3))], 0.0)      # 0.25 with row 0, 0.1875 with row 1
+    pairs = {(min(a, b), max(a, b)) for a, b, _ in pol.find_contradictions(1.0)}
+    assert pairs == {(0, 1)}
