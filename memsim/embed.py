@@ -77,6 +77,8 @@ class ClaimsEmbedder:
     a stale one with their other factors.
     """
 
+    CACHE_LIMIT = 200_000  # cached block vectors (~dim/4 float64 each) before starting over
+
     def __init__(self, dim: int = 384, bands: Bands = Bands(), seed: int = 0) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 4:
             raise ParamError(f"ClaimsEmbedder: dim must be an integer >= 4, got {dim!r}")
@@ -97,7 +99,8 @@ class ClaimsEmbedder:
         return state
 
     def _block_vector(self, block: int, role: str, name: str) -> np.ndarray:
-        """Unit vector of one block, a pure function of (seed, role, name); cached."""
+        """Unit vector of one block, a pure function of (seed, role, name). Topic, key and
+        value vectors are cached (keys repeat); per-item noise is not (items don't)."""
         ck = (role, name)
         v = self._cache.get(ck)
         if v is None:
@@ -106,9 +109,10 @@ class ClaimsEmbedder:
             active = max(1, int(round(m / max(1.0, self.bands.spread) ** 2)))
             v = np.zeros(m)
             v[:active] = _unit(stable_rng(self.seed, role, name).standard_normal(active))
-            if len(self._cache) > 500_000:  # item noise is per item: bound the memory
-                self._cache.clear()
-            self._cache[ck] = v
+            if role != "item":
+                if len(self._cache) >= self.CACHE_LIMIT:
+                    self._cache.clear()
+                self._cache[ck] = v
         return v
 
     def vector(self, key: str, value: str, item_key: str) -> np.ndarray:
