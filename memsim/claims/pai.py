@@ -127,6 +127,12 @@ def _first_day(status: str, last: int = 200) -> float:
     return float(hit["day"].iloc[0]) if len(hit) else math.nan
 
 
+def _first_day_pattern(status: str, pattern: str, last: int) -> float:
+    frame = _curve(list(range(0, last + 1)), pattern=pattern)
+    hit = frame[frame["status"] == status]
+    return float(hit["day"].iloc[0]) if len(hit) else math.nan
+
+
 def _first_stale_day(last: int = 200) -> float:
     pol = _policy()
     pol.ingest([_episode("e1", 0.0, "owner.name", "Alex")], 0.0)
@@ -246,3 +252,13 @@ register_claim(
     documented=5.0, measure=_turns_to_first_summary,
     formula=lambda: float(next(n for n in range(5, 100, 5) if n >= 4)), tol=0.0,
     note="the first summary episode appears at the 5th turn of a conversation")
+
+register_claim(
+    id="pai.prune_day_daily_recalled_belief", policy="pai", document=DOC, section="§7 / §3 Prune",
+    statement="(implied) 'frequently accessed beliefs naturally resist decay': a default belief "
+              "recalled every day still decays (access raises stability, never resets updated_at) "
+              "and is pruned once 0.6 x 0.5^(t/150) < 0.05, i.e. after 150 x log2(12) = 537.7 days",
+    documented=None, measure=lambda: _first_day_pattern("pruned", "every:1", 600),
+    formula=lambda: float(math.ceil(150 * math.log2(0.6 / 0.05))), tol=0.0,
+    note="stability reaches the 5.0 cap at the 41st daily access, long before day 538; only "
+         "re-stating the fact (reinforce, merge) resets the decay clock")
