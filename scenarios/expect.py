@@ -8,9 +8,11 @@ memory state at time ``after`` (default: the end of the stream), about the memor
 provenance holds episode ``memory_of`` (optionally only those of ``kind``):
 
     status: NAME          every such memory has status NAME (and there is at least one)
+    any_status: NAME      at least one such memory has status NAME
     status_in: [A, B]     every such memory has one of these statuses
     retrievable: BOOL     true: at least one is retrievable; false: none is
     memories: N           exactly N memories hold the episode
+    memories_min: N       at least N memories hold the episode
     same_memory_as: EP    one memory holds both episodes (reinforced or merged together)
     distinct_from: EP     no memory holds both episodes
 
@@ -37,7 +39,8 @@ import numpy as np
 from memsim.errors import ScenarioError
 from memsim.events import Episode, Query, Stream
 
-MEMORY_CHECKS = ("status", "status_in", "retrievable", "memories", "same_memory_as", "distinct_from")
+MEMORY_CHECKS = ("status", "any_status", "status_in", "retrievable", "memories", "memories_min",
+                 "same_memory_as", "distinct_from")
 QUERY_CHECKS = ("top1_from", "top1_not_from", "in_top", "not_in_top")
 FOOTPRINT_CHECKS = ("footprint", "footprint_min", "footprint_max")
 _COMMON = {"policy", "after", "kind", "note"}
@@ -129,7 +132,7 @@ def parse_one(raw: Any, path: str, *, file: str, episodes: Mapping[str, Episode]
         if after is not None and episodes[memory_of].time > after:
             raise fail(f"{path}.after", f"is before episode {memory_of!r} (time "
                        f"{episodes[memory_of].time:g})", after)
-        if check == "status":
+        if check in ("status", "any_status"):
             if not isinstance(value, str) or not value:
                 raise fail(f"{path}.status", "must be a status name", value)
         elif check == "status_in":
@@ -139,7 +142,7 @@ def parse_one(raw: Any, path: str, *, file: str, episodes: Mapping[str, Episode]
         elif check == "retrievable":
             if not isinstance(value, bool):
                 raise fail(f"{path}.retrievable", "must be true or false", value)
-        elif check == "memories":
+        elif check in ("memories", "memories_min"):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise fail(f"{path}.memories", "must be an integer >= 0", value)
         else:
@@ -179,6 +182,12 @@ class TraceView:
         self.provenance_log = [(float(t), int(r), str(e)) for t, r, e in trace.provenance_log]
         self.rankings = _rankings(trace)
         self.query_time = _query_times(trace)
+        # provenance of each returned memory as recorded at recall time (runner.QueryRecord)
+        self.snapshots: dict[str, tuple] = {}
+        for rec in getattr(trace, "queries", None) or ():
+            prov = getattr(rec, "provenance", None)
+            if prov is not None and hasattr(rec, "query_id"):
+                self.snapshots[str(rec.query_id)] = tuple(prov)
 
     def rows_holding(self, episode: str, at: float) -> list[int]:
         return sorted({r for t, r, e in self.provenance_log if e == episode and t <= at})
@@ -287,7 +296,9 @@ def _check_one(view: TraceView, exp: Expectation, horizon: float) -> str:
             return f"the trace has no ranking for query {exp.query!r}"
         at = view.query_time.get(exp.query, horizon)
         rows = view.rankings[exp.query]
-        held = [exp.value in view.provenance(r, at) for r in rows]
+        snap = view.snapshots.get(exp.query)
+        held = ([exp.value in p for p in snap] if snap is not None and len(snap) == len(rows)
+                else [exp.value in view.provenance(r, at) for r in rows])
         if exp.check == "top1_from":
             return "" if held and held[0] else _got_rows(view, rows, at)
         if exp.check == "top1_not_from":
@@ -313,6 +324,8 @@ def _check_one(view: TraceView, exp: Expectation, horizon: float) -> str:
     desc = f"memories holding it: {got}" if rows else "no memory holds it"
     if exp.check == "status":
         return "" if rows and all(s == exp.value for s in got.values()) else desc
+    if exp.check == "any_status":
+        return "" if any(s == exp.value for s in got.values()) else desc
     if exp.check == "status_in":
         return "" if rows and all(s in exp.value for s in got.values()) else desc
     if exp.check == "retrievable":
@@ -320,6 +333,8 @@ def _check_one(view: TraceView, exp: Expectation, horizon: float) -> str:
         return "" if any_r == exp.value else desc
     if exp.check == "memories":
         return "" if len(rows) == exp.value else desc
+    if exp.check == "memories_min":
+        return "" if len(rows) >= exp.value else desc
     other = set(of_kind(view.rows_holding(exp.value, at)))
     shared = sorted(set(rows) & other)
     if exp.check == "same_memory_as":
