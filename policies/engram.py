@@ -350,8 +350,10 @@ class Engram(Policy):
         out: list[Outcome] = []
         if new >= p.episode_threshold:
             live = [r for r in self.arrivals[self.checkpoint:] if s.status_of(r) == "active"]
-            self.queue.extend(self.cluster(live))
+            clusters = self.cluster(live)
+            self.queue.extend(clusters)
             self.checkpoint = len(self.arrivals)
+            out.append(Outcome(ev, "checkpoint", -1, f"{new} new episodes read, {len(clusters)} clusters"))
         affected: set[int] = set()
         calls = 0
         done = 0
@@ -504,7 +506,8 @@ class Engram(Policy):
         s = self.store
         rows = self._all_evidence(b)
         key = f"revise:{b}"
-        claim = self.llm.synthesize([s.claim[r] for r in rows], key=key)
+        # a planted belief has no evidence rows: it is re-synthesized from its own statement
+        claim = self.llm.synthesize([s.claim[r] for r in rows] or [s.claim[b]], key=key)
         vecs, ok = self._embed_claims([claim], [key], [self.belief_text(claim)])
         s.set_status(b, "revised", now)
         out = [Outcome("consolidate", "supersede", b, "revision gate")]
