@@ -29,12 +29,12 @@ memsim choices (the document is silent; see docs/policies/izzie.md):
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
 import numpy as np
 
+from memsim import kernels, kernels_ref
 from memsim.errors import ParamError
 from memsim.events import Claim, Episode, Forget, Query
 from memsim.params import Params, param
@@ -102,13 +102,13 @@ class IzzieParams(Params):
 
 
 def strength_scalar(importance: float, decay_rate: float, days_since_access: float) -> float:
-    """003 §Memory Strength Calculation, written straight from the document."""
-    return importance * math.exp(-decay_rate * days_since_access)
+    """003 §Memory Strength Calculation, scalar (memsim.kernels_ref.exp_decay)."""
+    return kernels_ref.exp_decay(importance, decay_rate, days_since_access)
 
 
 def strength_vector(importance: np.ndarray, decay_rate: np.ndarray, days_since_access: np.ndarray) -> np.ndarray:
-    """Vectorized twin of :func:`strength_scalar`."""
-    return importance * np.exp(-decay_rate * days_since_access)
+    """Vectorized twin of :func:`strength_scalar` (memsim.kernels.exp_decay)."""
+    return kernels.exp_decay(importance, decay_rate, days_since_access)
 
 
 class Izzie(Policy):

@@ -43,6 +43,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from memsim import kernels, kernels_ref
 from memsim.events import Claim, Episode, Forget, Protect, Query, Recover
 from memsim.params import Params, param
 from memsim.policy import Job, Outcome, Policy, Ranking
@@ -92,14 +93,14 @@ class KernleParams(Params):
 
 def salience_scalar(confidence: float, times_accessed: float, days_since_access: float,
                     half_life: float) -> float:
-    """004 §Salience Formula, written straight from the document (log = natural log)."""
-    return (confidence * math.log(times_accessed + 1)) / (days_since_access / half_life + 1)
+    """004 §Salience Formula, scalar (memsim.kernels_ref.hyperbolic_salience; log = ln)."""
+    return kernels_ref.hyperbolic_salience(confidence, times_accessed, days_since_access, half_life)
 
 
 def salience_vector(confidence: np.ndarray, times_accessed: np.ndarray, days_since_access: np.ndarray,
                     half_life: float) -> np.ndarray:
-    """Vectorized twin of :func:`salience_scalar`."""
-    return (confidence * np.log(times_accessed + 1.0)) / (days_since_access / half_life + 1.0)
+    """Vectorized twin of :func:`salience_scalar` (memsim.kernels.hyperbolic_salience)."""
+    return kernels.hyperbolic_salience(confidence, times_accessed, days_since_access, half_life)
 
 
 class Kernle(Policy):

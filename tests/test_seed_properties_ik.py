@@ -90,7 +90,7 @@ def test_kernle_protected_never_forgotten_and_recover_restores(items, data):
     protect = data.draw(st.sets(st.integers(0, len(items) - 1)))
     pol.protect([Protect(f"p{i}", 0.0, f"e{i}") for i in sorted(protect)], 0.0)
     for t in (7.0, 14.0, 21.0):
-        pol.maintain(t, ["consolidate", "forget"])
+        pol.maintain(t, ["forget"])
     for r in range(len(items)):
         if pol.store["protected"][r]:
             assert pol.store.status_of(r) == "active"
