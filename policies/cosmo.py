@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from memsim import kernels
 from memsim.errors import MemsimError
 from memsim.events import Claim, Episode, Forget, Query
 from memsim.params import Params, param
@@ -37,21 +38,15 @@ def decay_rate(recall_frequency: np.ndarray, decay_gradient: np.ndarray, candida
                confidence_applies: np.ndarray | bool = True) -> np.ndarray:
     """002 §Offline/Nightly Decay Job step 2, vectorized.
 
-    ``base = base_rate / (1 + rf ** g)`` (``rf ** g`` is 0 when rf is 0); candidates with
+    ``base = base_rate / (1 + rf ** g)`` (memsim.kernels.cosmo_decay_rate: with rf 0 and a
+    negative gradient the power is +inf and the rate 0, the limit); candidates with
     confidence < ``confident`` decay ``1 + (1 - confidence) * penalty`` times faster, candidates
     at or above it not at all; other states at the base rate. ``confidence_applies`` is False
     for rows without an extraction confidence (Sources)."""
-    rf = np.asarray(recall_frequency, dtype=np.float64)
-    g = np.asarray(decay_gradient, dtype=np.float64)
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        powered = np.where(rf > 0, np.power(np.where(rf > 0, rf, 1.0), g), 0.0)
-    base = base_rate / (1.0 + powered)
-    conf = np.asarray(confidence, dtype=np.float64)
     cand = np.asarray(candidate, dtype=bool) & np.asarray(confidence_applies, dtype=bool)
-    low = cand & (conf < confident)
-    high = cand & (conf >= confident)
-    rate = np.where(low, base * (1.0 + (1.0 - conf) * penalty), base)
-    return np.where(high, 0.0, rate)
+    return kernels.cosmo_decay_rate(recall_frequency, decay_gradient, base_rate=base_rate,
+                                    state_is_candidate=cand, confidence=confidence,
+                                    penalty_threshold=confident, penalty_slope=penalty)
 
 
 @dataclass(frozen=True)

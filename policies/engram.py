@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from memsim import kernels
 from memsim.errors import MemsimError
 from memsim.events import Claim, Episode, Forget, Query
 from memsim.llm import CONTRADICTS, PARTIAL, SUPPORTS
@@ -36,21 +37,19 @@ def tokenize(text: str) -> list[str]:
 
 def retrieval_strength(t_days: np.ndarray, stability: np.ndarray) -> np.ndarray:
     """001 §Belief Lifecycle 7: ``R(t) = exp(-t / S)``, t and S in days."""
-    return np.exp(-np.asarray(t_days, dtype=np.float64) / np.asarray(stability, dtype=np.float64))
+    return kernels.retrieval_strength(t_days, stability)
 
 
 def updated_stability(stability: np.ndarray, hours_since_last: np.ndarray, bonus: float,
                       cap: float) -> np.ndarray:
     """001 §Belief Lifecycle 7: ``S *= 1 + bonus * ln(1 + hours/24)``, capped at ``cap`` days."""
-    s = np.asarray(stability, dtype=np.float64) * (
-        1.0 + bonus * np.log1p(np.asarray(hours_since_last, dtype=np.float64) / 24.0))
-    return np.minimum(s, cap)
+    return kernels.stability_update(stability, hours_since_last, cap, bonus=bonus)
 
 
 def belief_score(confidence: np.ndarray, cosine: np.ndarray, r: np.ndarray, bm25: np.ndarray,
                  w_sim: float, w_r: float, w_bm25: float) -> np.ndarray:
     """001 §Architecture Decisions: ``0.5 * (confidence * vectorSim) + 0.3 * R + 0.2 * bm25``."""
-    return w_sim * (confidence * cosine) + w_r * r + w_bm25 * bm25
+    return kernels.weighted_sum((w_sim, w_r, w_bm25), (np.asarray(confidence) * cosine, r, bm25))
 
 
 @dataclass(frozen=True)
@@ -195,7 +194,7 @@ class Engram(Policy):
         a, b = self.store["alpha"], self.store["beta"]
         if rows is not None:
             a, b = a[rows], b[rows]
-        return a / (a + b)
+        return kernels.beta_mean(a, b)
 
     def _since_access(self, now: float) -> np.ndarray:
         s = self.store

@@ -127,7 +127,7 @@ def test_decay_rate_boundaries():
     assert r[0] == 0.0                                   # >= 0.8: no decay
     assert r[1] == pytest.approx(0.02 * (1 + 0.21 * 2))  # < 0.8: penalty
     assert r[2] == 0.02                                  # active: confidence ignored
-    assert r[3] == pytest.approx(0.04)                   # rf = 0: rf^g is 0 even for g < 0
+    assert r[3] == 0.0                                   # rf = 0, g < 0: 0^g = inf, rate 0 (the limit)
     assert r[4] == pytest.approx(0.02 / (1 + 5 ** 1.5))
 
 
@@ -140,7 +140,7 @@ def test_decay_rate_matches_scalar_reference():
     conf = rng.random(200)
     vec = decay_rate(rf, g, cand, conf, base_rate=0.02, confident=0.8, penalty=2.0)
     for i in range(200):
-        base = 0.02 / (1 + (rf[i] ** g[i] if rf[i] else 0.0))
+        base = 0.02 / (1 + rf[i] ** g[i])
         if cand[i]:
             ref = 0.0 if conf[i] >= 0.8 else base * (1 + (1 - conf[i]) * 2)
         else:
