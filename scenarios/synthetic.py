@@ -20,6 +20,7 @@ which. The mock LLM's bands and faults travel in ``Stream.meta`` (``bands``, ``f
 from __future__ import annotations
 
 import dataclasses
+import gc
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -154,9 +155,16 @@ def generate(profile: str | SyntheticParams = "steady", seed: int = 0, *, bands:
     queries = _queries(p, rng, world, mentions)
     stream_name = name or (f"synthetic:{prof_name}" if prof_name != "custom" else "synthetic:custom")
     desc = PROFILES[prof_name].description if prof_name in PROFILES else "synthetic stream (custom params)"
-    return _assemble(p, rng, world, mentions, noise_t, queries, stream_name, desc, meta=(
-        ("generator", "synthetic"), ("profile", prof_name), ("seed", int(seed)),
-        ("params", p.to_dict()), ("bands", bands.to_dict()), ("faults", faults.to_dict())))
+    meta = (("generator", "synthetic"), ("profile", prof_name), ("seed", int(seed)),
+            ("params", p.to_dict()), ("bands", bands.to_dict()), ("faults", faults.to_dict()))
+    # building ~2 objects per event: the cyclic GC would rescan them again and again
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _assemble(p, rng, world, mentions, noise_t, queries, stream_name, desc, meta)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 # --------------------------------------------------------------------------- the world
@@ -201,8 +209,12 @@ def _mentions(p: SyntheticParams, rng: np.random.Generator, w: dict[str, np.ndar
 
     u = rng.random(M)
     t_poisson = intro + u * room                        # given the count, Poisson times are uniform
-    burst_centre = np.where(rng.integers(0, p.bursts, size=M) == 0, intro,
-                            intro + rng.random(M) * room)
+    # bursty: each fact has `bursts` centres (the first at its introduction); a mention
+    # picks one and lands an exponential spread after it
+    f_intro = w["intro"]
+    centres = f_intro[:, None] + rng.random((F, p.bursts)) * (end - f_intro)[:, None]
+    centres[:, 0] = f_intro
+    burst_centre = centres[fact, rng.integers(0, p.bursts, size=M)]
     t_burst = burst_centre + rng.exponential(p.burst_days, size=M)
     # spaced: gaps grow by spacing_growth per mention, the last mention at span_end; a fact
     # mentioned very often grows its gaps more gently (at most growth**30 overall)
@@ -268,6 +280,24 @@ def _queries(p: SyntheticParams, rng: np.random.Generator, w: dict[str, np.ndarr
 
 # --------------------------------------------------------------------------- events
 
+def _built(cls: type, fields: tuple[str, ...]):
+    """A constructor that skips ``__post_init__`` validation, for events whose fields are
+    valid by construction (numbers in range, ids unique): validating 200,000 frozen objects
+    one by one would dominate generation time. The tests rebuild every event of generated
+    streams through the validating constructor and compare."""
+    new = object.__new__
+
+    def make(*values: Any) -> Any:
+        obj = new(cls)
+        obj.__dict__.update(zip(fields, values))
+        return obj
+    return make
+
+
+_CLAIM = _built(Claim, tuple(f.name for f in dataclasses.fields(Claim)))
+_EPISODE = _built(Episode, tuple(f.name for f in dataclasses.fields(Episode)))
+_QUERY = _built(Query, tuple(f.name for f in dataclasses.fields(Query)))
+
 def _assemble(p: SyntheticParams, rng: np.random.Generator, w: dict[str, np.ndarray],
               m: dict[str, np.ndarray], noise_t: np.ndarray, q: dict[str, np.ndarray],
               name: str, description: str, meta: tuple) -> Stream:
@@ -296,22 +326,22 @@ def _assemble(p: SyntheticParams, rng: np.random.Generator, w: dict[str, np.ndar
         if i < n_sig:
             f, v = facts[i], versions[i]
             key, subj = fact_key[f], fact_subject[f]
-            claim = Claim(key, f"value{v}", fact_cat[f], fact_imp[f], subj, confs[i])
-            events.append(Episode(f"e{e_no:06d}", t, f"{subj}: {key} is value{v}", (claim,),
-                                  conversation=f"day{int(t)}"))
+            claim = _CLAIM(key, f"value{v}", fact_cat[f], fact_imp[f], subj, confs[i], False, ())
+            events.append(_EPISODE(f"e{e_no:06d}", t, f"{subj}: {key} is value{v}", (claim,), "user",
+                                   f"day{int(t)}"))
             e_no += 1
         elif i < n_sig + n_noise:
             c = i - n_sig
-            claim = Claim(f"chatter{chatter_topic[c]:02d}.c{c:06d}", "", "sentiment",
-                          chatter_imp[c], "owner", 0.5, True)
-            events.append(Episode(f"e{e_no:06d}", t, f"chatter {c}", (claim,), conversation=f"day{int(t)}"))
+            claim = _CLAIM(f"chatter{chatter_topic[c]:02d}.c{c:06d}", "", "sentiment",
+                           chatter_imp[c], "owner", 0.5, True, ())
+            events.append(_EPISODE(f"e{e_no:06d}", t, f"chatter {c}", (claim,), "user", f"day{int(t)}"))
             e_no += 1
         else:
             c = i - n_sig - n_noise
             f = qfacts[c]
             subj = fact_subject[f]
-            events.append(Query(f"q{q_no:05d}", t, f"what is {subj}'s {fact_key[f]}?", (fact_key[f],),
-                                k=p.k, subject="" if subj == "owner" else subj, group=groups[qgroups[c]]))
+            events.append(_QUERY(f"q{q_no:05d}", t, f"what is {subj}'s {fact_key[f]}?", (fact_key[f],), (),
+                                 p.k, "" if subj == "owner" else subj, groups[qgroups[c]]))
             q_no += 1
     counts = {"episodes": n_sig + n_noise, "chatter": n_noise, "queries": Q,
               "value_changes": int(m["change"].sum())}
