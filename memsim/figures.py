@@ -142,9 +142,9 @@ WORKED_EXAMPLES: tuple[WorkedExample, ...] = (
     WorkedExample("izzie", 30, 0.9, 0.67, "003 Memory Strength Calculation",
                   "izzie: preference 0.9 -> 0.67 after 30 days", "izzie.preference_30d_strength"),
     WorkedExample("cosmo", 35, 0.5, 0.25, "002 Access Pattern Examples (one-off mention)",
-                  "cosmo: salience 0.5 -> 0.25 after 35 days unused"),
-    WorkedExample("cosmo", 70, 0.5, 0.125, "002 Decay Formula with Recall Frequency",
-                  "cosmo: x0.25 after 70 days unused"),
+                  "cosmo: salience 0.5 -> 0.25 after 35 days unused", "cosmo.one_off_factor_35d"),
+    WorkedExample("cosmo", 70, 1.0, 0.25, "002 Decay Formula with Recall Frequency",
+                  "cosmo: salience x 0.25 after 70 days unused (recall_frequency 0)", "cosmo.rf0_factor_70d"),
 )
 
 
