@@ -563,12 +563,25 @@ def _n_from_text(text: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
+def _operation(text: str) -> str:
+    """A benchmark group without its size tokens: ``recall 1 query n=100k`` -> ``recall 1 query``."""
+    return re.sub(r"\s*\b(?:n|size|memories)\s*=\s*\S+", "", str(text)).strip(" ,;-")
+
+
+def _is_floor(*texts: Any) -> bool:
+    text = " ".join(str(t) for t in texts).lower()
+    return any(w in text for w in _FLOOR_WORDS)
+
+
 def benchmark_frame(data: Any) -> pd.DataFrame:
     """Latency records from a benchmarks JSON of any of the shapes seen: pytest-benchmark's
     ``{"benchmarks": [{name, group, params, stats: {median, ...}, extra_info}]}``, or a list
-    (or ``{"results"|"records"|"rows": [...]}``) of flat records with a policy / name, a
-    memory count and a time. Columns: series, operation, n, seconds, floor (True for the bare
-    ``X @ q`` reference). Records without a memory count or a time are dropped."""
+    (or ``{"results"|"records"|"rows": [...]}``) of flat records with a policy / variant /
+    name, a memory count and a time. A record whose ``extra_info.seconds`` maps variant names
+    to times (the interleaved target runs) gives one row per variant; the record itself, a
+    ratio against a reference, is not a latency. Columns: series, operation, n, seconds,
+    floor (True for the bare ``X @ q`` reference). Records without a memory count or a time
+    are dropped."""
     if isinstance(data, Mapping):
         for key in ("benchmarks", "results", "records", "rows", "latency"):
             if isinstance(data.get(key), list):
@@ -591,6 +604,17 @@ def benchmark_frame(data: Any) -> pd.DataFrame:
         n = _find_n(flat)
         if n is None:
             n = _n_from_text(name)
+        group = str(r.get("group") or "")
+        operation = _operation(flat.get("operation") or flat.get("op") or group)
+        per_variant = flat.get("seconds")
+        if isinstance(per_variant, Mapping):       # interleaved timings of several variants at n
+            for variant, secs in per_variant.items():
+                if n and isinstance(secs, (int, float)) and secs > 0:
+                    rows.append({"series": str(variant), "operation": "" if operation == "targets" else operation,
+                                 "n": n, "seconds": float(secs), "floor": _is_floor(variant)})
+            continue
+        if "target" in extra or group == "targets":   # a ratio record, or a time not at n
+            continue
         stats = r.get("stats") if isinstance(r.get("stats"), Mapping) else flat
         seconds = None
         for k in _TIME_KEYS:
@@ -604,13 +628,15 @@ def benchmark_frame(data: Any) -> pd.DataFrame:
                     break
         if n is None or seconds is None or not (n > 0 and seconds > 0):
             continue
-        series = str(flat.get("policy") or flat.get("series") or flat.get("impl") or
+        series = str(flat.get("policy") or flat.get("series") or flat.get("variant") or flat.get("impl") or
                      re.sub(r"\[.*\]$", "", name).removeprefix("test_") or "?")
-        operation = str(flat.get("operation") or flat.get("op") or r.get("group") or "")
-        text = " ".join((series, name, operation, str(flat.get("kind", "")))).lower()
-        floor = bool(flat.get("floor")) or any(w in text for w in _FLOOR_WORDS)
+        floor = bool(flat.get("floor")) or _is_floor(series, name, flat.get("kind", ""))
         rows.append({"series": series, "operation": operation, "n": n, "seconds": seconds, "floor": floor})
-    return pd.DataFrame(rows, columns=["series", "operation", "n", "seconds", "floor"])
+    out = pd.DataFrame(rows, columns=["series", "operation", "n", "seconds", "floor"])
+    named = [o for o in dict.fromkeys(out["operation"]) if o]
+    if len(named) == 1:     # operation-less rows belong to the only operation there is
+        out.loc[out["operation"] == "", "operation"] = named[0]
+    return out
 
 
 def latency_figure(bench: pd.DataFrame):

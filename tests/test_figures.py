@@ -365,3 +365,29 @@ def test_compute_curves_with_the_real_curve_tool():
     assert izzie[30.0] == pytest.approx(0.9 * math.exp(-0.3))   # 003 strength example
     assert set(c.columns) >= {"policy", "pattern", "day", "strength", "status", "memory", "retrievable"}
     assert memsim.list_policies() is not None
+
+
+def test_benchmark_frame_interleaved_targets_and_size_groups():
+    """The shape benchmarks/bench_recall.py writes through pytest-benchmark: variant records
+    grouped per size, target records carrying interleaved per-variant seconds."""
+    data = {"benchmarks": [
+        {"name": "test_recall_variant[n=100k-fused]", "group": "recall 1 query n=100k",
+         "params": {"variant": "fused"}, "extra_info": {"n": 100000, "variant": "fused"},
+         "stats": {"median": 0.004}},
+        {"name": "test_recall_variant[n=100k-bare_matvec]", "group": "recall 1 query n=100k",
+         "params": {"variant": "bare_matvec"}, "extra_info": {"n": 100000, "variant": "bare_matvec"},
+         "stats": {"median": 0.003}},
+        {"name": "test_target1_fused_vs_bare_matvec", "group": "targets", "stats": {"median": 0.05},
+         "extra_info": {"target": "1", "ratio": 1.1, "n": 1000000,
+                        "seconds": {"bare_matvec": 0.03, "fused": 0.033}}},
+        {"name": "test_scalar_loop_scaled", "group": "targets", "stats": {"median": 0.001},
+         "extra_info": {"n": 1000000, "what": "scalar loop timed at n=20000"}},
+    ]}
+    b = F.benchmark_frame(data)
+    assert set(b["operation"]) == {"recall 1 query"}
+    assert sorted(zip(b.series, b.n, b.seconds)) == [
+        ("bare_matvec", 100000, 0.003), ("bare_matvec", 1000000, 0.03),
+        ("fused", 100000, 0.004), ("fused", 1000000, 0.033)]
+    assert b.set_index(["series", "n"])["floor"].to_dict()[("bare_matvec", 1000000)]
+    fig = F.latency_figure(b)
+    assert len(fig.axes) == 1
