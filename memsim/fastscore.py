@@ -329,3 +329,37 @@ def pai_topk_batch(X: np.ndarray, Q: np.ndarray, cols: PaiColumns, now: float,
             tau = _cos_thresholds(kth, bound, p)
     bounds = np.searchsorted(best_q, np.arange(B + 1))
     return [(best_r[bounds[b]:bounds[b + 1]], best_s[bounds[b]:bounds[b + 1]]) for b in range(B)]
+
+
+# -- elementwise kernels without full-length temporaries --------------------------------------
+# Rows per block of :func:`chunked`: 8192 float64 = 64 KiB, under glibc's default mmap
+# threshold, so every temporary of a block is recycled from the heap (hot in cache) instead
+# of being a fresh n-long allocation whose page faults cost more than the arithmetic.
+_ELEMENTWISE_CHUNK = 8192
+
+
+def chunked(kernel: Any, *args: Any, chunk: int = _ELEMENTWISE_CHUNK, out: np.ndarray | None = None,
+            **kwargs: Any) -> np.ndarray:
+    """``kernel(*args, **kwargs)`` of an elementwise kernel (e.g. memsim.kernels.exp_decay),
+    evaluated block by block into one output: bit-identical (the same ufuncs on the same
+    elements), but the temporaries are block-sized. Array arguments broadcast to one 1-D
+    shape; scalars and keyword arguments pass through."""
+    arrays = [np.asarray(a) for a in args]
+    shape = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
+    if len(shape) != 1:
+        return np.asarray(kernel(*args, **kwargs), dtype=np.float64)
+    n = shape[0]
+    parts = [np.broadcast_to(a, shape) if a.ndim else a for a in arrays]
+    res = np.empty(n, dtype=np.float64) if out is None else out
+    for lo in range(0, n, chunk):
+        hi = min(n, lo + chunk)
+        res[lo:hi] = kernel(*(p[lo:hi] if p.ndim else p for p in parts), **kwargs)
+    return res
+
+
+def half_life_decay(c: Any, dt: Any, half_life: Any) -> np.ndarray:
+    """``c * 0.5 ** (dt / half_life)`` as ``c * exp2(-(dt / half_life))``: libm's ``pow``
+    has no vectorized loop in numpy (~15 ns per element), ``exp2`` has; equal to the
+    ``pow`` form within 2 ulp (not bit for bit)."""
+    c = np.asarray(c, dtype=np.float64)
+    return c * np.exp2(-(np.asarray(dt, dtype=np.float64) / np.asarray(half_life, dtype=np.float64)))

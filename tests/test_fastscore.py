@@ -198,3 +198,32 @@ def test_property_fused_equals_straightforward(seed, n, k, floor, clusters):
         assert_same(fs.pai_topk(X, Q[b], cols, 100.0, codes[b], p, k),
                     reference(X @ Q[b], cols, 100.0, codes[b], p, k))
         assert_same(batch[b], reference(C[b], cols, 100.0, codes[b], p, k))
+
+
+def test_chunked_is_bit_identical_to_the_kernel():
+    from memsim import kernels
+    rng = np.random.default_rng(8)
+    n = 20_001
+    a, r, d = rng.uniform(0, 1, n), rng.uniform(0.001, 0.1, n), rng.uniform(0, 365, n)
+    np.testing.assert_array_equal(fs.chunked(kernels.exp_decay, a, r, d, chunk=1000),
+                                  kernels.exp_decay(a, r, d))
+    # broadcast scalars and keyword arguments, a 2-D input falls back to the plain call
+    np.testing.assert_array_equal(fs.chunked(kernels.stability_update, d, 0.5, cap=365.0, chunk=333),
+                                  kernels.stability_update(d, 0.5, cap=365.0))
+    np.testing.assert_array_equal(fs.chunked(kernels.beta_mean, a.reshape(3, -1)[:, :5], 2.0),
+                                  kernels.beta_mean(a.reshape(3, -1)[:, :5], 2.0))
+    cand = rng.random(n) < 0.3
+    rf = rng.integers(0, 9, n).astype(float)
+    np.testing.assert_array_equal(fs.chunked(kernels.cosmo_decay_rate, rf, r * 10, 0.02, cand, a, chunk=4096),
+                                  kernels.cosmo_decay_rate(rf, r * 10, 0.02, cand, a))
+
+
+def test_half_life_decay_exp2_matches_pow_within_2_ulp():
+    """000 §7: c * 0.5 ** (days / (30 * stability)); exp2 form vs numpy/libm pow."""
+    from memsim import kernels, kernels_ref
+    rng = np.random.default_rng(9)
+    c, dt, hl = rng.uniform(0, 1, 5000), rng.uniform(0, 2000, 5000), rng.uniform(30, 150, 5000)
+    got = fs.half_life_decay(c, dt, hl)
+    want = kernels.half_life_decay(c, dt, hl)
+    assert (np.abs(got - want) <= 2 * np.spacing(np.abs(want))).all()
+    assert fs.half_life_decay(0.6, 30.0, 30.0) == kernels_ref.half_life_decay(0.6, 30.0, 30.0) == 0.3

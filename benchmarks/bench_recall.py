@@ -1,0 +1,147 @@
+"""Target 1: exact recall of one query (document 000 §2 score, floor 0.20, top 10) over n
+clustered 384-dim memories, against the bare float32 ``X @ q`` (the bandwidth floor).
+
+Variants timed: bare matvec, straightforward numpy (full scores + kernels.topk), the fused
+kernel (memsim.fastscore.pai_topk), the scalar loop (one memory at a time, at a smaller n and
+scaled linearly), and the pai policy's own recall path (PersonalAI.recall) with and without
+the fastscore wiring (benchmarks.wiring.WiredPersonalAI).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from benchmarks.conftest import assert_target_in_full_mode, interleaved, record_target
+from benchmarks.workloads import NOW, embeddings, pai_columns, pai_workload, queries, size, size_id
+from memsim import fastscore as fs
+from memsim.events import Query
+from policies.pai import PaiParams
+
+P = PaiParams()
+K = 10
+N_BIG = size(1_000_000, 5_000)
+N_MID = size(100_000, 2_000)
+N_SCALAR = size(20_000, 500)
+CODES = [7]          # the query names subject code 7
+ROUNDS = size(7, 1)
+
+
+@pytest.fixture(scope="module", params=sorted({N_MID, N_BIG}), ids=size_id)
+def recall_case(request):
+    n = request.param
+    X = embeddings(n)
+    cols = pai_columns(pai_workload(n))
+    q = queries(n, 1)[0]
+    return n, X, cols, q
+
+
+def _variants(X, cols, q):
+    return {
+        "bare_matvec": lambda: X @ q,
+        "numpy": lambda: fs.pai_topk_numpy(X, q, cols, NOW, CODES, P, K),
+        "fused": lambda: fs.pai_topk(X, q, cols, NOW, CODES, P, K),
+    }
+
+
+@pytest.mark.parametrize("variant", ["bare_matvec", "numpy", "fused"])
+def test_recall_variant(benchmark, recall_case, variant):
+    n, X, cols, q = recall_case
+    benchmark.group = f"recall 1 query {size_id(n)}"
+    benchmark.extra_info.update(n=n, variant=variant)
+    benchmark.pedantic(_variants(X, cols, q)[variant], rounds=ROUNDS, iterations=1, warmup_rounds=1)
+
+
+def test_target1_fused_vs_bare_matvec(benchmark):
+    """Fused exact recall <= 1.25x the bare float32 X @ q, at n = 1M."""
+    n = N_BIG
+    X = embeddings(n)
+    cols = pai_columns(pai_workload(n))
+    qs = queries(n, 3)
+    for q in qs:   # the answer is the straightforward one
+        a, b = fs.pai_topk(X, q, cols, NOW, CODES, P, K), fs.pai_topk_numpy(X, q, cols, NOW, CODES, P, K)
+        np.testing.assert_array_equal(a[0], b[0])
+        np.testing.assert_array_equal(a[1], b[1])
+    q = qs[0]
+    t = interleaved(_variants(X, cols, q), rounds=size(15, 1))
+    record_target(benchmark, target="1 exact recall (fused)", ratio=t["fused"] / t["bare_matvec"],
+                  limit=1.25, better="lower", n=n, what="fused pai score+floor+top10 / bare X@q",
+                  numpy_ratio=t["numpy"] / t["bare_matvec"], seconds=t)
+    benchmark.group = "targets"
+    benchmark.pedantic(_variants(X, cols, q)["fused"], rounds=ROUNDS, iterations=1)
+    assert_target_in_full_mode(benchmark)
+
+
+def test_scalar_loop_scaled(benchmark):
+    """The one-memory-at-a-time loop, timed on N_SCALAR rows and scaled to N_BIG."""
+    X = embeddings(N_SCALAR)
+    cols = pai_columns(pai_workload(N_SCALAR))
+    q = queries(N_SCALAR, 1)[0]
+    t0 = time.perf_counter()
+    ids, scores = fs.pai_topk_scalar(X, q, cols, NOW, CODES, P, K)
+    scalar = time.perf_counter() - t0
+    fids, fscores = fs.pai_topk(X, q, cols, NOW, CODES, P, K)
+    np.testing.assert_array_equal(ids, fids)
+    np.testing.assert_allclose(scores, fscores, rtol=1e-6)
+    Xb = embeddings(N_BIG)
+    colsb = pai_columns(pai_workload(N_BIG))
+    qb = queries(N_BIG, 1)[0]
+    t = interleaved({"fused": lambda: fs.pai_topk(Xb, qb, colsb, NOW, CODES, P, K)}, rounds=ROUNDS)
+    scaled = scalar * N_BIG / N_SCALAR
+    benchmark.group = "targets"
+    benchmark.extra_info.update(what=f"scalar loop timed at n={N_SCALAR}, scaled x{N_BIG / N_SCALAR:g}",
+                                n=N_BIG, scalar_seconds_scaled=scaled, fused_seconds=t["fused"],
+                                speedup_fused_over_scalar=scaled / t["fused"])
+    benchmark.pedantic(lambda: fs.pai_topk_scalar(X[:200], q, cols.take(np.arange(200)), NOW, CODES,
+                                                  P, K), rounds=1, iterations=1)
+
+
+def _policy(cls, n, q):
+    from benchmarks.wiring import FixedQueryLLM, bulk_fill
+    pol = cls()
+    bulk_fill(pol, embeddings(n), pai_workload(n))
+    pol.llm = FixedQueryLLM(pol.llm, q)
+    return pol
+
+
+def test_target1_pai_policy_recall(benchmark):
+    """PersonalAI.recall (one query, graph expansion and access recording included) against
+    the bare X @ q over its store, as written and with the fastscore wiring."""
+    from benchmarks.wiring import WiredPersonalAI
+    from policies.pai import PersonalAI
+    n = N_BIG
+    q = queries(n, 1)[0]
+    orig = _policy(PersonalAI, n, q)
+    wired = _policy(WiredPersonalAI, n, q)
+    query = Query("bench-q", NOW, "what does person7 like", keys=("bench.fact",), subject="person7")
+    a = orig.recall([query], NOW)[0]
+    b = wired.recall([query], NOW)[0]
+    np.testing.assert_array_equal(a.ids, b.ids)
+    np.testing.assert_array_equal(a.scores, b.scores)
+    X = orig.store.embedding
+    t = interleaved({"bare_matvec": lambda: X @ q,
+                     "policy": lambda: orig.recall([query], NOW),
+                     "wired": lambda: wired.recall([query], NOW)}, rounds=size(11, 1))
+    record_target(benchmark, target="1b pai policy recall (as written)", ratio=t["policy"] / t["bare_matvec"],
+                  limit=1.25, better="lower", n=n, what="PersonalAI.recall([q]) / bare X@q",
+                  wired_ratio=t["wired"] / t["bare_matvec"], seconds=t)
+    benchmark.group = "targets"
+    benchmark.pedantic(lambda: orig.recall([query], NOW), rounds=ROUNDS, iterations=1)
+
+
+def test_target1_pai_policy_recall_wired(benchmark):
+    """The same with memsim.fastscore wired in (benchmarks.wiring.WiredPersonalAI)."""
+    from benchmarks.wiring import WiredPersonalAI
+    n = N_BIG
+    q = queries(n, 1)[0]
+    wired = _policy(WiredPersonalAI, n, q)
+    query = Query("bench-q", NOW, "what does person7 like", keys=("bench.fact",), subject="person7")
+    X = wired.store.embedding
+    t = interleaved({"bare_matvec": lambda: X @ q, "wired": lambda: wired.recall([query], NOW)},
+                    rounds=size(11, 1))
+    record_target(benchmark, target="1c pai policy recall (fastscore wired)", ratio=t["wired"] / t["bare_matvec"],
+                  limit=1.25, better="lower", n=n, what="WiredPersonalAI.recall([q]) / bare X@q", seconds=t)
+    benchmark.group = "targets"
+    benchmark.pedantic(lambda: wired.recall([query], NOW), rounds=ROUNDS, iterations=1)
+    assert_target_in_full_mode(benchmark)
