@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Container, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -94,57 +94,66 @@ def ndcg_at_k(prov: Prov, units: Units, k: int) -> float:
     return dcg / ideal
 
 
-def stale_at_k(prov: Prov, relevant: frozenset, superseded: frozenset, k: int) -> float:
+def stale_at_k(prov: Prov, relevant: frozenset, superseded: Container, k: int) -> float:
+    """``superseded`` needs only ``in`` (a set, or GroundTruth.superseded_view)."""
     top = prov[:k]
     if not top:
         return 0.0
-    stale = sum(1 for p in top if not p.isdisjoint(superseded) and p.isdisjoint(relevant))
+    stale = sum(1 for p in top if p.isdisjoint(relevant) and any(e in superseded for e in p))
     return stale / len(top)
 
 
 class LogIndex:
-    """The store's change logs indexed for 'what was true at log position n' questions."""
+    """The store's change logs indexed for 'what was true after log entry n' questions."""
 
     def __init__(self, trace: Trace) -> None:
-        self.retrievable = frozenset(trace.statuses.code(s) for s in trace.statuses.retrievable)
+        self.retrievable = frozenset(int(trace.statuses.code(s)) for s in trace.statuses.retrievable)
         self.rows_of: dict[str, list[tuple[int, int]]] = {}   # episode -> [(log pos, row)]
         for pos, (_, row, ep) in enumerate(trace.provenance_log):
             self.rows_of.setdefault(ep, []).append((pos, row))
-        self.status_pos: dict[int, list[int]] = {}
-        self.status_code: dict[int, list[int]] = {}
-        for pos, (_, row, code) in enumerate(trace.status_log):
-            self.status_pos.setdefault(row, []).append(pos)
-            self.status_code.setdefault(row, []).append(code)
+        # status log grouped by row (stable, so each row's entries stay in log order)
+        log = np.asarray(trace.status_log, dtype=np.float64).reshape(-1, 3)
+        rows = log[:, 1].astype(np.int64)
+        self._codes = log[:, 2].astype(np.int64)
+        self._order = np.argsort(rows, kind="stable")
+        sorted_rows = rows[self._order]
+        n_rows = int(rows.max()) + 1 if len(rows) else 0
+        self._lo = np.searchsorted(sorted_rows, np.arange(n_rows), side="left")
+        self._hi = np.searchsorted(sorted_rows, np.arange(n_rows), side="right")
 
     def status_at(self, row: int, status_log_len: int) -> int | None:
         """A row's status code after the first ``status_log_len`` log entries (None: not yet)."""
-        positions = self.status_pos.get(row)
-        if not positions:
+        if row >= len(self._lo):
             return None
-        i = bisect.bisect_left(positions, status_log_len) - 1
-        return self.status_code[row][i] if i >= 0 else None
+        positions = self._order[self._lo[row]:self._hi[row]]
+        i = int(np.searchsorted(positions, status_log_len)) - 1
+        return int(self._codes[positions[i]]) if i >= 0 else None
 
-    def rows_holding(self, episodes: frozenset, provenance_log_len: int) -> set[int]:
-        rows: set[int] = set()
-        for e in episodes:
-            for pos, row in self.rows_of.get(e, ()):
-                if pos >= provenance_log_len:
-                    break
-                rows.add(row)
-        return rows
+    def final_statuses(self) -> np.ndarray:
+        """Each row's last logged status code (-1 for a row never logged)."""
+        out = np.full(len(self._lo), -1, dtype=np.int64)
+        has = self._hi > self._lo
+        out[has] = self._codes[self._order[self._hi[has] - 1]]
+        return out
 
     def needed_forgotten(self, relevant: frozenset, rec: QueryRecord) -> float:
-        rows = self.rows_holding(relevant, rec.provenance_log_len)
-        if not rows:
-            return 0.0
-        alive = any(self.status_at(r, rec.status_log_len) in self.retrievable for r in rows)
-        return 0.0 if alive else 1.0
+        """1.0 if some row held a relevant episode by the query but none of them is
+        retrievable then (stops at the first retrievable one)."""
+        existed = False
+        for e in relevant:
+            for pos, row in self.rows_of.get(e, ()):
+                if pos >= rec.provenance_log_len:
+                    break
+                existed = True
+                if self.status_at(row, rec.status_log_len) in self.retrievable:
+                    return 0.0
+        return 1.0 if existed else 0.0
 
-    def final_retrievable_episodes(self, n_status: int | None = None) -> set[str]:
+    def final_retrievable_episodes(self) -> set[str]:
         """Episodes held by a memory that is retrievable at the end of the log."""
-        n = n_status if n_status is not None else 1 << 62
-        alive_rows = {row for row in self.status_pos if self.status_at(row, n) in self.retrievable}
-        return {e for e, hits in self.rows_of.items() if any(r in alive_rows for _, r in hits)}
+        final = self.final_statuses()
+        alive = np.isin(final, list(self.retrievable))
+        return {e for e, hits in self.rows_of.items() if any(r < len(alive) and alive[r] for _, r in hits)}
 
 
 # -- per run ------------------------------------------------------------------------------
@@ -164,7 +173,7 @@ def evaluate(trace: Trace, truth: GroundTruth) -> pd.DataFrame:
         rows.append((rec.query_id, rec.time, rec.group, rec.k, len(units), len(rec.ids),
                      recall_at_k(prov, units, rec.k), hit_at_k(prov, units, rec.k),
                      mrr(prov, units, rec.k), ndcg_at_k(prov, units, rec.k),
-                     stale_at_k(prov, relevant, truth.superseded(rec.query_id), rec.k),
+                     stale_at_k(prov, relevant, truth.superseded_view(rec.query_id), rec.k),
                      logs.needed_forgotten(relevant, rec), truth.evidence_age(rec.query_id),
                      rec.footprint))
     df = pd.DataFrame(rows, columns=list(COLUMNS))

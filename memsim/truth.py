@@ -8,7 +8,7 @@ episode is its own unit. Episodes the user asked to forget before the query are 
 relevant (a unit left with no relevant episode is dropped). Superseded episodes assert only
 older values of asked keys.
 
-Everything is precomputed once per stream (positions per (key, value), per key), so a
+Timelines are built once per stream and per-key states cached by prefix length, so a
 100k-episode / 10k-query stream is evaluated in seconds; per-query answers are cached.
 """
 from __future__ import annotations
@@ -27,16 +27,41 @@ class Assertion:
     episode: str
 
 
+@dataclass(frozen=True)
+class _Answer:
+    units: dict[str, frozenset[str]]
+    relevant: frozenset[str]
+    current: dict[str, str]          # asked key -> its current value at the query
+    position: int                    # the query's position in the stream
+    evidence_age: float
+
+
+class SupersededView:
+    """Membership test for a query's superseded episodes without building the set: an
+    episode is superseded when it comes before the query, is not relevant, and asserts an
+    asked key with a value other than the current one."""
+
+    def __init__(self, truth: "GroundTruth", answer: _Answer) -> None:
+        self._truth, self._answer = truth, answer
+
+    def __contains__(self, episode: object) -> bool:
+        a = self._answer
+        pos = self._truth._position.get(episode)  # type: ignore[arg-type]
+        if pos is None or pos >= a.position or episode in a.relevant:
+            return False
+        return any(k in a.current and v != a.current[k] for k, v in self._truth._asserts[pos])
+
+
 class GroundTruth:
     """What is true and relevant at each query of ``stream``. See the module docstring."""
 
     def __init__(self, stream: Stream) -> None:
         self.stream_name = stream.name
         self.timelines: dict[str, list[Assertion]] = {}
-        self._by_value: dict[tuple[str, str], list[int]] = {}   # (key, value) -> positions
         self._episode_at: dict[int, Episode] = {}
         self._position: dict[str, int] = {}
-        self._forgot_at: dict[str, int] = {}                    # episode -> first Forget position
+        self._asserts: dict[int, tuple[tuple[str, str], ...]] = {}   # position -> (key, value)s
+        self._forgot_at: dict[str, int] = {}                         # episode -> first Forget position
         self.queries: dict[str, Query] = {}
         self._query_pos: dict[str, int] = {}
         noise: list[str] = []
@@ -47,14 +72,10 @@ class GroundTruth:
                 claims = ev.claims
                 if claims and all(c.noise for c in claims):
                     noise.append(ev.id)
-                said: set[tuple[str, str]] = set()
-                for c in claims:   # an episode naming a key twice: its last value is current
-                    if c.noise or not c.key:
-                        continue
-                    self.timelines.setdefault(c.key, []).append(Assertion(pos, float(ev.time), c.value, ev.id))
-                    if (c.key, c.value) not in said:
-                        said.add((c.key, c.value))
-                        self._by_value.setdefault((c.key, c.value), []).append(pos)
+                said = tuple((c.key, c.value) for c in claims if not c.noise and c.key)
+                self._asserts[pos] = said
+                for key, value in said:   # an episode naming a key twice: its last value is current
+                    self.timelines.setdefault(key, []).append(Assertion(pos, float(ev.time), value, ev.id))
             elif isinstance(ev, Query):
                 self.queries[ev.id] = ev
                 self._query_pos[ev.id] = pos
@@ -62,7 +83,16 @@ class GroundTruth:
                 self._forgot_at.setdefault(ev.episode_id, pos)
         self.noise_episodes: frozenset[str] = frozenset(noise)
         self._timeline_pos = {k: [a.position for a in tl] for k, tl in self.timelines.items()}
-        self._cache: dict[str, tuple[dict[str, frozenset[str]], frozenset[str]]] = {}
+        # (key, value) -> (timeline indices, episodes) of the assertions of that value
+        self._by_value: dict[tuple[str, str], tuple[list[int], list[str]]] = {}
+        for key, tl in self.timelines.items():
+            for i, a in enumerate(tl):
+                idx, eps = self._by_value.setdefault((key, a.value), ([], []))
+                idx.append(i)
+                eps.append(a.episode)
+        self._time = {ev.id: float(ev.time) for ev in self._episode_at.values()}
+        self._cache: dict[str, _Answer] = {}
+        self._key_cache: dict[tuple[str, int], frozenset[str]] = {}
 
     # -- lookups --------------------------------------------------------------
     def query(self, query_id: str) -> Query:
@@ -76,42 +106,50 @@ class GroundTruth:
 
     def current_value(self, key: str, query: Query | str) -> str | None:
         """The value of ``key`` asserted last before the query (None if never asserted)."""
-        pos = self._query_pos[self._qid(query)]
+        m = self._prefix(key, self._query_pos[self._qid(query)])
+        return self.timelines[key][m - 1].value if m else None
+
+    def _prefix(self, key: str, qpos: int) -> int:
+        """How many assertions of ``key`` come before stream position ``qpos``."""
         tl_pos = self._timeline_pos.get(key)
-        if not tl_pos:
-            return None
-        i = bisect.bisect_left(tl_pos, pos) - 1
-        return self.timelines[key][i].value if i >= 0 else None
+        return bisect.bisect_left(tl_pos, qpos) if tl_pos else 0
 
     def _forgotten(self, episode: str, qpos: int) -> bool:
         f = self._forgot_at.get(episode)
         return f is not None and f < qpos
 
-    def _compute(self, qid: str) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
+    def _current_episodes(self, key: str, m: int) -> frozenset[str]:
+        """Episodes among the first ``m`` assertions of ``key`` asserting its value at m
+        (cached: a key is asked again and again between two mentions)."""
+        got = self._key_cache.get((key, m))
+        if got is None:
+            idx, eps = self._by_value[(key, self.timelines[key][m - 1].value)]
+            got = self._key_cache[(key, m)] = frozenset(eps[:bisect.bisect_left(idx, m)])
+        return got
+
+    def _compute(self, qid: str) -> _Answer:
         q = self.query(qid)
         qpos = self._query_pos[qid]
         units: dict[str, frozenset[str]] = {}
-        superseded: set[str] = set()
+        current: dict[str, str] = {}
         for key in q.keys:
-            value = self.current_value(key, qid)
-            if value is None:
+            m = self._prefix(key, qpos)
+            if m == 0:
                 continue
-            positions = self._by_value[(key, value)]
-            n = bisect.bisect_left(positions, qpos)
-            rel = frozenset(e for e in (self._episode_at[p].id for p in positions[:n])
-                            if not self._forgotten(e, qpos))
+            current[key] = self.timelines[key][m - 1].value
+            rel = self._current_episodes(key, m)
+            if self._forgot_at and any(self._forgotten(e, qpos) for e in rel):
+                rel = frozenset(e for e in rel if not self._forgotten(e, qpos))
             if rel:
                 units[key] = rel
-            tl = self.timelines[key]
-            m = bisect.bisect_left(self._timeline_pos[key], qpos)
-            superseded.update(a.episode for a in tl[:m] if a.value != value)
         for a in q.answers:
             if a not in units and not self._forgotten(a, qpos):
                 units[a] = frozenset((a,))
-        relevant = set().union(*units.values()) if units else set()
-        return units, frozenset(superseded - relevant)
+        relevant = frozenset().union(*units.values()) if units else frozenset()
+        age = float(q.time - max(self._time[e] for e in relevant)) if relevant else float("nan")
+        return _Answer(units, relevant, current, qpos, age)
 
-    def _get(self, query: Query | str) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
+    def _get(self, query: Query | str) -> _Answer:
         qid = self._qid(query)
         got = self._cache.get(qid)
         if got is None:
@@ -121,27 +159,30 @@ class GroundTruth:
     # -- public ---------------------------------------------------------------
     def units(self, query: Query | str) -> dict[str, frozenset[str]]:
         """unit -> relevant episode ids (only units with at least one relevant episode)."""
-        return dict(self._get(query)[0])
+        return dict(self._get(query).units)
 
     def relevant(self, query: Query | str) -> frozenset[str]:
-        units = self._get(query)[0]
-        return frozenset().union(*units.values()) if units else frozenset()
+        """Union of the query's units."""
+        return self._get(query).relevant
 
     def superseded(self, query: Query | str) -> frozenset[str]:
-        """Episodes before the query asserting only older values of asked keys."""
-        return self._get(query)[1]
+        """Episodes before the query asserting only older values of asked keys (built by a
+        scan of the asked keys' timelines; metrics use :meth:`superseded_view`)."""
+        a = self._get(query)
+        eps = {t.episode for key, value in a.current.items()
+               for t in self.timelines[key][: self._prefix(key, a.position)] if t.value != value}
+        return frozenset(eps - a.relevant)
+
+    def superseded_view(self, query: Query | str) -> SupersededView:
+        """Cheap ``episode in view`` test equal to ``episode in superseded(query)``."""
+        return SupersededView(self, self._get(query))
 
     def evidence_age(self, query: Query | str) -> float:
         """Query time minus the time of the newest relevant episode (NaN if none)."""
-        q = self.query(self._qid(query))
-        rel = self.relevant(q)
-        if not rel:
-            return float("nan")
-        newest = max(self._episode_at[self._position[e]].time for e in rel)
-        return float(q.time - newest)
+        return self._get(query).evidence_age
 
     def episode_time(self, episode_id: str) -> float:
-        return float(self._episode_at[self._position[episode_id]].time)
+        return self._time[episode_id]
 
     @property
     def episode_ids(self) -> list[str]:

@@ -26,6 +26,10 @@ def claim_text(c: Claim) -> str:
 class _CosineBase(Policy):
     """Shared ingest (one memory per claim), cosine scoring and forget."""
 
+    def _live(self) -> np.ndarray:
+        """Retrievable rows ("active" is the only retrievable status; faster than store.mask)."""
+        return self.store["status"] == self.statuses.code("active")
+
     def _extract(self, ep: Episode) -> tuple[Claim, ...]:
         claims = self.llm.extract(ep)
         if claims is None:  # extraction failed: keep the raw text as one text-only claim
@@ -74,7 +78,7 @@ class _CosineBase(Policy):
         have = [i for i, v in enumerate(vecs) if v is not None]
         if not have or self.store.n == 0:
             return out
-        live = self.store.retrievable()
+        live = self._live()
         if not live.any():
             return out
         q = np.stack([np.asarray(vecs[i], dtype=np.float32) for i in have])
@@ -120,7 +124,7 @@ class KeepAll(_CosineBase):
                         retrievable=frozenset({"active"}))
 
     def strength(self, now: float) -> np.ndarray:
-        return self.store.retrievable().astype(np.float64)
+        return self._live().astype(np.float64)
 
 
 @dataclass(frozen=True)
@@ -145,16 +149,16 @@ class Recency(_CosineBase):
         return np.exp(-self.params.rate * dt)
 
     def strength(self, now: float) -> np.ndarray:
-        return np.where(self.store.retrievable(), self._weights(now), 0.0)
+        return np.where(self._live(), self._weights(now), 0.0)
 
     def _after_ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
-        live = np.flatnonzero(self.store.retrievable())
+        live = np.flatnonzero(self._live())
         excess = len(live) - self.params.budget
         if excess <= 0:
             return []
-        # least recently used first, ties by lower row
-        order = np.lexsort((live, self._last_use()[live]))
-        victims = live[order[:excess]]
+        # least recently used first, ties by lower row (topk breaks ties by lower index,
+        # and ``live`` is in row order); argpartition keeps this O(n) per ingest
+        victims = live[self.topk(-self._last_use()[live], excess)]
         self.store.set_status(victims, "evicted", now)
         cause = episodes[-1].id
         return [Outcome(cause, "evict", int(r), f"over budget {self.params.budget}") for r in victims.tolist()]

@@ -125,3 +125,8 @@ def test_matches_brute_force_on_a_random_stream():
         units, superseded = brute_units(s.events, q.id)
         assert gt.units(q.id) == units, q.id
         assert gt.superseded(q.id) == superseded, q.id
+        view = gt.superseded_view(q.id)
+        assert {e for e in episodes if e in view} == superseded, q.id
+        rel = set().union(*units.values()) if units else set()
+        newest = max((e.time for e in s.episodes if e.id in rel), default=math.nan)
+        assert gt.evidence_age(q.id) == q.time - newest or (math.isnan(newest) and math.isnan(gt.evidence_age(q.id)))
