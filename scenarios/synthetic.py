@@ -97,7 +97,7 @@ PROFILES: dict[str, Profile] = {
     "churn": Profile("facts change value often; half the queries ask about changed facts",
                      (("change_share", 0.5), ("ask_changed", 0.5), ("ask_recent", 0.2))),
     "noisy": Profile("most episodes are one-off chatter nobody asks about",
-                     (("noise_share", 0.8), ("episodes", 4000))),
+                     (("noise_share", 0.8), ("episodes", 3000))),
     "longgap": Profile("facts mentioned in the first 30% of the horizon, asked about after 70%",
                        (("mention_span", 0.3), ("query_start", 0.7), ("ask_recent", 0.0),
                         ("ask_changed", 0.1), ("spaced_share", 0.0), ("burst_share", 0.3))),
