@@ -198,3 +198,30 @@ def test_every_event_passes_the_validating_constructors(profile):
         rebuilt = type(ev)(**fields)
         assert rebuilt == ev and type(ev.time) is float
     assert Stream(tuple(s.events), name=s.name).events == s.events
+
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+
+@given(seed=st.integers(0, 2**31), episodes=st.integers(30, 300), queries=st.integers(0, 40),
+       facts=st.integers(1, 25), noise=st.floats(0.0, 0.9), change=st.floats(0.0, 1.0),
+       span=st.floats(0.05, 1.0), start=st.floats(0.0, 0.95), recent=st.floats(0.0, 0.5),
+       changed=st.floats(0.0, 0.5), burst=st.floats(0.0, 0.5), spaced=st.floats(0.0, 0.5))
+def test_any_valid_params_give_a_valid_deterministic_stream(seed, episodes, queries, facts, noise, change,
+                                                            span, start, recent, changed, burst, spaced):
+    if round(episodes * (1 - noise)) < facts:
+        facts = max(1, round(episodes * (1 - noise)))
+        if round(episodes * (1 - noise)) < 1:
+            return
+    p = SyntheticParams(horizon=30.0, episodes=episodes, queries=queries, facts=facts, topics=3,
+                        noise_share=noise, change_share=change, mention_span=span, query_start=start,
+                        ask_recent=recent, ask_changed=changed, burst_share=burst, spaced_share=spaced)
+    a = generate(p, seed)
+    assert len(a.episodes) == episodes and len(a.queries) == queries
+    assert pickle.dumps(a) == pickle.dumps(generate(p, seed))
+    seen = set()
+    for ev in a:
+        if isinstance(ev, Episode):
+            seen.add(ev.claims[0].key)
+        else:
+            assert ev.keys[0] in seen
