@@ -362,11 +362,10 @@ class Cosmo(Policy):
         s["salience"][rows] = boosted
         s["salience0"][rows] = boosted
         s["anchor_time"][rows] = now
+        movable = ~s["owner"][rows]  # the owner node is always core
         core = s["access_count"][rows] >= p.core_retrievals
-        for r, is_core in zip(rows.tolist(), core.tolist()):
-            if s["owner"][r]:
-                continue
-            self._set_state([r], "core" if is_core else "active", now)
+        self._set_state(rows[movable & core], "core", now)
+        self._set_state(rows[movable & ~core], "active", now)
 
     # -- maintenance ------------------------------------------------------------------------
     def maintain(self, now: float, jobs: Sequence[str]) -> list[Outcome]:
@@ -442,17 +441,17 @@ class Cosmo(Policy):
         s = self.store
         rows = np.flatnonzero(s["is_dirty"] & s.mask(["candidate", "active", "core", "archived"], kinds=SEMANTIC))
         out = []
-        for r in rows.tolist():
-            notes = self.notes.get(r)
-            if notes:
-                latest = notes[-1]
-                vecs, ok = self._embed([latest], [f"node:{r}:{len(notes)}"])
-                if ok[0]:
-                    s.embedding[r] = (vecs[0] / np.linalg.norm(vecs[0])).astype(np.float32)
-                    s.text[r] = f"{latest.subject} {latest.key} {latest.value}"
-                    s.claim[r] = latest
-            s["is_dirty"][r] = False
-            s["updated"][r] = now
+        noted = [r for r in rows.tolist() if self.notes.get(r)]
+        if noted:  # one embedding call for every dirty node's latest note
+            latest = [self.notes[r][-1] for r in noted]
+            vecs, ok = self._embed(latest, [f"node:{r}:{len(self.notes[r])}" for r in noted])
+            for r, c, v, good in zip(noted, latest, vecs, ok):
+                if good:
+                    s.embedding[r] = (v / np.linalg.norm(v)).astype(np.float32)
+                    s.text[r] = f"{c.subject} {c.key} {c.value}"
+                    s.claim[r] = c
+        s["is_dirty"][rows] = False
+        s["updated"][rows] = now
         if len(rows):
             out.append(Outcome("nightly", "synthesize", -1, f"{len(rows)} node descriptions refreshed"))
         return out
