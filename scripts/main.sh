@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 export MPLBACKEND=Agg
+export OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 .venv/bin/python -m memsim compare --suite standard --jobs 2 --out results/standard "$@"
 if .venv/bin/python -c "import memsim.figures" 2>/dev/null; then
   .venv/bin/python -m memsim figures --out results/figures

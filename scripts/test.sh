@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 export MPLBACKEND=Agg
+export OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 status=0
 .venv/bin/python -m pytest tests "$@" || status=$?
 if [ "$status" -eq 5 ]; then echo "test.sh: pytest collected no tests: failing" >&2; exit 1; fi
