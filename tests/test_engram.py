@@ -469,3 +469,16 @@ def test_pure_formulas():
     assert retrieval_strength(np.array([0.0, 10.0]), np.array([10.0, 10.0])).tolist() == [1.0, math.exp(-1)]
     assert updated_stability(np.array([10.0]), np.array([24.0]), 0.1, 365.0)[0] == pytest.approx(10 * (1 + 0.1 * math.log(2)))
     assert belief_score(np.array([0.5]), np.array([0.8]), np.array([1.0]), np.array([0.5]), 0.5, 0.3, 0.2)[0] == pytest.approx(0.2 + 0.3 + 0.1)
+
+
+def test_merge_similarity_is_strictly_above_threshold():
+    """001 §Belief Lifecycle 6: cosine > 0.92, measured on the stored vectors."""
+    probe = make()
+    a = plant(probe, 0, key="m0.x", alpha=4, beta=1, vec=unit(1.0))
+    b = plant(probe, 1, key="m1.x", alpha=4, beta=1, vec=unit(0.95))
+    sim = float(probe.store.embedding[a].astype(np.float64) @ probe.store.embedding[b].astype(np.float64))
+    for threshold, merges in ((sim, False), (np.nextafter(sim, 0.0), True)):
+        pol = make(merge_min_similarity=float(threshold))
+        plant(pol, 0, key="m0.x", alpha=4, beta=1, vec=unit(1.0))
+        plant(pol, 1, key="m1.x", alpha=4, beta=1, vec=unit(0.95))
+        assert (pol.merge_pair(10.0) is not None) is merges
