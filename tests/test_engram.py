@@ -161,17 +161,21 @@ def test_cluster_of_three_makes_a_belief_two_does_not(size, created):
 
 
 def test_cluster_threshold_070_is_inclusive():
-    """Greedy leader clustering joins at cosine >= 0.70 (001 §How It Works 2; choice)."""
-    pol = make()
-    rows = pol.ingest([ep(0, 0, "a.x", "1", vec=unit(1.0)), ep(1, 0, "b.x", "1", vec=unit(0.7)),
-                       ep(2, 0, "c.x", "1", vec=unit(0.69, other=2))], 0.0)
-    got = pol.cluster([o.memory for o in rows])
-    assert got == [] or all(len(c) >= 3 for c in got)
-    pol2 = make(min_cluster_size=2)
-    rows = pol2.ingest([ep(0, 0, "a.x", "1", vec=unit(1.0)), ep(1, 0, "b.x", "1", vec=unit(0.7001)),
-                        ep(2, 0, "c.x", "1", vec=unit(0.6999, other=2))], 0.0)
-    ids = [o.memory for o in rows]
-    assert pol2.cluster(ids) == [(ids[0], ids[1])]
+    """Greedy leader clustering joins at cosine >= the threshold (001 §How It Works 2; choice),
+    measured on the stored vectors."""
+    def rows_of(pol):
+        out = pol.ingest([ep(0, 0, "a.x", "1", vec=unit(1.0)), ep(1, 0, "b.x", "1", vec=unit(0.7)),
+                          ep(2, 0, "c.x", "1", vec=unit(0.0, other=2))], 0.0)
+        return [o.memory for o in out]
+    probe = make()
+    ids = rows_of(probe)
+    sim = float(probe.store.embedding[ids[0]].astype(np.float64) @ probe.store.embedding[ids[1]].astype(np.float64))
+    at = make(min_cluster_size=2, cluster_similarity=sim)
+    ids = rows_of(at)
+    assert at.cluster(ids) == [(ids[0], ids[1])]
+    above = make(min_cluster_size=2, cluster_similarity=float(np.nextafter(sim, 1.0)))
+    assert above.cluster(rows_of(above)) == []
+    assert make().params.cluster_similarity == 0.70
 
 
 def test_at_most_10_clusters_per_cycle_rest_carried():
