@@ -152,3 +152,28 @@ def test_evaluate_and_summarize_on_a_hand_trace():
     # n1 sits in row 3 (active at the end), n2 in row 4 (archived at 4.5)
     assert s["noise_retention"] == 0.5
     assert set(s) == {m for m, spec in M.METRICS.items() if spec.level == "run"}
+
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+_eps = st.frozensets(st.sampled_from([f"e{i}" for i in range(8)]), max_size=3)
+
+
+@given(st.lists(_eps, max_size=6), st.dictionaries(st.sampled_from("ABCD"), _eps.filter(bool), min_size=1),
+       st.integers(1, 6))
+def test_ranking_metric_invariants(prov, units, k):
+    prov = tuple(prov)
+    r, h, m, n = (M.recall_at_k(prov, units, k), M.hit_at_k(prov, units, k), M.mrr(prov, units, k),
+                  M.ndcg_at_k(prov, units, k))
+    assert 0.0 <= r <= 1.0 and 0.0 <= n <= 1.0 + 1e-12 and 0.0 <= m <= 1.0
+    assert h == float(r > 0) == float(m > 0) == float(n > 0)
+    # recall never falls when k grows (nDCG may: its ideal grows too)
+    assert M.recall_at_k(prov, units, k + 1) >= r
+
+
+@given(st.lists(st.sampled_from("ABCDEF"), min_size=1, max_size=6, unique=True), st.integers(1, 8))
+def test_one_memory_per_unit_is_ideal(names, k):
+    units = {u: frozenset({u + "1", u + "2"}) for u in names}   # disjoint units
+    ranking = tuple(frozenset({u + "2"}) for u in names)
+    assert M.ndcg_at_k(ranking, units, k) == pytest.approx(1.0)
+    assert M.recall_at_k(ranking, units, k) == min(k, len(names)) / len(names)

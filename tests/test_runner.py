@@ -243,3 +243,28 @@ def test_continuing_a_run_equals_one_run():
 def test_observe_without_observer_is_an_error():
     with pytest.raises(ValueError, match="observer"):
         run(Recorder(llm=StubLLM()), Stream((ep("e1", 0.0),)), observe=[1.0])
+
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+
+@given(st.lists(st.tuples(st.sampled_from([0.25, 0.5, 1.0, 1.5, 7.0]), st.sampled_from([0.0, 0.5, 2.0])),
+                min_size=1, max_size=4),
+       st.sampled_from([None, 0.0, 1.0, 3.3]))
+def test_tick_times_match_brute_force(specs, start_after):
+    jobs = tuple(Job(f"j{i}", every, offset) for i, (every, offset) in enumerate(specs))
+    horizon = 20.0
+    expected: dict[float, list[str]] = {}
+    for job in jobs:
+        n = 1 if job.offset == 0 else 0
+        while job.offset + n * job.every <= horizon:
+            t = job.offset + n * job.every
+            if start_after is None or t > start_after:
+                expected.setdefault(t, []).append(job.name)
+            n += 1
+    got = []
+    for t, names in tick_times(jobs, start_after):
+        if t > horizon:
+            break
+        got.append((t, names))
+    assert got == sorted(expected.items())
