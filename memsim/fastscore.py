@@ -261,10 +261,10 @@ def batch_cosines(X: np.ndarray, Q: np.ndarray, chunk: int = _BATCH_CHUNK) -> np
     """The (queries, n) cosine matrix exactly as :func:`pai_topk_batch` computes it, chunk
     by chunk (BLAS rounding depends on the blocking: a float32 GEMM and a GEMV can differ
     in the last bit), for references and tests."""
-    Q = np.ascontiguousarray(Q, dtype=np.float32)
+    QT = np.ascontiguousarray(Q, dtype=np.float32).T
     n = X.shape[0]
-    return np.concatenate([Q @ X[lo:min(n, lo + chunk)].T for lo in range(0, n, chunk)]
-                          or [np.zeros((Q.shape[0], 0), np.float32)], axis=1)
+    return np.concatenate([(X[lo:min(n, lo + chunk)] @ QT).T for lo in range(0, n, chunk)]
+                          or [np.zeros((QT.shape[1], 0), np.float32)], axis=1)
 
 
 def pai_topk_batch(X: np.ndarray, Q: np.ndarray, cols: PaiColumns, now: float,
@@ -272,11 +272,12 @@ def pai_topk_batch(X: np.ndarray, Q: np.ndarray, cols: PaiColumns, now: float,
                    chunk: int = _BATCH_CHUNK) -> list[tuple[np.ndarray, np.ndarray]]:
     """Fused recall of a batch of independent queries (rows of Q, each with its subject
     codes), state unchanged between them: per chunk of rows one matrix-matrix product
-    (compute-bound BLAS), then the floor/bound prefilter per query against its running
+    (compute-bound BLAS, ``X_chunk @ Q.T``), then the floor/bound prefilter per query against its running
     k-th best score, exact scores of the survivors and a vectorized merge into the running
     top-k. Equal bit for bit to ``topk(pai_scores(batch_cosines(X, Q, chunk)[b], ...))``
     for each query b (and to ``pai_topk`` up to float32 rounding of the cosines)."""
     Q = np.ascontiguousarray(Q, dtype=np.float32)
+    QT = Q.T
     B = Q.shape[0]
     n = X.shape[0]
     if len(subject_codes) != B:
@@ -298,12 +299,13 @@ def pai_topk_batch(X: np.ndarray, Q: np.ndarray, cols: PaiColumns, now: float,
     best_s = np.zeros(0, dtype=np.float64)
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
-        C = Q @ X[lo:hi].T                                   # (B, rows) float32
-        qi, ri = np.nonzero(C >= tau[:, None])
-        if len(qi) == 0:
+        C = X[lo:hi] @ QT                                    # (rows, B) float32
+        flat = np.flatnonzero(C >= tau)                      # 1-D: far faster than 2-D nonzero
+        if len(flat) == 0:
             continue
-        cos_c = C[qi, ri]
-        rows = ri + lo
+        cos_c = C.ravel()[flat]
+        rows, qi = np.divmod(flat, B)
+        rows += lo
         if cols.allowed is not None:
             ok = cols.allowed[rows]
             qi, rows, cos_c = qi[ok], rows[ok], cos_c[ok]
@@ -363,3 +365,17 @@ def half_life_decay(c: Any, dt: Any, half_life: Any) -> np.ndarray:
     ``pow`` form within 2 ulp (not bit for bit)."""
     c = np.asarray(c, dtype=np.float64)
     return c * np.exp2(-(np.asarray(dt, dtype=np.float64) / np.asarray(half_life, dtype=np.float64)))
+
+
+def pai_topk_candidates(cos_c: np.ndarray, rows: np.ndarray, cols: PaiColumns, now: float,
+                        subject_codes: Sequence[int], p: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact §2 top-k among given candidate ``rows`` (ascending, with their cosines), e.g.
+    from an approximate index (faiss IVF range search): the policy's own score on the
+    candidates, ties to the lower row."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if k <= 0 or len(rows) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    scores = _score_candidates(np.asarray(cos_c), rows, cols, now,
+                               _subject_match(cols.subject[rows], subject_codes), p)
+    best = topk(scores, k)
+    return rows[best], scores[best]

@@ -1,0 +1,91 @@
+"""Target 5: batched ingest of one day's episodes is >= 10x faster than one-by-one ingest of
+the same episodes, with identical outcomes and identical store state.
+
+Each seed policy is warmed up on the days before the measured day of the ``steady``
+synthetic year (batched, per same-time batch, as the runner does), then copied; one copy
+ingests the day in one ``ingest(day, now)`` call, the other calls ``ingest([episode], now)``
+per episode. Mock LLM: memsim.mockllm.MockLLM(seed=0).
+"""
+from __future__ import annotations
+
+import copy
+import time
+from itertools import groupby
+
+import numpy as np
+import pytest
+
+from benchmarks.conftest import assert_target_in_full_mode, record_target
+from benchmarks.workloads import size
+from memsim import registry
+from memsim.events import Episode
+
+SEEDS = ["pai", "izzie", "kernle", "engram", "cosmo"]
+EPISODES = size(100_000, 2_000)
+QUERIES = size(10_000, 100)
+HORIZON = 365.0
+DAY = size(30, 5)
+ROUNDS = size(3, 1)
+
+
+def _stream():
+    import scenarios
+    return scenarios.load(f"synthetic:steady,episodes={EPISODES},queries={QUERIES},horizon={HORIZON:g}")
+
+
+def store_state(store) -> tuple:
+    """Everything a MemoryStore holds, comparable with ==."""
+    cols = tuple((name, store[name].tobytes()) for name in store.columns)
+    return (store.n, cols, store.embedding.tobytes(), tuple(store.text), tuple(map(repr, store.claim)),
+            tuple(tuple(sorted(p)) for p in store.provenance), tuple(store.status_log),
+            tuple(store.provenance_log))
+
+
+@pytest.fixture(scope="module")
+def day_case():
+    stream = _stream()
+    eps = [e for e in stream.events if isinstance(e, Episode)]
+    before = [e for e in eps if e.time < DAY]
+    day = [e for e in eps if DAY <= e.time < DAY + 1]
+    return before, day
+
+
+def _warm(policy_id, before):
+    from memsim.mockllm import MockLLM
+    pol = registry.make(policy_id, llm=MockLLM(seed=0), seed=0)
+    for t, batch in groupby(before, key=lambda e: e.time):
+        pol.ingest(list(batch), t)
+    return pol
+
+
+@pytest.mark.parametrize("policy_id", SEEDS)
+def test_target5_batched_vs_one_by_one_ingest(benchmark, day_case, policy_id):
+    try:
+        registry.spec(policy_id).load()
+    except Exception as exc:  # a policy still being written by its author
+        pytest.skip(f"{policy_id} not available: {exc}")
+    before, day = day_case
+    warm = _warm(policy_id, before)
+    now = DAY + 1.0
+    best = {"batched": np.inf, "one_by_one": np.inf}
+    outs = {}
+    for _ in range(ROUNDS):
+        a, b = copy.deepcopy(warm), copy.deepcopy(warm)
+        t0 = time.perf_counter()
+        out_a = a.ingest(day, now)
+        best["batched"] = min(best["batched"], time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        out_b = [o for e in day for o in b.ingest([e], now)]
+        best["one_by_one"] = min(best["one_by_one"], time.perf_counter() - t0)
+        outs = (a, b, out_a, out_b)
+    a, b, out_a, out_b = outs
+    assert out_a == out_b, f"{policy_id}: batched and one-by-one outcomes differ"
+    assert store_state(a.store) == store_state(b.store), f"{policy_id}: store states differ"
+    record_target(benchmark, target=f"5 ingest {policy_id} (one-by-one / batched)",
+                  ratio=best["one_by_one"] / best["batched"], limit=10.0, better="higher",
+                  n=len(day), what=f"one day ({len(day)} episodes, store of {warm.store.n} rows)",
+                  seconds=best, store_rows=int(warm.store.n))
+    benchmark.group = "ingest"
+    benchmark.pedantic(lambda w: w.ingest(day, now), setup=lambda: ((copy.deepcopy(warm),), {}),
+                       rounds=ROUNDS, iterations=1)
+    assert_target_in_full_mode(benchmark)
