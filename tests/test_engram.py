@@ -486,3 +486,12 @@ def test_merge_similarity_is_strictly_above_threshold():
         plant(pol, 0, key="m0.x", alpha=4, beta=1, vec=unit(1.0))
         plant(pol, 1, key="m1.x", alpha=4, beta=1, vec=unit(0.95))
         assert (pol.merge_pair(10.0) is not None) is merges
+
+
+def test_recall_confidence_filter_is_inclusive_at_04():
+    """001 §Configuration MIN_CONFIDENCE_FOR_RECALL: confidence >= 0.4 is surfaced."""
+    pol = make()
+    at = plant(pol, 0, alpha=0.4, beta=0.6)
+    below = plant(pol, 1, alpha=0.39, beta=0.61)
+    ids = pol.recall([Query("q", 1.0, "topic fact", keys=("topic.fact",), k=5)], 1.0)[0].ids.tolist()
+    assert at in ids and below not in ids
