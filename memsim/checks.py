@@ -94,6 +94,13 @@ def check_stream(capabilities: frozenset[str] | set[str] = frozenset()) -> Strea
         ep(day, "chat.misc", f"small talk {int(day)}", "sentiment", 0.1, noise=True)
         q(day + 0.5, f"q{int(day)}a", "owner.name", "owner.city")
         q(day + 0.5, f"q{int(day)}b", "work.employer")
+        if day >= 30.0:   # a busy stretch: repeats and chatter, enough to trigger consolidation
+            for j in range(8):
+                key, value, cat, imp = _FACTS[j % len(_FACTS)]
+                if key == "owner.city":
+                    value = "Denver"
+                ep(day + 1.0 + j // 3, key, value, cat, imp)
+                ep(day + 1.0 + j // 3, "chat.misc", f"chatter {int(day)}-{j}", "sentiment", 0.1, noise=True)
     ep(55.0, "work.employer", "Globex", "fact", 0.6)             # another change
     ep(55.0, "work.employer", "Globex", "fact", 0.6)             # said twice in one batch
     q(60.0, "q60", "work.employer", "owner.name", "pets.dog", k=10)
