@@ -65,8 +65,8 @@ def check_stream(capabilities: frozenset[str] | set[str] = frozenset()) -> Strea
     def q(t: float, qid: str, *keys: str, k: int = 5) -> None:
         events.append(Query(qid, t, "what is " + " and ".join(keys) + "?", keys=keys, k=k))
 
-    first = {}
-    for i, (key, value, cat, imp) in enumerate(_FACTS[:4]):   # day 0: a batch of four
+    first: dict[str, str] = {}
+    for key, value, cat, imp in _FACTS[:4]:                      # day 0: a batch of four
         first[key] = ep(0.0, key, value, cat, imp)
     ep(0.0, "chat.weather", "rainy", "sentiment", 0.1, noise=True)
     for key, value, cat, imp in _FACTS[4:]:                      # day 1: a batch of two
