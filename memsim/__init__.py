@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 _API = {
     "list_policies": "memsim.api", "list_scenarios": "memsim.api", "run": "memsim.api",
     "compare": "memsim.api", "paired": "memsim.api", "summarize": "memsim.api",
-    "curve": "memsim.curve", "make": "memsim.registry", "register": "memsim.registry",
+    "curve": "memsim.curves", "make": "memsim.registry", "register": "memsim.registry",
 }
 
 

@@ -122,7 +122,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_curve(args: argparse.Namespace) -> int:
-    from .curve import run_curve_command
+    from .curves import run_curve_command
     return run_curve_command(args)
 
 
@@ -169,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("curve", help="decay curve of one memory under an access pattern (CSV)")
     try:
-        from .curve import add_curve_arguments
+        from .curves import add_curve_arguments
         add_curve_arguments(s)
     except ImportError:
         pass

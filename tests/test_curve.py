@@ -8,7 +8,7 @@ from contextlib import redirect_stdout
 import pytest
 
 from memsim.cli import main
-from memsim.curve import CurveError, access_days, curve, parse_days
+from memsim.curves import CurveError, access_days, curve, parse_days
 from memsim.errors import MemsimError, ParamError, UnknownIdError
 
 PREF = ["category=preference", "importance=0.9"]

@@ -10,7 +10,7 @@ Each policy's claims live in ``memsim.claims.<policy>`` and call :func:`register
 
 ``documented`` is the number the document states (None when it states none: the row then
 records what the formula implies, e.g. a finding); ``measure()`` runs the implementation
-(usually :func:`memsim.curve.curve`); ``formula()`` evaluates the document's formula in plain
+(usually :func:`memsim.curves.curve`); ``formula()`` evaluates the document's formula in plain
 math. tests/test_claims.py requires implementation == formula for every claim; whether the
 document's own number agrees (``|documented - implementation| <= tol``) is a finding recorded
 in the table, not a failure.

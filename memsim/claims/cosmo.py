@@ -19,7 +19,7 @@ NO_CONSOLIDATION = {"consolidate_salience": "0"}
 
 
 def _curve(pattern: str, days, memory: dict, params: dict | None = None):
-    from memsim.curve import curve
+    from memsim.curves import curve
     return curve("cosmo", pattern, days, memory=memory, params=params or {})
 
 

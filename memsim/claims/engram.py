@@ -15,7 +15,7 @@ S0 = 7.0  # EngramParams.initial_stability (a documented choice; 001 gives none)
 
 
 def _curve(pattern: str, days, memory: dict | None = None, params: dict | None = None):
-    from memsim.curve import curve
+    from memsim.curves import curve
     return curve("engram", pattern, days, memory=memory or {}, params=params or {})
 
 
@@ -30,7 +30,7 @@ def _stability_after(access_day: float, memory: dict | None = None) -> float:
 
 
 def _planted(**attrs: str):
-    from memsim.curve import memory_claim
+    from memsim.curves import memory_claim
     from memsim.events import Episode
     from policies.engram import Engram
     pol = Engram(seed=0)

@@ -10,13 +10,13 @@ NAME_PREFERENCE = {"category": "preference", "importance": "0.9", "key": "owner.
 
 
 def _strength(day: float, memory: dict | None = None, **kw) -> float:
-    from memsim.curve import curve
+    from memsim.curves import curve
     return float(curve("izzie", "never", [day], memory=memory or NAME_PREFERENCE, **kw)["strength"].iloc[0])
 
 
 def _planted(column: str) -> float:
     """A column of the memory the document's first message saves."""
-    from memsim.curve import memory_claim
+    from memsim.curves import memory_claim
     from memsim.events import Episode
     from policies.izzie import Izzie
     pol = Izzie(seed=0)

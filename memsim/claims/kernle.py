@@ -22,7 +22,7 @@ def salience(confidence: float, times_accessed: float, days_since_access: float,
 
 
 def _curve(pattern: str, days, **memory):
-    from memsim.curve import curve
+    from memsim.curves import curve
     memory.setdefault("key", "owner.city")
     memory.setdefault("category", "fact")
     return curve("kernle", pattern, days, memory={k: str(v) for k, v in memory.items()})

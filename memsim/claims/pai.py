@@ -12,7 +12,7 @@ DOC = "000_ec17278fb0252727.txt"
 # -- measurements through the policy ------------------------------------------------------------
 
 def _curve(days, pattern: str = "never", **memory):
-    from memsim.curve import curve
+    from memsim.curves import curve
     return curve("pai", pattern, days, memory={k: str(v) for k, v in memory.items()})
 
 
