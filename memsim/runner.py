@@ -79,13 +79,15 @@ class Trace:
     status_log: list[tuple[float, int, int]] = field(default_factory=list)
     provenance_log: list[tuple[float, int, str]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    kinds: list[str] = field(default_factory=list)   # the kind name of every row, at the end
 
     def content(self) -> tuple:
         """A deterministic, comparable representation of everything but the timings.
         Arrays compare bitwise (NaN-safe)."""
         return (self.policy_id, self.policy_version, self.stream_name, self.horizon,
                 self.statuses, tuple(q.content() for q in self.queries), tuple(self.outcomes),
-                tuple(self.footprint), tuple(self.status_log), tuple(self.provenance_log))
+                tuple(self.footprint), tuple(self.status_log), tuple(self.provenance_log),
+                tuple(self.kinds))
 
     def queries_frame(self) -> pd.DataFrame:
         return pd.DataFrame({
@@ -287,6 +289,7 @@ def run(policy: Policy, stream: Stream, *, observe: Iterable[float] = (),
     advance(end, inclusive=True)
     trace.status_log = list(store.status_log)
     trace.provenance_log = list(store.provenance_log)
+    trace.kinds = [store.kinds[int(c)] for c in store["kind"]]
     timings["total"] = sum(timings.values())
     trace.timings = timings
     return trace
