@@ -1,0 +1,52 @@
+"""Child process of the memory benchmark (bench_memory.py).
+
+    python -m benchmarks.memchild store N DIM CHUNK     build a MemoryStore of N rows
+    python -m benchmarks.memchild baseline N DIM CHUNK  same imports and one chunk, no store
+
+``store``: MemoryStore(dim).reserve(N), then rows added CHUNK at a time, each chunk of
+seeded unit vectors generated on the fly (the full matrix never exists outside the store).
+``baseline`` does everything but the store, so the difference of the two peaks is what the
+store holds. Run through :func:`measure`, which reads ru_maxrss of RUSAGE_CHILDREN.
+"""
+from __future__ import annotations
+
+import resource
+import subprocess
+import sys
+
+
+def measure(mode: str, n: int, dim: int, chunk: int) -> int:
+    """Peak resident bytes of one child run (Linux ru_maxrss is in KiB)."""
+    subprocess.run([sys.executable, "-m", "benchmarks.memchild", mode, str(n), str(dim), str(chunk)],
+                   check=True)
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+
+
+def main() -> None:
+    mode, n, dim, chunk = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    import numpy as np
+    from memsim.store import MemoryStore, Statuses
+    rng = np.random.default_rng(0)
+
+    def rows(m: int) -> np.ndarray:
+        x = rng.standard_normal((m, dim), dtype=np.float32)
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
+        return x
+
+    if mode == "baseline":
+        x = rows(min(n, chunk))
+        MemoryStore(dim, Statuses(("active",))).add(0.0, x[:1], texts=[""], claims=[None], provenance=[()])
+        return
+    store = MemoryStore(dim, Statuses(("active",)))
+    store.reserve(n)
+    for lo in range(0, n, chunk):
+        m = min(chunk, n - lo)
+        store.add(0.0, rows(m), texts=[""] * m, claims=[None] * m, provenance=[()] * m)
+    assert store.n == n
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "measure":
+        print(measure(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])))
+    else:
+        main()

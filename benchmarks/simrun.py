@@ -1,0 +1,59 @@
+"""One simulation run of a policy through the ``steady`` synthetic year, timed; prints JSON.
+
+    python -m benchmarks.simrun POLICY EPISODES QUERIES [--profile N]
+
+Used by bench_sim.py in a subprocess (so a run too slow for the time budget can be stopped);
+``--profile N`` adds the N top cProfile entries (by cumulative time) of the run.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import time
+
+HORIZON = 365.0
+
+
+def spec(episodes: int, queries: int) -> str:
+    return f"synthetic:steady,episodes={episodes},queries={queries},horizon={HORIZON:g}"
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.simrun")
+    ap.add_argument("policy")
+    ap.add_argument("episodes", type=int)
+    ap.add_argument("queries", type=int)
+    ap.add_argument("--profile", type=int, default=0)
+    a = ap.parse_args(argv)
+    import scenarios
+    from memsim import registry
+    from memsim.mockllm import MockLLM
+    from memsim.runner import run
+    t0 = time.perf_counter()
+    stream = scenarios.load(spec(a.episodes, a.queries))
+    generate = time.perf_counter() - t0
+    policy = registry.make(a.policy, llm=MockLLM(seed=0), seed=0)
+    prof = cProfile.Profile() if a.profile else None
+    t0 = time.perf_counter()
+    if prof:
+        prof.enable()
+    trace = run(policy, stream)
+    if prof:
+        prof.disable()
+    wall = time.perf_counter() - t0
+    out = {"policy": a.policy, "episodes": a.episodes, "queries": a.queries, "spec": spec(a.episodes, a.queries),
+           "generate_seconds": generate, "run_seconds": wall, "timings": dict(trace.timings),
+           "store_rows": int(policy.store.n), "footprint": int(policy.footprint())}
+    if prof:
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(a.profile)
+        out["profile"] = buf.getvalue()
+    print(json.dumps(out))
+    return out
+
+
+if __name__ == "__main__":
+    main()
