@@ -34,7 +34,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("recall", "share of the query's units covered by the returned top-k memories", "higher", "query"),
     Metric("hit", "1 if any unit is covered by the top-k memories, else 0", "higher", "query"),
     Metric("mrr", "1 / rank of the first memory covering a unit (0 if none)", "higher", "query"),
-    Metric("ndcg", "nDCG@k with binary gain where a memory covers a not-yet-covered unit", "higher", "query"),
+    Metric("ndcg", "nDCG@k: gain = units a memory newly covers; ideal = one unit per rank; capped at 1", "higher", "query"),
     Metric("stale", "share of returned memories asserting only superseded values of an asked key",
            "lower", "query"),
     Metric("needed_forgotten", "1 if a memory of a relevant episode existed but none is retrievable "
@@ -81,6 +81,9 @@ def mrr(prov: Prov, units: Units, k: int) -> float:
 
 
 def ndcg_at_k(prov: Prov, units: Units, k: int) -> float:
+    """Gain at a rank = the number of asked units that memory covers first. The ideal puts
+    one unit per rank; a memory covering several units at once can only beat that, so the
+    ratio is capped at 1 (a single memory answering every asked key at rank 1 scores 1)."""
     if not units:
         return math.nan
     covered: set[str] = set()
@@ -88,10 +91,10 @@ def ndcg_at_k(prov: Prov, units: Units, k: int) -> float:
     for rank, p in enumerate(prov[:k], start=1):
         new = _covers(p, units) - covered
         if new:
-            dcg += 1.0 / math.log2(rank + 1)
+            dcg += len(new) / math.log2(rank + 1)
             covered |= new
     ideal = sum(1.0 / math.log2(r + 1) for r in range(1, min(k, len(units)) + 1))
-    return dcg / ideal
+    return min(1.0, dcg / ideal)
 
 
 def stale_at_k(prov: Prov, relevant: frozenset, superseded: Container, k: int) -> float:

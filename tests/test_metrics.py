@@ -52,9 +52,12 @@ def test_ndcg_gives_no_gain_for_a_unit_already_covered():
     # gains at ranks 1 (A) and 3 (B); rank 2 covers A again: 1 + 0.5 over 1 + 0.6309
     assert M.ndcg_at_k(prov, UNITS, 3) == pytest.approx(1.5 / 1.6309297535714575)
     assert M.mrr(prov, UNITS, 3) == 1.0
-    # gain is binary per rank (as specified): one memory covering both units earns one gain,
-    # while the ideal counts min(k, units) = 2 gains, so it scores 1 / (1 + 0.6309)
-    assert M.ndcg_at_k(P({"e1", "e3"}), UNITS, 3) == pytest.approx(1.0 / 1.6309297535714575)
+    # gain counts the units a memory newly covers: one memory covering both units at rank 1
+    # earns 2 against an ideal of 1 + 0.6309, capped at 1 (nothing can do better)
+    assert M.ndcg_at_k(P({"e1", "e3"}), UNITS, 3) == 1.0
+    # the same memory at rank 2: 2 / log2(3) = 1.2619 over 1.6309
+    assert M.ndcg_at_k(P({"x"}, {"e1", "e3"}), UNITS, 3) == pytest.approx(
+        (2 / 1.5849625007211563) / 1.6309297535714575)
 
 
 def test_ideal_dcg_is_capped_by_k():
