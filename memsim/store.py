@@ -193,6 +193,17 @@ class MemoryStore:
                 self.provenance_log.append((float(now), row, e))
         return np.arange(lo, hi)
 
+    def set_embedding(self, rows: Any, vectors: Any) -> None:
+        """Replace the embeddings of ``rows`` (a refreshed description), validated and
+        normalized like new rows: a NaN or zero vector raises VectorError."""
+        rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
+        vecs = as_unit_vectors(vectors, self.dim)
+        if len(vecs) != len(rows):
+            raise ValueError(f"{len(rows)} rows but {len(vecs)} vectors")
+        if len(rows) and (rows.min() < 0 or rows.max() >= self.n):
+            raise IndexError(f"rows {rows.tolist()} outside 0..{self.n - 1}")
+        self._emb[rows] = vecs
+
     # -- statuses and provenance ---------------------------------------------
     def kind_code(self, name: str) -> int:
         try:

@@ -447,7 +447,7 @@ class Cosmo(Policy):
             vecs, ok = self._embed(latest, [f"node:{r}:{len(self.notes[r])}" for r in noted])
             for r, c, v, good in zip(noted, latest, vecs, ok):
                 if good:
-                    s.embedding[r] = (v / np.linalg.norm(v)).astype(np.float32)
+                    s.set_embedding(r, v)
                     s.text[r] = f"{c.subject} {c.key} {c.value}"
                     s.claim[r] = c
         s["is_dirty"][rows] = False
@@ -503,7 +503,7 @@ class Cosmo(Policy):
         for st in rows.tolist():
             recent = self.includes[st][-p.storyline_refresh_sources:]
             s.text[st] = self.llm.summarize([s.text[st]] + [s.text[r] for r in recent], key=f"refresh:{st}:{len(self.includes[st])}")
-            s.embedding[st] = self._centroid(self.includes[st]).astype(np.float32)
+            s.set_embedding(st, self._centroid(self.includes[st]))
             s["is_dirty"][st] = False
             s["updated"][st] = now
             out.append(Outcome("nightly", "synthesize", st, "storyline refreshed"))
@@ -549,7 +549,7 @@ class Cosmo(Policy):
         for m in rows.tolist():
             sts = self.includes[m]
             s.text[m] = self.llm.summarize([s.text[st] for st in sts], key=f"refresh:{m}:{int(s['source_count'][m])}")
-            s.embedding[m] = self._centroid(sts).astype(np.float32)
+            s.set_embedding(m, self._centroid(sts))
             s["is_dirty"][m] = False
             s["updated"][m] = now
             out.append(Outcome("weekly", "synthesize", m, "macro refreshed"))

@@ -107,3 +107,20 @@ def test_statuses_validation():
     with pytest.raises(ValueError, match="terminal status cannot be retrievable"):
         Statuses(("active",), terminal=frozenset({"active"}), retrievable=frozenset({"active"}))
     assert ST.codes(["deleted", "active"]).tolist() == [2, 0]
+
+
+def test_set_embedding_validates_and_normalizes():
+    import numpy as np
+    import pytest
+    from memsim.errors import VectorError
+    from memsim.store import MemoryStore, Statuses
+    st = MemoryStore(3, Statuses(("active",)))
+    st.add(0.0, np.eye(3)[:2], texts=["a", "b"], claims=[None, None], provenance=[["e1"], ["e2"]])
+    st.set_embedding(1, [0.0, 0.0, 2.0])
+    assert np.allclose(st.embedding[1], [0, 0, 1]) and np.allclose(st.embedding[0], [1, 0, 0])
+    with pytest.raises(VectorError, match="zero norm"):
+        st.set_embedding(0, [0.0, 0.0, 0.0])
+    with pytest.raises(VectorError, match="NaN"):
+        st.set_embedding(0, [np.nan, 0.0, 1.0])
+    with pytest.raises(IndexError):
+        st.set_embedding(5, [1.0, 0.0, 0.0])
