@@ -329,6 +329,22 @@ def rolling_by_time(frame: pd.DataFrame, value: str, window: float) -> pd.DataFr
     return pd.DataFrame({"day": full[present], value: (s / n).to_numpy()[present]})
 
 
+def overlapping_series(series: Mapping[str, pd.Series], tol: float = 0.02) -> list[list[str]]:
+    """Groups of policies whose series coincide within ``tol`` of the larger value at every
+    shared day, so a figure can say which lines hide which."""
+    groups: list[list[str]] = []
+    for name, s in series.items():
+        for g in groups:
+            ref = series[g[0]]
+            a, b = s.align(ref, join="inner")
+            if len(a) and np.all(np.abs(a - b) <= tol * np.maximum(np.maximum(np.abs(a), np.abs(b)), 1.0)):
+                g.append(name)
+                break
+        else:
+            groups.append([name])
+    return [g for g in groups if len(g) > 1]
+
+
 def synthetic_scenarios(per_query: pd.DataFrame) -> list[str]:
     return [s for s in dict.fromkeys(per_query["scenario"].astype(str)) if s.startswith("synthetic:")]
 
@@ -350,6 +366,7 @@ def recall_footprint_over_time_figure(per_query: pd.DataFrame, scenarios: Sequen
     for row, s in enumerate(scen):
         sub = per_query[per_query["scenario"] == s]
         left, right = axes[row]
+        series: dict[str, pd.Series] = {}
         for p in policies:
             g = sub[sub["policy"] == p]
             if g.empty:
@@ -358,6 +375,12 @@ def recall_footprint_over_time_figure(per_query: pd.DataFrame, scenarios: Sequen
             left.plot(r["day"], r["recall"], label=p, linewidth=1.6, **policy_style(p))
             f = g.groupby(np.floor(g["time"]).astype(np.int64))["footprint"].mean()
             right.plot(f.index, f.to_numpy(), label=p, linewidth=1.6, **policy_style(p))
+            series[p] = f
+        same = overlapping_series(series)
+        if same:
+            right.text(0.99, 0.02, "lines on top of each other: " + "; ".join(" = ".join(g) for g in same),
+                       transform=right.transAxes, ha="right", va="bottom", fontsize=7.5, color="0.25",
+                       bbox={"facecolor": "white", "edgecolor": "0.8", "alpha": 0.9})
         left.set_ylim(-0.02, 1.02)
         left.set_ylabel(f"{klabel} ({window:g}-day rolling mean)")
         right.set_ylabel("retrievable memories")
@@ -401,12 +424,13 @@ def recall_vs_footprint_figure(summary: pd.DataFrame, *, footprint_metric: str =
     if both.empty:
         raise MemsimError(f"summary table: no scenario has both recall and {footprint_metric}")
     scen = list(dict.fromkeys(both["scenario"]))
-    ncols = min(3, len(scen))
+    ncols = min(4, len(scen))
     nrows = math.ceil(len(scen) / ncols)
-    fig = _new_figure(4.3 * ncols, 3.6 * nrows + 0.5)
+    fig = _new_figure(3.7 * ncols, 3.0 * nrows + 0.6)
     axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
-    for ax, s in zip(axes, scen):
+    for i, (ax, s) in enumerate(zip(axes, scen)):
         g = both[both["scenario"] == s]
+        same = _same_points(g)
         for p in ordered_policies(g["policy"]):
             r = g[g["policy"] == p]
             xerr = _err(r.rename(columns={"mean_f": "mean", "ci_low_f": "ci_low", "ci_high_f": "ci_high"}))
@@ -418,8 +442,12 @@ def recall_vs_footprint_figure(summary: pd.DataFrame, *, footprint_metric: str =
         if lo_f > 0 and hi_f / lo_f > 20:   # keep-all can hold 100x what a pruning policy keeps
             ax.set_xscale("log")
         ax.set_title(_short_scenario(s), fontsize=9)
-        ax.set_xlabel("mean retrievable memories (footprint)" + (", log scale" if ax.get_xscale() == "log" else ""))
-        ax.set_ylabel("recall@k (mean over queries)")
+        note = ("\nsame point: " + "; ".join(" = ".join(x) for x in same)) if same else ""
+        ax.set_xlabel("mean footprint (memories" + (", log scale)" if ax.get_xscale() == "log" else ")") + note,
+                      fontsize=8)
+        if i % ncols == 0:
+            ax.set_ylabel("recall@k (mean over queries)", fontsize=8)
+        ax.tick_params(labelsize=7)
         ax.set_ylim(-0.03, 1.03)
         ax.grid(alpha=0.3)
     for ax in axes[len(scen):]:
@@ -434,6 +462,16 @@ def recall_vs_footprint_figure(summary: pd.DataFrame, *, footprint_metric: str =
     fig.suptitle("Recall vs footprint: up and to the left is better (whiskers: 95% bootstrap CI; "
                  "hollow = baseline)", fontsize=10)
     return fig
+
+
+def _same_points(g: pd.DataFrame) -> list[list[str]]:
+    """Policies drawn at the same (footprint, recall) point, which hide one another."""
+    key = g.assign(kx=g["mean_f"].round(6), ky=g["mean_r"].round(6))
+    groups = []
+    for _, grp in key.groupby(["kx", "ky"], sort=False):
+        if len(grp) > 1:
+            groups.append(ordered_policies(grp["policy"]))
+    return groups
 
 
 # ------------------------------------------------------------------ 4. stale@k
@@ -461,8 +499,13 @@ def stale_figure(summary: pd.DataFrame):
     t = t[np.isfinite(t["mean"])]
     if t.empty:
         raise MemsimError("summary table: no stale@k rows")
-    scen = list(dict.fromkeys(t["scenario"]))
-    fig = _new_figure(max(7.0, 1.2 * len(scen) + 3), 4.8)
+    all_scen = list(dict.fromkeys(t["scenario"]))
+    # a scenario where no policy ever returns a stale memory is a row of empty bars: name it instead
+    clean = [sc for sc in all_scen if not (t.loc[t["scenario"] == sc, "ci_high"].fillna(0).max() > 0
+                                           or t.loc[t["scenario"] == sc, "mean"].max() > 0)]
+    scen = [sc for sc in all_scen if sc not in clean] or all_scen
+    t = t[t["scenario"].isin(scen)]
+    fig = _new_figure(min(16.0, max(7.0, 1.3 * len(scen) + 3)), 5.2 if clean else 4.8)
     ax = fig.subplots()
     grouped_bars(ax, t, scen, ordered_policies(t["policy"]))
     ax.set_ylabel("stale@k: share of returned memories\nasserting only superseded values")
@@ -470,6 +513,14 @@ def stale_figure(summary: pd.DataFrame):
     ax.set_ylim(bottom=0)
     fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", fontsize=8, title="policy")
     ax.set_title("Stale memories in the top k (lower is better; whiskers: 95% bootstrap CI)", fontsize=10)
+    if clean and scen is not all_scen:
+        import textwrap
+        loco = [sc for sc in clean if str(sc).startswith("locomo")]
+        names = [_short_scenario(sc) for sc in clean if sc not in loco]
+        if loco:
+            names.append(f"LoCoMo ({len(loco)} sample{'s' if len(loco) > 1 else ''})")
+        note = f"not shown, no policy returned a stale memory: {', '.join(names)}"
+        ax.set_xlabel("scenario\n" + "\n".join(textwrap.wrap(note, 150)), fontsize=9)
     return fig
 
 

@@ -210,7 +210,7 @@ def test_recall_vs_footprint_one_point_per_policy_and_scenario(summary):
             s[(s.policy == "pai") & (s.metric == "recall")]["mean"].iloc[0])
     pai = [c for c in ax.containers if c.get_label() == "pai"][0]
     assert tuple(pai.lines[0].get_xydata()[0]) == pytest.approx(want)
-    assert any(t.startswith("mean retrievable memories (footprint)") for t in texts(fig))
+    assert any(t.startswith("mean footprint (memories") for t in texts(fig))
 
 
 def test_stale_figure_grouped_bars_with_ci(summary):
@@ -391,3 +391,20 @@ def test_benchmark_frame_interleaved_targets_and_size_groups():
     assert b.set_index(["series", "n"])["floor"].to_dict()[("bare_matvec", 1000000)]
     fig = F.latency_figure(b)
     assert len(fig.axes) == 1
+
+
+def test_overlapping_series_groups_coinciding_lines():
+    a = pd.Series([100.0, 200.0, 300.0], index=[1, 2, 3])
+    groups = F.overlapping_series({"keep-all": a, "pai": a * 0.5, "izzie": a * 1.01, "recency": a.copy()})
+    assert groups == [["keep-all", "izzie", "recency"]]
+    assert F.overlapping_series({"pai": a}) == []
+
+
+def test_stale_figure_names_scenarios_without_any_stale_memory(summary):
+    clean = summary.copy()
+    zero = (clean.scenario == "scripted/name-preference") & (clean.metric == "stale")
+    clean.loc[zero, ["mean", "ci_low", "ci_high"]] = 0.0
+    fig = F.stale_figure(clean)
+    ax = fig.axes[0]
+    assert len(ax.patches) == (len(SCENARIOS) - 1) * len(POLICIES)
+    assert "stale memory: scripted/name-preference" in fig.axes[0].get_xlabel()
