@@ -3,8 +3,8 @@ clustered 384-dim memories, against the bare float32 ``X @ q`` (the bandwidth fl
 
 Variants timed: bare matvec, straightforward numpy (full scores + kernels.topk), the fused
 kernel (memsim.fastscore.pai_topk), the scalar loop (one memory at a time, at a smaller n and
-scaled linearly), and the pai policy's own recall path (PersonalAI.recall) with and without
-the fastscore wiring (benchmarks.wiring.WiredPersonalAI).
+scaled linearly), and the pai policy's own recall path (PersonalAI.recall, which calls
+memsim.fastscore.pai_topk_from_cos since commit 24e989d).
 """
 from __future__ import annotations
 
@@ -106,42 +106,18 @@ def _policy(cls, n, q):
 
 
 def test_target1_pai_policy_recall(benchmark):
-    """PersonalAI.recall (one query, graph expansion and access recording included) against
-    the bare X @ q over its store, as written and with the fastscore wiring."""
-    from benchmarks.wiring import WiredPersonalAI
+    """PersonalAI.recall of one query (embedding, fused scoring, graph expansion and access
+    recording included) against the bare X @ q over its own store."""
     from policies.pai import PersonalAI
     n = N_BIG
     q = queries(n, 1)[0]
-    orig = _policy(PersonalAI, n, q)
-    wired = _policy(WiredPersonalAI, n, q)
+    pol = _policy(PersonalAI, n, q)
     query = Query("bench-q", NOW, "what does person7 like", keys=("bench.fact",), subject="person7")
-    a = orig.recall([query], NOW)[0]
-    b = wired.recall([query], NOW)[0]
-    np.testing.assert_array_equal(a.ids, b.ids)
-    np.testing.assert_array_equal(a.scores, b.scores)
-    X = orig.store.embedding
-    t = interleaved({"bare_matvec": lambda: X @ q,
-                     "policy": lambda: orig.recall([query], NOW),
-                     "wired": lambda: wired.recall([query], NOW)}, rounds=size(11, 1))
-    record_target(benchmark, target="1b pai policy recall (as written)", ratio=t["policy"] / t["bare_matvec"],
-                  limit=1.25, better="lower", n=n, what="PersonalAI.recall([q]) / bare X@q",
-                  wired_ratio=t["wired"] / t["bare_matvec"], seconds=t)
-    benchmark.group = "targets"
-    benchmark.pedantic(lambda: orig.recall([query], NOW), rounds=ROUNDS, iterations=1)
-
-
-def test_target1_pai_policy_recall_wired(benchmark):
-    """The same with memsim.fastscore wired in (benchmarks.wiring.WiredPersonalAI)."""
-    from benchmarks.wiring import WiredPersonalAI
-    n = N_BIG
-    q = queries(n, 1)[0]
-    wired = _policy(WiredPersonalAI, n, q)
-    query = Query("bench-q", NOW, "what does person7 like", keys=("bench.fact",), subject="person7")
-    X = wired.store.embedding
-    t = interleaved({"bare_matvec": lambda: X @ q, "wired": lambda: wired.recall([query], NOW)},
+    X = pol.store.embedding
+    t = interleaved({"bare_matvec": lambda: X @ q, "policy": lambda: pol.recall([query], NOW)},
                     rounds=size(11, 1))
-    record_target(benchmark, target="1c pai policy recall (fastscore wired)", ratio=t["wired"] / t["bare_matvec"],
-                  limit=1.25, better="lower", n=n, what="WiredPersonalAI.recall([q]) / bare X@q", seconds=t)
+    record_target(benchmark, target="1b pai policy recall", ratio=t["policy"] / t["bare_matvec"],
+                  limit=1.25, better="lower", n=n, what="PersonalAI.recall([q]) / bare X@q", seconds=t)
     benchmark.group = "targets"
-    benchmark.pedantic(lambda: wired.recall([query], NOW), rounds=ROUNDS, iterations=1)
+    benchmark.pedantic(lambda: pol.recall([query], NOW), rounds=ROUNDS, iterations=1)
     assert_target_in_full_mode(benchmark)

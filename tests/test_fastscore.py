@@ -227,3 +227,4 @@ def test_half_life_decay_exp2_matches_pow_within_2_ulp():
     want = kernels.half_life_decay(c, dt, hl)
     assert (np.abs(got - want) <= 2 * np.spacing(np.abs(want))).all()
     assert fs.half_life_decay(0.6, 30.0, 30.0) == kernels_ref.half_life_decay(0.6, 30.0, 30.0) == 0.3
+
