@@ -139,6 +139,24 @@ class Policy(abc.ABC):
         return rows[-1]
 
     # -- helpers shared by policies -------------------------------------------
+    def mark_memories_of(self, events: Sequence[Forget | Recover], now: float, *, status: str,
+                         action: str, among: Sequence[str]) -> list[Outcome]:
+        """Set ``status`` on every memory whose provenance holds each event's episode and
+        whose current status is in ``among`` (a user forget or recover); one Outcome per
+        memory changed, or a ``skip`` naming the episode when there is none."""
+        out: list[Outcome] = []
+        allowed = set(among)
+        for ev in events:
+            rows = [r for r in self.store.rows_from(ev.episode_id).tolist()
+                    if self.store.status_of(r) in allowed]
+            if not rows:
+                out.append(Outcome(ev.id, "skip", -1, f"no {'/'.join(sorted(allowed))} memory of episode "
+                                                      f"{ev.episode_id}"))
+                continue
+            self.store.set_status(rows, status, now)
+            out.extend(Outcome(ev.id, action, r) for r in rows)
+        return out
+
     def footprint(self) -> int:
         """Retrievable memories right now."""
         return self.store.count()

@@ -99,16 +99,8 @@ class _CosineBase(Policy):
         return out
 
     def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
-        out: list[Outcome] = []
-        live = set(self.store.statuses.retrievable)
-        for ev in events:
-            rows = [r for r in self.store.rows_from(ev.episode_id).tolist() if self.store.status_of(r) in live]
-            if not rows:
-                out.append(Outcome(ev.id, "skip", -1, f"no retrievable memory of episode {ev.episode_id}"))
-                continue
-            self.store.set_status(rows, "forgotten", now)
-            out.extend(Outcome(ev.id, "forget", r) for r in rows)
-        return out
+        return self.mark_memories_of(events, now, status="forgotten", action="forget",
+                                     among=self.store.statuses.retrievable)
 
 
 @dataclass(frozen=True)

@@ -223,13 +223,4 @@ class Izzie(Policy):
 
     # -- user actions ------------------------------------------------------------
     def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
-        out: list[Outcome] = []
-        for ev in events:
-            rows = [r for r in self.store.rows_from(ev.episode_id).tolist()
-                    if self.store.status_of(r) == "active"]
-            if not rows:
-                out.append(Outcome(ev.id, "skip", detail=f"no active memory of {ev.episode_id}"))
-            for r in rows:
-                self.store.set_status(r, "forgotten", now)
-                out.append(Outcome(ev.id, "forget", r))
-        return out
+        return self.mark_memories_of(events, now, status="forgotten", action="forget", among=("active",))

@@ -357,16 +357,7 @@ class Kernle(Policy):
     # -- user actions ----------------------------------------------------------
     def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
         """Tombstone (never delete) what an episode said; Recover brings it back."""
-        out: list[Outcome] = []
-        for ev in events:
-            rows = [r for r in self.store.rows_from(ev.episode_id).tolist()
-                    if self.store.status_of(r) == "active"]
-            if not rows:
-                out.append(Outcome(ev.id, "skip", detail=f"no active memory of {ev.episode_id}"))
-            for r in rows:
-                self.store.set_status(r, "forgotten", now)
-                out.append(Outcome(ev.id, "forget", r))
-        return out
+        return self.mark_memories_of(events, now, status="forgotten", action="forget", among=("active",))
 
     def protect(self, events: Sequence[Protect], now: float) -> list[Outcome]:
         out: list[Outcome] = []
@@ -380,16 +371,7 @@ class Kernle(Policy):
         return out
 
     def recover(self, events: Sequence[Recover], now: float) -> list[Outcome]:
-        out: list[Outcome] = []
-        for ev in events:
-            rows = [r for r in self.store.rows_from(ev.episode_id).tolist()
-                    if self.store.status_of(r) == "forgotten"]
-            if not rows:
-                out.append(Outcome(ev.id, "skip", detail=f"no forgotten memory of {ev.episode_id}"))
-            for r in rows:
-                self.store.set_status(r, "active", now)
-                out.append(Outcome(ev.id, "recover", r))
-        return out
+        return self.mark_memories_of(events, now, status="active", action="recover", among=("forgotten",))
 
     def plant(self, episode: Episode, now: float) -> int:
         """Default plant, then the seed-named attributes: ``protected`` and ``times_accessed``."""
