@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import MemsimError, ParamError
+from .errors import MemsimError
 from .events import Claim, Episode, Query, make_stream
 
 CLAIM_FIELDS = ("key", "value", "category", "importance", "confidence", "subject")

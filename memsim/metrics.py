@@ -10,7 +10,6 @@ asserted yet, or all of it forgotten on request) has NaN recall/hit/mrr/ndcg.
 """
 from __future__ import annotations
 
-import bisect
 import math
 from dataclasses import dataclass
 from typing import Container, Mapping, Sequence

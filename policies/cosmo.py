@@ -217,7 +217,7 @@ class Cosmo(Policy):
         return [Outcome("owner", "create", row, f"owner node of {user!r}")]
 
     def _ingest_one(self, ep: Episode, now: float) -> list[Outcome]:
-        s, p = self.store, self.params
+        s = self.store
         user = ep.speaker
         out = self._ensure_owner(user, now)
         claims = self.llm.extract(ep)

@@ -8,7 +8,6 @@ import pytest
 
 import scenarios
 from memsim.errors import ScenarioError
-from memsim.events import Episode, Query
 from scenarios import locomo
 
 from .conftest import LOCOMO_DEV

@@ -10,7 +10,7 @@ import yaml
 
 from memsim import registry, runner
 from memsim.errors import ScenarioError, UnknownIdError
-from memsim.events import Episode, Forget, Protect, Query, Recover
+from memsim.events import Episode, Query
 from memsim.mockllm import MockLLM
 from scenarios import expect, scripted
 

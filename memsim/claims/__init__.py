@@ -23,7 +23,6 @@ import argparse
 import importlib
 import importlib.util
 import math
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence

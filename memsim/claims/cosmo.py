@@ -54,7 +54,7 @@ def _nights_below(rate: float, ratio: float) -> int:
 def _frequent_salience(days: int, every: int, confidence: float, boost: float = 0.1) -> float:
     """Plain replay of 002 §Salience Updates + spacing effect for an every-N-days access
     pattern (closed form between accesses), evaluated at ``days``."""
-    s, rf, g, last, interval, state, t_last = 0.5, 0, 1.0, 0.0, 0.0, "candidate", 0.0
+    s, rf, g, interval, state, t_last = 0.5, 0, 1.0, 0.0, "candidate", 0.0
     for t in range(every, days + 1, every):
         rate = 0.02 / (1 + (rf ** g if rf else 0.0))
         if state == "candidate":
