@@ -1,13 +1,26 @@
 #!/usr/bin/env bash
 # Set everything up, then run the main job: every registered policy on the standard suite.
-# Writes results/standard/ (summary.md, summary.csv, per_query.parquet, manifest.json)
-# and the figures under results/figures/. Extra arguments go to `memsim compare`.
+# Writes results/standard/ (summary.md, summary.csv, per_query.parquet, manifest.json),
+# the claims table and the figures under results/figures/. Extra arguments go to
+# `memsim compare`.
+#
+# LoCoMo joins the suite when a copy is at hand: $MEMSIM_LOCOMO (a path to the official
+# JSON), else the development subset in ../shared/data/locomo/ if it exists. Set
+# MEMSIM_LOCOMO=none to leave it out. Nothing else depends on that folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 export MPLBACKEND=Agg
-export OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-.venv/bin/python -m memsim compare --suite standard --jobs 2 --out results/standard "$@"
-if .venv/bin/python -c "import memsim.figures" 2>/dev/null; then
-  .venv/bin/python -m memsim figures --out results/figures
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
+locomo=${MEMSIM_LOCOMO:-}
+if [ -z "$locomo" ] && [ -f ../shared/data/locomo/locomo-dev.json ]; then
+  locomo=../shared/data/locomo/locomo-dev.json
 fi
+args=(--suite standard --jobs 2 --out results/standard)
+if [ -n "$locomo" ] && [ "$locomo" != "none" ]; then
+  echo "main: including LoCoMo from $locomo" >&2
+  args+=(--locomo "$locomo")
+fi
+.venv/bin/python -m memsim compare "${args[@]}" "$@"
+.venv/bin/python -m memsim claims
+.venv/bin/python -m memsim figures --out results/figures --results results/standard
