@@ -109,13 +109,14 @@ def _empty_note(ax, text: str) -> None:
     ax.set_yticks([])
 
 
-def _short_scenario(spec: str) -> str:
+def short_scenario(spec: str) -> str:
     """A readable label: ``locomo:/long/path/locomo-dev.json,sample=x`` -> ``locomo:locomo-dev.json,sample=x``."""
     s = str(spec)
     if s.startswith("locomo:"):
         head, _, rest = s[len("locomo:"):].partition(",")
         s = "locomo:" + Path(head).name + ("," + rest if rest else "")
     return s
+
 
 
 # ------------------------------------------------------------------ 1. decay curves
@@ -441,7 +442,7 @@ def recall_vs_footprint_figure(summary: pd.DataFrame, *, footprint_metric: str =
         lo_f, hi_f = g["mean_f"].min(), g["mean_f"].max()
         if lo_f > 0 and hi_f / lo_f > 20:   # keep-all can hold 100x what a pruning policy keeps
             ax.set_xscale("log")
-        ax.set_title(_short_scenario(s), fontsize=9)
+        ax.set_title(short_scenario(s), fontsize=9)
         note = ("\nsame point: " + "; ".join(" = ".join(x) for x in same)) if same else ""
         ax.set_xlabel("mean footprint (memories" + (", log scale)" if ax.get_xscale() == "log" else ")") + note,
                       fontsize=8)
@@ -489,7 +490,7 @@ def grouped_bars(ax, table: pd.DataFrame, groups: Sequence[str], policies: Seque
                color=policy_color(p), label=p, edgecolor="white", linewidth=0.5,
                hatch="//" if policy_id(p) in BASELINES else None,
                error_kw={"elinewidth": 0.9, "ecolor": "0.35"})
-    ax.set_xticks(x, [_short_scenario(g) for g in groups], rotation=25, ha="right", fontsize=8)
+    ax.set_xticks(x, [short_scenario(g) for g in groups], rotation=25, ha="right", fontsize=8)
     ax.grid(axis="y", alpha=0.3)
 
 
@@ -516,7 +517,7 @@ def stale_figure(summary: pd.DataFrame):
     if clean and scen is not all_scen:
         import textwrap
         loco = [sc for sc in clean if str(sc).startswith("locomo")]
-        names = [_short_scenario(sc) for sc in clean if sc not in loco]
+        names = [short_scenario(sc) for sc in clean if sc not in loco]
         if loco:
             names.append(f"LoCoMo ({len(loco)} sample{'s' if len(loco) > 1 else ''})")
         note = f"not shown, no policy returned a stale memory: {', '.join(names)}"
@@ -595,6 +596,14 @@ def locomo_figure(per_query: pd.DataFrame):
 # ------------------------------------------------------------------ 6. latency
 
 _N_KEYS = ("n_memories", "memories", "n", "size", "rows", "n_rows", "store_size")
+# Readable names of the variants benchmarks/ times (bench_recall.py); others keep their own.
+SERIES_LABELS = {
+    "bare_matvec": "bare X @ q",
+    "numpy": "numpy: full scores + top-k",
+    "fused": "fused kernel (memsim.fastscore)",
+    "policy": "pai recall, as written",
+    "wired": "pai recall, fastscore wired",
+}
 _TIME_KEYS = ("median", "mean", "seconds", "time", "time_s", "min")
 _FLOOR_WORDS = ("bare", "floor", "x@q", "matvec", "bandwidth")
 
@@ -634,12 +643,10 @@ def benchmark_frame(data: Any) -> pd.DataFrame:
     floor (True for the bare ``X @ q`` reference). Records without a memory count or a time
     are dropped."""
     if isinstance(data, Mapping):
-        for key in ("benchmarks", "results", "records", "rows", "latency"):
+        records = []
+        for key in ("benchmarks", "results", "records", "rows", "latency", "targets"):
             if isinstance(data.get(key), list):
-                records = data[key]
-                break
-        else:
-            records = []
+                records += data[key]
     elif isinstance(data, list):
         records = data
     else:
@@ -659,10 +666,14 @@ def benchmark_frame(data: Any) -> pd.DataFrame:
         operation = _operation(flat.get("operation") or flat.get("op") or group)
         per_variant = flat.get("seconds")
         if isinstance(per_variant, Mapping):       # interleaved timings of several variants at n
-            for variant, secs in per_variant.items():
-                if n and isinstance(secs, (int, float)) and secs > 0:
-                    rows.append({"series": str(variant), "operation": "" if operation == "targets" else operation,
-                                 "n": n, "seconds": float(secs), "floor": _is_floor(variant)})
+            # only timings measured beside the floor are latencies at n memories (an ingest
+            # target's n counts episodes, a batch target's times cover many queries)
+            if n and any(_is_floor(v) for v in per_variant):
+                for variant, secs in per_variant.items():
+                    if isinstance(secs, (int, float)) and secs > 0:
+                        rows.append({"series": SERIES_LABELS.get(str(variant), str(variant)),
+                                     "operation": "" if operation in ("targets", "") else operation,
+                                     "n": n, "seconds": float(secs), "floor": _is_floor(variant)})
             continue
         if "target" in extra or group == "targets":   # a ratio record, or a time not at n
             continue
@@ -681,18 +692,23 @@ def benchmark_frame(data: Any) -> pd.DataFrame:
             continue
         series = str(flat.get("policy") or flat.get("series") or flat.get("variant") or flat.get("impl") or
                      re.sub(r"\[.*\]$", "", name).removeprefix("test_") or "?")
+        series = SERIES_LABELS.get(series, series)
         floor = bool(flat.get("floor")) or _is_floor(series, name, flat.get("kind", ""))
         rows.append({"series": series, "operation": operation, "n": n, "seconds": seconds, "floor": floor})
     out = pd.DataFrame(rows, columns=["series", "operation", "n", "seconds", "floor"])
     named = [o for o in dict.fromkeys(out["operation"]) if o]
     if len(named) == 1:     # operation-less rows belong to the only operation there is
         out.loc[out["operation"] == "", "operation"] = named[0]
+    elif not named:         # the floor is a one-query scan: these are one-query recall latencies
+        out["operation"] = "recall of one query"
     return out
 
 
 def latency_figure(bench: pd.DataFrame):
     """Figure 6: latency vs number of memories on log-log axes, one line per series (policy or
-    kernel) per operation panel, with the bandwidth floor (the bare ``X @ q`` product) in black."""
+    kernel) per operation panel, with the bandwidth floor (the bare ``X @ q`` product) in black:
+    measured points, and a dotted line through them in proportion to n (the product reads
+    every row once), so a single measured size still shows where the floor runs."""
     _require(bench, ("series", "operation", "n", "seconds", "floor"), "benchmarks")
     if bench.empty:
         raise MemsimError("benchmarks: no record with a memory count and a time")
@@ -704,21 +720,36 @@ def latency_figure(bench: pd.DataFrame):
         sub = bench[(~bench["floor"]) & (bench["operation"] == op)]
         # the floor of this operation, or an operation-less floor (it bounds every scan)
         mine = floors[floors["operation"] == op]
-        floor = (mine if len(mine) else floors[floors["operation"] == ""]).groupby("n")["seconds"].min()
-        for s in ordered_policies(sub["series"]):
+        floor = (mine if len(mine) else floors[floors["operation"] == ""]).groupby("n")["seconds"].median()
+        for i, s in enumerate(ordered_policies(sub["series"])):
             g = sub[sub["series"] == s].groupby("n")["seconds"].median().sort_index()
-            ax.plot(g.index, g.to_numpy() * 1e3, marker="o", markersize=4, label=s, **policy_style(s))
+            first = s.split()[0] if s.split() else s
+            # a series named after a policy ("pai recall, ...") wears the policy's colour
+            color = PALETTE[first] if first in PALETTE else _SPARE[i % len(_SPARE)]
+            ax.plot(g.index, g.to_numpy() * 1e3, marker=SCENARIO_MARKERS[i % len(SCENARIO_MARKERS)],
+                    markersize=7, label=s, color=color, linestyle="-" if len(g) > 1 else "none")
         if len(floor):
-            ax.plot(floor.index, floor.to_numpy() * 1e3, color="black", linewidth=2.2, linestyle=":",
-                    marker="x", label="bandwidth floor (bare X @ q)")
+            ax.plot(floor.index, floor.to_numpy() * 1e3, color="black", linestyle="none", marker="x",
+                    markersize=9, markeredgewidth=2, label="bandwidth floor: bare X @ q (measured)")
+            lo = min(sub["n"].min() if len(sub) else floor.index.min(), floor.index.min())
+            hi = max(sub["n"].max() if len(sub) else floor.index.max(), floor.index.max())
+            xs = np.geomspace(max(lo / 3, 1.0), hi * 3, 50)
+            # X @ q reads every byte of X once: its time grows in proportion to n
+            per_row = float(np.median(floor.to_numpy() / floor.index.to_numpy(dtype=np.float64)))
+            ax.plot(xs, per_row * xs * 1e3, color="black", linewidth=1.2, linestyle=":",
+                    label="floor extended in proportion to n")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("memories in the store")
+        from matplotlib.ticker import FuncFormatter
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
+        sizes = sorted(set(bench.loc[bench["operation"].isin([op, ""]), "n"]))
+        ax.set_xlabel("memories in the store" + (f" (one size measured: {sizes[0]:,.0f})" if len(sizes) == 1 else ""))
         ax.set_ylabel("latency per call (ms, median)")
         ax.set_title(op or "latency", fontsize=10)
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=8, framealpha=0.9)
-    fig.suptitle("Latency vs store size (log-log)", fontsize=11)
+    fig.suptitle("Latency vs store size (log-log; median over runs of the same size)", fontsize=11)
     return fig
 
 

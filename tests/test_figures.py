@@ -268,7 +268,8 @@ def test_benchmark_frame_pytest_benchmark_shape():
     fig = F.latency_figure(b)
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
-    assert "bandwidth floor (bare X @ q)" in texts(fig)
+    assert "bandwidth floor: bare X @ q (measured)" in texts(fig)
+    assert "floor extended in proportion to n" in texts(fig)
 
 
 def test_benchmark_frame_flat_records_and_junk():
@@ -386,9 +387,9 @@ def test_benchmark_frame_interleaved_targets_and_size_groups():
     b = F.benchmark_frame(data)
     assert set(b["operation"]) == {"recall 1 query"}
     assert sorted(zip(b.series, b.n, b.seconds)) == [
-        ("bare_matvec", 100000, 0.003), ("bare_matvec", 1000000, 0.03),
-        ("fused", 100000, 0.004), ("fused", 1000000, 0.033)]
-    assert b.set_index(["series", "n"])["floor"].to_dict()[("bare_matvec", 1000000)]
+        ("bare X @ q", 100000, 0.003), ("bare X @ q", 1000000, 0.03),
+        ("fused kernel (memsim.fastscore)", 100000, 0.004), ("fused kernel (memsim.fastscore)", 1000000, 0.033)]
+    assert b.set_index(["series", "n"])["floor"].to_dict()[("bare X @ q", 1000000)]
     fig = F.latency_figure(b)
     assert len(fig.axes) == 1
 
@@ -408,3 +409,21 @@ def test_stale_figure_names_scenarios_without_any_stale_memory(summary):
     ax = fig.axes[0]
     assert len(ax.patches) == (len(SCENARIOS) - 1) * len(POLICIES)
     assert "stale memory: scripted/name-preference" in fig.axes[0].get_xlabel()
+
+
+def test_benchmark_frame_report_targets_only():
+    """results/benchmarks.json as benchmarks/report.py writes it: only target records; the
+    ones timed beside the floor are latencies, an ingest target's n (episodes) is not."""
+    data = {"command": "python -m benchmarks.report", "targets": [
+        {"target": "1 exact recall (fused)", "n": 1000000, "ratio": 1.01,
+         "seconds": {"bare_matvec": 0.16, "numpy": 0.32, "fused": 0.16}},
+        {"target": "5 ingest pai", "n": 86, "seconds": {"batched": 0.04, "one_by_one": 0.04}},
+        {"target": "2 kernel topk", "n": 1000000, "kernel_seconds": 0.02}]}
+    b = F.benchmark_frame(data)
+    assert sorted(b.series) == ["bare X @ q", "fused kernel (memsim.fastscore)", "numpy: full scores + top-k"]
+    assert set(b.operation) == {"recall of one query"} and set(b.n) == {1000000}
+    fig = F.latency_figure(b)
+    floor_line = [l for l in fig.axes[0].lines if l.get_label() == "floor extended in proportion to n"][0]
+    x, y = floor_line.get_xdata(), floor_line.get_ydata()
+    assert y[-1] / y[0] == pytest.approx(x[-1] / x[0])          # slope 1 on log-log
+    assert np.interp(1e6, x, y) == pytest.approx(160.0, rel=1e-3)  # through the measured floor (ms)
