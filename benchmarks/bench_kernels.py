@@ -11,7 +11,8 @@ Two forms per kernel: ``as_written`` (memsim.kernels.NAME on the full arrays: ev
 intermediate is a fresh 8 MB array, and on a loaded machine its page faults cost more than
 the arithmetic) and ``chunked`` (memsim.fastscore.chunked(NAME, ...): bit-identical, blocks
 of 8192 rows; half_life_decay uses fastscore.half_life_decay, exp2 instead of libm pow,
-equal within 2 ulp)."""
+equal within 2 ulp; cosmo_decay_rate uses fastscore.cosmo_decay_rate, exp(g ln rf) instead of
+libm pow, within 1e-14)."""
 from __future__ import annotations
 
 import time
@@ -54,8 +55,8 @@ def _fast(name: str, form: str):
     kernel = getattr(kernels, name)
     if form == "as_written":
         return kernel
-    if name == "half_life_decay":
-        kernel = fastscore.half_life_decay
+    if name in ("half_life_decay", "cosmo_decay_rate"):
+        kernel = getattr(fastscore, name)
     return lambda *a, **kw: fastscore.chunked(kernel, *a, **kw)
 
 

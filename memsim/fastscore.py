@@ -379,3 +379,35 @@ def pai_topk_candidates(cos_c: np.ndarray, rows: np.ndarray, cols: PaiColumns, n
                                _subject_match(cols.subject[rows], subject_codes), p)
     best = topk(scores, k)
     return rows[best], scores[best]
+
+
+def _pow_positive(base: np.ndarray, exponent: np.ndarray) -> np.ndarray:
+    """``base ** exponent`` as ``exp(exponent * ln(base))`` (two SIMD loops instead of libm
+    ``pow``; within a few ulp for base > 0, exact for base = 0 with exponent != 0). Where
+    that form gives NaN (0 ** 0, negative bases, NaN inputs) libm ``pow`` decides."""
+    base = np.asarray(base, dtype=np.float64)
+    exponent = np.asarray(exponent, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        out = np.asarray(np.exp(exponent * np.log(base)))
+        bad = np.isnan(out)
+        if bad.any():
+            b, e = np.broadcast_arrays(base, exponent)
+            out[bad] = np.power(b[bad], e[bad])
+    return out
+
+
+def cosmo_decay_rate(recall_frequency: Any, decay_gradient: Any, base_rate: Any = 0.02,
+                     state_is_candidate: Any = False, confidence: Any = 1.0,
+                     penalty_threshold: float = 0.8, penalty_slope: Any = 2.0) -> np.ndarray:
+    """memsim.kernels.cosmo_decay_rate (document 002, offline decay job) with the power
+    ``recall_frequency ** decay_gradient`` taken as exp(g * ln rf) for rf > 0: equal to the
+    pow form within a few ulp, several times faster (libm pow has no vector loop)."""
+    rf = np.asarray(recall_frequency, dtype=np.float64)
+    g = np.asarray(decay_gradient, dtype=np.float64)
+    with np.errstate(divide="ignore", over="ignore"):
+        rate = np.asarray(base_rate, dtype=np.float64) / (1.0 + _pow_positive(rf, g))
+    conf = np.asarray(confidence, dtype=np.float64)
+    cand = np.asarray(state_is_candidate, dtype=bool)
+    penalty = np.where(conf < penalty_threshold,
+                       1.0 + (1.0 - conf) * np.asarray(penalty_slope, dtype=np.float64), 0.0)
+    return np.where(cand, rate * penalty, rate)

@@ -228,3 +228,21 @@ def test_half_life_decay_exp2_matches_pow_within_2_ulp():
     assert (np.abs(got - want) <= 2 * np.spacing(np.abs(want))).all()
     assert fs.half_life_decay(0.6, 30.0, 30.0) == kernels_ref.half_life_decay(0.6, 30.0, 30.0) == 0.3
 
+
+
+def test_cosmo_decay_rate_exp_log_matches_the_kernel():
+    """002 offline decay: base_rate / (1 + recall_frequency ** decay_gradient), candidate
+    penalty; the exp/log power agrees with memsim.kernels (libm pow) within 1e-14, and the
+    edge cases (rf = 0 with gradient > 0, = 0, < 0) are exact."""
+    from memsim import kernels, kernels_ref
+    rng = np.random.default_rng(12)
+    n = 5000
+    rf = rng.integers(0, 200, n).astype(float)
+    g = rng.uniform(-2.0, 3.0, n)
+    cand, conf = rng.random(n) < 0.3, rng.uniform(0, 1, n)
+    got = fs.cosmo_decay_rate(rf, g, 0.02, cand, conf)
+    np.testing.assert_allclose(got, kernels.cosmo_decay_rate(rf, g, 0.02, cand, conf), rtol=1e-14, atol=0)
+    for r, gr in [(0.0, 1.5), (0.0, 0.0), (0.0, -1.0), (5.0, 1.5)]:
+        assert fs.cosmo_decay_rate(r, gr) == pytest.approx(kernels_ref.cosmo_decay_rate(r, gr), rel=1e-14, abs=0)
+    # 002's example: recall_frequency=5, decay_gradient=1.5 gives about 0.0015
+    assert fs.cosmo_decay_rate(5.0, 1.5) == pytest.approx(0.02 / (1 + 5 ** 1.5), rel=1e-14)
