@@ -28,7 +28,7 @@ from .errors import MemsimError
 
 DPI = 120
 
-# One colour per policy id, used by every figure (colour-blind-friendly Tableau/Okabe-Ito mix).
+# One colour per policy id, used by every figure (matplotlib's tab10 colours).
 PALETTE: dict[str, str] = {
     "keep-all": "#7f7f7f",   # grey
     "recency": "#000000",    # black
@@ -41,7 +41,7 @@ PALETTE: dict[str, str] = {
 _SPARE = ("#8c564b", "#e377c2", "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a")
 BASELINES = ("keep-all", "recency")
 POLICY_ORDER = ("keep-all", "recency", "pai", "izzie", "kernle", "engram", "cosmo")
-SCENARIO_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h")
 
 # Access patterns of figure 1: no access, a steady rhythm, and three bursts a month apart.
 CURVE_PATTERNS: dict[str, str] = {
@@ -101,12 +101,6 @@ def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
     if missing:
         raise MemsimError(f"{what}: missing column(s) {', '.join(missing)} "
                           f"(has {', '.join(map(str, frame.columns))})")
-
-
-def _empty_note(ax, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="0.4")
-    ax.set_xticks([])
-    ax.set_yticks([])
 
 
 def short_scenario(spec: str) -> str:
@@ -726,7 +720,7 @@ def latency_figure(bench: pd.DataFrame):
             first = s.split()[0] if s.split() else s
             # a series named after a policy ("pai recall, ...") wears the policy's colour
             color = PALETTE[first] if first in PALETTE else _SPARE[i % len(_SPARE)]
-            ax.plot(g.index, g.to_numpy() * 1e3, marker=SCENARIO_MARKERS[i % len(SCENARIO_MARKERS)],
+            ax.plot(g.index, g.to_numpy() * 1e3, marker=MARKERS[i % len(MARKERS)],
                     markersize=7, label=s, color=color, linestyle="-" if len(g) > 1 else "none")
         if len(floor):
             ax.plot(floor.index, floor.to_numpy() * 1e3, color="black", linestyle="none", marker="x",
