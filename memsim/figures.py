@@ -372,10 +372,6 @@ def recall_footprint_over_time_figure(per_query: pd.DataFrame, scenarios: Sequen
             right.plot(f.index, f.to_numpy(), label=p, linewidth=1.6, **policy_style(p))
             series[p] = f
         same = overlapping_series(series)
-        if same:
-            right.text(0.99, 0.02, "lines on top of each other: " + "; ".join(" = ".join(g) for g in same),
-                       transform=right.transAxes, ha="right", va="bottom", fontsize=7.5, color="0.25",
-                       bbox={"facecolor": "white", "edgecolor": "0.8", "alpha": 0.9})
         left.set_ylim(-0.02, 1.02)
         left.set_ylabel(f"{klabel} ({window:g}-day rolling mean)")
         right.set_ylabel("retrievable memories")
@@ -385,6 +381,9 @@ def recall_footprint_over_time_figure(per_query: pd.DataFrame, scenarios: Sequen
         for ax in (left, right):
             ax.grid(alpha=0.3)
             ax.set_xlabel("simulated time (days)")
+        if same:   # say which footprint lines hide which (within 2%)
+            right.set_xlabel("simulated time (days)\nsame line: " + "; ".join(" = ".join(g) for g in same),
+                             fontsize=9)
     axes[0, 1].legend(loc="upper left", fontsize=8, framealpha=0.9)
     fig.suptitle("Recall and memory footprint over simulated time", fontsize=11)
     return fig
