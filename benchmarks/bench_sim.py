@@ -2,11 +2,12 @@
 through each seed policy via memsim.runner.run: wall time and the share spent in ingest,
 recall and maintenance (Trace.timings).
 
-Each policy first runs a tenth of the year under cProfile (the profile goes in the record);
-from its time the largest size expected to finish in BUDGET seconds is chosen (time taken
-as growing with the square of the size: stores grow and every query scans them), and that
-size runs in a subprocess stopped at 1.5 x BUDGET (halving the size on a timeout). The
-record's ratio is the share of the full year that ran: 1.0 means the full year fit.
+Each policy first runs a tenth of the year (the probe). Sizes then grow towards the full
+year in at most two jumps, each sized to take about BUDGET seconds from the growth measured
+so far (time assumed to grow with the square of the size until two points give the actual
+exponent); a run stopped at 1.5 x BUDGET keeps the last size that finished. The record's
+ratio is the share of the full year that ran within the budget (1.0: the full year fit),
+with the timing shares of that run and the cProfile top entries of a profiled probe run.
 """
 from __future__ import annotations
 
@@ -46,16 +47,22 @@ def test_target6_steady_year(benchmark, policy_id):
     except Exception as exc:  # a policy still being written by its author
         pytest.skip(f"{policy_id} not available: {exc}")
     probe_eps, probe_qs = FULL_EPISODES // PROBE, FULL_QUERIES // PROBE
-    probe = simrun(policy_id, probe_eps, probe_qs, timeout=4 * BUDGET, profile=PROFILE_LINES)
+    probe = simrun(policy_id, probe_eps, probe_qs, timeout=4 * BUDGET)
     assert probe is not None, f"{policy_id}: even 1/{PROBE} of the year took over {4 * BUDGET:.0f} s"
-    scale = 1.0 if SMOKE else min(float(PROBE), max(1.0, math.sqrt(BUDGET / max(probe["run_seconds"], 1e-3))))
-    result = None
-    while result is None and scale >= 1.0:
-        eps = int(round(probe_eps * scale))
-        result = simrun(policy_id, eps, int(round(probe_qs * scale)), timeout=1.5 * BUDGET)
-        scale = scale / 2 if result is None else scale
-    if result is None:
-        result = {k: v for k, v in probe.items() if k != "profile"}
+    result, scale, exponent = probe, 1.0, 2.0
+    for _ in range(0 if SMOKE else 2):
+        if scale >= PROBE:
+            break
+        nxt = min(float(PROBE), scale * (BUDGET / max(result["run_seconds"], 1e-3)) ** (1 / exponent))
+        if nxt < 1.25 * scale:
+            break
+        run = simrun(policy_id, int(round(probe_eps * nxt)), int(round(probe_qs * nxt)), timeout=1.5 * BUDGET)
+        if run is None:
+            break
+        exponent = max(1.0, math.log(max(run["run_seconds"], 1e-3) / max(result["run_seconds"], 1e-3))
+                       / math.log(nxt / scale))
+        result, scale = run, nxt
+    profiled = simrun(policy_id, probe_eps, probe_qs, timeout=8 * BUDGET, profile=PROFILE_LINES) or {}
     tm = result["timings"]
     total = max(tm.get("total", 0.0), 1e-12)
     shares = {k: tm.get(k, 0.0) / total for k in ("ingest", "recall", "maintain", "actions")}
@@ -64,7 +71,7 @@ def test_target6_steady_year(benchmark, policy_id):
                   n=result["episodes"], what=f"runner.run on {result['spec']}",
                   run_seconds=result["run_seconds"], shares=shares, timings=tm,
                   store_rows=result["store_rows"], probe_seconds=probe["run_seconds"],
-                  profile=probe.get("profile", ""))
+                  growth_exponent=exponent, profile=profiled.get("profile", ""))
     benchmark.group = "simulation"
     # the run happened in a subprocess; an empty timed call puts this record in the JSON
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)

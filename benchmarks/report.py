@@ -76,8 +76,8 @@ def build(raw: dict, command: str, returncode: int | None) -> tuple[str, dict]:
                      f"{'yes' if t['met'] else '**no**'} | {t['n']:,} | {t['what']} |")
     details = []
     for t in targets:
-        extra = {k: v for k, v in t.items() if k in ("numpy_ratio", "wired_ratio", "straightforward_ratio",
-                                                        "overlap")}
+        extra = {k: v for k, v in t.items() if k in ("numpy_ratio", "straightforward_ratio", "gemm_only_ratio",
+                                                        "python_lists_ratio", "overlap", "growth_exponent")}
         bits = [f"{k} {_fmt(v)}" for k, v in extra.items()]
         if isinstance(t.get("seconds"), dict):
             bits.append(_seconds(t["seconds"]))

@@ -297,10 +297,14 @@ def pai_topk_batch(X: np.ndarray, Q: np.ndarray, cols: PaiColumns, now: float,
     best_q = np.zeros(0, dtype=np.int64)
     best_r = np.zeros(0, dtype=np.int64)
     best_s = np.zeros(0, dtype=np.float64)
+    # reused buffers: a fresh multi-MB block per chunk would cost page faults every time
+    c_buf = np.empty((min(chunk, n), B), dtype=np.float32)
+    m_buf = np.empty((min(chunk, n), B), dtype=bool)
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
-        C = X[lo:hi] @ QT                                    # (rows, B) float32
-        flat = np.flatnonzero(C >= tau)                      # 1-D: far faster than 2-D nonzero
+        C = np.matmul(X[lo:hi], QT, out=c_buf[: hi - lo])   # (rows, B) float32
+        mask = np.greater_equal(C, tau, out=m_buf[: hi - lo])
+        flat = np.flatnonzero(mask)                          # 1-D: far faster than 2-D nonzero
         if len(flat) == 0:
             continue
         cos_c = C.ravel()[flat]
