@@ -255,8 +255,8 @@ def decay_curves_figure(curves: pd.DataFrame, examples: pd.DataFrame | None = No
 
 
 def curve_function() -> Callable[..., pd.DataFrame]:
-    """``memsim.curve`` the function. While the tool's module is itself named memsim/curve.py,
-    importing it rebinds the package attribute ``memsim.curve`` to the module, so unwrap it."""
+    """``memsim.curve`` the function (unwrapped if a module of the same name, as the tool's
+    module once was, has shadowed it on the package)."""
     import memsim
     fn = memsim.curve
     return fn if callable(fn) else fn.curve
