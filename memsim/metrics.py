@@ -2,7 +2,9 @@
 per-query functions, and ``evaluate`` / ``summarize_run`` over a Trace and GroundTruth.
 
 A memory *covers* a unit when its provenance (snapshotted at recall time) holds one of the
-unit's relevant episodes. No metric asks a policy what it thinks is relevant.
+unit's relevant episodes. No metric asks a policy what it thinks is relevant. A memory that
+*states* a superseded value of an asked key (a belief reinforced by an episode that changed
+the value, say) covers nothing of that key and counts as stale, whatever its provenance.
 
 Per query: recall@k, hit@k, MRR, nDCG@k, stale@k, needed_forgotten. Per run:
 footprint_mean, footprint_final, noise_retention. A query with no relevant unit (nothing
@@ -34,7 +36,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("hit", "1 if any unit is covered by the top-k memories, else 0", "higher", "query"),
     Metric("mrr", "1 / rank of the first memory covering a unit (0 if none)", "higher", "query"),
     Metric("ndcg", "nDCG@k: gain = units a memory newly covers; ideal = one unit per rank; capped at 1", "higher", "query"),
-    Metric("stale", "share of returned memories asserting only superseded values of an asked key",
+    Metric("stale", "share of returned memories asserting only superseded values of an asked key "
+           "(by provenance, or by the value the memory states)",
            "lower", "query"),
     Metric("needed_forgotten", "1 if a memory of a relevant episode existed but none is retrievable "
            "at the query", "lower", "query"),
@@ -96,13 +99,34 @@ def ndcg_at_k(prov: Prov, units: Units, k: int) -> float:
     return min(1.0, dcg / ideal)
 
 
-def stale_at_k(prov: Prov, relevant: frozenset, superseded: Container, k: int) -> float:
-    """``superseded`` needs only ``in`` (a set, or GroundTruth.superseded_view)."""
+def stale_at_k(prov: Prov, relevant: frozenset, superseded: Container, k: int,
+               misstated: Sequence[bool] = ()) -> float:
+    """``superseded`` needs only ``in`` (a set, or GroundTruth.superseded_view).
+    ``misstated[i]``: memory i states a superseded value of an asked key (stale outright)."""
     top = prov[:k]
     if not top:
         return 0.0
-    stale = sum(1 for p in top if p.isdisjoint(relevant) and any(e in superseded for e in p))
+    wrong = list(misstated[:k]) + [False] * (len(top) - len(misstated[:k]))
+    stale = sum(1 for p, w in zip(top, wrong)
+                if w or (p.isdisjoint(relevant) and any(e in superseded for e in p)))
     return stale / len(top)
+
+
+def judge_statements(prov: Prov, stated: Sequence, units: Units,
+                     current: Mapping[str, str]) -> tuple[list[frozenset], list[bool]]:
+    """Provenance as the metrics should see it, and which memories misstate an asked key:
+    a memory stating key K with a value other than K's current one loses K's relevant
+    episodes from its provenance (it does not answer K) and is flagged."""
+    out, flags = [], []
+    for i, p in enumerate(prov):
+        s = stated[i] if i < len(stated) else None
+        if s is not None and s[0] in current and s[1] != current[s[0]]:
+            out.append(p - units.get(s[0], frozenset()))
+            flags.append(True)
+        else:
+            out.append(p)
+            flags.append(False)
+    return out, flags
 
 
 class LogIndex:
@@ -171,11 +195,12 @@ def evaluate(trace: Trace, truth: GroundTruth) -> pd.DataFrame:
     for rec in trace.queries:
         units = truth.units(rec.query_id)
         relevant = truth.relevant(rec.query_id)
-        prov = rec.provenance[: rec.k]
+        prov, misstated = judge_statements(rec.provenance[: rec.k], rec.stated, units,
+                                           truth.current_values(rec.query_id))
         rows.append((rec.query_id, rec.time, rec.group, rec.k, len(units), len(rec.ids),
                      recall_at_k(prov, units, rec.k), hit_at_k(prov, units, rec.k),
                      mrr(prov, units, rec.k), ndcg_at_k(prov, units, rec.k),
-                     stale_at_k(prov, relevant, truth.superseded_view(rec.query_id), rec.k),
+                     stale_at_k(prov, relevant, truth.superseded_view(rec.query_id), rec.k, misstated),
                      logs.needed_forgotten(relevant, rec), truth.evidence_age(rec.query_id),
                      rec.footprint))
     df = pd.DataFrame(rows, columns=list(COLUMNS))

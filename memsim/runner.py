@@ -46,11 +46,13 @@ class QueryRecord:
     footprint: int
     status_log_len: int
     provenance_log_len: int
+    # (key, value) each returned memory states at recall time; None for text-only memories
+    stated: tuple[tuple[str, str] | None, ...] = ()
 
     def content(self) -> tuple:
         return (self.query_id, self.time, self.ids.tobytes(), self.scores.tobytes(),
                 tuple(tuple(sorted(p)) for p in self.provenance), self.k, self.group,
-                self.footprint, self.status_log_len, self.provenance_log_len)
+                self.footprint, self.status_log_len, self.provenance_log_len, self.stated)
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,12 @@ class Trace:
             "retrievable": np.array([f[1] for f in arr], dtype=np.int64),
             "rows": np.array([f[2] for f in arr], dtype=np.int64),
         })
+
+
+def _stated(claim: object) -> tuple[str, str] | None:
+    """The (key, value) a memory states, if it states a structured fact."""
+    key = getattr(claim, "key", "")
+    return (key, getattr(claim, "value", "")) if key else None
 
 
 def tick_times(schedule: Sequence[Job], start_after: float | None) -> Iterator[tuple[float, list[str]]]:
@@ -273,7 +281,7 @@ def run(policy: Policy, stream: Stream, *, observe: Iterable[float] = (),
                 trace.queries.append(QueryRecord(
                     q.id, float(t), ids, np.asarray(r.scores, dtype=np.float64).copy(),
                     tuple(frozenset(store.provenance[i]) for i in ids.tolist()),
-                    q.k, q.group, fp, slen, plen))
+                    q.k, q.group, fp, slen, plen, tuple(_stated(store.claim[i]) for i in ids.tolist())))
         else:
             action = _ACTIONS[kind]
             if action in caps:

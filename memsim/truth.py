@@ -173,6 +173,10 @@ class GroundTruth:
                for t in self.timelines[key][: self._prefix(key, a.position)] if t.value != value}
         return frozenset(eps - a.relevant)
 
+    def current_values(self, query: Query | str) -> dict[str, str]:
+        """Asked key -> its current value at the query (keys asserted before it only)."""
+        return dict(self._get(query).current)
+
     def superseded_view(self, query: Query | str) -> SupersededView:
         """Cheap ``episode in view`` test equal to ``episode in superseded(query)``."""
         return SupersededView(self, self._get(query))

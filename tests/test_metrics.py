@@ -180,3 +180,20 @@ def test_one_memory_per_unit_is_ideal(names, k):
     ranking = tuple(frozenset({u + "2"}) for u in names)
     assert M.ndcg_at_k(ranking, units, k) == pytest.approx(1.0)
     assert M.recall_at_k(ranking, units, k) == min(k, len(names)) / len(names)
+
+
+def test_a_memory_stating_a_superseded_value_is_stale_whatever_its_provenance():
+    # key k: old value "a" (episode e_old), current value "b" (episode e_new). A belief that
+    # still states "a" but was reinforced by e_new holds e_new in its provenance.
+    units = {"k": frozenset({"e_new"})}
+    prov = P({"e_old", "e_new"}, {"e_new"})
+    stated = [("k", "a"), ("k", "b")]
+    judged, flags = M.judge_statements(prov, stated, units, {"k": "b"})
+    assert flags == [True, False]
+    assert judged[0] == frozenset({"e_old"}) and judged[1] == frozenset({"e_new"})
+    assert M.recall_at_k(judged, units, 1) == 0.0       # rank 1 does not answer k
+    assert M.mrr(judged, units, 2) == 0.5
+    assert M.stale_at_k(judged, frozenset({"e_new"}), {"e_old"}, 2, flags) == 0.5
+    # a text-only memory (stated None) and a memory of another key are left alone
+    judged, flags = M.judge_statements(P({"e_new"}, {"x"}), [None, ("j", "z")], units, {"k": "b"})
+    assert flags == [False, False] and judged[0] == frozenset({"e_new"})
