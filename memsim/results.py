@@ -2,7 +2,9 @@
 
 A run is defined by (policy id with version, scenario spec, seed, parameter overrides,
 mock-LLM overrides). Its results land in ``<root>/runs/<policy>/<scenario>/seed<N>-<key>/``
-where ``key`` hashes the whole definition, so an interrupted sweep resumes: a directory whose
+where ``key`` hashes the whole definition together with a fingerprint of the code that
+produces results (the sources of memsim, policies and scenarios), so an interrupted sweep
+resumes, and a changed metric or policy never reuses a stale result: a directory whose
 ``manifest.json`` exists is complete (the manifest is written last) and is loaded, not rerun.
 Every file is written to a temporary name and renamed into place, so a crash never leaves a
 half-written file under its final name.
@@ -14,6 +16,7 @@ package versions, git commit, LLM config). Timings are machine noise and live ap
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -46,10 +49,26 @@ class RunDef:
 
     @property
     def key(self) -> str:
-        return hashlib.sha256(self.canonical().encode()).hexdigest()[:12]
+        return hashlib.sha256((self.canonical() + code_fingerprint()).encode()).hexdigest()[:12]
 
     def path(self, root: Path | str) -> Path:
         return Path(root) / "runs" / slug(self.policy) / slug(self.scenario) / f"seed{self.seed}-{self.key}"
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """sha256 over the source files of the packages that make results (memsim, policies,
+    scenarios, scripted scenario files), read once per process."""
+    import memsim
+    import policies
+    import scenarios
+    h = hashlib.sha256()
+    for pkg in (memsim, policies, scenarios):
+        base = Path(pkg.__file__).resolve().parent
+        for f in sorted(p for p in base.rglob("*") if p.suffix in (".py", ".yaml") and p.is_file()):
+            h.update(f"{pkg.__name__}/{f.relative_to(base).as_posix()}\0".encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def slug(text: str) -> str:
@@ -177,4 +196,5 @@ def manifest_for(d: RunDef, *, policy: Any, llm_config: Mapping[str, Any], strea
         "llm": dict(llm_config),
         "packages": package_versions(),
         "git_commit": git_commit(),
+        "code_fingerprint": code_fingerprint(),
     }

@@ -77,3 +77,17 @@ def test_incomplete_run_without_manifest_is_not_complete(tmp_path):
 def test_json_writer_handles_numpy_scalars(tmp_path):
     results.atomic_write_json(tmp_path / "x.json", {"a": np.int64(3), "b": np.float32(0.5), "c": {1, 2}})
     assert json.loads((tmp_path / "x.json").read_text()) == {"a": 3, "b": 0.5, "c": [1, 2]}
+
+
+def test_a_code_change_changes_the_result_path(tmp_path, monkeypatch):
+    d = RunDef("pai-v1", "scripted/x", 0)
+    before = d.path(tmp_path)
+    monkeypatch.setattr(results, "code_fingerprint", lambda: "another-code-version")
+    assert d.path(tmp_path) != before
+
+
+def test_code_fingerprint_is_stable_within_a_checkout():
+    results.code_fingerprint.cache_clear()
+    a = results.code_fingerprint()
+    results.code_fingerprint.cache_clear()
+    assert results.code_fingerprint() == a and len(a) == 16
