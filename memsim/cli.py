@@ -19,6 +19,26 @@ def _csv(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
+def split_specs(texts: Sequence[str] | str | None) -> list[str]:
+    """Scenario specs from comma lists, keeping each spec's own ``,key=value`` options:
+    ``"synthetic:steady,episodes=200,scripted/x"`` -> ``["synthetic:steady,episodes=200",
+    "scripted/x"]``. A token with ``=`` that starts no spec of its own belongs to the one
+    before it."""
+    if texts is None:
+        return []
+    out: list[str] = []
+    for text in [texts] if isinstance(texts, str) else texts:
+        for tok in (t.strip() for t in text.split(",")):
+            if not tok:
+                continue
+            starts_spec = tok.startswith(("scripted/", "synthetic:", "locomo:")) or "=" not in tok
+            if out and not starts_spec:
+                out[-1] += "," + tok
+            else:
+                out.append(tok)
+    return out
+
+
 def _seeds(text: str) -> list[int]:
     try:
         if ":" in text:
@@ -90,8 +110,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.suite:
         import scenarios
         specs += scenarios.suite(args.suite, locomo_path=args.locomo)
-    if args.scenarios:
-        specs += _csv(args.scenarios)
+    specs += split_specs(args.scenarios)
     if args.locomo and not args.suite:
         specs.append(f"locomo:{args.locomo}")
     if not specs:
@@ -155,7 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("compare", help="policies x scenarios x seeds -> a summary table")
     s.add_argument("--policies", default="all", help="comma list of policy ids (default: all)")
-    s.add_argument("--scenarios", help="comma list of scenario specs")
+    s.add_argument("--scenarios", "--scenario", action="append", metavar="SPEC[,SPEC...]",
+                   help="scenario specs (comma list; repeatable); a spec keeps its own ,key=value options")
     s.add_argument("--suite", help="a named suite of scenarios, e.g. standard")
     s.add_argument("--locomo", metavar="PATH", help="add LoCoMo from this JSON file")
     s.add_argument("--seeds", default="0", help="comma list or START:STOP (default 0)")

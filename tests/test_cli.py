@@ -68,3 +68,24 @@ def test_compare_writes_the_tables(tmp_path):
     for f in ("summary.md", "summary.csv", "per_query.parquet", "manifest.json"):
         assert (out / f).exists(), f
     assert "n = 2 evaluated queries" in (out / "summary.md").read_text()
+
+
+def test_scenario_lists_keep_each_specs_own_options():
+    from memsim.cli import split_specs
+    assert split_specs("synthetic:steady,episodes=200,horizon=30,scripted/x") == [
+        "synthetic:steady,episodes=200,horizon=30", "scripted/x"]
+    assert split_specs(["locomo:/d/a.json,sample=conv-26", "scripted/y,synthetic:churn"]) == [
+        "locomo:/d/a.json,sample=conv-26", "scripted/y", "synthetic:churn"]
+    assert split_specs(None) == []
+
+
+def test_compare_on_locomo_reports_recall_by_category(tmp_path):
+    from tests.conftest import LOCOMO_DEV
+    if not LOCOMO_DEV.exists():
+        pytest.skip(f"LoCoMo dev subset not found at {LOCOMO_DEV}")
+    r = _cli("compare", "--scenario", f"locomo:{LOCOMO_DEV},sample=conv-30", "--policies", "keep-all",
+             "--out", str(tmp_path / "lc"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert "recall@k by group" in r.stdout
+    for category in ("multi-hop", "temporal", "single-hop"):
+        assert category in r.stdout

@@ -67,3 +67,26 @@ def test_make_builds_with_params_and_attaches_the_spec():
     assert q.params == type(q).Params()
     with pytest.raises(TypeError, match="takes RecencyParams"):
         registry.spec("recency").make(registry.spec("keep-all").load().Params(), llm=MockLLM(seed=1))
+
+
+def test_third_party_policies_arrive_through_the_entry_point_group(monkeypatch):
+    from importlib import metadata
+
+    from memsim import registry
+
+    class FakeEntryPoint:
+        def load(self):
+            def plugin():
+                registry.register("plugin-keep", 3, "policies.baselines:KeepAll",
+                                  description="a third-party policy")
+            return plugin
+
+    def entry_points(group):
+        assert group == registry.ENTRY_POINT_GROUP
+        return [FakeEntryPoint()]
+
+    monkeypatch.setattr(metadata, "entry_points", entry_points)
+    monkeypatch.setattr(registry, "_loaded_plugins", False)
+    monkeypatch.setattr(registry, "_SPECS", dict(registry._SPECS))
+    assert registry.spec("plugin-keep").full_id == "plugin-keep-v3"
+    assert type(registry.make("plugin-keep")).__name__ == "KeepAll"
