@@ -15,6 +15,7 @@ equal within 2 ulp; cosmo_decay_rate uses fastscore.cosmo_decay_rate, exp(g ln r
 libm pow, within 1e-14)."""
 from __future__ import annotations
 
+import itertools
 import time
 
 import numpy as np
@@ -39,7 +40,8 @@ def _inputs(name: str, n: int, rng: np.random.Generator) -> tuple[tuple, dict]:
         "stability_update": ((u(1, 365), u(0, 2000)), {"cap": 365.0, "bonus": 0.1}),
         "hyperbolic_salience": ((u(0, 1), rng.integers(0, 50, n).astype(np.float64), u(0, 365),
                                  u(10, 60)), {}),
-        "cosmo_decay_rate": ((rng.integers(0, 20, n).astype(np.float64), u(0.5, 2.0), np.full(n, 0.02),
+        # base_rate is the document's constant (002: 0.02), not a column
+        "cosmo_decay_rate": ((rng.integers(0, 20, n).astype(np.float64), u(0.5, 2.0), 0.02,
                               rng.random(n) < 0.3, u(0, 1)), {}),
         "pai_score": ((u(-1, 1), rng.integers(1, 11, n).astype(np.float64), u(0, 1), u(1, 5),
                        (rng.random(n) < 0.1).astype(np.float64)), {}),
@@ -67,13 +69,14 @@ def test_target2_kernel_vs_scalar(benchmark, name, form):
     args, kw = _inputs(name, N, rng)
     fast = _fast(name, form)
     ref = getattr(kernels_ref, name)
-    cols = [a[:N_LOOP] for a in args]
+    cols = [a[:N_LOOP] if isinstance(a, np.ndarray) else a for a in args]   # constants stay scalars
+    per_row = [c if isinstance(c, np.ndarray) else itertools.repeat(c) for c in cols]
     looped = np.empty(N_LOOP)
     t0 = time.perf_counter()
-    for i, row in enumerate(zip(*cols)):     # one memory at a time, over the store's columns
+    for i, row in enumerate(zip(*per_row)):  # one memory at a time, over the store's columns
         looped[i] = ref(*row, **kw)
     loop = time.perf_counter() - t0
-    rows = list(zip(*(c.tolist() for c in cols)))
+    rows = list(zip(*(c.tolist() if isinstance(c, np.ndarray) else itertools.repeat(c) for c in cols)))
     t0 = time.perf_counter()
     listed = [ref(*r, **kw) for r in rows]   # the tightest loop: Python floats prepared untimed
     loop_lists = time.perf_counter() - t0
