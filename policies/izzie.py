@@ -1,6 +1,6 @@
 """Izzie: per-category exponential decay, ranked by relevance x strength.
 
-Seed document: /work/shared/seeds/003_29547c4578628b7b.txt ("Memory Persistence Flow").
+Seed document: ../shared/seeds/003_29547c4578628b7b.txt ("Memory Persistence Flow").
 
 - §Data Flow Example / §Save Memories: every item of the LLM's ``memoriesToSave`` is stored
   (no deduplication: "Automatic deduplication" is listed under §Future Enhancements), with

@@ -1,7 +1,7 @@
 """Kernle: hyperbolic salience, protection, a tombstoning forgetting cycle, agent-driven
 consolidation into beliefs with revision chains.
 
-Seed document: /work/shared/seeds/004_e8e020057e4a0858.txt ("Kernle Memory Model").
+Seed document: ../shared/seeds/004_e8e020057e4a0858.txt ("Kernle Memory Model").
 
 - §Memory Layer Hierarchy / §Raw -> Structured: every extracted claim is a raw capture that
   the agent promotes at once with ``process_raw`` to an episode, a note or a belief, by its
