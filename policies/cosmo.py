@@ -328,7 +328,7 @@ class Cosmo(Policy):
         """cosine + salience_weight x salience(now) over searchable rows; -inf elsewhere."""
         s = self.store
         qv = self.llm.embed_query(q)
-        cos = np.zeros(s.n) if qv is None else s.embedding.astype(np.float64) @ np.asarray(qv, dtype=np.float64)
+        cos = np.zeros(s.n) if qv is None else (s.embedding @ np.asarray(qv, dtype=np.float32)).astype(np.float64)
         score = cos + self.params.salience_weight * self.salience_at(now)
         return np.where(self.searchable(), score, -np.inf)
 

@@ -226,7 +226,7 @@ class Engram(Policy):
         p, s = self.params, self.store
         n = s.n
         qv = self.llm.embed_query(q)
-        cos = np.zeros(n) if qv is None else s.embedding.astype(np.float64) @ np.asarray(qv, dtype=np.float64)
+        cos = np.zeros(n) if qv is None else (s.embedding @ np.asarray(qv, dtype=np.float32)).astype(np.float64)
         r = self.strength(now)
         conf = self.confidence()
         active = s.mask(["active"])

@@ -200,9 +200,10 @@ class Izzie(Policy):
         qvecs = [self.llm.embed_query(q) for q in queries]
         good = [i for i, v in enumerate(qvecs) if v is not None]
         sims = np.zeros((len(queries), s.n))
-        if good:
-            sims[good] = np.stack([np.asarray(qvecs[i], dtype=np.float64) for i in good]) \
-                @ s.embedding.astype(np.float64).T
+        for i in good:
+            # one float32 matrix-vector product per query: converting the whole matrix to
+            # float64 per query cost more than the product itself
+            sims[i] = s.embedding @ np.asarray(qvecs[i], dtype=np.float32)
         retrievable = s.retrievable()
         strength = self.strength(now)
         out: list[Ranking] = []

@@ -221,13 +221,13 @@ class Kernle(Policy):
         s = self.store
         out: list[Ranking] = []
         retrievable = s.retrievable() if s.n else np.zeros(0, dtype=bool)
-        emb = s.embedding.astype(np.float64)
+        emb = s.embedding   # float32; each query's cosines are cast after the product
         for q in queries:
             v = self.llm.embed_query(q)
             if v is None or not retrievable.any():
                 out.append(Ranking.empty())
                 continue
-            scores = np.where(retrievable, emb @ np.asarray(v, dtype=np.float64), -np.inf)
+            scores = np.where(retrievable, (emb @ np.asarray(v, dtype=np.float32)).astype(np.float64), -np.inf)
             ids = self.topk(scores, q.k)
             out.append(Ranking(ids, scores[ids]))
             s["access_count"][ids] += 1

@@ -81,7 +81,9 @@ def test_engram_recall_scores_equal_per_row_reference():
         a, b = pol.store["alpha"][r], pol.store["beta"][r]
         cos = float(np.dot(pol.store.embedding[r].astype(np.float64), qv))
         ref = 0.5 * (a / (a + b) * cos) + 0.3 * math.exp(-3.0 / 7.0) + 0.2 * bm[j]
-        assert math.isclose(bs[r], ref, rel_tol=1e-12)
+        # recall takes cosines from one float32 matrix-vector product (cast afterwards), the
+        # reference from a float64 dot: they agree to float32 precision
+        assert math.isclose(bs[r], ref, rel_tol=1e-6)
 
 
 ENGRAM_MOVES = {"active": {"revised", "split", "merged", "archived", "deleted"},
