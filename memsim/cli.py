@@ -156,6 +156,10 @@ def cmd_figures(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .claims import add_claims_arguments
+    from .curves import add_curve_arguments
+    from .figures import add_figures_arguments
+
     p = argparse.ArgumentParser(prog="memsim", description="Replay event streams through memory "
                                 "policies of AI assistants and score them.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -188,27 +192,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("curve", help="decay curve of one memory under an access pattern (CSV)")
-    try:
-        from .curves import add_curve_arguments
-        add_curve_arguments(s)
-    except ImportError:
-        pass
+    add_curve_arguments(s)
     s.set_defaults(func=cmd_curve)
 
     s = sub.add_parser("claims", help="regenerate the table of the seed documents' worked examples")
-    try:
-        from .claims import add_claims_arguments
-        add_claims_arguments(s)
-    except ImportError:
-        pass
+    add_claims_arguments(s)
     s.set_defaults(func=cmd_claims)
 
     s = sub.add_parser("figures", help="regenerate the PNG figures under results/figures/")
-    try:
-        from .figures import add_figures_arguments
-        add_figures_arguments(s)
-    except ImportError:
-        pass
+    add_figures_arguments(s)
     s.set_defaults(func=cmd_figures)
     return p
 

@@ -250,6 +250,13 @@ class MemoryStore:
     def count(self, statuses: Iterable[str] | None = None) -> int:
         return int(self.mask(statuses).sum())
 
+    def days_since_access(self, now: float) -> np.ndarray:
+        """Days since each row's last access, counting from creation until its first one
+        (never negative)."""
+        last = self._cols["last_access"][: self.n]
+        since = now - np.where(np.isnan(last), self._cols["created"][: self.n], last)
+        return np.maximum(since, 0.0)
+
     def rows_from(self, episode_id: str) -> np.ndarray:
         """Rows whose provenance contains ``episode_id`` (a linear scan: user actions only)."""
         return np.array([i for i, p in enumerate(self.provenance) if episode_id in p], dtype=np.int64)

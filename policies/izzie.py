@@ -185,9 +185,7 @@ class Izzie(Policy):
     # -- strength and recall -----------------------------------------------------
     def days_since_access(self, now: float) -> np.ndarray:
         """Days since lastAccessed, which equals createdAt until the first retrieval."""
-        s = self.store
-        last = np.where(np.isnan(s["last_access"]), s["created"], s["last_access"])
-        return np.maximum(now - last, 0.0)
+        return self.store.days_since_access(now)
 
     def strength(self, now: float) -> np.ndarray:
         s = self.store

@@ -205,9 +205,7 @@ class Kernle(Policy):
 
     # -- salience --------------------------------------------------------------
     def days_since_access(self, now: float) -> np.ndarray:
-        s = self.store
-        last = np.where(np.isnan(s["last_access"]), s["created"], s["last_access"])
-        return np.maximum(now - last, 0.0)
+        return self.store.days_since_access(now)
 
     def strength(self, now: float) -> np.ndarray:
         """Salience of every row (004 §Salience Formula)."""
