@@ -62,15 +62,18 @@ def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str,
     from .mockllm import MockLLM
     bands = dict(stream_meta.get("bands", {}) or {})
     faults = dict(stream_meta.get("faults", {}) or {})
+    text_embedder = str(stream_meta.get("text_embedder", "hashed"))
     for name, value in overrides.items():
         group, _, field = name.partition(".")
-        if group == "bands":
+        if name == "text_embedder":
+            text_embedder = str(value)
+        elif group == "bands":
             bands[field] = value
         elif group == "faults":
             faults[field] = value
         else:
-            raise ParamError(f"unknown LLM override {name!r}: use bands.NAME or faults.NAME")
-    return MockLLM(seed=seed, bands=Bands(**bands), faults=Faults(**faults))
+            raise ParamError(f"unknown LLM override {name!r}: use bands.NAME, faults.NAME or text_embedder")
+    return MockLLM(seed=seed, bands=Bands(**bands), faults=Faults(**faults), text_embedder=text_embedder)
 
 
 def execute(d: RunDef) -> RunResult:

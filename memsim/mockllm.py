@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .embed import ClaimsEmbedder, TextEmbedder, stable_normal, stable_uniform
+from .embed import ClaimsEmbedder, make_text_embedder, stable_normal, stable_uniform
 from .events import Claim, Episode, Query
 from .llm import CONTRADICTS, IRRELEVANT, NONE, PARTIAL, RELATIONS, SUPPORTS, Bands, Embedded, Faults
 
@@ -86,7 +86,8 @@ class MockLLM:
     rate, so rate 0 never fires and rate 1 always does).
     """
 
-    def __init__(self, seed: int = 0, dim: int = 384, bands: Bands = Bands(), faults: Faults = Faults()) -> None:
+    def __init__(self, seed: int = 0, dim: int = 384, bands: Bands = Bands(), faults: Faults = Faults(),
+                 text_embedder: str = "hashed") -> None:
         if not isinstance(bands, Bands):
             raise TypeError(f"MockLLM: bands must be a memsim.llm.Bands, got {bands!r}")
         if not isinstance(faults, Faults):
@@ -96,11 +97,13 @@ class MockLLM:
         self.bands = bands
         self.faults = faults
         self.claims_embedder = ClaimsEmbedder(self.dim, bands, self.seed)
-        self.text_embedder = TextEmbedder(self.dim, self.seed)
+        # plain text (streams without claims, e.g. LoCoMo): see memsim.embed.TEXT_EMBEDDERS
+        self.text_embedder_name = text_embedder
+        self.text_embedder = make_text_embedder(text_embedder, self.dim, self.seed)
 
     def config(self) -> dict[str, Any]:
         """Everything that determines this mock's answers (for result manifests)."""
-        return {"llm": "mock", "seed": self.seed, "dim": self.dim,
+        return {"llm": "mock", "seed": self.seed, "dim": self.dim, "text_embedder": self.text_embedder_name,
                 "bands": self.bands.to_dict(), "faults": self.faults.to_dict()}
 
     def __repr__(self) -> str:

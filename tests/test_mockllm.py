@@ -26,7 +26,7 @@ def test_implements_protocol():
     llm = MockLLM()
     assert isinstance(llm, LLM)
     assert llm.dim == 384 and llm.seed == 0
-    assert llm.config() == {"llm": "mock", "seed": 0, "dim": 384,
+    assert llm.config() == {"llm": "mock", "seed": 0, "dim": 384, "text_embedder": "hashed",
                             "bands": Bands().to_dict(), "faults": Faults().to_dict()}
 
 
