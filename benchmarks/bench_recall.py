@@ -28,7 +28,11 @@ CODES = [7]          # the query names subject code 7
 ROUNDS = size(7, 1)
 
 
-@pytest.fixture(scope="module", params=sorted({N_MID, N_BIG}), ids=size_id)
+# store sizes of the latency-vs-size sweep (results/figures/latency.png)
+SWEEP = sorted({size(10_000, 500), N_MID, size(300_000, 3_000), N_BIG})
+
+
+@pytest.fixture(scope="module", params=SWEEP, ids=size_id)
 def recall_case(request):
     n = request.param
     X = embeddings(n)

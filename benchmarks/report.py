@@ -113,8 +113,22 @@ def build(raw: dict, command: str, returncode: int | None) -> tuple[str, dict]:
            "commit": commit.get("id"), "machine": {"cpu": machine.get("cpu", {}).get("brand_raw"),
                                                     "cores": os.cpu_count()},
            "targets": [{k: v for k, v in t.items() if k != "profile"} for t in targets],
+           "latency": latency_sweep(raw),
            "met": met, "total": len(targets)}
     return "\n".join(lines) + "\n", doc
+
+
+def latency_sweep(raw: dict) -> list[dict]:
+    """One-query recall latency per store size and variant (median seconds), from the
+    ``test_recall_variant`` sweep: the points of the latency-vs-size figure."""
+    out = []
+    for b in raw.get("benchmarks", []):
+        if b.get("name", "").startswith("test_recall_variant"):
+            info = b.get("extra_info", {})
+            out.append({"operation": "recall of one query", "n": info.get("n"),
+                        "variant": info.get("variant"), "seconds": b["stats"]["median"],
+                        "floor": info.get("variant") == "bare_matvec"})
+    return sorted(out, key=lambda r: (r["variant"], r["n"]))
 
 
 def main(argv: list[str] | None = None) -> int:
