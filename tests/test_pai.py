@@ -580,10 +580,9 @@ def _episodes():
     return out
 
 
-@pytest.mark.parametrize("faults", [{}, {"embed_fail": 0.2, "extract_fail": 0.2, "invalid_answer": 0.3}])
-def test_batched_ingest_equals_one_by_one(faults):
-    eps = _episodes()
-    a, b = PersonalAI(llm=mock(**faults)), PersonalAI(llm=mock(**faults))
+def assert_batched_equals_one_by_one(a: PersonalAI, b: PersonalAI, eps) -> None:
+    """``a`` ingests each same-time batch at once, ``b`` episode by episode: identical
+    outcomes, store columns, provenance and links."""
     oa, ob = [], []
     for t in sorted({e.time for e in eps}):
         batch = [e for e in eps if e.time == t]
@@ -594,6 +593,12 @@ def test_batched_ingest_equals_one_by_one(faults):
     for col in a.store.columns:
         assert np.array_equal(a.store[col], b.store[col], equal_nan=True), col
     assert a.store.provenance == b.store.provenance and a.links == b.links
+
+
+@pytest.mark.parametrize("faults", [{}, {"embed_fail": 0.2, "extract_fail": 0.2, "invalid_answer": 0.3}])
+def test_batched_ingest_equals_one_by_one(faults):
+    a, b = PersonalAI(llm=mock(**faults)), PersonalAI(llm=mock(**faults))
+    assert_batched_equals_one_by_one(a, b, _episodes())
     assert [s.id for s in a.summaries] == [s.id for s in b.summaries]
 
 

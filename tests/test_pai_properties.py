@@ -16,7 +16,7 @@ from memsim.llm import NONE, Faults
 from memsim.mockllm import MockLLM
 from policies.pai import (TYPE_CODE, PaiParams, PersonalAI, effective_confidence, in_grey_zone,
                           in_link_band, is_reinforce)
-from tests.test_pai import C, FakeLLM, ep
+from tests.test_pai import C, FakeLLM, assert_batched_equals_one_by_one, ep
 
 
 def f32(x: float) -> float:
@@ -207,18 +207,8 @@ def test_batch_ingest_equals_one_by_one(spec, fail):
     eps = [Episode(f"e{i}", float(t), f"{k} {v}", (Claim(k, v),), conversation="c")
            for i, (k, v, t) in enumerate(sorted(spec, key=lambda x: x[2]))]
     faults = Faults(embed_fail=fail, extract_fail=fail, invalid_answer=fail)
-    a = PersonalAI(llm=MockLLM(seed=3, faults=faults))
-    b = PersonalAI(llm=MockLLM(seed=3, faults=faults))
-    oa, ob = [], []
-    for t in sorted({e.time for e in eps}):
-        batch = [e for e in eps if e.time == t]
-        oa += a.ingest(batch, t)
-        for e in batch:
-            ob += b.ingest([e], t)
-    assert oa == ob
-    for col in a.store.columns:
-        assert np.array_equal(a.store[col], b.store[col], equal_nan=True), col
-    assert a.store.provenance == b.store.provenance and a.links == b.links
+    assert_batched_equals_one_by_one(PersonalAI(llm=MockLLM(seed=3, faults=faults)),
+                                     PersonalAI(llm=MockLLM(seed=3, faults=faults)), eps)
 
 
 # ------------------------------------------------------------------ stateful machine

@@ -86,21 +86,45 @@ def test_engram_recall_scores_equal_per_row_reference():
         assert math.isclose(bs[r], ref, rel_tol=1e-6)
 
 
+class PolicyMachine(RuleBasedStateMachine):
+    """Shared by the Engram and Cosmo machines: a user forget of any earlier episode, and the
+    check that every row's status moves only along ``MOVES`` (subclasses call move_ok)."""
+
+    MOVES: dict[str, set[str]] = {}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.t = 0.0
+        self.n_eps = 0
+        self.status: dict[int, str] = {}
+
+    @precondition(lambda self: self.n_eps > 0)
+    @rule(data=st.data())
+    def forget(self, data):
+        i = data.draw(st.integers(0, self.n_eps - 1))
+        self.pol.forget([Forget(f"f{self.t}-{i}", self.t, f"e{i}")], self.t)
+
+    def move_ok(self, row: int) -> None:
+        now = self.pol.store.status_of(row)
+        old = self.status.get(row)
+        assert old is None or now == old or now in self.MOVES[old], (old, now)
+        self.status[row] = now
+
+
 ENGRAM_MOVES = {"active": {"revised", "split", "merged", "archived", "deleted"},
                 "archived": {"deleted"}, "revised": {"deleted"}, "split": {"deleted"},
                 "merged": {"deleted"}, "deleted": set()}
 
 
-class EngramMachine(RuleBasedStateMachine):
+class EngramMachine(PolicyMachine):
     """Episodes, recalls, consolidation cycles and forgets in any order."""
+
+    MOVES = ENGRAM_MOVES
 
     def __init__(self) -> None:
         super().__init__()
         self.pol = engram(episode_threshold=4)
-        self.t = 0.0
-        self.n_eps = 0
         self.evidence: dict[int, int] = {}
-        self.status: dict[int, str] = {}
 
     @rule(topic=st.sampled_from(TOPICS), value=st.sampled_from(VALUES), copies=st.integers(1, 4))
     def episodes(self, topic, value, copies):
@@ -123,20 +147,11 @@ class EngramMachine(RuleBasedStateMachine):
         assert (s["kind"][r.ids] == s.kind_code("belief")).sum() <= 2
         assert all(s.status_of(i) == "active" for i in r.ids.tolist())
 
-    @precondition(lambda self: self.n_eps > 0)
-    @rule(data=st.data())
-    def forget(self, data):
-        i = data.draw(st.integers(0, self.n_eps - 1))
-        self.pol.forget([Forget(f"f{self.t}-{i}", self.t, f"e{i}")], self.t)
-
     @invariant()
     def beliefs_consistent(self):
         s = self.pol.store
         for r in range(s.n):
-            st_now = s.status_of(r)
-            old = self.status.get(r)
-            assert old is None or st_now == old or st_now in ENGRAM_MOVES[old], (old, st_now)
-            self.status[r] = st_now
+            self.move_ok(r)
             assert s["evidence"][r] >= self.evidence.get(r, 0)  # storage strength never decreases
             self.evidence[r] = int(s["evidence"][r])
         conf = self.pol.confidence()
@@ -192,15 +207,14 @@ COSMO_MOVES = {"candidate": {"active", "core", "archived", "deleted"},
                "archived": {"active", "core", "deleted"}, "deleted": set()}
 
 
-class CosmoMachine(RuleBasedStateMachine):
+class CosmoMachine(PolicyMachine):
     """Mentions, recalls, nightly/weekly jobs and forgets in any order."""
+
+    MOVES = COSMO_MOVES
 
     def __init__(self) -> None:
         super().__init__()
         self.pol = cosmo(include_archived=True)
-        self.t = 0.0
-        self.n_eps = 0
-        self.status: dict[int, str] = {}
         self.accesses: dict[int, int] = {}
 
     @rule(topic=st.sampled_from(TOPICS), value=st.sampled_from(VALUES), conf=st.sampled_from([0.5, 0.75, 0.9]))
@@ -227,20 +241,11 @@ class CosmoMachine(RuleBasedStateMachine):
         for i in r.ids.tolist():
             self.accesses[i] = self.accesses.get(i, 0) + 1
 
-    @precondition(lambda self: self.n_eps > 0)
-    @rule(data=st.data())
-    def forget(self, data):
-        i = data.draw(st.integers(0, self.n_eps - 1))
-        self.pol.forget([Forget(f"f{self.t}-{i}", self.t, f"e{i}")], self.t)
-
     @invariant()
     def consistent(self):
         s = self.pol.store
         for r in range(s.n):
-            now = s.status_of(r)
-            old = self.status.get(r)
-            assert old is None or now == old or now in COSMO_MOVES[old], (old, now)
-            self.status[r] = now
+            self.move_ok(r)
             assert s["access_count"][r] == self.accesses.get(r, 0)
         sal = self.pol.strength(self.t)
         assert np.all((sal >= 0) & (sal <= 1.0))
