@@ -3,12 +3,13 @@ overlap with the exact answer >= 0.95 at >= 10x less time than exact.
 
 Candidates come from an IVF index (``IndexIVFFlat``, inner product, ``nlist`` ~ n/1000):
 a range search for cosine >= the 0.20 floor in the ``nprobe`` closest lists; then the exact
-000 §2 score on the candidates (memsim.fastscore.pai_topk_candidates, cosines recomputed from
-the store's rows). The exact reference is memsim.fastscore.pai_topk over all rows. IVF
+000 §2 score on the candidates (policies.pai_fastscore.pai_topk_candidates, cosines recomputed from
+the store's rows). The exact reference is policies.pai_fastscore.pai_topk over all rows. IVF
 rather than HNSW: building HNSW over 1M x 384 on 2 shared cores takes many minutes; the IVF
 build (k-means on a sample, then assignment) is ~1 min and cached on disk
 (results/cache/ivf-*.faiss), out of the timing.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,17 @@ import numpy as np
 import pytest
 
 from benchmarks.conftest import assert_target_in_full_mode, interleaved, record_target
-from benchmarks.workloads import CACHE, DIM, NOW, embeddings, pai_columns, pai_workload, queries, size
-from memsim import fastscore as fs
+from benchmarks.workloads import (
+    CACHE,
+    DIM,
+    NOW,
+    embeddings,
+    pai_columns,
+    pai_workload,
+    queries,
+    size,
+)
+from policies import pai_fastscore as fs
 from policies.pai import PaiParams
 
 P = PaiParams()
@@ -47,8 +57,13 @@ def ivf_index(n: int, nlist: int) -> tuple[faiss.Index, dict]:
     index.train(sample)
     t1 = time.perf_counter()
     for lo in range(0, n, 131072):
-        index.add(X[lo:lo + 131072])
-    meta = {"train_seconds": t1 - t0, "add_seconds": time.perf_counter() - t1, "nlist": nlist, "n": n}
+        index.add(X[lo : lo + 131072])
+    meta = {
+        "train_seconds": t1 - t0,
+        "add_seconds": time.perf_counter() - t1,
+        "nlist": nlist,
+        "n": n,
+    }
     CACHE.mkdir(parents=True, exist_ok=True)
     faiss.write_index(index, str(path) + ".tmp")
     path.with_name(path.name + ".tmp").replace(path)
@@ -58,7 +73,9 @@ def ivf_index(n: int, nlist: int) -> tuple[faiss.Index, dict]:
 
 def approx_topk(index, X, q, cols, codes, nprobe):
     index.nprobe = nprobe
-    _, _, ids = index.range_search(q[None, :], float(np.nextafter(np.float32(P.cosine_floor), -np.inf)))
+    _, _, ids = index.range_search(
+        q[None, :], float(np.nextafter(np.float32(P.cosine_floor), -np.inf))
+    )
     rows = np.sort(ids.astype(np.int64))
     return fs.pai_topk_candidates(X[rows] @ q, rows, cols, NOW, codes, P, K)
 
@@ -77,8 +94,11 @@ def case():
 def overlap(index, case_, nprobe):
     X, cols, _, _, Q, codes, exact = case_
     got = [approx_topk(index, X, Q[b], cols, codes[b], nprobe)[0] for b in range(len(Q))]
-    return float(np.mean([len(set(g.tolist()) & set(e.tolist())) / max(1, len(e))
-                          for g, e in zip(got, exact)]))
+    return float(
+        np.mean(
+            [len(set(g.tolist()) & set(e.tolist())) / max(1, len(e)) for g, e in zip(got, exact)]
+        )
+    )
 
 
 @pytest.mark.parametrize("nprobe", [1, 4, 16], ids=lambda p: f"nprobe={p}")
@@ -87,30 +107,58 @@ def test_ann_sweep(benchmark, case, nprobe):
     ov = overlap(index, case, nprobe)
     benchmark.group = "ann nprobe sweep"
     benchmark.extra_info.update(n=N, nlist=NLIST, nprobe=nprobe, overlap=ov)
-    benchmark.pedantic(lambda: approx_topk(index, X, Q[0], cols, codes[0], nprobe), rounds=size(20, 1),
-                       iterations=1)
+    benchmark.pedantic(
+        lambda: approx_topk(index, X, Q[0], cols, codes[0], nprobe),
+        rounds=size(20, 1),
+        iterations=1,
+    )
 
 
 def test_target4_ann_speed_and_overlap(benchmark, case):
     X, cols, index, meta, Q, codes, _ = case
     ov = overlap(index, case, NPROBE)
-    t = interleaved({"exact": lambda: fs.pai_topk(X, Q[1], cols, NOW, codes[1], P, K),
-                     "approx": lambda: approx_topk(index, X, Q[1], cols, codes[1], NPROBE)},
-                    rounds=size(9, 1))
-    record_target(benchmark, target="4 ANN (IVF) speedup", ratio=t["exact"] / t["approx"], limit=10.0,
-                  better="higher", n=N, what=f"exact fused / IVF nlist={NLIST} nprobe={NPROBE} + exact score",
-                  overlap=ov, seconds=t, build=meta)
+    t = interleaved(
+        {
+            "exact": lambda: fs.pai_topk(X, Q[1], cols, NOW, codes[1], P, K),
+            "approx": lambda: approx_topk(index, X, Q[1], cols, codes[1], NPROBE),
+        },
+        rounds=size(9, 1),
+    )
+    record_target(
+        benchmark,
+        target="4 ANN (IVF) speedup",
+        ratio=t["exact"] / t["approx"],
+        limit=10.0,
+        better="higher",
+        n=N,
+        what=f"exact fused / IVF nlist={NLIST} nprobe={NPROBE} + exact score",
+        overlap=ov,
+        seconds=t,
+        build=meta,
+    )
     benchmark.group = "targets"
-    benchmark.pedantic(lambda: approx_topk(index, X, Q[1], cols, codes[1], NPROBE), rounds=size(20, 1),
-                       iterations=1)
+    benchmark.pedantic(
+        lambda: approx_topk(index, X, Q[1], cols, codes[1], NPROBE),
+        rounds=size(20, 1),
+        iterations=1,
+    )
     assert_target_in_full_mode(benchmark)
 
 
 def test_target4_ann_overlap(benchmark, case):
     X, cols, index, meta, Q, codes, _ = case
     ov = overlap(index, case, NPROBE)
-    record_target(benchmark, target="4 ANN (IVF) top-10 overlap", ratio=ov, limit=0.95, better="higher",
-                  n=N, what=f"mean |approx top10 & exact top10| / 10 over {len(Q)} queries, nprobe={NPROBE}")
+    record_target(
+        benchmark,
+        target="4 ANN (IVF) top-10 overlap",
+        ratio=ov,
+        limit=0.95,
+        better="higher",
+        n=N,
+        what=f"mean |approx top10 & exact top10| / 10 over {len(Q)} queries, nprobe={NPROBE}",
+    )
     benchmark.group = "targets"
-    benchmark.pedantic(lambda: approx_topk(index, X, Q[2], cols, codes[2], NPROBE), rounds=1, iterations=1)
+    benchmark.pedantic(
+        lambda: approx_topk(index, X, Q[2], cols, codes[2], NPROBE), rounds=1, iterations=1
+    )
     assert_target_in_full_mode(benchmark)

@@ -3,10 +3,11 @@ query (both exact: 000 §2 score, floor, top 10, top-k included in the timing).
 
 A single query is a matrix-vector product (bandwidth-bound); the batch is matrix-matrix
 products over row chunks (compute-bound BLAS) followed by the floor/bound prefilter and a
-vectorized top-k merge (memsim.fastscore.pai_topk_batch), so no (256, 200k) score matrix is
+vectorized top-k merge (policies.pai_fastscore.pai_topk_batch), so no (256, 200k) score matrix is
 ever built or partitioned. The straightforward batch (full cosine matrix, full scores,
 kernels.batch_topk) is timed alongside for reference.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,8 +15,8 @@ import pytest
 
 from benchmarks.conftest import assert_target_in_full_mode, interleaved, record_target
 from benchmarks.workloads import NOW, embeddings, pai_columns, pai_workload, queries, size
-from memsim import fastscore as fs
-from memsim.kernels import batch_topk
+from memsim.engine.kernels import batch_topk
+from policies import pai_fastscore as fs
 from policies.pai import PaiParams
 
 P = PaiParams()
@@ -59,16 +60,30 @@ def test_target3_batch_per_query_vs_single(benchmark, case):
     }
     t = interleaved(fns, rounds=size(5, 1))
     QT = np.ascontiguousarray(Q).T
-    plain = interleaved({"straightforward_batch": lambda: straightforward_batch(X, Q, cols, codes),
-                         "gemm_only": lambda: [X[lo:lo + 16384] @ QT for lo in range(0, N, 16384)],
-                         "single_again": fns["single"]},
-                        rounds=size(2, 1))
+    plain = interleaved(
+        {
+            "straightforward_batch": lambda: straightforward_batch(X, Q, cols, codes),
+            "gemm_only": lambda: [X[lo : lo + 16384] @ QT for lo in range(0, N, 16384)],
+            "single_again": fns["single"],
+        },
+        rounds=size(2, 1),
+    )
     per_query = t["batch"] / B
-    record_target(benchmark, target="3 batch of 256 (per query / single)", ratio=per_query / t["single"],
-                  limit=1 / 8, better="lower", n=N, what=f"pai_topk_batch({B} queries)/{B} / pai_topk(1 query)",
-                  queries=B, seconds={**t, **plain},
-                  straightforward_ratio=plain["straightforward_batch"] / B / min(t["single"], plain["single_again"]),
-                  gemm_only_ratio=plain["gemm_only"] / B / min(t["single"], plain["single_again"]))
+    record_target(
+        benchmark,
+        target="3 batch of 256 (per query / single)",
+        ratio=per_query / t["single"],
+        limit=1 / 8,
+        better="lower",
+        n=N,
+        what=f"pai_topk_batch({B} queries)/{B} / pai_topk(1 query)",
+        queries=B,
+        seconds={**t, **plain},
+        straightforward_ratio=plain["straightforward_batch"]
+        / B
+        / min(t["single"], plain["single_again"]),
+        gemm_only_ratio=plain["gemm_only"] / B / min(t["single"], plain["single_again"]),
+    )
     benchmark.group = "targets"
     benchmark.pedantic(fns["batch"], rounds=size(3, 1), iterations=1)
     assert_target_in_full_mode(benchmark)

@@ -4,8 +4,9 @@ the same episodes, with identical outcomes and identical store state.
 Each seed policy is warmed up on the days before the measured day of the ``steady``
 synthetic year (batched, per same-time batch, as the runner does), then copied; one copy
 ingests the day in one ``ingest(day, now)`` call, the other calls ``ingest([episode], now)``
-per episode. Mock LLM: memsim.mockllm.MockLLM(seed=0).
+per episode. Mock LLM: memsim.engine.mockllm.MockLLM(seed=0).
 """
+
 from __future__ import annotations
 
 import copy
@@ -17,8 +18,8 @@ import pytest
 
 from benchmarks.conftest import assert_target_in_full_mode, record_target
 from benchmarks.workloads import size
-from memsim import registry
-from memsim.events import Episode
+from memsim.engine import registry
+from memsim.engine.events import Episode
 
 SEEDS = ["pai", "izzie", "kernle", "engram", "cosmo"]
 EPISODES = size(100_000, 2_000)
@@ -30,15 +31,25 @@ ROUNDS = size(3, 1)
 
 def _stream():
     import scenarios
-    return scenarios.load(f"synthetic:steady,episodes={EPISODES},queries={QUERIES},horizon={HORIZON:g}")
+
+    return scenarios.load(
+        f"synthetic:steady,episodes={EPISODES},queries={QUERIES},horizon={HORIZON:g}"
+    )
 
 
 def store_state(store) -> tuple:
     """Everything a MemoryStore holds, comparable with ==."""
     cols = tuple((name, store[name].tobytes()) for name in store.columns)
-    return (store.n, cols, store.embedding.tobytes(), tuple(store.text), tuple(map(repr, store.claim)),
-            tuple(tuple(sorted(p)) for p in store.provenance), tuple(store.status_log),
-            tuple(store.provenance_log))
+    return (
+        store.n,
+        cols,
+        store.embedding.tobytes(),
+        tuple(store.text),
+        tuple(map(repr, store.claim)),
+        tuple(tuple(sorted(p)) for p in store.provenance),
+        tuple(store.status_log),
+        tuple(store.provenance_log),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +62,8 @@ def day_case():
 
 
 def _warm(policy_id, before):
-    from memsim.mockllm import MockLLM
+    from memsim.engine.mockllm import MockLLM
+
     pol = registry.make(policy_id, llm=MockLLM(seed=0), seed=0)
     for t, batch in groupby(before, key=lambda e: e.time):
         pol.ingest(list(batch), t)
@@ -81,11 +93,22 @@ def test_target5_batched_vs_one_by_one_ingest(benchmark, day_case, policy_id):
     a, b, out_a, out_b = outs
     assert out_a == out_b, f"{policy_id}: batched and one-by-one outcomes differ"
     assert store_state(a.store) == store_state(b.store), f"{policy_id}: store states differ"
-    record_target(benchmark, target=f"5 ingest {policy_id} (one-by-one / batched)",
-                  ratio=best["one_by_one"] / best["batched"], limit=10.0, better="higher",
-                  n=len(day), what=f"one day ({len(day)} episodes, store of {warm.store.n} rows)",
-                  seconds=best, store_rows=int(warm.store.n))
+    record_target(
+        benchmark,
+        target=f"5 ingest {policy_id} (one-by-one / batched)",
+        ratio=best["one_by_one"] / best["batched"],
+        limit=10.0,
+        better="higher",
+        n=len(day),
+        what=f"one day ({len(day)} episodes, store of {warm.store.n} rows)",
+        seconds=best,
+        store_rows=int(warm.store.n),
+    )
     benchmark.group = "ingest"
-    benchmark.pedantic(lambda w: w.ingest(day, now), setup=lambda: ((copy.deepcopy(warm),), {}),
-                       rounds=ROUNDS, iterations=1)
+    benchmark.pedantic(
+        lambda w: w.ingest(day, now),
+        setup=lambda: ((copy.deepcopy(warm),), {}),
+        rounds=ROUNDS,
+        iterations=1,
+    )
     assert_target_in_full_mode(benchmark)

@@ -1,5 +1,5 @@
-"""Target 2: each decay/score kernel of memsim.kernels over 1M rows is >= 100x faster than
-its scalar twin in memsim.kernels_ref looped in Python. The loop goes one memory at a time
+"""Target 2: each decay/score kernel of memsim.engine.kernels over 1M rows is >= 100x faster than
+its scalar twin in memsim.engine.kernels_ref looped in Python. The loop goes one memory at a time
 over the store's numpy columns (``for i, row in enumerate(zip(*columns)): out[i] =
 ref(*row)``), timed on 100k rows and scaled x10 to 1M; the vectorized kernel is timed on 1M
 rows directly. Both agree on the 100k rows. The record also gives ``python_lists_ratio``:
@@ -7,12 +7,13 @@ the same against the tightest possible loop (a list comprehension over Python fl
 converted outside the timing), which on this machine sits near the memory-bandwidth floor
 of the kernels (3 input + 1 output arrays of 8 MB each: ~3 ms) x 100.
 
-Two forms per kernel: ``as_written`` (memsim.kernels.NAME on the full arrays: every
+Two forms per kernel: ``as_written`` (memsim.engine.kernels.NAME on the full arrays: every
 intermediate is a fresh 8 MB array, and on a loaded machine its page faults cost more than
-the arithmetic) and ``chunked`` (memsim.fastscore.chunked(NAME, ...): bit-identical, blocks
+the arithmetic) and ``chunked`` (policies.pai_fastscore.chunked(NAME, ...): bit-identical, blocks
 of 8192 rows; half_life_decay uses fastscore.half_life_decay, exp2 instead of libm pow,
 equal within 2 ulp; cosmo_decay_rate uses fastscore.cosmo_decay_rate, exp(g ln rf) instead of
 libm pow, within 1e-14)."""
+
 from __future__ import annotations
 
 import itertools
@@ -23,7 +24,8 @@ import pytest
 
 from benchmarks.conftest import assert_target_in_full_mode, interleaved, record_target
 from benchmarks.workloads import size, size_id
-from memsim import fastscore, kernels, kernels_ref
+from memsim.engine import kernels, kernels_ref
+from policies import pai_fastscore as fastscore
 
 N = size(1_000_000, 5_000)
 N_LOOP = size(100_000, 500)
@@ -38,19 +40,45 @@ def _inputs(name: str, n: int, rng: np.random.Generator) -> tuple[tuple, dict]:
         "beta_mean": ((u(1, 20), u(1, 20)), {}),
         "retrieval_strength": ((u(0, 365), u(1, 365)), {}),
         "stability_update": ((u(1, 365), u(0, 2000)), {"cap": 365.0, "bonus": 0.1}),
-        "hyperbolic_salience": ((u(0, 1), rng.integers(0, 50, n).astype(np.float64), u(0, 365),
-                                 u(10, 60)), {}),
+        "hyperbolic_salience": (
+            (u(0, 1), rng.integers(0, 50, n).astype(np.float64), u(0, 365), u(10, 60)),
+            {},
+        ),
         # base_rate is the document's constant (002: 0.02), not a column
-        "cosmo_decay_rate": ((rng.integers(0, 20, n).astype(np.float64), u(0.5, 2.0), 0.02,
-                              rng.random(n) < 0.3, u(0, 1)), {}),
-        "pai_score": ((u(-1, 1), rng.integers(1, 11, n).astype(np.float64), u(0, 1), u(1, 5),
-                       (rng.random(n) < 0.1).astype(np.float64)), {}),
+        "cosmo_decay_rate": (
+            (
+                rng.integers(0, 20, n).astype(np.float64),
+                u(0.5, 2.0),
+                0.02,
+                rng.random(n) < 0.3,
+                u(0, 1),
+            ),
+            {},
+        ),
+        "pai_score": (
+            (
+                u(-1, 1),
+                rng.integers(1, 11, n).astype(np.float64),
+                u(0, 1),
+                u(1, 5),
+                (rng.random(n) < 0.1).astype(np.float64),
+            ),
+            {},
+        ),
     }
     return table[name]
 
 
-KERNELS = ["exp_decay", "half_life_decay", "beta_mean", "retrieval_strength", "stability_update",
-           "hyperbolic_salience", "cosmo_decay_rate", "pai_score"]
+KERNELS = [
+    "exp_decay",
+    "half_life_decay",
+    "beta_mean",
+    "retrieval_strength",
+    "stability_update",
+    "hyperbolic_salience",
+    "cosmo_decay_rate",
+    "pai_score",
+]
 
 
 def _fast(name: str, form: str):
@@ -69,25 +97,35 @@ def test_target2_kernel_vs_scalar(benchmark, name, form):
     args, kw = _inputs(name, N, rng)
     fast = _fast(name, form)
     ref = getattr(kernels_ref, name)
-    cols = [a[:N_LOOP] if isinstance(a, np.ndarray) else a for a in args]   # constants stay scalars
+    cols = [a[:N_LOOP] if isinstance(a, np.ndarray) else a for a in args]  # constants stay scalars
     per_row = [c if isinstance(c, np.ndarray) else itertools.repeat(c) for c in cols]
     looped = np.empty(N_LOOP)
     t0 = time.perf_counter()
     for i, row in enumerate(zip(*per_row)):  # one memory at a time, over the store's columns
         looped[i] = ref(*row, **kw)
     loop = time.perf_counter() - t0
-    rows = list(zip(*(c.tolist() if isinstance(c, np.ndarray) else itertools.repeat(c) for c in cols)))
+    rows = list(
+        zip(*(c.tolist() if isinstance(c, np.ndarray) else itertools.repeat(c) for c in cols))
+    )
     t0 = time.perf_counter()
-    listed = [ref(*r, **kw) for r in rows]   # the tightest loop: Python floats prepared untimed
+    listed = [ref(*r, **kw) for r in rows]  # the tightest loop: Python floats prepared untimed
     loop_lists = time.perf_counter() - t0
     np.testing.assert_allclose(fast(*cols, **kw), looped, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(looped, listed, rtol=1e-12, atol=1e-15)
     t = interleaved({"kernel": lambda: fast(*args, **kw)}, rounds=size(7, 1))
     scaled = loop * N / N_LOOP
-    record_target(benchmark, target=f"2 kernel {name} ({form})", ratio=scaled / t["kernel"], limit=100.0,
-                  better="higher", n=N, what=f"scalar loop over the columns (timed at {size_id(N_LOOP)}, scaled) / kernel",
-                  loop_seconds_scaled=scaled, kernel_seconds=t["kernel"],
-                  python_lists_ratio=loop_lists * N / N_LOOP / t["kernel"])
+    record_target(
+        benchmark,
+        target=f"2 kernel {name} ({form})",
+        ratio=scaled / t["kernel"],
+        limit=100.0,
+        better="higher",
+        n=N,
+        what=f"scalar loop over the columns (timed at {size_id(N_LOOP)}, scaled) / kernel",
+        loop_seconds_scaled=scaled,
+        kernel_seconds=t["kernel"],
+        python_lists_ratio=loop_lists * N / N_LOOP / t["kernel"],
+    )
     benchmark.group = "kernels"
     benchmark.pedantic(lambda: fast(*args, **kw), rounds=size(5, 1), iterations=1)
     assert_target_in_full_mode(benchmark)
@@ -104,9 +142,17 @@ def test_target2_topk_vs_scalar(benchmark):
     assert kernels.topk(s[:N_LOOP], 10).tolist() == want
     t = interleaved({"kernel": lambda: kernels.topk(s, 10)}, rounds=size(7, 1))
     scaled = loop * N / N_LOOP
-    record_target(benchmark, target="2 kernel topk", ratio=scaled / t["kernel"], limit=100.0,
-                  better="higher", n=N, what=f"scalar sort (timed at {size_id(N_LOOP)}, scaled linearly) / kernel",
-                  loop_seconds_scaled=scaled, kernel_seconds=t["kernel"])
+    record_target(
+        benchmark,
+        target="2 kernel topk",
+        ratio=scaled / t["kernel"],
+        limit=100.0,
+        better="higher",
+        n=N,
+        what=f"scalar sort (timed at {size_id(N_LOOP)}, scaled linearly) / kernel",
+        loop_seconds_scaled=scaled,
+        kernel_seconds=t["kernel"],
+    )
     benchmark.group = "kernels"
     benchmark.pedantic(lambda: kernels.topk(s, 10), rounds=size(5, 1), iterations=1)
     assert_target_in_full_mode(benchmark)

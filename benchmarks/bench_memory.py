@@ -6,6 +6,7 @@ builds the store (reserve(n), rows added in chunks), minus the same for a child 
 the imports and generates one chunk without a store. Each measurement runs in its own
 intermediate process so RUSAGE_CHILDREN sees only that child.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -21,8 +22,22 @@ CHUNK = 8192
 
 
 def peak(mode: str, n: int) -> int:
-    out = subprocess.run([sys.executable, "-m", "benchmarks.memchild", "measure", mode, str(n), str(DIM),
-                          str(CHUNK)], cwd=REPO, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.memchild",
+            "measure",
+            mode,
+            str(n),
+            str(DIM),
+            str(CHUNK),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return int(out.stdout.strip().splitlines()[-1])
 
 
@@ -31,9 +46,19 @@ def test_target7_store_peak_memory(benchmark, n):
     base = peak("baseline", n)
     full = peak("store", n)
     raw = n * DIM * 4
-    record_target(benchmark, target="7 peak memory (store / raw embeddings)", ratio=(full - base) / raw,
-                  limit=1.3, better="lower", n=n, what=f"(peak RSS store child - baseline child) / (n*{DIM}*4)",
-                  peak_bytes=full, baseline_bytes=base, raw_bytes=raw, chunk=CHUNK)
+    record_target(
+        benchmark,
+        target="7 peak memory (store / raw embeddings)",
+        ratio=(full - base) / raw,
+        limit=1.3,
+        better="lower",
+        n=n,
+        what=f"(peak RSS store child - baseline child) / (n*{DIM}*4)",
+        peak_bytes=full,
+        baseline_bytes=base,
+        raw_bytes=raw,
+        chunk=CHUNK,
+    )
     benchmark.group = "memory"
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
     assert_target_in_full_mode(benchmark)

@@ -2,10 +2,11 @@
 clustered 384-dim memories, against the bare float32 ``X @ q`` (the bandwidth floor).
 
 Variants timed: bare matvec, straightforward numpy (full scores + kernels.topk), the fused
-kernel (memsim.fastscore.pai_topk), the scalar loop (one memory at a time, at a smaller n and
+kernel (policies.pai_fastscore.pai_topk), the scalar loop (one memory at a time, at a smaller n and
 scaled linearly), and the pai policy's own recall path (PersonalAI.recall, which calls
-memsim.fastscore.pai_topk_from_cos since commit 24e989d).
+policies.pai_fastscore.pai_topk_from_cos since commit 24e989d).
 """
+
 from __future__ import annotations
 
 import time
@@ -15,8 +16,8 @@ import pytest
 
 from benchmarks.conftest import assert_target_in_full_mode, interleaved, record_target
 from benchmarks.workloads import NOW, embeddings, pai_columns, pai_workload, queries, size, size_id
-from memsim import fastscore as fs
-from memsim.events import Query
+from memsim.engine.events import Query
+from policies import pai_fastscore as fs
 from policies.pai import PaiParams
 
 P = PaiParams()
@@ -24,7 +25,7 @@ K = 10
 N_BIG = size(1_000_000, 5_000)
 N_MID = size(100_000, 2_000)
 N_SCALAR = size(20_000, 500)
-CODES = [7]          # the query names subject code 7
+CODES = [7]  # the query names subject code 7
 ROUNDS = size(7, 1)
 
 
@@ -63,15 +64,26 @@ def test_target1_fused_vs_bare_matvec(benchmark):
     X = embeddings(n)
     cols = pai_columns(pai_workload(n))
     qs = queries(n, 3)
-    for q in qs:   # the answer is the straightforward one
-        a, b = fs.pai_topk(X, q, cols, NOW, CODES, P, K), fs.pai_topk_numpy(X, q, cols, NOW, CODES, P, K)
+    for q in qs:  # the answer is the straightforward one
+        a, b = (
+            fs.pai_topk(X, q, cols, NOW, CODES, P, K),
+            fs.pai_topk_numpy(X, q, cols, NOW, CODES, P, K),
+        )
         np.testing.assert_array_equal(a[0], b[0])
         np.testing.assert_array_equal(a[1], b[1])
     q = qs[0]
     t = interleaved(_variants(X, cols, q), rounds=size(15, 1))
-    record_target(benchmark, target="1 exact recall (fused)", ratio=t["fused"] / t["bare_matvec"],
-                  limit=1.25, better="lower", n=n, what="fused pai score+floor+top10 / bare X@q",
-                  numpy_ratio=t["numpy"] / t["bare_matvec"], seconds=t)
+    record_target(
+        benchmark,
+        target="1 exact recall (fused)",
+        ratio=t["fused"] / t["bare_matvec"],
+        limit=1.25,
+        better="lower",
+        n=n,
+        what="fused pai score+floor+top10 / bare X@q",
+        numpy_ratio=t["numpy"] / t["bare_matvec"],
+        seconds=t,
+    )
     benchmark.group = "targets"
     benchmark.pedantic(_variants(X, cols, q)["fused"], rounds=ROUNDS, iterations=1)
     assert_target_in_full_mode(benchmark)
@@ -94,15 +106,23 @@ def test_scalar_loop_scaled(benchmark):
     t = interleaved({"fused": lambda: fs.pai_topk(Xb, qb, colsb, NOW, CODES, P, K)}, rounds=ROUNDS)
     scaled = scalar * N_BIG / N_SCALAR
     benchmark.group = "targets"
-    benchmark.extra_info.update(what=f"scalar loop timed at n={N_SCALAR}, scaled x{N_BIG / N_SCALAR:g}",
-                                n=N_BIG, scalar_seconds_scaled=scaled, fused_seconds=t["fused"],
-                                speedup_fused_over_scalar=scaled / t["fused"])
-    benchmark.pedantic(lambda: fs.pai_topk_scalar(X[:200], q, cols.take(np.arange(200)), NOW, CODES,
-                                                  P, K), rounds=1, iterations=1)
+    benchmark.extra_info.update(
+        what=f"scalar loop timed at n={N_SCALAR}, scaled x{N_BIG / N_SCALAR:g}",
+        n=N_BIG,
+        scalar_seconds_scaled=scaled,
+        fused_seconds=t["fused"],
+        speedup_fused_over_scalar=scaled / t["fused"],
+    )
+    benchmark.pedantic(
+        lambda: fs.pai_topk_scalar(X[:200], q, cols.take(np.arange(200)), NOW, CODES, P, K),
+        rounds=1,
+        iterations=1,
+    )
 
 
 def _policy(cls, n, q):
     from benchmarks.wiring import FixedQueryLLM, bulk_fill
+
     pol = cls()
     bulk_fill(pol, embeddings(n), pai_workload(n))
     pol.llm = FixedQueryLLM(pol.llm, q)
@@ -113,15 +133,26 @@ def test_target1_pai_policy_recall(benchmark):
     """PersonalAI.recall of one query (embedding, fused scoring, graph expansion and access
     recording included) against the bare X @ q over its own store."""
     from policies.pai import PersonalAI
+
     n = N_BIG
     q = queries(n, 1)[0]
     pol = _policy(PersonalAI, n, q)
     query = Query("bench-q", NOW, "what does person7 like", keys=("bench.fact",), subject="person7")
     X = pol.store.embedding
-    t = interleaved({"bare_matvec": lambda: X @ q, "policy": lambda: pol.recall([query], NOW)},
-                    rounds=size(11, 1))
-    record_target(benchmark, target="1b pai policy recall", ratio=t["policy"] / t["bare_matvec"],
-                  limit=1.25, better="lower", n=n, what="PersonalAI.recall([q]) / bare X@q", seconds=t)
+    t = interleaved(
+        {"bare_matvec": lambda: X @ q, "policy": lambda: pol.recall([query], NOW)},
+        rounds=size(11, 1),
+    )
+    record_target(
+        benchmark,
+        target="1b pai policy recall",
+        ratio=t["policy"] / t["bare_matvec"],
+        limit=1.25,
+        better="lower",
+        n=n,
+        what="PersonalAI.recall([q]) / bare X@q",
+        seconds=t,
+    )
     benchmark.group = "targets"
     benchmark.pedantic(lambda: pol.recall([query], NOW), rounds=ROUNDS, iterations=1)
     assert_target_in_full_mode(benchmark)

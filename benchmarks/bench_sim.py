@@ -1,5 +1,5 @@
 """Target 6: the ``steady`` synthetic year (100,000 episodes, 10,000 queries over 365 days)
-through each seed policy via memsim.runner.run: wall time and the share spent in ingest,
+through each seed policy via memsim.engine.runner.run: wall time and the share spent in ingest,
 recall and maintenance (Trace.timings).
 
 Each policy first runs a tenth of the year (the probe). Sizes then grow towards the full
@@ -9,6 +9,7 @@ exponent); a run stopped at 1.5 x BUDGET keeps the last size that finished. The 
 ratio is the share of the full year that ran within the budget (1.0: the full year fit),
 with the timing shares of that run and the cProfile top entries of a profiled probe run.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,17 +24,21 @@ from benchmarks.workloads import REPO, SMOKE, size
 
 SEEDS = ["pai", "izzie", "kernle", "engram", "cosmo"]
 FULL_EPISODES, FULL_QUERIES = 100_000, 10_000
-PROBE = size(10, 200)          # the probe runs 1/PROBE of the year
-BUDGET = size(120.0, 30.0)     # seconds a run may take
+PROBE = size(10, 200)  # the probe runs 1/PROBE of the year
+BUDGET = size(120.0, 30.0)  # seconds a run may take
 PROFILE_LINES = 25
 
 
-def simrun(policy: str, episodes: int, queries: int, timeout: float, profile: int = 0) -> dict | None:
+def simrun(
+    policy: str, episodes: int, queries: int, timeout: float, profile: int = 0
+) -> dict | None:
     cmd = [sys.executable, "-m", "benchmarks.simrun", policy, str(episodes), str(queries)]
     if profile:
         cmd += ["--profile", str(profile)]
     try:
-        done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, check=True)
+        done = subprocess.run(
+            cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, check=True
+        )
     except subprocess.TimeoutExpired:
         return None
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -41,37 +46,59 @@ def simrun(policy: str, episodes: int, queries: int, timeout: float, profile: in
 
 @pytest.mark.parametrize("policy_id", SEEDS)
 def test_target6_steady_year(benchmark, policy_id):
-    from memsim import registry
+    from memsim.engine import registry
+
     try:
         registry.spec(policy_id).load()
     except Exception as exc:  # a policy still being written by its author
         pytest.skip(f"{policy_id} not available: {exc}")
     probe_eps, probe_qs = FULL_EPISODES // PROBE, FULL_QUERIES // PROBE
     probe = simrun(policy_id, probe_eps, probe_qs, timeout=4 * BUDGET)
-    assert probe is not None, f"{policy_id}: even 1/{PROBE} of the year took over {4 * BUDGET:.0f} s"
+    assert probe is not None, (
+        f"{policy_id}: even 1/{PROBE} of the year took over {4 * BUDGET:.0f} s"
+    )
     result, scale, exponent = probe, 1.0, 2.0
     for _ in range(0 if SMOKE else 2):
         if scale >= PROBE:
             break
-        nxt = min(float(PROBE), scale * (BUDGET / max(result["run_seconds"], 1e-3)) ** (1 / exponent))
+        nxt = min(
+            float(PROBE), scale * (BUDGET / max(result["run_seconds"], 1e-3)) ** (1 / exponent)
+        )
         if nxt < 1.25 * scale:
             break
-        run = simrun(policy_id, int(round(probe_eps * nxt)), int(round(probe_qs * nxt)), timeout=1.5 * BUDGET)
+        run = simrun(
+            policy_id, int(round(probe_eps * nxt)), int(round(probe_qs * nxt)), timeout=1.5 * BUDGET
+        )
         if run is None:
             break
-        exponent = max(1.0, math.log(max(run["run_seconds"], 1e-3) / max(result["run_seconds"], 1e-3))
-                       / math.log(nxt / scale))
+        exponent = max(
+            1.0,
+            math.log(max(run["run_seconds"], 1e-3) / max(result["run_seconds"], 1e-3))
+            / math.log(nxt / scale),
+        )
         result, scale = run, nxt
-    profiled = simrun(policy_id, probe_eps, probe_qs, timeout=8 * BUDGET, profile=PROFILE_LINES) or {}
+    profiled = (
+        simrun(policy_id, probe_eps, probe_qs, timeout=8 * BUDGET, profile=PROFILE_LINES) or {}
+    )
     tm = result["timings"]
     total = max(tm.get("total", 0.0), 1e-12)
     shares = {k: tm.get(k, 0.0) / total for k in ("ingest", "recall", "maintain", "actions")}
-    record_target(benchmark, target=f"6 steady year {policy_id} (share of the year run in ~{BUDGET:.0f} s)",
-                  ratio=result["episodes"] / FULL_EPISODES, limit=1.0, better="higher",
-                  n=result["episodes"], what=f"runner.run on {result['spec']}",
-                  run_seconds=result["run_seconds"], shares=shares, timings=tm,
-                  store_rows=result["store_rows"], probe_seconds=probe["run_seconds"],
-                  growth_exponent=exponent, profile=profiled.get("profile", ""))
+    record_target(
+        benchmark,
+        target=f"6 steady year {policy_id} (share of the year run in ~{BUDGET:.0f} s)",
+        ratio=result["episodes"] / FULL_EPISODES,
+        limit=1.0,
+        better="higher",
+        n=result["episodes"],
+        what=f"runner.run on {result['spec']}",
+        run_seconds=result["run_seconds"],
+        shares=shares,
+        timings=tm,
+        store_rows=result["store_rows"],
+        probe_seconds=probe["run_seconds"],
+        growth_exponent=exponent,
+        profile=profiled.get("profile", ""),
+    )
     benchmark.group = "simulation"
     # the run happened in a subprocess; an empty timed call puts this record in the JSON
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)

@@ -9,11 +9,12 @@ Every speed claim is a ratio against a reference timed in the same run, interlea
 the subject (these shared 2-core machines are noisy): see :func:`interleaved` and
 :func:`record_target`.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -22,14 +23,18 @@ from benchmarks.workloads import SMOKE, size_id  # noqa: F401  (re-exported for 
 
 def pytest_collect_file(parent, file_path: Path):
     # a file named on the command line is collected by pytest itself
-    if (file_path.suffix == ".py" and file_path.name.startswith("bench_")
-            and not parent.session.isinitpath(file_path)):
+    if (
+        file_path.suffix == ".py"
+        and file_path.name.startswith("bench_")
+        and not parent.session.isinitpath(file_path)
+    ):
         return pytest.Module.from_parent(parent, path=file_path)
     return None
 
 
-def interleaved(fns: dict[str, Callable[[], object]], rounds: int,
-                setup: Callable[[], object] | None = None) -> dict[str, float]:
+def interleaved(
+    fns: dict[str, Callable[[], object]], rounds: int, setup: Callable[[], object] | None = None
+) -> dict[str, float]:
     """Best (minimum) wall time of each function over ``rounds`` rounds, the functions
     alternating within each round so machine noise hits them alike. ``setup`` runs
     untimed before every call."""
@@ -44,16 +49,27 @@ def interleaved(fns: dict[str, Callable[[], object]], rounds: int,
     return best
 
 
-def record_target(benchmark, *, target: str, ratio: float, limit: float, better: str, n: int,
-                  what: str, **extra) -> None:
+def record_target(
+    benchmark, *, target: str, ratio: float, limit: float, better: str, n: int, what: str, **extra
+) -> None:
     """Put a target's measured ratio in the benchmark's extra_info (the report reads it).
     ``better`` is "lower" (ratio must be <= limit) or "higher" (>= limit)."""
     if better not in ("lower", "higher"):
         raise ValueError(f"better must be 'lower' or 'higher', got {better!r}")
     ok = ratio <= limit if better == "lower" else ratio >= limit
-    benchmark.extra_info.update(dict(target=target, ratio=float(ratio), limit=float(limit),
-                                     better=better, n=int(n), what=what, met=bool(ok),
-                                     smoke=SMOKE, **extra))
+    benchmark.extra_info.update(
+        dict(
+            target=target,
+            ratio=float(ratio),
+            limit=float(limit),
+            better=better,
+            n=int(n),
+            what=what,
+            met=bool(ok),
+            smoke=SMOKE,
+            **extra,
+        )
+    )
 
 
 def assert_target_in_full_mode(benchmark) -> None:
@@ -62,5 +78,7 @@ def assert_target_in_full_mode(benchmark) -> None:
     if SMOKE:
         return
     op = "<=" if info["better"] == "lower" else ">="
-    assert info["met"], (f"target {info['target']}: measured ratio {info['ratio']:.3f}, "
-                         f"need {op} {info['limit']} ({info['what']}, n={info['n']})")
+    assert info["met"], (
+        f"target {info['target']}: measured ratio {info['ratio']:.3f}, "
+        f"need {op} {info['limit']} ({info['what']}, n={info['n']})"
+    )

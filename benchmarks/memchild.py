@@ -8,6 +8,7 @@ seeded unit vectors generated on the fly (the full matrix never exists outside t
 ``baseline`` does everything but the store, so the difference of the two peaks is what the
 store holds. Run through :func:`measure`, which reads ru_maxrss of RUSAGE_CHILDREN.
 """
+
 from __future__ import annotations
 
 import resource
@@ -17,15 +18,19 @@ import sys
 
 def measure(mode: str, n: int, dim: int, chunk: int) -> int:
     """Peak resident bytes of one child run (Linux ru_maxrss is in KiB)."""
-    subprocess.run([sys.executable, "-m", "benchmarks.memchild", mode, str(n), str(dim), str(chunk)],
-                   check=True)
+    subprocess.run(
+        [sys.executable, "-m", "benchmarks.memchild", mode, str(n), str(dim), str(chunk)],
+        check=True,
+    )
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 
 
 def main() -> None:
     mode, n, dim, chunk = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     import numpy as np
-    from memsim.store import MemoryStore, Statuses
+
+    from memsim.engine.store import MemoryStore, Statuses
+
     rng = np.random.default_rng(0)
 
     def rows(m: int) -> np.ndarray:
@@ -35,7 +40,9 @@ def main() -> None:
 
     if mode == "baseline":
         x = rows(min(n, chunk))
-        MemoryStore(dim, Statuses(("active",))).add(0.0, x[:1], texts=[""], claims=[None], provenance=[()])
+        MemoryStore(dim, Statuses(("active",))).add(
+            0.0, x[:1], texts=[""], claims=[None], provenance=[()]
+        )
         return
     store = MemoryStore(dim, Statuses(("active",)))
     store.reserve(n)

@@ -8,6 +8,7 @@ The full run is ``python -m pytest benchmarks --benchmark-json=results/cache/ben
 every target's measured ratio comes from its benchmark's extra_info (see benchmarks/conftest.py).
 A missed target makes pytest fail but the table is still written, with the ratio.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,11 +29,23 @@ OUT_JSON = REPO / "results" / "benchmarks.json"
 
 def run_pytest(extra: list[str]) -> tuple[int, str]:
     CACHE.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pytest", "benchmarks", "-p", "no:cacheprovider", "-q",
-           f"--benchmark-json={RAW}", "--benchmark-columns=min,median,max,rounds", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "benchmarks",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        f"--benchmark-json={RAW}",
+        "--benchmark-columns=min,median,max,rounds",
+        *extra,
+    ]
     env = {k: v for k, v in os.environ.items() if k != "MEMSIM_BENCH_SMOKE"}
     done = subprocess.run(cmd, cwd=REPO, env=env)
-    return done.returncode, " ".join(["python", "-m", "pytest", *cmd[3:]]).replace(str(REPO) + "/", "")
+    return done.returncode, " ".join(["python", "-m", "pytest", *cmd[3:]]).replace(
+        str(REPO) + "/", ""
+    )
 
 
 def _fmt(x: float) -> str:
@@ -53,7 +66,7 @@ def build(raw: dict, command: str, returncode: int | None) -> tuple[str, dict]:
     targets.sort(key=lambda t: (t["target"].split()[0], t["target"]))
     machine = raw.get("machine_info", {})
     commit = raw.get("commit_info", {})
-    when = raw.get("datetime") or _dt.datetime.now(_dt.timezone.utc).isoformat()
+    when = raw.get("datetime") or _dt.datetime.now(_dt.UTC).isoformat()
     met = sum(t["met"] for t in targets)
     lines = [
         "# Benchmarks",
@@ -64,57 +77,100 @@ def build(raw: dict, command: str, returncode: int | None) -> tuple[str, dict]:
         f"{os.cpu_count()} cores, shared with other jobs (absolute times are noisy; every "
         "claim is a ratio against a reference timed interleaved in the same run).",
         "",
-        f"**{met} of {len(targets)} target checks met.**" + (
-            "" if returncode in (None, 0) else f" (pytest exit code {returncode}: a missed target fails its benchmark)"),
+        f"**{met} of {len(targets)} target checks met.**"
+        + (
+            ""
+            if returncode in (None, 0)
+            else f" (pytest exit code {returncode}: a missed target fails its benchmark)"
+        ),
         "",
         "| target | measured ratio | needed | met | n | what is compared |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for t in targets:
         op = "<=" if t["better"] == "lower" else ">="
-        lines.append(f"| {t['target']} | {_fmt(t['ratio'])} | {op} {_fmt(t['limit'])} | "
-                     f"{'yes' if t['met'] else '**no**'} | {t['n']:,} | {t['what']} |")
+        lines.append(
+            f"| {t['target']} | {_fmt(t['ratio'])} | {op} {_fmt(t['limit'])} | "
+            f"{'yes' if t['met'] else '**no**'} | {t['n']:,} | {t['what']} |"
+        )
     details = []
     for t in targets:
-        extra = {k: v for k, v in t.items() if k in ("numpy_ratio", "straightforward_ratio", "gemm_only_ratio",
-                                                        "python_lists_ratio", "overlap", "growth_exponent")}
+        extra = {
+            k: v
+            for k, v in t.items()
+            if k
+            in (
+                "numpy_ratio",
+                "straightforward_ratio",
+                "gemm_only_ratio",
+                "python_lists_ratio",
+                "overlap",
+                "growth_exponent",
+            )
+        }
         bits = [f"{k} {_fmt(v)}" for k, v in extra.items()]
         if isinstance(t.get("seconds"), dict):
             bits.append(_seconds(t["seconds"]))
         if "shares" in t:
-            bits.append("run " + f"{t['run_seconds']:.1f} s; " + ", ".join(
-                f"{k} {100 * v:.0f}%" for k, v in t["shares"].items()) + f"; store rows {t['store_rows']:,}")
+            bits.append(
+                "run "
+                + f"{t['run_seconds']:.1f} s; "
+                + ", ".join(f"{k} {100 * v:.0f}%" for k, v in t["shares"].items())
+                + f"; store rows {t['store_rows']:,}"
+            )
         if "peak_bytes" in t:
-            bits.append(f"peak {t['peak_bytes'] / 2**20:,.0f} MiB, baseline {t['baseline_bytes'] / 2**20:,.0f} MiB, "
-                        f"raw {t['raw_bytes'] / 2**20:,.0f} MiB")
+            bits.append(
+                f"peak {t['peak_bytes'] / 2**20:,.0f} MiB, baseline {t['baseline_bytes'] / 2**20:,.0f} MiB, "
+                f"raw {t['raw_bytes'] / 2**20:,.0f} MiB"
+            )
         if "build" in t:
-            bits.append(f"IVF build (cached, untimed): train {t['build']['train_seconds']:.1f} s, "
-                        f"add {t['build']['add_seconds']:.1f} s")
+            bits.append(
+                f"IVF build (cached, untimed): train {t['build']['train_seconds']:.1f} s, "
+                f"add {t['build']['add_seconds']:.1f} s"
+            )
         if bits:
             details.append(f"- **{t['target']}**: " + "; ".join(bits))
     if details:
         lines += ["", "## Details", "", *details]
     others = [b for b in benches if "target" not in b.get("extra_info", {})]
     if others:
-        lines += ["", "## Other timings (pytest-benchmark, seconds)", "",
-                  "| benchmark | min | median | rounds | notes |", "| --- | --- | --- | --- | --- |"]
+        lines += [
+            "",
+            "## Other timings (pytest-benchmark, seconds)",
+            "",
+            "| benchmark | min | median | rounds | notes |",
+            "| --- | --- | --- | --- | --- |",
+        ]
         for b in others:
             s = b.get("stats", {})
-            notes = ", ".join(f"{k}={_fmt(v) if isinstance(v, float) else v}" for k, v in b["extra_info"].items())
-            lines.append(f"| {b['fullname'].split('::')[-1]} | {s.get('min', float('nan')):.4g} | "
-                         f"{s.get('median', float('nan')):.4g} | {s.get('rounds', '')} | {notes} |")
+            notes = ", ".join(
+                f"{k}={_fmt(v) if isinstance(v, float) else v}" for k, v in b["extra_info"].items()
+            )
+            lines.append(
+                f"| {b['fullname'].split('::')[-1]} | {s.get('min', float('nan')):.4g} | "
+                f"{s.get('median', float('nan')):.4g} | {s.get('rounds', '')} | {notes} |"
+            )
     profiles = [t for t in targets if t.get("profile")]
     if profiles:
-        lines += ["", "## Simulation profiles (cProfile of the 1/10-year probe, top entries by cumulative time)", ""]
+        lines += [
+            "",
+            "## Simulation profiles (cProfile of the 1/10-year probe, top entries by cumulative time)",
+            "",
+        ]
         for t in profiles:
             body = "\n".join(t["profile"].strip().splitlines()[:40])
             lines += [f"### {t['target']}", "", "```", body, "```", ""]
-    doc = {"command": "python -m benchmarks.report", "pytest_command": command, "datetime": when,
-           "commit": commit.get("id"), "machine": {"cpu": machine.get("cpu", {}).get("brand_raw"),
-                                                    "cores": os.cpu_count()},
-           "targets": [{k: v for k, v in t.items() if k != "profile"} for t in targets],
-           "latency": latency_sweep(raw),
-           "met": met, "total": len(targets)}
+    doc = {
+        "command": "python -m benchmarks.report",
+        "pytest_command": command,
+        "datetime": when,
+        "commit": commit.get("id"),
+        "machine": {"cpu": machine.get("cpu", {}).get("brand_raw"), "cores": os.cpu_count()},
+        "targets": [{k: v for k, v in t.items() if k != "profile"} for t in targets],
+        "latency": latency_sweep(raw),
+        "met": met,
+        "total": len(targets),
+    }
     return "\n".join(lines) + "\n", doc
 
 
@@ -125,9 +181,15 @@ def latency_sweep(raw: dict) -> list[dict]:
     for b in raw.get("benchmarks", []):
         if b.get("name", "").startswith("test_recall_variant"):
             info = b.get("extra_info", {})
-            out.append({"operation": "recall of one query", "n": info.get("n"),
-                        "variant": info.get("variant"), "seconds": b["stats"]["median"],
-                        "floor": info.get("variant") == "bare_matvec"})
+            out.append(
+                {
+                    "operation": "recall of one query",
+                    "n": info.get("n"),
+                    "variant": info.get("variant"),
+                    "seconds": b["stats"]["median"],
+                    "floor": info.get("variant") == "bare_matvec",
+                }
+            )
     return sorted(out, key=lambda r: (r["variant"], r["n"]))
 
 
@@ -146,8 +208,10 @@ def main(argv: list[str] | None = None) -> int:
     md, doc = build(raw, command, returncode)
     OUT_MD.write_text(md)
     OUT_JSON.write_text(json.dumps(doc, indent=1, default=str) + "\n")
-    print(f"wrote {OUT_MD.relative_to(REPO)} and {OUT_JSON.relative_to(REPO)}: "
-          f"{doc['met']} of {doc['total']} targets met")
+    print(
+        f"wrote {OUT_MD.relative_to(REPO)} and {OUT_JSON.relative_to(REPO)}: "
+        f"{doc['met']} of {doc['total']} targets met"
+    )
     return 0
 
 

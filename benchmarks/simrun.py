@@ -5,6 +5,7 @@
 Used by bench_sim.py in a subprocess (so a run too slow for the time budget can be stopped);
 ``--profile N`` adds the N top cProfile entries (by cumulative time) of the run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,9 +30,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--profile", type=int, default=0)
     a = ap.parse_args(argv)
     import scenarios
-    from memsim import registry
-    from memsim.mockllm import MockLLM
-    from memsim.runner import run
+    from memsim.engine import registry
+    from memsim.engine.mockllm import MockLLM
+    from memsim.engine.runner import run
+
     t0 = time.perf_counter()
     stream = scenarios.load(spec(a.episodes, a.queries))
     generate = time.perf_counter() - t0
@@ -44,9 +46,17 @@ def main(argv: list[str] | None = None) -> dict:
     if prof:
         prof.disable()
     wall = time.perf_counter() - t0
-    out = {"policy": a.policy, "episodes": a.episodes, "queries": a.queries, "spec": spec(a.episodes, a.queries),
-           "generate_seconds": generate, "run_seconds": wall, "timings": dict(trace.timings),
-           "store_rows": int(policy.store.n), "footprint": int(policy.footprint())}
+    out = {
+        "policy": a.policy,
+        "episodes": a.episodes,
+        "queries": a.queries,
+        "spec": spec(a.episodes, a.queries),
+        "generate_seconds": generate,
+        "run_seconds": wall,
+        "timings": dict(trace.timings),
+        "store_rows": int(policy.store.n),
+        "footprint": int(policy.footprint()),
+    }
     if prof:
         buf = io.StringIO()
         pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(a.profile)

@@ -1,13 +1,14 @@
 """Helpers to benchmark a real policy at scale: fill a pai store in bulk, and make every
-query embed to a workload vector (PersonalAI.recall uses memsim.fastscore.pai_topk_from_cos
+query embed to a workload vector (PersonalAI.recall uses policies.pai_fastscore.pai_topk_from_cos
 since commit 24e989d)."""
+
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 
-from memsim.events import Query
+from memsim.engine.events import Query
 from policies.pai import TYPE_CODE, PersonalAI
 
 
@@ -26,8 +27,9 @@ class FixedQueryLLM:
         return self.vector
 
 
-def bulk_fill(policy: PersonalAI, X: np.ndarray, w: Any, subjects: int = 50,
-              chunk: int = 65536) -> None:
+def bulk_fill(
+    policy: PersonalAI, X: np.ndarray, w: Any, subjects: int = 50, chunk: int = 65536
+) -> None:
     """Load a pai store in bulk: reserve(n), then add rows chunk by chunk with their columns
     (created/last_access set from the workload, non-allowed rows pruned)."""
     s = policy.store
@@ -38,10 +40,17 @@ def bulk_fill(policy: PersonalAI, X: np.ndarray, w: Any, subjects: int = 50,
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
         m = hi - lo
-        s.add(0.0, X[lo:hi], texts=[""] * m, claims=[None] * m, provenance=[()] * m,
-              importance=w.importance[lo:hi], stability=w.stability[lo:hi],
-              subject=w.subject[lo:hi],
-              type=np.where(w.type_insight[lo:hi], TYPE_CODE["insight"], TYPE_CODE["factual"]))
+        s.add(
+            0.0,
+            X[lo:hi],
+            texts=[""] * m,
+            claims=[None] * m,
+            provenance=[()] * m,
+            importance=w.importance[lo:hi],
+            stability=w.stability[lo:hi],
+            subject=w.subject[lo:hi],
+            type=np.where(w.type_insight[lo:hi], TYPE_CODE["insight"], TYPE_CODE["factual"]),
+        )
         policy._tokens.extend([frozenset()] * m)
     s["created"][:] = w.created
     s["updated"][:] = w.created

@@ -5,6 +5,7 @@ Embeddings are clustered unit vectors, like a memory store's: rows sit around to
 0.20 cosine floor for its topic's rows and almost nothing else. Sizes shrink in smoke mode
 (``MEMSIM_BENCH_SMOKE=1``): use :func:`size`.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,8 @@ REPO = Path(__file__).resolve().parent.parent
 CACHE = REPO / "results" / "cache"
 DIM = 384
 ROWS_PER_TOPIC = 1000
-NOISE = 0.75          # row = centre + NOISE * gaussian/sqrt(dim): cosine to centre 1/sqrt(1+NOISE^2)
-NOW = 365.0           # query time of the recall workloads (days)
+NOISE = 0.75  # row = centre + NOISE * gaussian/sqrt(dim): cosine to centre 1/sqrt(1+NOISE^2)
+NOW = 365.0  # query time of the recall workloads (days)
 
 
 def size(full: int, smoke: int) -> int:
@@ -57,13 +58,16 @@ def centres(n: int, dim: int = DIM, seed: int = 0) -> np.ndarray:
 
 def _around(c: np.ndarray, labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     dim = c.shape[1]
-    out = c[labels] + rng.standard_normal((len(labels), dim), dtype=np.float32) * np.float32(NOISE / np.sqrt(dim))
+    out = c[labels] + rng.standard_normal((len(labels), dim), dtype=np.float32) * np.float32(
+        NOISE / np.sqrt(dim)
+    )
     out /= np.linalg.norm(out, axis=1, keepdims=True)
     return out
 
 
 def embeddings(n: int, dim: int = DIM, seed: int = 0) -> np.ndarray:
     """(n, dim) float32 clustered unit rows, built in chunks (never a float64 copy of all)."""
+
     def build() -> np.ndarray:
         c = centres(n, dim, seed)
         rng = np.random.default_rng([seed, 2, n])
@@ -73,6 +77,7 @@ def embeddings(n: int, dim: int = DIM, seed: int = 0) -> np.ndarray:
             hi = min(n, lo + step)
             X[lo:hi] = _around(c, rng.integers(0, len(c), hi - lo), rng)
         return X
+
     return _cached(f"emb-n{n}-d{dim}-s{seed}", build)
 
 
@@ -109,10 +114,13 @@ def pai_workload(n: int, seed: int = 0) -> PaiWorkload:
         created=created,
         subject=rng.integers(0, 50, n).astype(np.int32),
         type_insight=rng.random(n) < 0.05,
-        allowed=rng.random(n) < 0.95)
+        allowed=rng.random(n) < 0.95,
+    )
 
 
 def pai_columns(w: PaiWorkload):
-    from memsim.fastscore import PaiColumns
-    return PaiColumns(w.importance, w.stability, w.last_access, w.created, w.subject,
-                      w.type_insight, w.allowed)
+    from policies.pai_fastscore import PaiColumns
+
+    return PaiColumns(
+        w.importance, w.stability, w.last_access, w.created, w.subject, w.type_insight, w.allowed
+    )

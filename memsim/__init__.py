@@ -9,18 +9,26 @@ The public API (lazily imported so ``import memsim`` stays light):
     memsim.curve(policy, pattern, days, ...)          -> decay curve
     memsim.make(policy_id, ...)                       -> a policy object
 """
+
 __version__ = "0.1.0"
 
 _API = {
-    "list_policies": "memsim.api", "list_scenarios": "memsim.api", "run": "memsim.api",
-    "compare": "memsim.api", "paired": "memsim.api", "summarize": "memsim.api",
-    "curve": "memsim.curves", "make": "memsim.registry", "register": "memsim.registry",
+    "list_policies": "memsim.workbench.api",
+    "list_scenarios": "memsim.workbench.api",
+    "run": "memsim.workbench.api",
+    "compare": "memsim.workbench.api",
+    "paired": "memsim.workbench.api",
+    "summarize": "memsim.workbench.api",
+    "curve": "memsim.workbench.curves",
+    "make": "memsim.engine.registry",
+    "register": "memsim.engine.registry",
 }
 
 
 def __getattr__(name: str):
     if name in _API:
         import importlib
+
         return getattr(importlib.import_module(_API[name]), name)
     raise AttributeError(f"module 'memsim' has no attribute {name!r}")
 

@@ -1,14 +1,73 @@
-"""Memory policies, one module per memory model, registered here (loaded lazily)."""
-from memsim.registry import register
+"""Memory policies, one module per memory model.
 
-register("keep-all", 1, "policies.baselines:KeepAll", baseline=True,
-         description="baseline: stores every extracted claim, never decays, ranks by cosine",
-         capabilities={"forget"})
-register("recency", 1, "policies.baselines:Recency", baseline=True,
-         description="baseline: cosine x exponential recency, LRU eviction beyond a budget",
-         capabilities={"forget"})
-register("pai", 1, "policies.pai:PersonalAI", seed_document="000_ec17278fb0252727.txt", description="Personal AI: fixed half-life decay, reinforce/contradict bands, multi-factor recall", capabilities={"forget"})
-register("izzie", 1, "policies.izzie:Izzie", seed_document="003_29547c4578628b7b.txt", description="Izzie: per-category exponential decay, relevance x strength", capabilities={"forget"})
-register("kernle", 1, "policies.kernle:Kernle", seed_document="004_e8e020057e4a0858.txt", description="Kernle: hyperbolic salience, protection, tombstoning forgetting cycle", capabilities={"forget", "protect", "recover"})
-register("engram", 1, "policies.engram:Engram", seed_document="001_aacff6f19feabb69.txt", description="Engram: Beta-Bernoulli beliefs from cold consolidation, spaced-repetition retrieval strength", capabilities={"forget"})
-register("cosmo", 1, "policies.cosmo:Cosmo", seed_document="002_79c73a48129ece5d.txt", description="Cosmo: salience decay with recall frequency and spacing effect, candidate/active/core/archived", capabilities={"forget"})
+Each policy is declared here as a :class:`~memsim.engine.registry.PolicySpec` and reaches
+memsim through the ``memsim.policies`` entry points in ``pyproject.toml`` (entry-point name =
+policy id), exactly as a third-party policy would. Declaring a spec imports nothing: the
+class named by ``entry_point`` is imported only when the policy is made.
+"""
+
+from memsim.engine.registry import PolicySpec
+
+KEEP_ALL = PolicySpec(
+    "keep-all",
+    1,
+    "policies.baselines:KeepAll",
+    baseline=True,
+    description="baseline: stores every extracted claim, never decays, ranks by cosine",
+    capabilities=frozenset({"forget"}),
+)
+RECENCY = PolicySpec(
+    "recency",
+    1,
+    "policies.baselines:Recency",
+    baseline=True,
+    description="baseline: cosine x exponential recency, LRU eviction beyond a budget",
+    capabilities=frozenset({"forget"}),
+)
+PAI = PolicySpec(
+    "pai",
+    1,
+    "policies.pai:PersonalAI",
+    seed_document="000_ec17278fb0252727.txt",
+    description="Personal AI: fixed half-life decay, reinforce/contradict bands, multi-factor recall",
+    claims="policies.pai_claims",
+    capabilities=frozenset({"forget"}),
+)
+IZZIE = PolicySpec(
+    "izzie",
+    1,
+    "policies.izzie:Izzie",
+    seed_document="003_29547c4578628b7b.txt",
+    description="Izzie: per-category exponential decay, relevance x strength",
+    claims="policies.izzie_claims",
+    capabilities=frozenset({"forget"}),
+)
+KERNLE = PolicySpec(
+    "kernle",
+    1,
+    "policies.kernle:Kernle",
+    seed_document="004_e8e020057e4a0858.txt",
+    description="Kernle: hyperbolic salience, protection, tombstoning forgetting cycle",
+    claims="policies.kernle_claims",
+    capabilities=frozenset({"forget", "protect", "recover"}),
+)
+ENGRAM = PolicySpec(
+    "engram",
+    1,
+    "policies.engram:Engram",
+    seed_document="001_aacff6f19feabb69.txt",
+    description="Engram: Beta-Bernoulli beliefs from cold consolidation, spaced-repetition "
+    "retrieval strength",
+    claims="policies.engram_claims",
+    capabilities=frozenset({"forget"}),
+)
+COSMO = PolicySpec(
+    "cosmo",
+    1,
+    "policies.cosmo:Cosmo",
+    seed_document="002_79c73a48129ece5d.txt",
+    description="Cosmo: salience decay with recall frequency and spacing effect, "
+    "candidate/active/core/archived",
+    claims="policies.cosmo_claims",
+    capabilities=frozenset({"forget"}),
+)

@@ -6,17 +6,18 @@ Both keep one memory per extracted claim, with the episode as its provenance, an
 the store's columns. Rankings in one recall batch are computed against the state at the
 start of the batch; access is recorded afterwards.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
-from memsim.events import Claim, Episode, Forget, Query
-from memsim.params import Params, param
-from memsim.policy import Outcome, Policy, Ranking
-from memsim.store import Statuses
+from memsim.engine.events import Claim, Episode, Forget, Query
+from memsim.engine.params import Params, param
+from memsim.engine.policy import Outcome, Policy, Ranking
+from memsim.engine.store import Statuses
 
 
 def claim_text(c: Claim) -> str:
@@ -55,13 +56,20 @@ class _CosineBase(Policy):
         ok = np.asarray(emb.ok, dtype=bool)
         keep = np.flatnonzero(ok)
         for i in np.flatnonzero(~ok).tolist():
-            outcomes.append(Outcome(owner[i].id, "drop", -1, f"embedding failed for claim {keys[i]}"))
+            outcomes.append(
+                Outcome(owner[i].id, "drop", -1, f"embedding failed for claim {keys[i]}")
+            )
         if len(keep):
-            rows = self.store.add(now, np.asarray(emb.vectors)[keep],
-                                  texts=[claim_text(items[i]) for i in keep.tolist()],
-                                  claims=[items[i] for i in keep.tolist()],
-                                  provenance=[(owner[i].id,) for i in keep.tolist()])
-            outcomes.extend(Outcome(owner[i].id, "create", int(r)) for i, r in zip(keep.tolist(), rows.tolist()))
+            rows = self.store.add(
+                now,
+                np.asarray(emb.vectors)[keep],
+                texts=[claim_text(items[i]) for i in keep.tolist()],
+                claims=[items[i] for i in keep.tolist()],
+                provenance=[(owner[i].id,) for i in keep.tolist()],
+            )
+            outcomes.extend(
+                Outcome(owner[i].id, "create", int(r)) for i, r in zip(keep.tolist(), rows.tolist())
+            )
         outcomes.extend(self._after_ingest(episodes, now))
         return outcomes
 
@@ -82,7 +90,7 @@ class _CosineBase(Policy):
         if not live.any():
             return out
         q = np.stack([np.asarray(vecs[i], dtype=np.float32) for i in have])
-        sims = (self.store.embedding @ q.T).astype(np.float64)        # (n, queries)
+        sims = (self.store.embedding @ q.T).astype(np.float64)  # (n, queries)
         w = self._weights(now)
         if w is not None:
             sims *= w[:, None]
@@ -99,8 +107,9 @@ class _CosineBase(Policy):
         return out
 
     def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
-        return self.mark_memories_of(events, now, status="forgotten", action="forget",
-                                     among=self.store.statuses.retrievable)
+        return self.mark_memories_of(
+            events, now, status="forgotten", action="forget", among=self.store.statuses.retrievable
+        )
 
 
 @dataclass(frozen=True)
@@ -112,8 +121,11 @@ class KeepAll(_CosineBase):
     """Stores every extracted claim, never decays, ranks by cosine."""
 
     Params = KeepAllParams
-    statuses = Statuses(("active", "forgotten"), terminal=frozenset({"forgotten"}),
-                        retrievable=frozenset({"active"}))
+    statuses = Statuses(
+        ("active", "forgotten"),
+        terminal=frozenset({"forgotten"}),
+        retrievable=frozenset({"active"}),
+    )
 
     def strength(self, now: float) -> np.ndarray:
         return self._live().astype(np.float64)
@@ -129,8 +141,11 @@ class Recency(_CosineBase):
     """score = cosine x exp(-rate x days since last access or creation); LRU eviction."""
 
     Params = RecencyParams
-    statuses = Statuses(("active", "evicted", "forgotten"), terminal=frozenset({"evicted", "forgotten"}),
-                        retrievable=frozenset({"active"}))
+    statuses = Statuses(
+        ("active", "evicted", "forgotten"),
+        terminal=frozenset({"evicted", "forgotten"}),
+        retrievable=frozenset({"active"}),
+    )
 
     def _last_use(self) -> np.ndarray:
         la = self.store["last_access"]
@@ -153,4 +168,7 @@ class Recency(_CosineBase):
         victims = live[self.topk(-self._last_use()[live], excess)]
         self.store.set_status(victims, "evicted", now)
         cause = episodes[-1].id
-        return [Outcome(cause, "evict", int(r), f"over budget {self.params.budget}") for r in victims.tolist()]
+        return [
+            Outcome(cause, "evict", int(r), f"over budget {self.params.budget}")
+            for r in victims.tolist()
+        ]

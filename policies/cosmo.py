@@ -9,44 +9,66 @@ for candidates below confidence 0.8, zero for candidates at or above it; salienc
 nightly job that multiplies the stored salience every night (``decay_mode="nightly"``).
 Choices the document leaves open are Params fields, explained in docs/policies/cosmo.md.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
-from memsim import kernels
-from memsim.errors import MemsimError
-from memsim.events import Claim, Episode, Forget, Query
-from memsim.params import Params, param
-from memsim.policy import Job, Outcome, Policy, Ranking
-from memsim.store import Statuses
+from memsim.engine import kernels
+from memsim.engine.errors import MemsimError
+from memsim.engine.events import Claim, Episode, Forget, Query
+from memsim.engine.params import Params, param
+from memsim.engine.policy import Job, Outcome, Policy, Ranking
+from memsim.engine.store import Statuses
 
 SEMANTIC = ("person", "concept", "entity")
-TTL_POLICIES = ("decay", "ephemeral", "keep_forever")  # ascending precedence (002 §TTL Policy Table)
+TTL_POLICIES = (
+    "decay",
+    "ephemeral",
+    "keep_forever",
+)  # ascending precedence (002 §TTL Policy Table)
 TTL_CODE = {name: i for i, name in enumerate(TTL_POLICIES)}
 STATES = ("candidate", "active", "core", "archived", "deleted")
 # category -> semantic node kind (choice, see docs/policies/cosmo.md)
 PERSON_CATEGORIES = frozenset({"relationship"})
-CONCEPT_CATEGORIES = frozenset({"preference", "value", "sentiment", "procedural", "drive", "meta", "opinion"})
+CONCEPT_CATEGORIES = frozenset(
+    {"preference", "value", "sentiment", "procedural", "drive", "meta", "opinion"}
+)
 
 
-def decay_rate(recall_frequency: np.ndarray, decay_gradient: np.ndarray, candidate: np.ndarray,
-               confidence: np.ndarray, *, base_rate: float, confident: float, penalty: float,
-               confidence_applies: np.ndarray | bool = True) -> np.ndarray:
+def decay_rate(
+    recall_frequency: np.ndarray,
+    decay_gradient: np.ndarray,
+    candidate: np.ndarray,
+    confidence: np.ndarray,
+    *,
+    base_rate: float,
+    confident: float,
+    penalty: float,
+    confidence_applies: np.ndarray | bool = True,
+) -> np.ndarray:
     """002 §Offline/Nightly Decay Job step 2, vectorized.
 
-    ``base = base_rate / (1 + rf ** g)`` (memsim.kernels.cosmo_decay_rate: with rf 0 and a
+    ``base = base_rate / (1 + rf ** g)`` (memsim.engine.kernels.cosmo_decay_rate: with rf 0 and a
     negative gradient the power is +inf and the rate 0, the limit); candidates with
     confidence < ``confident`` decay ``1 + (1 - confidence) * penalty`` times faster, candidates
     at or above it not at all; other states at the base rate. ``confidence_applies`` is False
     for rows without an extraction confidence (Sources)."""
     cand = np.asarray(candidate, dtype=bool) & np.asarray(confidence_applies, dtype=bool)
-    return kernels.cosmo_decay_rate(recall_frequency, decay_gradient, base_rate=base_rate,
-                                    state_is_candidate=cand, confidence=confidence,
-                                    penalty_threshold=confident, penalty_slope=penalty)
+    return kernels.cosmo_decay_rate(
+        recall_frequency,
+        decay_gradient,
+        base_rate=base_rate,
+        state_is_candidate=cand,
+        confidence=confidence,
+        penalty_threshold=confident,
+        penalty_slope=penalty,
+    )
 
 
 @dataclass(frozen=True)
@@ -54,61 +76,134 @@ class CosmoParams(Params):
     """Every constant of 002 (§Memory Lifecycle & Decay, §Hierarchical Memory Promotion,
     §Phase 2, §Governance Hooks) plus documented choices."""
 
-    initial_salience: float = param(0.5, lo=0.0, hi=1.0, doc="002 §Phase 0 / §Initial Values: salience 0.5")
+    initial_salience: float = param(
+        0.5, lo=0.0, hi=1.0, doc="002 §Phase 0 / §Initial Values: salience 0.5"
+    )
     base_rate: float = param(0.02, lo=0.0, doc="002 §Decay Formula: base_rate = 0.02")
     initial_decay_gradient: float = param(1.0, doc="002 §Initial Values: decay_gradient 1.0")
-    access_boost: float = param(0.1, lo=0.05, hi=0.1, doc="002 §Salience Updates: alpha in [0.05, 0.1] (choice: 0.1)")
-    salience_cap: float = param(1.0, lo=0.0, doc="002 §Salience Updates: min(1.0, salience + alpha)")
+    access_boost: float = param(
+        0.1, lo=0.05, hi=0.1, doc="002 §Salience Updates: alpha in [0.05, 0.1] (choice: 0.1)"
+    )
+    salience_cap: float = param(
+        1.0, lo=0.0, doc="002 §Salience Updates: min(1.0, salience + alpha)"
+    )
     core_retrievals: int = param(10, lo=1, doc="002 §Transition Rules: core at access_count >= 10")
-    archive_salience: float = param(0.01, lo=0.0, doc="002 §Offline/Nightly Decay Job 5: archive below 0.01 (<)")
-    confident_candidate: float = param(0.8, lo=0.0, hi=1.0, doc="002 §Candidate Semantics: no decay at confidence >= 0.8")
-    confidence_penalty: float = param(2.0, lo=0.0, doc="002 §Candidate Semantics: 1 + (1 - confidence) x 2")
-    spacing_longer: float = param(0.1, doc="002 §Offline/Nightly Decay Job 4: gradient += 0.1 (longer interval)")
-    spacing_shorter: float = param(0.05, doc="002 §Offline/Nightly Decay Job 4: gradient -= 0.05 (shorter interval)")
-    decay_mode: str = param("closed_form", choices=("closed_form", "nightly"),
-                            doc="002 §Decay Formula (closed form, default) vs §Offline/Nightly Decay Job (compounds)")
-    min_extraction_confidence: float = param(0.7, lo=0.0, hi=1.0, doc="002 §Phase 2 Step 1: confidence >= 7/10")
+    archive_salience: float = param(
+        0.01, lo=0.0, doc="002 §Offline/Nightly Decay Job 5: archive below 0.01 (<)"
+    )
+    confident_candidate: float = param(
+        0.8, lo=0.0, hi=1.0, doc="002 §Candidate Semantics: no decay at confidence >= 0.8"
+    )
+    confidence_penalty: float = param(
+        2.0, lo=0.0, doc="002 §Candidate Semantics: 1 + (1 - confidence) x 2"
+    )
+    spacing_longer: float = param(
+        0.1, doc="002 §Offline/Nightly Decay Job 4: gradient += 0.1 (longer interval)"
+    )
+    spacing_shorter: float = param(
+        0.05, doc="002 §Offline/Nightly Decay Job 4: gradient -= 0.05 (shorter interval)"
+    )
+    decay_mode: str = param(
+        "closed_form",
+        choices=("closed_form", "nightly"),
+        doc="002 §Decay Formula (closed form, default) vs §Offline/Nightly Decay Job (compounds)",
+    )
+    min_extraction_confidence: float = param(
+        0.7, lo=0.0, hi=1.0, doc="002 §Phase 2 Step 1: confidence >= 7/10"
+    )
     min_subpoints: int = param(3, lo=0, doc="002 §Phase 2 Step 1: subpoints > 2, i.e. >= 3")
-    claim_subpoints: int = param(3, lo=0, doc="choice: a structured claim (key, value, category) counts as 3 subpoints")
-    ephemeral_episodic_days: float = param(30.0, lo=0.0, doc="002 §TTL Policy Table: ephemeral 30d episodic (>=)")
-    ephemeral_semantic_days: float = param(90.0, lo=0.0, doc="002 §TTL Policy Table: ephemeral 90d semantic (>=)")
-    storyline_min_sources: int = param(5, lo=1, doc="002 §Nightly Storyline Promotion: source_count >= 5")
-    storyline_min_days: int = param(3, lo=1, doc="002 §Nightly Storyline Promotion: distinct_source_days >= 3")
-    storyline_min_age_days: float = param(3.0, lo=0.0, doc="002 §Nightly Storyline Promotion: first mention > 3 days ago")
+    claim_subpoints: int = param(
+        3, lo=0, doc="choice: a structured claim (key, value, category) counts as 3 subpoints"
+    )
+    ephemeral_episodic_days: float = param(
+        30.0, lo=0.0, doc="002 §TTL Policy Table: ephemeral 30d episodic (>=)"
+    )
+    ephemeral_semantic_days: float = param(
+        90.0, lo=0.0, doc="002 §TTL Policy Table: ephemeral 90d semantic (>=)"
+    )
+    storyline_min_sources: int = param(
+        5, lo=1, doc="002 §Nightly Storyline Promotion: source_count >= 5"
+    )
+    storyline_min_days: int = param(
+        3, lo=1, doc="002 §Nightly Storyline Promotion: distinct_source_days >= 3"
+    )
+    storyline_min_age_days: float = param(
+        3.0, lo=0.0, doc="002 §Nightly Storyline Promotion: first mention > 3 days ago"
+    )
     storyline_limit: int = param(100, lo=1, doc="002 §Nightly Storyline Promotion: LIMIT 100")
-    storyline_attach_days: float = param(90.0, lo=0.0, doc="002 §Phase 2 Step 4.5: last_source_at within 90 days")
-    storyline_refresh_sources: int = param(10, lo=1, doc="002 §Nightly Storyline Refresh: last 10 Source summaries")
-    macro_min_storylines: int = param(2, lo=1, doc="002 §Weekly Macro Promotion: storylineCount >= 2")
-    macro_min_age_days: float = param(30.0, lo=0.0, doc="002 §Weekly Macro Promotion: first mention > 30 days ago")
+    storyline_attach_days: float = param(
+        90.0, lo=0.0, doc="002 §Phase 2 Step 4.5: last_source_at within 90 days"
+    )
+    storyline_refresh_sources: int = param(
+        10, lo=1, doc="002 §Nightly Storyline Refresh: last 10 Source summaries"
+    )
+    macro_min_storylines: int = param(
+        2, lo=1, doc="002 §Weekly Macro Promotion: storylineCount >= 2"
+    )
+    macro_min_age_days: float = param(
+        30.0, lo=0.0, doc="002 §Weekly Macro Promotion: first mention > 30 days ago"
+    )
     macro_limit: int = param(50, lo=1, doc="002 §Weekly Macro Promotion: LIMIT 50")
-    consolidate_age_days: float = param(7.0, lo=0.0, doc="002 §Memory Consolidation: Source older than 7 days (>)")
-    consolidate_salience: float = param(0.2, lo=0.0, doc="002 §Memory Consolidation: salience < 0.2")
-    granularity: int = param(1, choices=(1, 2, 3), doc="002 §Retrieval Granularity Controls: 1 micro (default), 2 meso, 3 macro")
-    include_archived: bool = param(False, doc="choice: an explicit search path that also returns (and re-activates) archived nodes")
-    salience_weight: float = param(0.1, lo=0.0, doc="choice: recall score = cosine + 0.1 x salience (002 names no ranking formula)")
-    owner_node: bool = param(True, doc="002 §Phase 2 Step 2: owner Person node per user (confidence 1, salience 1, core, keep_forever)")
+    consolidate_age_days: float = param(
+        7.0, lo=0.0, doc="002 §Memory Consolidation: Source older than 7 days (>)"
+    )
+    consolidate_salience: float = param(
+        0.2, lo=0.0, doc="002 §Memory Consolidation: salience < 0.2"
+    )
+    granularity: int = param(
+        1,
+        choices=(1, 2, 3),
+        doc="002 §Retrieval Granularity Controls: 1 micro (default), 2 meso, 3 macro",
+    )
+    include_archived: bool = param(
+        False,
+        doc="choice: an explicit search path that also returns (and re-activates) archived nodes",
+    )
+    salience_weight: float = param(
+        0.1,
+        lo=0.0,
+        doc="choice: recall score = cosine + 0.1 x salience (002 names no ranking formula)",
+    )
+    owner_node: bool = param(
+        True,
+        doc="002 §Phase 2 Step 2: owner Person node per user (confidence 1, salience 1, core, keep_forever)",
+    )
 
 
 class Cosmo(Policy):
     """Cosmo's salience-decay graph memory (seed 002). See the module docstring."""
 
     Params: ClassVar[type[Params]] = CosmoParams
-    statuses: ClassVar[Statuses] = Statuses(STATES, terminal=frozenset({"deleted"}),
-                                            retrievable=frozenset({"candidate", "active", "core"}))
+    statuses: ClassVar[Statuses] = Statuses(
+        STATES,
+        terminal=frozenset({"deleted"}),
+        retrievable=frozenset({"candidate", "active", "core"}),
+    )
     kinds: ClassVar[tuple[str, ...]] = ("source",) + SEMANTIC + ("storyline", "macro")
     schedule: ClassVar[tuple[Job, ...]] = (Job("nightly", 1.0), Job("weekly", 7.0))
     curve_attributes: ClassVar[frozenset[str]] = frozenset(
-        {"salience", "state", "ttl_policy", "recall_frequency", "decay_gradient", "access_count",
-         "last_recall_interval", "kind"})
+        {
+            "salience",
+            "state",
+            "ttl_policy",
+            "recall_frequency",
+            "decay_gradient",
+            "access_count",
+            "last_recall_interval",
+            "kind",
+        }
+    )
 
     params: CosmoParams
 
     def setup(self) -> None:
         p, s = self.params, self.store
-        s.add_column("salience", np.float64, p.initial_salience)   # stored salience
-        s.add_column("salience0", np.float64, p.initial_salience)  # salience at the last access (closed form)
+        s.add_column("salience", np.float64, p.initial_salience)  # stored salience
+        s.add_column(
+            "salience0", np.float64, p.initial_salience
+        )  # salience at the last access (closed form)
         s.add_column("anchor_time", np.float64, np.nan)  # when salience0 was set (NaN: creation)
-        s.add_column("confidence", np.float64, np.nan)            # NaN: no extraction confidence (Sources)
+        s.add_column("confidence", np.float64, np.nan)  # NaN: no extraction confidence (Sources)
         s.add_column("recall_frequency", np.int64, 0)
         s.add_column("last_recall_interval", np.float64, 0.0)
         s.add_column("decay_gradient", np.float64, p.initial_decay_gradient)
@@ -121,17 +216,17 @@ class Cosmo(Policy):
         s.add_column("has_macro", np.bool_, False)
         s.add_column("is_dirty", np.bool_, False)
         s.add_column("last_source_at", np.float64, np.nan)
-        s.add_column("anchor", np.int64, -1)        # storyline/macro -> anchor node
+        s.add_column("anchor", np.int64, -1)  # storyline/macro -> anchor node
         s.add_column("owner", np.bool_, False)
-        self.node_of: dict[tuple[str, str, str], int] = {}   # (user, kind, canonical name) -> row
+        self.node_of: dict[tuple[str, str, str], int] = {}  # (user, kind, canonical name) -> row
         self.owner_of: dict[str, int] = {}
-        self.days_of: dict[int, set[int]] = {}      # node -> distinct mention days
-        self.mentions: dict[int, list[int]] = {}    # node -> source rows mentioning it
+        self.days_of: dict[int, set[int]] = {}  # node -> distinct mention days
+        self.mentions: dict[int, list[int]] = {}  # node -> source rows mentioning it
         self.mentioned_by: dict[int, list[int]] = {}  # source -> nodes it mentions
-        self.notes: dict[int, list[Claim]] = {}     # node -> claims noted on it (latest last)
+        self.notes: dict[int, list[Claim]] = {}  # node -> claims noted on it (latest last)
         self.storylines_of: dict[int, list[int]] = {}  # anchor -> storyline rows
-        self.includes: dict[int, list[int]] = {}    # storyline -> source rows; macro -> storylines
-        self.macros_of: dict[int, list[int]] = {}   # storyline -> macros grouping it
+        self.includes: dict[int, list[int]] = {}  # storyline -> source rows; macro -> storylines
+        self.macros_of: dict[int, list[int]] = {}  # storyline -> macros grouping it
 
     # -- helpers ------------------------------------------------------------------
     def _last_access(self) -> np.ndarray:
@@ -142,9 +237,16 @@ class Cosmo(Policy):
         """Every row's current decay rate (002 §Offline/Nightly Decay Job step 2)."""
         s, p = self.store, self.params
         conf = s["confidence"]
-        return decay_rate(s["recall_frequency"], s["decay_gradient"], s["status"] == s.statuses.code("candidate"),
-                          np.nan_to_num(conf, nan=1.0), base_rate=p.base_rate, confident=p.confident_candidate,
-                          penalty=p.confidence_penalty, confidence_applies=~np.isnan(conf))
+        return decay_rate(
+            s["recall_frequency"],
+            s["decay_gradient"],
+            s["status"] == s.statuses.code("candidate"),
+            np.nan_to_num(conf, nan=1.0),
+            base_rate=p.base_rate,
+            confident=p.confident_candidate,
+            penalty=p.confidence_penalty,
+            confidence_applies=~np.isnan(conf),
+        )
 
     def salience_at(self, now: float) -> np.ndarray:
         """Salience at ``now``: the closed form ``salience_0 * exp(-rate * days_unused)``,
@@ -190,7 +292,9 @@ class Cosmo(Policy):
     def ttl_of(c: Claim | None) -> str:
         ttl = "decay" if c is None else c.attr("ttl_policy", "decay")
         if ttl not in TTL_CODE:
-            raise MemsimError(f"claim {c.key!r}: ttl_policy {ttl!r} is not one of {list(TTL_POLICIES)}")
+            raise MemsimError(
+                f"claim {c.key!r}: ttl_policy {ttl!r} is not one of {list(TTL_POLICIES)}"
+            )
         return ttl
 
     def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
@@ -209,9 +313,22 @@ class Cosmo(Policy):
         vecs, ok = self._embed([f"owner {user}"], [f"owner:{user}"])
         if not ok[0]:
             return []
-        row = int(self.store.add(now, vecs, texts=[f"owner {user}"], claims=[None], provenance=[()],
-                                 status="core", kind="person", salience=1.0, salience0=1.0, confidence=1.0,
-                                 ttl=TTL_CODE["keep_forever"], owner=True)[0])
+        row = int(
+            self.store.add(
+                now,
+                vecs,
+                texts=[f"owner {user}"],
+                claims=[None],
+                provenance=[()],
+                status="core",
+                kind="person",
+                salience=1.0,
+                salience0=1.0,
+                confidence=1.0,
+                ttl=TTL_CODE["keep_forever"],
+                owner=True,
+            )[0]
+        )
         self.owner_of[user] = row
         self.node_of[(user, "person", user)] = row
         return [Outcome("owner", "create", row, f"owner node of {user!r}")]
@@ -236,8 +353,18 @@ class Cosmo(Policy):
                 return out + [Outcome(ep.id, "drop", -1, "embedding failed")]
             src_vec = v2[0]
         ttl = max((self.ttl_of(c) for c in claims), key=lambda t: TTL_CODE[t])
-        src = int(s.add(now, src_vec, texts=[ep.text], claims=[claims[0]], provenance=[{ep.id}],
-                        status="candidate", kind="source", ttl=TTL_CODE[ttl])[0])
+        src = int(
+            s.add(
+                now,
+                src_vec,
+                texts=[ep.text],
+                claims=[claims[0]],
+                provenance=[{ep.id}],
+                status="candidate",
+                kind="source",
+                ttl=TTL_CODE[ttl],
+            )[0]
+        )
         if ttl == "keep_forever":
             s["salience"][src] = s["salience0"][src] = 1.0
         out.append(Outcome(ep.id, "create", src, "source"))
@@ -247,17 +374,34 @@ class Cosmo(Policy):
             if not c.key or not ok[i]:
                 continue
             if not self.passes_extraction(c):
-                out.append(Outcome(ep.id, "drop", -1, f"claim {c.key!r}: confidence {c.confidence} or "
-                                                      f"subpoints {self.subpoints(c)} below the extraction filter"))
+                out.append(
+                    Outcome(
+                        ep.id,
+                        "drop",
+                        -1,
+                        f"claim {c.key!r}: confidence {c.confidence} or "
+                        f"subpoints {self.subpoints(c)} below the extraction filter",
+                    )
+                )
                 continue
             kind = self.node_kind(c)
             ident = (user, kind, c.key)
             node = self.node_of.get(ident)
             if node is None or s.status_of(node) == "deleted":
                 node_ttl = self.ttl_of(c)
-                node = int(s.add(now, vecs[i], texts=[f"{c.subject} {c.key} {c.value}"], claims=[c],
-                                 provenance=[{ep.id}], status="candidate", kind=kind, confidence=c.confidence,
-                                 ttl=TTL_CODE[node_ttl])[0])
+                node = int(
+                    s.add(
+                        now,
+                        vecs[i],
+                        texts=[f"{c.subject} {c.key} {c.value}"],
+                        claims=[c],
+                        provenance=[{ep.id}],
+                        status="candidate",
+                        kind=kind,
+                        confidence=c.confidence,
+                        ttl=TTL_CODE[node_ttl],
+                    )[0]
+                )
                 if node_ttl == "keep_forever":
                     s["salience"][node] = s["salience0"][node] = 1.0
                 self.node_of[ident] = node
@@ -292,8 +436,12 @@ class Cosmo(Policy):
         for anchor in self.mentioned_by.get(src, []):
             if not s["has_meso"][anchor]:
                 continue
-            cands = [st for st in self.storylines_of.get(anchor, [])
-                     if int(s["status"][st]) in live and s["last_source_at"][st] > now - p.storyline_attach_days]
+            cands = [
+                st
+                for st in self.storylines_of.get(anchor, [])
+                if int(s["status"][st]) in live
+                and s["last_source_at"][st] > now - p.storyline_attach_days
+            ]
             if not cands:
                 continue
             # best match: highest cosine with the Source, ties to the most recent storyline
@@ -328,7 +476,11 @@ class Cosmo(Policy):
         """cosine + salience_weight x salience(now) over searchable rows; -inf elsewhere."""
         s = self.store
         qv = self.llm.embed_query(q)
-        cos = np.zeros(s.n) if qv is None else (s.embedding @ np.asarray(qv, dtype=np.float32)).astype(np.float64)
+        cos = (
+            np.zeros(s.n)
+            if qv is None
+            else (s.embedding @ np.asarray(qv, dtype=np.float32)).astype(np.float64)
+        )
         score = cos + self.params.salience_weight * self.salience_at(now)
         return np.where(self.searchable(), score, -np.inf)
 
@@ -351,8 +503,9 @@ class Cosmo(Policy):
         interval = now - self._last_access()[rows]
         old = s["last_recall_interval"][rows]
         g = s["decay_gradient"][rows]
-        s["decay_gradient"][rows] = np.where(interval > old, g + p.spacing_longer,
-                                             np.where(interval < old, g - p.spacing_shorter, g))
+        s["decay_gradient"][rows] = np.where(
+            interval > old, g + p.spacing_longer, np.where(interval < old, g - p.spacing_shorter, g)
+        )
         s["last_recall_interval"][rows] = interval
         s["access_count"][rows] += 1
         s["recall_frequency"][rows] += 1
@@ -404,14 +557,20 @@ class Cosmo(Policy):
         deadline = np.where(episodic, p.ephemeral_episodic_days, p.ephemeral_semantic_days)
         expired = (s["ttl"] == TTL_CODE["ephemeral"]) & (age >= deadline)
         faded = s["salience"] < p.archive_salience  # decay rules hold under ephemeral too
-        arch = np.flatnonzero(s.mask(["candidate", "active", "core"]) & ~forever & (expired | faded))
+        arch = np.flatnonzero(
+            s.mask(["candidate", "active", "core"]) & ~forever & (expired | faded)
+        )
         out = []
         # the rate changes with the state (a candidate's penalty ends): re-anchor the closed form
         s["salience0"][arch] = s["salience"][arch]
         s["anchor_time"][arch] = now
         for r in arch.tolist():
             s.set_status(r, "archived", now)
-            why = "ephemeral deadline" if expired[r] else f"salience {s['salience'][r]:.4f} < {p.archive_salience}"
+            why = (
+                "ephemeral deadline"
+                if expired[r]
+                else f"salience {s['salience'][r]:.4f} < {p.archive_salience}"
+            )
             out.append(Outcome("nightly", "archive", r, why))
         return out
 
@@ -420,9 +579,12 @@ class Cosmo(Policy):
         < 0.2 are archived after their insight is noted on the nodes they mention."""
         s, p = self.store, self.params
         sal = self.salience_at(now)
-        rows = np.flatnonzero(s.mask(["candidate", "active", "core"], kinds=["source"])
-                              & ((now - s["created"]) > p.consolidate_age_days) & (sal < p.consolidate_salience)
-                              & (s["ttl"] != TTL_CODE["keep_forever"]))
+        rows = np.flatnonzero(
+            s.mask(["candidate", "active", "core"], kinds=["source"])
+            & ((now - s["created"]) > p.consolidate_age_days)
+            & (sal < p.consolidate_salience)
+            & (s["ttl"] != TTL_CODE["keep_forever"])
+        )
         out = []
         for r in rows.tolist():
             for node in self.mentioned_by.get(r, []):
@@ -432,14 +594,20 @@ class Cosmo(Policy):
             s["salience0"][r] = sal[r]
             s["anchor_time"][r] = now
             s.set_status(r, "archived", now)
-            out.append(Outcome("nightly", "archive", r, "episodic source consolidated into its semantic nodes"))
+            out.append(
+                Outcome(
+                    "nightly", "archive", r, "episodic source consolidated into its semantic nodes"
+                )
+            )
         return out
 
     def refresh_descriptions(self, now: float) -> list[Outcome]:
         """002 §Nightly Description Consolidation: dirty semantic nodes re-embed from their
         latest note."""
         s = self.store
-        rows = np.flatnonzero(s["is_dirty"] & s.mask(["candidate", "active", "core", "archived"], kinds=SEMANTIC))
+        rows = np.flatnonzero(
+            s["is_dirty"] & s.mask(["candidate", "active", "core", "archived"], kinds=SEMANTIC)
+        )
         out = []
         noted = [r for r in rows.tolist() if self.notes.get(r)]
         if noted:  # one embedding call for every dirty node's latest note
@@ -453,7 +621,9 @@ class Cosmo(Policy):
         s["is_dirty"][rows] = False
         s["updated"][rows] = now
         if len(rows):
-            out.append(Outcome("nightly", "synthesize", -1, f"{len(rows)} node descriptions refreshed"))
+            out.append(
+                Outcome("nightly", "synthesize", -1, f"{len(rows)} node descriptions refreshed")
+            )
         return out
 
     def _centroid(self, rows: Sequence[int]) -> np.ndarray:
@@ -466,9 +636,13 @@ class Cosmo(Policy):
         active/core, distinct_source_days >= 3, first mention > 3 days ago, not has_meso;
         by source_count descending, at most 100."""
         s, p = self.store, self.params
-        ok = (s.mask(["active", "core"], kinds=SEMANTIC) & (s["source_count"] >= p.storyline_min_sources)
-              & (s["distinct_days"] >= p.storyline_min_days)
-              & ((now - s["first_mentioned"]) > p.storyline_min_age_days) & ~s["has_meso"])
+        ok = (
+            s.mask(["active", "core"], kinds=SEMANTIC)
+            & (s["source_count"] >= p.storyline_min_sources)
+            & (s["distinct_days"] >= p.storyline_min_days)
+            & ((now - s["first_mentioned"]) > p.storyline_min_age_days)
+            & ~s["has_meso"]
+        )
         rows = np.flatnonzero(ok)
         order = np.lexsort((rows, -s["source_count"][rows]))
         return rows[order][: p.storyline_limit]
@@ -482,10 +656,21 @@ class Cosmo(Policy):
                 continue
             text = self.llm.summarize([s.text[r] for r in sources], key=f"storyline:{anchor}")
             prov = set().union(*(s.provenance[r] for r in sources))
-            row = int(s.add(now, self._centroid(sources), texts=[text], claims=[s.claim[anchor]],
-                            provenance=[prov], status="active", kind="storyline", anchor=anchor,
-                            source_count=len(sources), last_source_at=float(max(s["created"][sources])),
-                            first_mentioned=s["first_mentioned"][anchor])[0])
+            row = int(
+                s.add(
+                    now,
+                    self._centroid(sources),
+                    texts=[text],
+                    claims=[s.claim[anchor]],
+                    provenance=[prov],
+                    status="active",
+                    kind="storyline",
+                    anchor=anchor,
+                    source_count=len(sources),
+                    last_source_at=float(max(s["created"][sources])),
+                    first_mentioned=s["first_mentioned"][anchor],
+                )[0]
+            )
             self.includes[row] = list(sources)
             self.storylines_of.setdefault(anchor, []).append(row)
             s["has_meso"][anchor] = True
@@ -496,13 +681,19 @@ class Cosmo(Policy):
         """002 §Nightly Storyline Refresh: dirty active/core storylines with a source in the
         last 90 days are re-summarized from their last 10 sources and re-embedded."""
         s, p = self.store, self.params
-        rows = np.flatnonzero(s["is_dirty"] & s.mask(["active", "core"], kinds=["storyline"])
-                              & (s["last_source_at"] > now - p.storyline_attach_days))
+        rows = np.flatnonzero(
+            s["is_dirty"]
+            & s.mask(["active", "core"], kinds=["storyline"])
+            & (s["last_source_at"] > now - p.storyline_attach_days)
+        )
         rows = rows[np.lexsort((rows, -s["source_count"][rows]))][: p.storyline_limit]
         out = []
         for st in rows.tolist():
-            recent = self.includes[st][-p.storyline_refresh_sources:]
-            s.text[st] = self.llm.summarize([s.text[st]] + [s.text[r] for r in recent], key=f"refresh:{st}:{len(self.includes[st])}")
+            recent = self.includes[st][-p.storyline_refresh_sources :]
+            s.text[st] = self.llm.summarize(
+                [s.text[st]] + [s.text[r] for r in recent],
+                key=f"refresh:{st}:{len(self.includes[st])}",
+            )
             s.set_embedding(st, self._centroid(self.includes[st]))
             s["is_dirty"][st] = False
             s["updated"][st] = now
@@ -517,8 +708,11 @@ class Cosmo(Policy):
         found = []
         for anchor, sts in self.storylines_of.items():
             sts = [st for st in sts if int(s["status"][st]) in live]
-            if (len(sts) >= p.macro_min_storylines and now - s["first_mentioned"][anchor] > p.macro_min_age_days
-                    and not s["has_macro"][anchor]):
+            if (
+                len(sts) >= p.macro_min_storylines
+                and now - s["first_mentioned"][anchor] > p.macro_min_age_days
+                and not s["has_macro"][anchor]
+            ):
                 found.append((anchor, sts))
         found.sort(key=lambda a: (-len(a[1]), a[0]))
         return found[: p.macro_limit]
@@ -529,10 +723,20 @@ class Cosmo(Policy):
         for anchor, sts in self.macro_candidates(now):
             text = self.llm.summarize([s.text[st] for st in sts], key=f"macro:{anchor}")
             prov = set().union(*(s.provenance[st] for st in sts))
-            row = int(s.add(now, self._centroid(sts), texts=[text], claims=[s.claim[anchor]], provenance=[prov],
-                            status="active", kind="macro", anchor=anchor,
-                            source_count=int(sum(s["source_count"][sts])),
-                            last_source_at=float(max(s["last_source_at"][sts])))[0])
+            row = int(
+                s.add(
+                    now,
+                    self._centroid(sts),
+                    texts=[text],
+                    claims=[s.claim[anchor]],
+                    provenance=[prov],
+                    status="active",
+                    kind="macro",
+                    anchor=anchor,
+                    source_count=int(sum(s["source_count"][sts])),
+                    last_source_at=float(max(s["last_source_at"][sts])),
+                )[0]
+            )
             self.includes[row] = list(sts)
             for st in sts:
                 self.macros_of.setdefault(st, []).append(row)
@@ -548,7 +752,9 @@ class Cosmo(Policy):
         out = []
         for m in rows.tolist():
             sts = self.includes[m]
-            s.text[m] = self.llm.summarize([s.text[st] for st in sts], key=f"refresh:{m}:{int(s['source_count'][m])}")
+            s.text[m] = self.llm.summarize(
+                [s.text[st] for st in sts], key=f"refresh:{m}:{int(s['source_count'][m])}"
+            )
             s.set_embedding(m, self._centroid(sts))
             s["is_dirty"][m] = False
             s["updated"][m] = now
@@ -582,13 +788,19 @@ class Cosmo(Policy):
         s, p = self.store, self.params
         kind = str(c.attr("kind", "concept"))
         if kind not in ("source",) + SEMANTIC:
-            raise MemsimError(f"cosmo: memory attribute kind={kind!r} is not one of {['source', *SEMANTIC]}")
+            raise MemsimError(
+                f"cosmo: memory attribute kind={kind!r} is not one of {['source', *SEMANTIC]}"
+            )
         state = str(c.attr("state", "candidate"))
         if state not in ("candidate", "active", "core", "archived"):
-            raise MemsimError(f"cosmo: memory attribute state={state!r} is not one of candidate, active, core, archived")
+            raise MemsimError(
+                f"cosmo: memory attribute state={state!r} is not one of candidate, active, core, archived"
+            )
         ttl = self.ttl_of(c)
 
-        def num(name: str, default: float, lo: float | None = None, hi: float | None = None) -> float:
+        def num(
+            name: str, default: float, lo: float | None = None, hi: float | None = None
+        ) -> float:
             v = c.attr(name, default)
             try:
                 v = float(v)
@@ -602,14 +814,27 @@ class Cosmo(Policy):
         vecs, ok = self._embed([c], [f"{episode.id}#0"])
         if not ok[0]:
             raise MemsimError(f"cosmo: could not embed the planted episode {episode.id!r}")
-        row = int(s.add(now, vecs, texts=[episode.text], claims=[c], provenance=[{episode.id}], status=state,
-                        kind=kind, salience=salience, salience0=salience,
-                        confidence=np.nan if kind == "source" else c.confidence, ttl=TTL_CODE[ttl],
-                        recall_frequency=int(num("recall_frequency", 0, 0)),
-                        access_count=int(num("access_count", 0, 0)),
-                        decay_gradient=num("decay_gradient", p.initial_decay_gradient),
-                        last_recall_interval=num("last_recall_interval", 0.0, 0.0),
-                        first_mentioned=now, last_mentioned=now)[0])
+        row = int(
+            s.add(
+                now,
+                vecs,
+                texts=[episode.text],
+                claims=[c],
+                provenance=[{episode.id}],
+                status=state,
+                kind=kind,
+                salience=salience,
+                salience0=salience,
+                confidence=np.nan if kind == "source" else c.confidence,
+                ttl=TTL_CODE[ttl],
+                recall_frequency=int(num("recall_frequency", 0, 0)),
+                access_count=int(num("access_count", 0, 0)),
+                decay_gradient=num("decay_gradient", p.initial_decay_gradient),
+                last_recall_interval=num("last_recall_interval", 0.0, 0.0),
+                first_mentioned=now,
+                last_mentioned=now,
+            )[0]
+        )
         self.notes[row] = [c]
         self.mentioned_by.setdefault(row, [])
         return row

@@ -10,22 +10,24 @@ revision / split / merge / archival gates, within a per-cycle budget whose unfin
 work carries over. Choices the document leaves open are Params fields, explained in
 docs/policies/engram.md.
 """
+
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
-from memsim import kernels
-from memsim.errors import MemsimError
-from memsim.events import Claim, Episode, Forget, Query
-from memsim.llm import CONTRADICTS, PARTIAL, SUPPORTS
-from memsim.params import Params, param
-from memsim.policy import Job, Outcome, Policy, Ranking
-from memsim.store import Statuses
+from memsim.engine import kernels
+from memsim.engine.errors import MemsimError
+from memsim.engine.events import Claim, Episode, Forget, Query
+from memsim.engine.llm import CONTRADICTS, PARTIAL, SUPPORTS
+from memsim.engine.params import Params, param
+from memsim.engine.policy import Job, Outcome, Policy, Ranking
+from memsim.engine.store import Statuses
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -40,14 +42,22 @@ def retrieval_strength(t_days: np.ndarray, stability: np.ndarray) -> np.ndarray:
     return kernels.retrieval_strength(t_days, stability)
 
 
-def updated_stability(stability: np.ndarray, hours_since_last: np.ndarray, bonus: float,
-                      cap: float) -> np.ndarray:
+def updated_stability(
+    stability: np.ndarray, hours_since_last: np.ndarray, bonus: float, cap: float
+) -> np.ndarray:
     """001 §Belief Lifecycle 7: ``S *= 1 + bonus * ln(1 + hours/24)``, capped at ``cap`` days."""
     return kernels.stability_update(stability, hours_since_last, cap, bonus=bonus)
 
 
-def belief_score(confidence: np.ndarray, cosine: np.ndarray, r: np.ndarray, bm25: np.ndarray,
-                 w_sim: float, w_r: float, w_bm25: float) -> np.ndarray:
+def belief_score(
+    confidence: np.ndarray,
+    cosine: np.ndarray,
+    r: np.ndarray,
+    bm25: np.ndarray,
+    w_sim: float,
+    w_r: float,
+    w_bm25: float,
+) -> np.ndarray:
     """001 §Architecture Decisions: ``0.5 * (confidence * vectorSim) + 0.3 * R + 0.2 * bm25``."""
     return kernels.weighted_sum((w_sim, w_r, w_bm25), (np.asarray(confidence) * cosine, r, bm25))
 
@@ -58,43 +68,97 @@ class EngramParams(Params):
 
     episode_threshold: int = param(20, lo=1, doc="001 §Configuration EPISODE_THRESHOLD")
     min_cluster_size: int = param(3, lo=1, doc="001 §Configuration MIN_CLUSTER_SIZE")
-    cluster_similarity: float = param(0.70, lo=-1.0, hi=1.0, doc="001 §Configuration CLUSTER_SIMILARITY_THRESHOLD")
-    reinforce_threshold: float = param(0.92, lo=-1.0, hi=1.0, doc="001 §Configuration REINFORCE_THRESHOLD (strict >)")
-    related_threshold: float = param(0.70, lo=-1.0, hi=1.0, doc="001 §Configuration RELATED_THRESHOLD (>= classifies; choice)")
-    min_confidence_for_recall: float = param(0.4, lo=0.0, hi=1.0, doc="001 §Configuration MIN_CONFIDENCE_FOR_RECALL (>=)")
-    revision_confidence: float = param(0.4, lo=0.0, hi=1.0, doc="001 §Belief Lifecycle 4 REVISION_CONFIDENCE_THRESHOLD (<)")
-    revision_prior_confidence: float = param(0.5, lo=0.0, hi=1.0, doc="001 §Belief Lifecycle 4 'previously above 0.5' (>)")
+    cluster_similarity: float = param(
+        0.70, lo=-1.0, hi=1.0, doc="001 §Configuration CLUSTER_SIMILARITY_THRESHOLD"
+    )
+    reinforce_threshold: float = param(
+        0.92, lo=-1.0, hi=1.0, doc="001 §Configuration REINFORCE_THRESHOLD (strict >)"
+    )
+    related_threshold: float = param(
+        0.70, lo=-1.0, hi=1.0, doc="001 §Configuration RELATED_THRESHOLD (>= classifies; choice)"
+    )
+    min_confidence_for_recall: float = param(
+        0.4, lo=0.0, hi=1.0, doc="001 §Configuration MIN_CONFIDENCE_FOR_RECALL (>=)"
+    )
+    revision_confidence: float = param(
+        0.4, lo=0.0, hi=1.0, doc="001 §Belief Lifecycle 4 REVISION_CONFIDENCE_THRESHOLD (<)"
+    )
+    revision_prior_confidence: float = param(
+        0.5, lo=0.0, hi=1.0, doc="001 §Belief Lifecycle 4 'previously above 0.5' (>)"
+    )
     revision_min_contradictions: int = param(3, lo=0, doc="001 §Belief Lifecycle 4 (>=)")
     revision_min_evidence: int = param(5, lo=0, doc="001 §Belief Lifecycle 4 (>=)")
-    archive_confidence: float = param(0.3, lo=0.0, hi=1.0, doc="001 §Configuration ARCHIVE_CONFIDENCE_THRESHOLD (<)")
-    split_min_contradictions: int = param(3, lo=0, doc="001 §Configuration SPLIT_MIN_CONTRADICTIONS (>=)")
+    archive_confidence: float = param(
+        0.3, lo=0.0, hi=1.0, doc="001 §Configuration ARCHIVE_CONFIDENCE_THRESHOLD (<)"
+    )
+    split_min_contradictions: int = param(
+        3, lo=0, doc="001 §Configuration SPLIT_MIN_CONTRADICTIONS (>=)"
+    )
     split_min_supports: int = param(3, lo=0, doc="001 §Configuration SPLIT_MIN_SUPPORTS (>=)")
     split_min_partial: int = param(2, lo=0, doc="001 §Configuration SPLIT_MIN_PARTIAL_COUNT (>=)")
     split_min_evidence: int = param(5, lo=0, doc="001 §Configuration SPLIT_MIN_EVIDENCE (>=)")
-    merge_min_similarity: float = param(0.92, lo=-1.0, hi=1.0, doc="001 §Configuration MERGE_MIN_SIMILARITY (>)")
-    merge_min_confidence: float = param(0.6, lo=0.0, hi=1.0, doc="001 §Configuration MERGE_MIN_CONFIDENCE (>)")
-    merge_cooldown_days: float = param(7.0, lo=0.0, doc="001 §Configuration MERGE_COOLDOWN_DAYS (days since update >=)")
+    merge_min_similarity: float = param(
+        0.92, lo=-1.0, hi=1.0, doc="001 §Configuration MERGE_MIN_SIMILARITY (>)"
+    )
+    merge_min_confidence: float = param(
+        0.6, lo=0.0, hi=1.0, doc="001 §Configuration MERGE_MIN_CONFIDENCE (>)"
+    )
+    merge_cooldown_days: float = param(
+        7.0, lo=0.0, doc="001 §Configuration MERGE_COOLDOWN_DAYS (days since update >=)"
+    )
     merges_per_cycle: int = param(1, lo=0, doc="001 §Belief Lifecycle 6 'only one pair per cycle'")
-    archive_stale_days: float = param(90.0, lo=0.0, doc="001 §Configuration ARCHIVE_STALE_DAYS (>=; choice)")
+    archive_stale_days: float = param(
+        90.0, lo=0.0, doc="001 §Configuration ARCHIVE_STALE_DAYS (>=; choice)"
+    )
     archive_min_evidence: int = param(5, lo=0, doc="001 §Configuration ARCHIVE_MIN_EVIDENCE (<)")
     max_belief_bites: int = param(2, lo=0, doc="001 §Configuration MAX_BELIEF_BITES")
     max_clusters_per_cycle: int = param(10, lo=1, doc="001 §Configuration MAX_CLUSTERS_PER_CYCLE")
-    max_classifications: int = param(5, lo=1, doc="001 §Configuration MAX_CLASSIFICATIONS_PER_CLUSTER")
-    cycle_budget_s: float = param(120.0, lo=0.0, doc="001 §Configuration MAX_CYCLE_BUDGET_MS / 1000")
-    call_seconds: float = param(10.0, lo=0.0, lo_open=True,
-                                doc="001 §Configuration PER_CALL_TIMEOUT_MS: modelled time per LLM call (choice: every call takes its timeout)")
-    cycle_every_days: float = param(1.0 / 6.0, lo=0.0, lo_open=True, doc="001 §How It Works: the 4-hour cold cycle")
-    initial_stability: float = param(7.0, lo=0.0, lo_open=True, doc="001 §Belief Lifecycle 7: S at creation (choice; not given)")
-    stability_bonus: float = param(0.1, lo=0.0, doc="001 §Belief Lifecycle 7: S *= 1 + 0.1 ln(1 + h/24)")
-    stability_cap: float = param(365.0, lo=0.0, lo_open=True, doc="001 §Belief Lifecycle 7: capped at 365 days")
-    w_similarity: float = param(0.5, lo=0.0, doc="001 §Architecture Decisions: 0.5 x (confidence x vectorSim)")
-    w_retrieval: float = param(0.3, lo=0.0, doc="001 §Architecture Decisions: 0.3 x retrievalStrength")
+    max_classifications: int = param(
+        5, lo=1, doc="001 §Configuration MAX_CLASSIFICATIONS_PER_CLUSTER"
+    )
+    cycle_budget_s: float = param(
+        120.0, lo=0.0, doc="001 §Configuration MAX_CYCLE_BUDGET_MS / 1000"
+    )
+    call_seconds: float = param(
+        10.0,
+        lo=0.0,
+        lo_open=True,
+        doc="001 §Configuration PER_CALL_TIMEOUT_MS: modelled time per LLM call (choice: every call takes its timeout)",
+    )
+    cycle_every_days: float = param(
+        1.0 / 6.0, lo=0.0, lo_open=True, doc="001 §How It Works: the 4-hour cold cycle"
+    )
+    initial_stability: float = param(
+        7.0, lo=0.0, lo_open=True, doc="001 §Belief Lifecycle 7: S at creation (choice; not given)"
+    )
+    stability_bonus: float = param(
+        0.1, lo=0.0, doc="001 §Belief Lifecycle 7: S *= 1 + 0.1 ln(1 + h/24)"
+    )
+    stability_cap: float = param(
+        365.0, lo=0.0, lo_open=True, doc="001 §Belief Lifecycle 7: capped at 365 days"
+    )
+    w_similarity: float = param(
+        0.5, lo=0.0, doc="001 §Architecture Decisions: 0.5 x (confidence x vectorSim)"
+    )
+    w_retrieval: float = param(
+        0.3, lo=0.0, doc="001 §Architecture Decisions: 0.3 x retrievalStrength"
+    )
     w_bm25: float = param(0.2, lo=0.0, doc="001 §Architecture Decisions: 0.2 x bm25Score")
-    episode_w_similarity: float = param(0.5, lo=0.0, doc="choice: episode bites = 0.5 cos + 0.3 R (001 leaves episode scoring to handleMemoryRecall)")
+    episode_w_similarity: float = param(
+        0.5,
+        lo=0.0,
+        doc="choice: episode bites = 0.5 cos + 0.3 R (001 leaves episode scoring to handleMemoryRecall)",
+    )
     episode_w_retrieval: float = param(0.3, lo=0.0, doc="choice: see episode_w_similarity")
-    prior_alpha: float = param(1.0, lo=0.0, lo_open=True, doc="001 §Belief Lifecycle 1: alpha=1 (uniform prior)")
-    prior_beta: float = param(1.0, lo=0.0, lo_open=True, doc="001 §Belief Lifecycle 1: beta=1 (uniform prior)")
-    forget_deletes_beliefs: bool = param(True, doc="choice: forgetting an episode deletes beliefs whose evidence holds it")
+    prior_alpha: float = param(
+        1.0, lo=0.0, lo_open=True, doc="001 §Belief Lifecycle 1: alpha=1 (uniform prior)"
+    )
+    prior_beta: float = param(
+        1.0, lo=0.0, lo_open=True, doc="001 §Belief Lifecycle 1: beta=1 (uniform prior)"
+    )
+    forget_deletes_beliefs: bool = param(
+        True, doc="choice: forgetting an episode deletes beliefs whose evidence holds it"
+    )
 
 
 class Engram(Policy):
@@ -103,11 +167,14 @@ class Engram(Policy):
     Params: ClassVar[type[Params]] = EngramParams
     statuses: ClassVar[Statuses] = Statuses(
         ("active", "revised", "split", "merged", "archived", "deleted"),
-        terminal=frozenset({"deleted"}), retrievable=frozenset({"active"}))
+        terminal=frozenset({"deleted"}),
+        retrievable=frozenset({"active"}),
+    )
     kinds: ClassVar[tuple[str, ...]] = ("episode", "belief")
     schedule: ClassVar[tuple[Job, ...]] = (Job("consolidate", 1.0 / 6.0),)
     curve_attributes: ClassVar[frozenset[str]] = frozenset(
-        {"alpha", "beta", "stability", "belief_confidence", "evidence_count"})
+        {"alpha", "beta", "stability", "belief_confidence", "evidence_count"}
+    )
 
     params: EngramParams
 
@@ -121,20 +188,26 @@ class Engram(Policy):
         s.add_column("alpha", np.float64, p.prior_alpha)
         s.add_column("beta", np.float64, p.prior_beta)
         s.add_column("stability", np.float64, p.initial_stability)
-        s.add_column("evidence", np.int64, 0)          # storage strength: never decreases
-        s.add_column("n_support", np.int64, 0)          # supporting episodes
-        s.add_column("n_contra", np.int64, 0)           # contradicting episodes
-        s.add_column("n_partial", np.int64, 0)          # PARTIAL classifications
+        s.add_column("evidence", np.int64, 0)  # storage strength: never decreases
+        s.add_column("n_support", np.int64, 0)  # supporting episodes
+        s.add_column("n_contra", np.int64, 0)  # contradicting episodes
+        s.add_column("n_partial", np.int64, 0)  # PARTIAL classifications
         s.add_column("last_reinforced", np.float64, np.nan)
         s.add_column("peak_confidence", np.float64, 0.0)  # highest confidence ever held
-        s.add_column("parent", np.int64, -1)            # parent_belief_id (revision / split)
-        self.fields: dict[int, tuple[str, str, str, str]] = {}  # subject, predicate, context, timeframe
-        self.evidence_rows: dict[int, dict[str, list[int]]] = {}  # belief -> {"support"/"contra"/"partial": episode rows}
+        s.add_column("parent", np.int64, -1)  # parent_belief_id (revision / split)
+        self.fields: dict[
+            int, tuple[str, str, str, str]
+        ] = {}  # subject, predicate, context, timeframe
+        self.evidence_rows: dict[
+            int, dict[str, list[int]]
+        ] = {}  # belief -> {"support"/"contra"/"partial": episode rows}
         self.episode_row_of: dict[str, list[int]] = {}
-        self.arrivals: list[int] = []       # episode rows in arrival order
+        self.arrivals: list[int] = []  # episode rows in arrival order
         self.arrival_episodes: list[str] = []  # the episode id of each arrival row
-        self.checkpoint = 0                 # arrivals[:checkpoint] have been read by a cycle
-        self.queue: list[tuple[int, ...]] = []  # clusters read but not yet processed (budget carry-over)
+        self.checkpoint = 0  # arrivals[:checkpoint] have been read by a cycle
+        self.queue: list[
+            tuple[int, ...]
+        ] = []  # clusters read but not yet processed (budget carry-over)
         self.cycles = 0
         self._bm25_cache: tuple[tuple[int, ...], Any] | None = None
 
@@ -156,7 +229,9 @@ class Engram(Policy):
             claims = (Claim(key="", value=ep.text),)
         return tuple(claims)
 
-    def _embed_claims(self, claims: Sequence[Claim], keys: Sequence[str], texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    def _embed_claims(
+        self, claims: Sequence[Claim], keys: Sequence[str], texts: Sequence[str]
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Claim vectors; where the claims embedder fails, the text embedder; ok mask."""
         emb = self.llm.embed(list(claims), keys=list(keys))
         vecs = np.array(emb.vectors, dtype=np.float64, copy=True)
@@ -178,9 +253,17 @@ class Engram(Policy):
             out.append(Outcome(ep.id, "drop", -1, f"claim {i}: embedding failed"))
         if len(keep) == 0:
             return out
-        rows = self.store.add(now, vecs[keep], texts=[ep.text] * len(keep), claims=[claims[i] for i in keep],
-                              provenance=[{ep.id}] * len(keep), status="active", kind="episode",
-                              last_reinforced=now, evidence=1)
+        rows = self.store.add(
+            now,
+            vecs[keep],
+            texts=[ep.text] * len(keep),
+            claims=[claims[i] for i in keep],
+            provenance=[{ep.id}] * len(keep),
+            status="active",
+            kind="episode",
+            last_reinforced=now,
+            evidence=1,
+        )
         for r in rows.tolist():
             self.arrivals.append(r)
             self.arrival_episodes.append(ep.id)
@@ -215,6 +298,7 @@ class Engram(Policy):
         key = tuple(belief_rows.tolist())
         if self._bm25_cache is None or self._bm25_cache[0] != key:
             from rank_bm25 import BM25Okapi
+
             corpus = [tokenize(self.store.text[r]) or ["_"] for r in key]
             self._bm25_cache = (key, BM25Okapi(corpus))
         raw = np.maximum(np.asarray(self._bm25_cache[1].get_scores(tokens), dtype=np.float64), 0.0)
@@ -226,7 +310,11 @@ class Engram(Policy):
         p, s = self.params, self.store
         n = s.n
         qv = self.llm.embed_query(q)
-        cos = np.zeros(n) if qv is None else (s.embedding @ np.asarray(qv, dtype=np.float32)).astype(np.float64)
+        cos = (
+            np.zeros(n)
+            if qv is None
+            else (s.embedding @ np.asarray(qv, dtype=np.float32)).astype(np.float64)
+        )
         r = self.strength(now)
         conf = self.confidence()
         active = s.mask(["active"])
@@ -235,7 +323,9 @@ class Engram(Policy):
         b_rows = np.flatnonzero(b_ok)
         bm = np.zeros(n)
         bm[b_rows] = self._bm25_scores(b_rows, tokenize(q.text))
-        b_score = np.where(b_ok, belief_score(conf, cos, r, bm, p.w_similarity, p.w_retrieval, p.w_bm25), -np.inf)
+        b_score = np.where(
+            b_ok, belief_score(conf, cos, r, bm, p.w_similarity, p.w_retrieval, p.w_bm25), -np.inf
+        )
         e_ok = active & ~is_belief
         e_score = np.where(e_ok, p.episode_w_similarity * cos + p.episode_w_retrieval * r, -np.inf)
         return b_score, e_score
@@ -260,7 +350,9 @@ class Engram(Policy):
             return
         s, p = self.store, self.params
         hours = self._since_access(now)[rows] * 24.0
-        s["stability"][rows] = updated_stability(s["stability"][rows], hours, p.stability_bonus, p.stability_cap)
+        s["stability"][rows] = updated_stability(
+            s["stability"][rows], hours, p.stability_bonus, p.stability_cap
+        )
         s["last_access"][rows] = now
         s["access_count"][rows] += 1
 
@@ -271,23 +363,56 @@ class Engram(Policy):
             return c.value
         return f"{c.subject} {c.key.replace('.', ' ').replace('_', ' ')} {c.value}"
 
-    def _new_belief(self, claim: Claim, vec: np.ndarray, now: float, evidence_rows: dict[str, list[int]],
-                    alpha: float | None = None, beta: float | None = None, parent: int = -1,
-                    stability: float | None = None) -> int:
+    def _new_belief(
+        self,
+        claim: Claim,
+        vec: np.ndarray,
+        now: float,
+        evidence_rows: dict[str, list[int]],
+        alpha: float | None = None,
+        beta: float | None = None,
+        parent: int = -1,
+        stability: float | None = None,
+    ) -> int:
         p = self.params
-        eps = sorted({e for r in evidence_rows.get("support", []) + evidence_rows.get("contra", [])
-                      + evidence_rows.get("partial", []) for e in self.store.provenance[r]})
+        eps = sorted(
+            {
+                e
+                for r in evidence_rows.get("support", [])
+                + evidence_rows.get("contra", [])
+                + evidence_rows.get("partial", [])
+                for e in self.store.provenance[r]
+            }
+        )
         n_ev = sum(len(v) for v in evidence_rows.values())
         a = p.prior_alpha if alpha is None else alpha
         b = p.prior_beta if beta is None else beta
-        row = int(self.store.add(now, vec, texts=[self.belief_text(claim)], claims=[claim], provenance=[eps],
-                                 status="active", kind="belief", alpha=a, beta=b,
-                                 stability=p.initial_stability if stability is None else stability,
-                                 evidence=n_ev, n_support=len(evidence_rows.get("support", [])),
-                                 n_contra=len(evidence_rows.get("contra", [])),
-                                 last_reinforced=now, peak_confidence=a / (a + b), parent=parent)[0])
-        self.fields[row] = (claim.subject, claim.key, str(claim.attr("context", claim.topic)),
-                            str(claim.attr("timeframe", "")))
+        row = int(
+            self.store.add(
+                now,
+                vec,
+                texts=[self.belief_text(claim)],
+                claims=[claim],
+                provenance=[eps],
+                status="active",
+                kind="belief",
+                alpha=a,
+                beta=b,
+                stability=p.initial_stability if stability is None else stability,
+                evidence=n_ev,
+                n_support=len(evidence_rows.get("support", [])),
+                n_contra=len(evidence_rows.get("contra", [])),
+                last_reinforced=now,
+                peak_confidence=a / (a + b),
+                parent=parent,
+            )[0]
+        )
+        self.fields[row] = (
+            claim.subject,
+            claim.key,
+            str(claim.attr("context", claim.topic)),
+            str(claim.attr("timeframe", "")),
+        )
         self.evidence_rows[row] = {k: list(v) for k, v in evidence_rows.items()}
         return row
 
@@ -306,7 +431,9 @@ class Engram(Policy):
         else:
             s["n_partial"][belief] += 1
         s["updated"][belief] = now
-        s["peak_confidence"][belief] = max(s["peak_confidence"][belief], self.confidence([belief])[0])
+        s["peak_confidence"][belief] = max(
+            s["peak_confidence"][belief], self.confidence([belief])[0]
+        )
         s.add_provenance(belief, {e for r in rows for e in s.provenance[r]}, now)
 
     # -- consolidation --------------------------------------------------------------
@@ -342,17 +469,19 @@ class Engram(Policy):
         """One cold cycle (001 §How It Works 1-6), budget-capped with carry-over."""
         p, s = self.params, self.store
         ev = "consolidate"
-        new = len(set(self.arrival_episodes[self.checkpoint:]))
+        new = len(set(self.arrival_episodes[self.checkpoint :]))
         if new < p.episode_threshold and not self.queue:
             return [Outcome(ev, "skip", -1, f"{new} new episodes < {p.episode_threshold}")]
         self.cycles += 1
         out: list[Outcome] = []
         if new >= p.episode_threshold:
-            live = [r for r in self.arrivals[self.checkpoint:] if s.status_of(r) == "active"]
+            live = [r for r in self.arrivals[self.checkpoint :] if s.status_of(r) == "active"]
             clusters = self.cluster(live)
             self.queue.extend(clusters)
             self.checkpoint = len(self.arrivals)
-            out.append(Outcome(ev, "checkpoint", -1, f"{new} new episodes read, {len(clusters)} clusters"))
+            out.append(
+                Outcome(ev, "checkpoint", -1, f"{new} new episodes read, {len(clusters)} clusters")
+            )
         affected: set[int] = set()
         calls = 0
         done = 0
@@ -367,11 +496,17 @@ class Engram(Policy):
             out.extend(outs)
             affected.update(rows)
         if self.queue:
-            out.append(Outcome(ev, "skip", -1, f"budget: {len(self.queue)} clusters carried to the next cycle"))
+            out.append(
+                Outcome(
+                    ev, "skip", -1, f"budget: {len(self.queue)} clusters carried to the next cycle"
+                )
+            )
         out.extend(self._gates(sorted(affected), now))
         return out
 
-    def _process_cluster(self, cluster: tuple[int, ...], now: float) -> tuple[int, list[Outcome], set[int]]:
+    def _process_cluster(
+        self, cluster: tuple[int, ...], now: float
+    ) -> tuple[int, list[Outcome], set[int]]:
         """Synthesize, embed and match one cluster. Returns (LLM calls, outcomes, affected)."""
         p, s = self.params, self.store
         ev = "consolidate"
@@ -383,18 +518,30 @@ class Engram(Policy):
             return calls, [Outcome(ev, "drop", -1, "candidate belief: embedding failed")], set()
         v = vecs[0]
         active_beliefs = np.flatnonzero(s.mask(["active"], kinds=["belief"]))
-        sims = s.embedding[active_beliefs].astype(np.float64) @ v if len(active_beliefs) else np.zeros(0)
+        sims = (
+            s.embedding[active_beliefs].astype(np.float64) @ v
+            if len(active_beliefs)
+            else np.zeros(0)
+        )
         band = self.match_band(float(sims.max()) if len(sims) else -1.0)
         rows = list(cluster)
         if band == "reinforce":
             b = int(active_beliefs[int(np.argmax(sims))])
             self._add_evidence(b, "support", rows, now)
-            return calls, [Outcome(ev, "reinforce", b, f"cosine {sims.max():.3f} > {p.reinforce_threshold}")], {b}
+            return (
+                calls,
+                [Outcome(ev, "reinforce", b, f"cosine {sims.max():.3f} > {p.reinforce_threshold}")],
+                {b},
+            )
         if band == "classify":
             related = np.flatnonzero(sims >= p.related_threshold)
-            order = related[np.lexsort((active_beliefs[related], -sims[related]))][: p.max_classifications]
+            order = related[np.lexsort((active_beliefs[related], -sims[related]))][
+                : p.max_classifications
+            ]
             targets = [int(active_beliefs[i]) for i in order]
-            replies = self.llm.classify(claim, [s.claim[b] for b in targets], answer="relation", key=key)
+            replies = self.llm.classify(
+                claim, [s.claim[b] for b in targets], answer="relation", key=key
+            )
             calls += len(targets)
             if isinstance(replies, str):
                 replies = [replies]
@@ -402,7 +549,9 @@ class Engram(Policy):
             for b, reply in zip(targets, list(replies) + [""] * (len(targets) - len(replies))):
                 kind = {SUPPORTS: "support", CONTRADICTS: "contra", PARTIAL: "partial"}.get(reply)
                 if kind is None:  # IRRELEVANT, or an invalid reply counted as IRRELEVANT
-                    outs.append(Outcome(ev, "skip", b, f"classified {reply!r}: counted as IRRELEVANT"))
+                    outs.append(
+                        Outcome(ev, "skip", b, f"classified {reply!r}: counted as IRRELEVANT")
+                    )
                     continue
                 self._add_evidence(b, kind, rows, now)
                 action = {"support": "reinforce", "contra": "weaken", "partial": "link"}[kind]
@@ -423,17 +572,21 @@ class Engram(Policy):
     # -- the rule-based gates (001 §Belief Lifecycle 4-8) ----------------------------
     def should_revise(self, row: int) -> bool:
         p, s = self.params, self.store
-        return bool(self.confidence([row])[0] < p.revision_confidence
-                    and s["peak_confidence"][row] > p.revision_prior_confidence
-                    and s["n_contra"][row] >= p.revision_min_contradictions
-                    and s["evidence"][row] >= p.revision_min_evidence)
+        return bool(
+            self.confidence([row])[0] < p.revision_confidence
+            and s["peak_confidence"][row] > p.revision_prior_confidence
+            and s["n_contra"][row] >= p.revision_min_contradictions
+            and s["evidence"][row] >= p.revision_min_evidence
+        )
 
     def should_split(self, row: int) -> bool:
         p, s = self.params, self.store
-        return bool(s["n_contra"][row] >= p.split_min_contradictions
-                    and s["n_support"][row] >= p.split_min_supports
-                    and s["n_partial"][row] >= p.split_min_partial
-                    and s["evidence"][row] >= p.split_min_evidence)
+        return bool(
+            s["n_contra"][row] >= p.split_min_contradictions
+            and s["n_support"][row] >= p.split_min_supports
+            and s["n_partial"][row] >= p.split_min_partial
+            and s["evidence"][row] >= p.split_min_evidence
+        )
 
     def archive_mask(self, now: float, exempt: Sequence[int] = ()) -> np.ndarray:
         """Active beliefs to archive (001 §Belief Lifecycle 8): confidence < 0.3, or not
@@ -443,7 +596,9 @@ class Engram(Policy):
         active = s.mask(["active"], kinds=["belief"])
         active[list(exempt)] = False
         conf = self.confidence()
-        stale = ((now - s["last_reinforced"]) >= p.archive_stale_days) & (s["evidence"] < p.archive_min_evidence)
+        stale = ((now - s["last_reinforced"]) >= p.archive_stale_days) & (
+            s["evidence"] < p.archive_min_evidence
+        )
         return active & ((conf < p.archive_confidence) | stale)
 
     def merge_pair(self, now: float) -> tuple[int, int] | None:
@@ -452,8 +607,11 @@ class Engram(Policy):
         >= 7 days. Returns (survivor, absorbed): the survivor has more evidence."""
         p, s = self.params, self.store
         conf = self.confidence()
-        rows = np.flatnonzero(s.mask(["active"], kinds=["belief"]) & (conf > p.merge_min_confidence)
-                              & ((now - s["updated"]) >= p.merge_cooldown_days))
+        rows = np.flatnonzero(
+            s.mask(["active"], kinds=["belief"])
+            & (conf > p.merge_min_confidence)
+            & ((now - s["updated"]) >= p.merge_cooldown_days)
+        )
         if len(rows) < 2:
             return None
         e = s.embedding[rows].astype(np.float64)
@@ -491,8 +649,14 @@ class Engram(Policy):
         reinforced = np.flatnonzero(s["last_reinforced"] == now).tolist()
         for b in np.flatnonzero(self.archive_mask(now, reinforced)).tolist():
             s.set_status(b, "archived", now)
-            out.append(Outcome(ev, "archive", b, f"confidence {self.confidence([b])[0]:.3f}, "
-                                               f"evidence {int(s['evidence'][b])}"))
+            out.append(
+                Outcome(
+                    ev,
+                    "archive",
+                    b,
+                    f"confidence {self.confidence([b])[0]:.3f}, evidence {int(s['evidence'][b])}",
+                )
+            )
         self._bm25_cache = None
         return out
 
@@ -511,8 +675,13 @@ class Engram(Policy):
         s.set_status(b, "revised", now)
         out = [Outcome("consolidate", "supersede", b, "revision gate")]
         if ok[0]:
-            child = self._new_belief(claim, vecs[0], now, {k: list(v) for k, v in self.evidence_rows[b].items()},
-                                     parent=b)
+            child = self._new_belief(
+                claim,
+                vecs[0],
+                now,
+                {k: list(v) for k, v in self.evidence_rows[b].items()},
+                parent=b,
+            )
             # a fresh hypothesis: uniform prior and fresh gate counters; storage strength kept
             for col in ("n_support", "n_contra", "n_partial"):
                 s[col][child] = 0
@@ -526,8 +695,11 @@ class Engram(Policy):
         groups: dict[str, list[int]] = {}
         for r in self._all_evidence(b):
             c = s.claim[r]
-            ctx = str(c.attr("context")) if c is not None and c.attr("context") is not None else (
-                f"{c.key}={c.value}" if c is not None else "")
+            ctx = (
+                str(c.attr("context"))
+                if c is not None and c.attr("context") is not None
+                else (f"{c.key}={c.value}" if c is not None else "")
+            )
             groups.setdefault(ctx, []).append(r)
         s.set_status(b, "split", now)
         out = [Outcome("consolidate", "supersede", b, f"split gate: {len(groups)} contexts")]
@@ -571,7 +743,9 @@ class Engram(Policy):
                 if s["kind"][r] == belief and not self.params.forget_deletes_beliefs:
                     continue
                 s.set_status(r, "deleted", now)
-                out.append(Outcome(f.id, "forget", r, "belief" if s["kind"][r] == belief else "episode"))
+                out.append(
+                    Outcome(f.id, "forget", r, "belief" if s["kind"][r] == belief else "episode")
+                )
             if not out or out[-1].event != f.id:
                 out.append(Outcome(f.id, "drop", -1, f"no memory of episode {f.episode_id!r}"))
         self._bm25_cache = None
@@ -593,15 +767,21 @@ class Engram(Policy):
             try:
                 v = float(v)
             except (TypeError, ValueError):
-                raise MemsimError(f"engram: memory attribute {name}={v!r} is not a number") from None
+                raise MemsimError(
+                    f"engram: memory attribute {name}={v!r} is not a number"
+                ) from None
             if not math.isfinite(v) or v < lo or (open_lo and v == lo):
-                raise MemsimError(f"engram: memory attribute {name}={v!r} must be {'>' if open_lo else '>='} {lo}")
+                raise MemsimError(
+                    f"engram: memory attribute {name}={v!r} must be {'>' if open_lo else '>='} {lo}"
+                )
             return v
 
         if "belief_confidence" in given and not ({"alpha", "beta"} & set(given)):
             c = num("belief_confidence", 0.5)
             if c >= 1.0:
-                raise MemsimError(f"engram: memory attribute belief_confidence={c!r} must be in (0, 1)")
+                raise MemsimError(
+                    f"engram: memory attribute belief_confidence={c!r} must be in (0, 1)"
+                )
             alpha, beta = 2.0 * c, 2.0 * (1.0 - c)
         else:
             alpha, beta = num("alpha", p.prior_alpha), num("beta", p.prior_beta)

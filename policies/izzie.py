@@ -27,19 +27,21 @@ memsim choices (the document is silent; see docs/policies/izzie.md):
 - an LLM extraction failure means an unparseable response: nothing is saved (``drop``);
   a failed embedding cannot be saved to Weaviate: that item is dropped.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import ClassVar
 
 import numpy as np
 
-from memsim import kernels, kernels_ref
-from memsim.errors import ParamError
-from memsim.events import Claim, Episode, Forget, Query
-from memsim.params import Params, param
-from memsim.policy import Outcome, Policy, Ranking
-from memsim.store import Statuses
+from memsim.engine import kernels, kernels_ref
+from memsim.engine.errors import ParamError
+from memsim.engine.events import Claim, Episode, Forget, Query
+from memsim.engine.params import Params, param
+from memsim.engine.policy import Outcome, Policy, Ranking
+from memsim.engine.store import Statuses
 
 CATEGORIES = ("preference", "fact", "relationship", "decision", "event", "sentiment", "reminder")
 _DOC_TABLE = "003 §Memory Categories & Decay Rates"
@@ -67,22 +69,36 @@ class IzzieParams(Params):
     importance_high: float = param(0.9, lo=0.0, hi=1.0, doc=_DOC_LEVELS)
     importance_med: float = param(0.7, lo=0.0, hi=1.0, doc=_DOC_LEVELS)
     importance_low: float = param(0.6, lo=0.0, hi=1.0, doc=_DOC_LEVELS)
-    importance_source: str = param("claim", choices=("claim", "category", "level"),
-                                   doc="003 §Data Flow Example (LLM sets importance); memsim choice")
+    importance_source: str = param(
+        "claim",
+        choices=("claim", "category", "level"),
+        doc="003 §Data Flow Example (LLM sets importance); memsim choice",
+    )
     category_aliases: tuple[str, ...] = param(
-        ("procedural:fact", "value:preference", "drive:preference", "goal:decision",
-         "observation:fact", "meta:fact", "emotion:sentiment"),
-        doc="memsim choice: categories outside 003's table, as FROM:TO")
-    fallback_category: str = param("fact", choices=CATEGORIES,
-                                   doc="memsim choice: any other category")
+        (
+            "procedural:fact",
+            "value:preference",
+            "drive:preference",
+            "goal:decision",
+            "observation:fact",
+            "meta:fact",
+            "emotion:sentiment",
+        ),
+        doc="memsim choice: categories outside 003's table, as FROM:TO",
+    )
+    fallback_category: str = param(
+        "fact", choices=CATEGORIES, doc="memsim choice: any other category"
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         for item in self.category_aliases:
             src, sep, dst = item.partition(":")
             if not sep or not src or dst not in CATEGORIES:
-                raise ParamError(f"IzzieParams.category_aliases: {item!r} must be FROM:TO with TO "
-                                 f"one of {', '.join(CATEGORIES)}")
+                raise ParamError(
+                    f"IzzieParams.category_aliases: {item!r} must be FROM:TO with TO "
+                    f"one of {', '.join(CATEGORIES)}"
+                )
 
     def decay_rate(self, category: str) -> float:
         return getattr(self, f"decay_rate_{category}")
@@ -102,12 +118,14 @@ class IzzieParams(Params):
 
 
 def strength_scalar(importance: float, decay_rate: float, days_since_access: float) -> float:
-    """003 §Memory Strength Calculation, scalar (memsim.kernels_ref.exp_decay)."""
+    """003 §Memory Strength Calculation, scalar (memsim.engine.kernels_ref.exp_decay)."""
     return kernels_ref.exp_decay(importance, decay_rate, days_since_access)
 
 
-def strength_vector(importance: np.ndarray, decay_rate: np.ndarray, days_since_access: np.ndarray) -> np.ndarray:
-    """Vectorized twin of :func:`strength_scalar` (memsim.kernels.exp_decay)."""
+def strength_vector(
+    importance: np.ndarray, decay_rate: np.ndarray, days_since_access: np.ndarray
+) -> np.ndarray:
+    """Vectorized twin of :func:`strength_scalar` (memsim.engine.kernels.exp_decay)."""
     return kernels.exp_decay(importance, decay_rate, days_since_access)
 
 
@@ -115,8 +133,11 @@ class Izzie(Policy):
     """003's memory model. See the module docstring for the document sections."""
 
     Params: ClassVar[type[Params]] = IzzieParams
-    statuses: ClassVar[Statuses] = Statuses(("active", "forgotten"), terminal=frozenset({"forgotten"}),
-                                            retrievable=frozenset({"active"}))
+    statuses: ClassVar[Statuses] = Statuses(
+        ("active", "forgotten"),
+        terminal=frozenset({"forgotten"}),
+        retrievable=frozenset({"active"}),
+    )
     kinds: ClassVar[tuple[str, ...]] = ("memory",)
     schedule = ()
     strength_range = (0.0, 1.0)
@@ -126,10 +147,10 @@ class Izzie(Policy):
         s = self.store
         s.add_column("importance", np.float64, 0.0)
         s.add_column("decay_rate", np.float64, 0.0)
-        s.add_column("category", np.int8, 0)        # index into CATEGORIES
+        s.add_column("category", np.int8, 0)  # index into CATEGORIES
         s.add_column("source_date", np.float64, np.nan)
-        self.source_type: list[str] = []             # "chat" for every memory (003 §Save Memories)
-        self.source_id: list[str] = []               # chat session id
+        self.source_type: list[str] = []  # "chat" for every memory (003 §Save Memories)
+        self.source_id: list[str] = []  # chat session id
 
     # -- ingest ----------------------------------------------------------------
     def _importance(self, claim: Claim, category: str) -> float:
@@ -147,7 +168,9 @@ class Izzie(Policy):
         for ep in episodes:
             claims = self.llm.extract(ep)
             if claims is None:
-                out.append(Outcome(ep.id, "drop", detail="LLM response could not be parsed: nothing saved"))
+                out.append(
+                    Outcome(ep.id, "drop", detail="LLM response could not be parsed: nothing saved")
+                )
                 continue
             if not claims:
                 out.append(Outcome(ep.id, "drop", detail="memoriesToSave is empty"))
@@ -160,14 +183,21 @@ class Izzie(Policy):
         keep = [i for i in range(len(items)) if ok[i]]
         for i in range(len(items)):
             if not ok[i]:
-                out.append(Outcome(items[i][0].id, "drop", detail=f"embedding failed for {items[i][2]}"))
+                out.append(
+                    Outcome(items[i][0].id, "drop", detail=f"embedding failed for {items[i][2]}")
+                )
         if not keep:
             return out
         cats = [self.params.table_category(items[i][1].category) for i in keep]
         rows = self.store.add(
-            now, emb.vectors[keep],
-            texts=[items[i][1].value if not items[i][1].key else f"{items[i][1].key}: {items[i][1].value}"
-                   for i in keep],
+            now,
+            emb.vectors[keep],
+            texts=[
+                items[i][1].value
+                if not items[i][1].key
+                else f"{items[i][1].key}: {items[i][1].value}"
+                for i in keep
+            ],
             claims=[items[i][1] for i in keep],
             provenance=[(items[i][0].id,) for i in keep],
             importance=np.array([self._importance(items[i][1], c) for i, c in zip(keep, cats)]),
@@ -179,7 +209,9 @@ class Izzie(Policy):
             ep = items[i][0]
             self.source_type.append("chat")
             self.source_id.append(ep.conversation or ep.id)
-            out.append(Outcome(ep.id, "create", int(row), detail=CATEGORIES[self.store["category"][row]]))
+            out.append(
+                Outcome(ep.id, "create", int(row), detail=CATEGORIES[self.store["category"][row]])
+            )
         return out
 
     # -- strength and recall -----------------------------------------------------
@@ -189,7 +221,9 @@ class Izzie(Policy):
 
     def strength(self, now: float) -> np.ndarray:
         s = self.store
-        return strength_vector(s["importance"], s["decay_rate"], self.days_since_access(now)).astype(np.float64)
+        return strength_vector(
+            s["importance"], s["decay_rate"], self.days_since_access(now)
+        ).astype(np.float64)
 
     def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
         s = self.store
@@ -217,9 +251,11 @@ class Izzie(Policy):
             if len(ids):
                 s["last_access"][ids] = now
                 s["access_count"][ids] += 1
-                strength[ids] = s["importance"][ids]   # days since access is now 0
+                strength[ids] = s["importance"][ids]  # days since access is now 0
         return out
 
     # -- user actions ------------------------------------------------------------
     def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
-        return self.mark_memories_of(events, now, status="forgotten", action="forget", among=("active",))
+        return self.mark_memories_of(
+            events, now, status="forgotten", action="forget", among=("active",)
+        )

@@ -11,7 +11,7 @@ Seed document: ../shared/seeds/004_e8e020057e4a0858.txt ("Kernle Memory Model").
 - §3 Beliefs: ``confidence``, ``times_reinforced``, revision chains (``supersedes`` /
   ``superseded_by``; a superseded belief has ``is_active=False``, status ``superseded``).
 - §4 Values / §7 Drives: ``is_protected=True`` by default. §Protection: any memory can be
-  protected (memsim.events.Protect); protected memories are never forgotten.
+  protected (memsim.engine.events.Protect); protected memories are never forgotten.
 - §Meta-Memory System: confidence, source_type, source_episodes (= store provenance),
   derived_from, last_verified, verification_count, confidence_history;
   ``verify_memory`` raises confidence by ``verify_step``; ``get_uncertain_memories``.
@@ -35,19 +35,21 @@ THE FINDING (docs/policies/kernle.md): a memory never accessed has ``times_acces
 forgetting cycle tombstones it. The default follows the document; ``access_floor > 0`` is a
 non-default variant that counts every memory as accessed at least that many times.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
-from memsim import kernels, kernels_ref
-from memsim.events import Claim, Episode, Forget, Protect, Query, Recover
-from memsim.params import Params, param
-from memsim.policy import Job, Outcome, Policy, Ranking
-from memsim.store import Statuses
+from memsim.engine import kernels, kernels_ref
+from memsim.engine.events import Claim, Episode, Forget, Protect, Query, Recover
+from memsim.engine.params import Params, param
+from memsim.engine.policy import Job, Outcome, Policy, Ranking
+from memsim.engine.store import Statuses
 
 _SAL = "004 §Forgetting System / Salience Formula"
 _CYCLE = "004 §Forgetting Cycle"
@@ -61,45 +63,66 @@ class KernleParams(Params):
     """Constants of 004 (defaults are the document's values; where it gives none, the choice
     is documented here and in docs/policies/kernle.md)."""
 
-    half_life: float = param(30.0, lo=0.0, lo_open=True,
-                             doc=f"{_SAL} (no value given: memsim's choice, 30 days)")
-    access_floor: float = param(0.0, lo=0.0,
-                                doc=f"{_SAL}: NOT in the document; 0 = literal formula, "
-                                    "k > 0 counts every memory as accessed at least k times")
+    half_life: float = param(
+        30.0, lo=0.0, lo_open=True, doc=f"{_SAL} (no value given: memsim's choice, 30 days)"
+    )
+    access_floor: float = param(
+        0.0,
+        lo=0.0,
+        doc=f"{_SAL}: NOT in the document; 0 = literal formula, "
+        "k > 0 counts every memory as accessed at least k times",
+    )
     forgetting_threshold: float = param(0.3, lo=0.0, doc=f"{_CYCLE} threshold=0.3")
     dry_run: bool = param(False, doc=f"{_CYCLE} dry_run: report candidates, change nothing")
-    forgetting_every: float = param(7.0, lo=0.0, lo_open=True,
-                                    doc=f"{_CYCLE} (no cadence given: memsim's choice, weekly)")
-    consolidation_every: float = param(1.0, lo=0.0, lo_open=True,
-                                       doc=f"{_CONS} (no cadence given: memsim's choice, daily)")
+    forgetting_every: float = param(
+        7.0, lo=0.0, lo_open=True, doc=f"{_CYCLE} (no cadence given: memsim's choice, weekly)"
+    )
+    consolidation_every: float = param(
+        1.0, lo=0.0, lo_open=True, doc=f"{_CONS} (no cadence given: memsim's choice, daily)"
+    )
     min_episodes: int = param(3, lo=1, doc=f"{_CONS} kernle consolidate --min-episodes 3")
-    pattern_min_episodes: int = param(2, lo=1,
-                                      doc=f"{_CONS} (memsim's choice: a pattern needs a repeat)")
-    belief_confidence: float = param(0.8, lo=0.0, hi=1.0,
-                                     doc=f"{_CONS} belief add ... --confidence 0.8")
-    verify_step: float = param(0.1, lo=0.0, hi=1.0,
-                               doc=f"{_META} verify_memory increases confidence (step: memsim's choice)")
-    uncertainty_threshold: float = param(0.5, lo=0.0, hi=1.0,
-                                         doc=f"{_META} get_uncertain_memories(threshold=0.5)")
+    pattern_min_episodes: int = param(
+        2, lo=1, doc=f"{_CONS} (memsim's choice: a pattern needs a repeat)"
+    )
+    belief_confidence: float = param(
+        0.8, lo=0.0, hi=1.0, doc=f"{_CONS} belief add ... --confidence 0.8"
+    )
+    verify_step: float = param(
+        0.1,
+        lo=0.0,
+        hi=1.0,
+        doc=f"{_META} verify_memory increases confidence (step: memsim's choice)",
+    )
+    uncertainty_threshold: float = param(
+        0.5, lo=0.0, hi=1.0, doc=f"{_META} get_uncertain_memories(threshold=0.5)"
+    )
     belief_categories: tuple[str, ...] = param(
         ("fact", "preference", "observation", "relationship"),
-        doc="004 §3 Beliefs belief_type fact/preference/observation (+relationship: memsim's choice)")
+        doc="004 §3 Beliefs belief_type fact/preference/observation (+relationship: memsim's choice)",
+    )
     note_categories: tuple[str, ...] = param(
         ("decision", "insight", "quote", "note", "reminder", "procedural"),
-        doc="004 §6 Notes note_type decision/insight/quote (+reminder, procedural: memsim's choice)")
-    protected_kinds: tuple[str, ...] = param(("value", "drive"),
-                                             doc="004 §4 Values / §7 Drives: is_protected=True by default")
+        doc="004 §6 Notes note_type decision/insight/quote (+reminder, procedural: memsim's choice)",
+    )
+    protected_kinds: tuple[str, ...] = param(
+        ("value", "drive"), doc="004 §4 Values / §7 Drives: is_protected=True by default"
+    )
 
 
-def salience_scalar(confidence: float, times_accessed: float, days_since_access: float,
-                    half_life: float) -> float:
-    """004 §Salience Formula, scalar (memsim.kernels_ref.hyperbolic_salience; log = ln)."""
+def salience_scalar(
+    confidence: float, times_accessed: float, days_since_access: float, half_life: float
+) -> float:
+    """004 §Salience Formula, scalar (memsim.engine.kernels_ref.hyperbolic_salience; log = ln)."""
     return kernels_ref.hyperbolic_salience(confidence, times_accessed, days_since_access, half_life)
 
 
-def salience_vector(confidence: np.ndarray, times_accessed: np.ndarray, days_since_access: np.ndarray,
-                    half_life: float) -> np.ndarray:
-    """Vectorized twin of :func:`salience_scalar` (memsim.kernels.hyperbolic_salience)."""
+def salience_vector(
+    confidence: np.ndarray,
+    times_accessed: np.ndarray,
+    days_since_access: np.ndarray,
+    half_life: float,
+) -> np.ndarray:
+    """Vectorized twin of :func:`salience_scalar` (memsim.engine.kernels.hyperbolic_salience)."""
     return kernels.hyperbolic_salience(confidence, times_accessed, days_since_access, half_life)
 
 
@@ -107,9 +130,11 @@ class Kernle(Policy):
     """004's memory model. See the module docstring for the document sections."""
 
     Params: ClassVar[type[Params]] = KernleParams
-    statuses: ClassVar[Statuses] = Statuses(("active", "forgotten", "superseded"),
-                                            terminal=frozenset({"superseded"}),
-                                            retrievable=frozenset({"active"}))
+    statuses: ClassVar[Statuses] = Statuses(
+        ("active", "forgotten", "superseded"),
+        terminal=frozenset({"superseded"}),
+        retrievable=frozenset({"active"}),
+    )
     kinds: ClassVar[tuple[str, ...]] = KINDS
     strength_range = (0.0, math.inf)
     # Seed-named attributes the decay-curve tool may set on a planted memory.
@@ -119,8 +144,10 @@ class Kernle(Policy):
     schedule: ClassVar[tuple[Job, ...]] = (Job("consolidate", 1.0), Job("forget", 7.0))
 
     def setup(self) -> None:
-        self.schedule = (Job("consolidate", self.params.consolidation_every),  # type: ignore[misc]
-                         Job("forget", self.params.forgetting_every))
+        self.schedule = (
+            Job("consolidate", self.params.consolidation_every),  # type: ignore[misc]
+            Job("forget", self.params.forgetting_every),
+        )
         s = self.store
         s.add_column("confidence", np.float64, 0.0)
         s.add_column("protected", np.bool_, False)
@@ -130,7 +157,7 @@ class Kernle(Policy):
         s.add_column("is_active", np.bool_, True)
         s.add_column("verification_count", np.int64, 0)
         s.add_column("last_verified", np.float64, np.nan)
-        s.add_column("reflected", np.bool_, False)      # episodes: lessons drawn by consolidation
+        s.add_column("reflected", np.bool_, False)  # episodes: lessons drawn by consolidation
         self.source_type: list[str] = []
         self.derived_from: list[tuple[int, ...]] = []
         self.confidence_history: list[list[tuple[float, float]]] = []
@@ -141,7 +168,7 @@ class Kernle(Policy):
         """process_raw(as_type=...): the layer a claim is promoted to, by its category."""
         p, category = self.params, claim.category
         if not claim.key:
-            return "episode"     # an unstructured capture is an experience
+            return "episode"  # an unstructured capture is an experience
         if category in ("value", "drive"):
             return category
         if category in p.belief_categories:
@@ -150,15 +177,32 @@ class Kernle(Policy):
             return "note"
         return "episode"
 
-    def _add(self, now: float, vectors: np.ndarray, claims: list[Claim], texts: list[str],
-             provenance: list[tuple[str, ...]], kinds: list[str], source_type: str,
-             confidence: list[float], derived: list[tuple[int, ...]] | None = None) -> list[int]:
+    def _add(
+        self,
+        now: float,
+        vectors: np.ndarray,
+        claims: list[Claim],
+        texts: list[str],
+        provenance: list[tuple[str, ...]],
+        kinds: list[str],
+        source_type: str,
+        confidence: list[float],
+        derived: list[tuple[int, ...]] | None = None,
+    ) -> list[int]:
         rows: list[int] = []
-        for i in range(len(claims)):      # kinds differ per row; store.add takes one kind
-            r = int(self.store.add(now, vectors[i:i + 1], texts=[texts[i]], claims=[claims[i]],
-                                   provenance=[provenance[i]], kind=kinds[i],
-                                   confidence=confidence[i],
-                                   protected=kinds[i] in self.params.protected_kinds)[0])
+        for i in range(len(claims)):  # kinds differ per row; store.add takes one kind
+            r = int(
+                self.store.add(
+                    now,
+                    vectors[i : i + 1],
+                    texts=[texts[i]],
+                    claims=[claims[i]],
+                    provenance=[provenance[i]],
+                    kind=kinds[i],
+                    confidence=confidence[i],
+                    protected=kinds[i] in self.params.protected_kinds,
+                )[0]
+            )
             self.source_type.append(source_type)
             self.derived_from.append(derived[i] if derived else ())
             self.confidence_history.append([(float(now), float(confidence[i]))])
@@ -196,10 +240,25 @@ class Kernle(Policy):
                 continue
             kind = self.kind_for(c)
             text = f"{c.key}: {c.value}" if c.key else c.value
-            row = self._add(now, vectors[i:i + 1], [c], [text], [(ep.id,)], [kind],
-                            "direct_experience", [float(c.confidence)])[0]
-            self.raw_entries.append({"content": ep.text, "source": "auto_capture", "processed": True,
-                                     "processed_into": [f"{kind}:{row}"], "episode": ep.id})
+            row = self._add(
+                now,
+                vectors[i : i + 1],
+                [c],
+                [text],
+                [(ep.id,)],
+                [kind],
+                "direct_experience",
+                [float(c.confidence)],
+            )[0]
+            self.raw_entries.append(
+                {
+                    "content": ep.text,
+                    "source": "auto_capture",
+                    "processed": True,
+                    "processed_into": [f"{kind}:{row}"],
+                    "episode": ep.id,
+                }
+            )
             out.append(Outcome(ep.id, "create", row, detail=kind))
         return out
 
@@ -211,21 +270,24 @@ class Kernle(Policy):
         """Salience of every row (004 §Salience Formula)."""
         s = self.store
         accessed = np.maximum(s["access_count"].astype(np.float64), self.params.access_floor)
-        return salience_vector(s["confidence"], accessed, self.days_since_access(now),
-                               self.params.half_life).astype(np.float64)
+        return salience_vector(
+            s["confidence"], accessed, self.days_since_access(now), self.params.half_life
+        ).astype(np.float64)
 
     # -- search ----------------------------------------------------------------
     def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
         s = self.store
         out: list[Ranking] = []
         retrievable = s.retrievable() if s.n else np.zeros(0, dtype=bool)
-        emb = s.embedding   # float32; each query's cosines are cast after the product
+        emb = s.embedding  # float32; each query's cosines are cast after the product
         for q in queries:
             v = self.llm.embed_query(q)
             if v is None or not retrievable.any():
                 out.append(Ranking.empty())
                 continue
-            scores = np.where(retrievable, (emb @ np.asarray(v, dtype=np.float32)).astype(np.float64), -np.inf)
+            scores = np.where(
+                retrievable, (emb @ np.asarray(v, dtype=np.float32)).astype(np.float64), -np.inf
+            )
             ids = self.topk(scores, q.k)
             out.append(Ranking(ids, scores[ids]))
             s["access_count"][ids] += 1
@@ -257,17 +319,29 @@ class Kernle(Policy):
             return [Outcome("forget", "skip", detail="no candidates")]
         sal = self.strength(now)
         if self.params.dry_run:
-            return [Outcome("forget", "candidate", int(r), detail=f"dry run: salience={float(sal[r])!r}")
-                    for r in rows.tolist()]
+            return [
+                Outcome(
+                    "forget", "candidate", int(r), detail=f"dry run: salience={float(sal[r])!r}"
+                )
+                for r in rows.tolist()
+            ]
         self.store.set_status(rows, "forgotten", now)
-        return [Outcome("forget", "forget", int(r), detail=f"salience={float(sal[r])!r}") for r in rows.tolist()]
+        return [
+            Outcome("forget", "forget", int(r), detail=f"salience={float(sal[r])!r}")
+            for r in rows.tolist()
+        ]
 
     def consolidate(self, now: float) -> list[Outcome]:
         s = self.store
         waiting = np.flatnonzero(s.mask(("active",), ("episode",)) & ~s["reflected"])
         if len(waiting) < self.params.min_episodes:
-            return [Outcome("consolidate", "skip",
-                            detail=f"{len(waiting)} unreflected episodes < min_episodes")]
+            return [
+                Outcome(
+                    "consolidate",
+                    "skip",
+                    detail=f"{len(waiting)} unreflected episodes < min_episodes",
+                )
+            ]
         by_key: dict[str, list[int]] = {}
         for r in waiting.tolist():
             c = s.claim[r]
@@ -286,8 +360,11 @@ class Kernle(Policy):
         s = self.store
         claim = self.llm.synthesize([s.claim[r] for r in rows], key=f"consolidate:{key}:{now!r}")
         episodes = sorted(set().union(*(s.provenance[r] for r in rows)))
-        beliefs = [b for b in np.flatnonzero(s.mask(("active",), ("belief",))).tolist()
-                   if s.claim[b] is not None and s.claim[b].key == claim.key]
+        beliefs = [
+            b
+            for b in np.flatnonzero(s.mask(("active",), ("belief",))).tolist()
+            if s.claim[b] is not None and s.claim[b].key == claim.key
+        ]
         same = [b for b in beliefs if s.claim[b].value == claim.value]
         out: list[Outcome] = []
         if same:
@@ -304,8 +381,17 @@ class Kernle(Policy):
         if not emb.ok[0]:
             return [Outcome("consolidate", "drop", detail=f"no embedding for the belief on {key}")]
         text = f"{claim.key}: {claim.value}" if claim.key else claim.value
-        new = self._add(now, emb.vectors[:1], [claim], [text], [tuple(episodes)], ["belief"],
-                        "consolidation", [self.params.belief_confidence], [tuple(rows)])[0]
+        new = self._add(
+            now,
+            emb.vectors[:1],
+            [claim],
+            [text],
+            [tuple(episodes)],
+            ["belief"],
+            "consolidation",
+            [self.params.belief_confidence],
+            [tuple(rows)],
+        )[0]
         out.append(Outcome("consolidate", "create", new, detail=key))
         if beliefs:
             s["supersedes"][new] = beliefs[-1]
@@ -338,9 +424,13 @@ class Kernle(Policy):
 
     def get_memory_lineage(self, row: int) -> dict[str, Any]:
         s = self.store
-        return {"source_type": self.source_type[row], "source_episodes": sorted(s.provenance[row]),
-                "derived_from": list(self.derived_from[row]), "supersedes": int(s["supersedes"][row]),
-                "superseded_by": int(s["superseded_by"][row])}
+        return {
+            "source_type": self.source_type[row],
+            "source_episodes": sorted(s.provenance[row]),
+            "derived_from": list(self.derived_from[row]),
+            "supersedes": int(s["supersedes"][row]),
+            "superseded_by": int(s["superseded_by"][row]),
+        }
 
     def get_belief_history(self, row: int) -> list[int]:
         """The revision chain through ``row``, oldest first."""
@@ -355,7 +445,9 @@ class Kernle(Policy):
     # -- user actions ----------------------------------------------------------
     def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
         """Tombstone (never delete) what an episode said; Recover brings it back."""
-        return self.mark_memories_of(events, now, status="forgotten", action="forget", among=("active",))
+        return self.mark_memories_of(
+            events, now, status="forgotten", action="forget", among=("active",)
+        )
 
     def protect(self, events: Sequence[Protect], now: float) -> list[Outcome]:
         out: list[Outcome] = []
@@ -369,7 +461,9 @@ class Kernle(Policy):
         return out
 
     def recover(self, events: Sequence[Recover], now: float) -> list[Outcome]:
-        return self.mark_memories_of(events, now, status="active", action="recover", among=("forgotten",))
+        return self.mark_memories_of(
+            events, now, status="active", action="recover", among=("forgotten",)
+        )
 
     def plant(self, episode: Episode, now: float) -> int:
         """Default plant, then the seed-named attributes: ``protected`` and ``times_accessed``."""
@@ -386,7 +480,8 @@ class Kernle(Policy):
 
 
 def _as_bool(name: str, v: Any) -> bool:
-    from memsim.errors import ParamError
+    from memsim.engine.errors import ParamError
+
     if isinstance(v, bool):
         return v
     low = str(v).strip().lower()
@@ -398,7 +493,8 @@ def _as_bool(name: str, v: Any) -> bool:
 
 
 def _as_count(name: str, v: Any) -> int:
-    from memsim.errors import ParamError
+    from memsim.engine.errors import ParamError
+
     try:
         n = int(str(v).strip()) if not isinstance(v, int) else v
     except ValueError:

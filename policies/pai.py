@@ -7,21 +7,23 @@ score with graph expansion and access-driven stability (§2); reflect / merge / 
 prune run as scheduled jobs (§3); conversations of >= 4 turns are consolidated into summary
 episodes that create no belief (§8). Every open choice is listed in docs/policies/pai.md.
 """
+
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import ClassVar
 
 import numpy as np
 
-from memsim.events import Claim, Episode, Forget, Query
-from memsim.fastscore import PaiColumns, pai_topk_from_cos
-from memsim.llm import NONE
-from memsim.params import Params, param
-from memsim.policy import Job, Outcome, Policy, Ranking
-from memsim.store import Statuses
+from memsim.engine.events import Claim, Episode, Forget, Query
+from memsim.engine.llm import NONE
+from memsim.engine.params import Params, param
+from memsim.engine.policy import Job, Outcome, Policy, Ranking
+from memsim.engine.store import Statuses
+from policies.pai_fastscore import PaiColumns, pai_topk_from_cos
 
 DOC = "000"
 
@@ -34,11 +36,19 @@ TYPE_CODE = {name: i for i, name in enumerate(TYPES)}
 # how-tos and design decisions; every category memsim streams use is mapped onto the nearest
 # one and anything unknown is "factual" (the validation fallback, see docs/policies/pai.md).
 CATEGORY_TO_TYPE = {
-    "fact": "factual", "factual": "factual", "relationship": "factual", "event": "factual",
-    "preference": "preference", "sentiment": "preference", "value": "preference",
+    "fact": "factual",
+    "factual": "factual",
+    "relationship": "factual",
+    "event": "factual",
+    "preference": "preference",
+    "sentiment": "preference",
+    "value": "preference",
     "drive": "preference",
-    "procedural": "procedural", "reminder": "procedural", "procedure": "procedural",
-    "decision": "architectural", "architectural": "architectural",
+    "procedural": "procedural",
+    "reminder": "procedural",
+    "procedure": "procedural",
+    "decision": "architectural",
+    "architectural": "architectural",
 }
 # extractBeliefs() returns {fact, ..., insight}; the insight is skipped (§1 note, lines 268-269).
 SKIPPED_CATEGORIES = frozenset({"insight"})
@@ -62,78 +72,141 @@ class PaiParams(Params):
     """Every constant document 000 names, with its value as default (doc = section)."""
 
     # -- §1 / §4 ingestion thresholds ---------------------------------------------------
-    reinforce_above: float = param(0.85, lo=0.0, hi=1.0, doc="000 §1,§4 reinforce: top similarity > 0.85")
-    grey_lo: float = param(0.70, lo=0.0, hi=1.0, doc="000 §1,§4 contradiction grey zone 0.70-0.85 (lower end, inclusive)")
-    link_lo: float = param(0.40, lo=0.0, hi=1.0, doc="000 §1,§4 Zettelkasten link band 0.40-0.85 (lower end, inclusive)")
-    link_hi: float = param(0.85, lo=0.0, hi=1.0, doc="000 §1,§4 Zettelkasten link band upper end (exclusive)")
+    reinforce_above: float = param(
+        0.85, lo=0.0, hi=1.0, doc="000 §1,§4 reinforce: top similarity > 0.85"
+    )
+    grey_lo: float = param(
+        0.70,
+        lo=0.0,
+        hi=1.0,
+        doc="000 §1,§4 contradiction grey zone 0.70-0.85 (lower end, inclusive)",
+    )
+    link_lo: float = param(
+        0.40,
+        lo=0.0,
+        hi=1.0,
+        doc="000 §1,§4 Zettelkasten link band 0.40-0.85 (lower end, inclusive)",
+    )
+    link_hi: float = param(
+        0.85, lo=0.0, hi=1.0, doc="000 §1,§4 Zettelkasten link band upper end (exclusive)"
+    )
     max_links: int = param(3, lo=0, doc="000 §1,§4 link to the top 3 neighbours")
     similar_limit: int = param(5, lo=1, doc="000 §1 findSimilarBeliefs(embedding, limit=5)")
     reinforce_step: float = param(0.1, lo=0.0, hi=1.0, doc="000 §1,§6 reinforce +0.1 confidence")
     confidence_cap: float = param(1.0, lo=0.0, hi=1.0, doc="000 §6 confidence cap 1.0")
     weaken_step: float = param(0.2, lo=0.0, hi=1.0, doc="000 §1,§6 weaken -0.2 confidence")
     confidence_floor: float = param(0.1, lo=0.0, hi=1.0, doc="000 §1,§6 weaken floor (min 0.1)")
-    support_threshold: int = param(3, lo=1, doc="000 §1 >= 3 supporting episodes: weaken, else invalidate")
+    support_threshold: int = param(
+        3, lo=1, doc="000 §1 >= 3 supporting episodes: weaken, else invalidate"
+    )
     default_confidence: float = param(0.6, lo=0.0, hi=1.0, doc="000 §6 confidence default 0.6")
-    embed_fail_confidence: float = param(0.6, lo=0.0, hi=1.0, doc="000 §1 embedding failed: create at confidence 0.6")
+    embed_fail_confidence: float = param(
+        0.6, lo=0.0, hi=1.0, doc="000 §1 embedding failed: create at confidence 0.6"
+    )
     default_stability: float = param(1.0, lo=0.0, lo_open=True, doc="000 §6 stability default 1.0")
     importance_min: int = param(1, lo=0, doc="000 §1 clamp importance 1-10")
     importance_max: int = param(10, lo=1, doc="000 §1 clamp importance 1-10")
     fallback_importance: int = param(5, lo=1, hi=10, doc="000 §1 parse failure: importance=5")
     fallback_subject: str = param("owner", doc="000 §1,§6 parse failure / default subject 'owner'")
-    fallback_type: str = param("factual", choices=TYPES[:4], doc="000 §1 parse failure: raw text as 'factual'")
+    fallback_type: str = param(
+        "factual", choices=TYPES[:4], doc="000 §1 parse failure: raw text as 'factual'"
+    )
     # -- §2 recall -----------------------------------------------------------------------
     w_cosine: float = param(0.50, lo=0.0, doc="000 §2 score weight of cosine")
     w_importance: float = param(0.20, lo=0.0, doc="000 §2 score weight of importance/10")
     w_recency: float = param(0.10, lo=0.0, doc="000 §2 score weight of recency")
     w_stability: float = param(0.05, lo=0.0, doc="000 §2 score weight of stability/5")
     w_subject: float = param(0.15, lo=0.0, doc="000 §2 score weight of subjectMatch")
-    importance_scale: float = param(10.0, lo=0.0, lo_open=True, doc="000 §2,§6 importance normalized /10")
+    importance_scale: float = param(
+        10.0, lo=0.0, lo_open=True, doc="000 §2,§6 importance normalized /10"
+    )
     stability_scale: float = param(5.0, lo=0.0, lo_open=True, doc="000 §2 stability normalized /5")
     insight_multiplier: float = param(0.5, lo=0.0, doc="000 §2 insight-type beliefs: score *= 0.5")
-    cosine_floor: float = param(0.20, lo=-1.0, hi=1.0, doc="000 §2,§4 semantic search cutoff cosine >= 0.20")
+    cosine_floor: float = param(
+        0.20, lo=-1.0, hi=1.0, doc="000 §2,§4 semantic search cutoff cosine >= 0.20"
+    )
     graph_parents: int = param(3, lo=0, doc="000 §2 graph traversal from the top-3 results")
     neighbour_factor: float = param(0.8, lo=0.0, doc="000 §2 neighbour score = parent score * 0.8")
     recency_rate: float = param(0.023, lo=0.0, doc="000 §2 recency = exp(-0.023 * daysSinceAccess)")
     access_stability_step: float = param(0.1, lo=0.0, doc="000 §2,§7 access: stability += 0.1")
     stability_cap: float = param(5.0, lo=0.0, lo_open=True, doc="000 §2,§6 stability capped at 5.0")
     # -- §7 decay ------------------------------------------------------------------------
-    half_life_days: float = param(30.0, lo=0.0, lo_open=True, doc="000 §7 halfLife = 30 * stability days")
+    half_life_days: float = param(
+        30.0, lo=0.0, lo_open=True, doc="000 §7 halfLife = 30 * stability days"
+    )
     # -- §3 maintenance ------------------------------------------------------------------
     reflect_limit: int = param(200, lo=1, doc="000 §3 reflect loads up to 200 active beliefs")
-    duplicate_threshold: float = param(0.85, lo=0.0, hi=1.0, doc="000 §3,§4 duplicate pairs cosine >= 0.85")
-    stale_threshold: float = param(0.10, lo=0.0, hi=1.0, doc="000 §3,§4 stale: effectiveConfidence < 0.10")
-    synthesis_threshold: float = param(0.60, lo=0.0, hi=1.0, doc="000 §3,§4 thematic clusters cosine >= 0.60")
+    duplicate_threshold: float = param(
+        0.85, lo=0.0, hi=1.0, doc="000 §3,§4 duplicate pairs cosine >= 0.85"
+    )
+    stale_threshold: float = param(
+        0.10, lo=0.0, hi=1.0, doc="000 §3,§4 stale: effectiveConfidence < 0.10"
+    )
+    synthesis_threshold: float = param(
+        0.60, lo=0.0, hi=1.0, doc="000 §3,§4 thematic clusters cosine >= 0.60"
+    )
     synthesis_max_clusters: int = param(5, lo=0, doc="000 §3 synthesize up to 5 clusters")
     meta_confidence: float = param(0.8, lo=0.0, hi=1.0, doc="000 §3 meta-belief confidence=0.8")
-    meta_stability: float = param(3.0, lo=0.0, lo_open=True, doc="000 §3,§6 meta-belief stability=3.0")
-    prune_threshold: float = param(0.05, lo=0.0, hi=1.0, doc="000 §3,§4 prune: effectiveConfidence < 0.05")
-    curator_lo: float = param(0.40, lo=0.0, hi=1.0, doc="000 §4 contradiction candidates 0.40-0.85 (findContradictions, curator plugin)")
-    curator_hi: float = param(0.85, lo=0.0, hi=1.0, doc="000 §4 contradiction candidates upper end (inclusive)")
-    resynthesize: bool = param(False, doc="not in 000: False = a cluster already synthesized (all members "
-                                          "sources of one active meta-belief) and meta-beliefs themselves "
-                                          "are not synthesized again on the next run")
+    meta_stability: float = param(
+        3.0, lo=0.0, lo_open=True, doc="000 §3,§6 meta-belief stability=3.0"
+    )
+    prune_threshold: float = param(
+        0.05, lo=0.0, hi=1.0, doc="000 §3,§4 prune: effectiveConfidence < 0.05"
+    )
+    curator_lo: float = param(
+        0.40,
+        lo=0.0,
+        hi=1.0,
+        doc="000 §4 contradiction candidates 0.40-0.85 (findContradictions, curator plugin)",
+    )
+    curator_hi: float = param(
+        0.85, lo=0.0, hi=1.0, doc="000 §4 contradiction candidates upper end (inclusive)"
+    )
+    resynthesize: bool = param(
+        False,
+        doc="not in 000: False = a cluster already synthesized (all members "
+        "sources of one active meta-belief) and meta-beliefs themselves "
+        "are not synthesized again on the next run",
+    )
     # -- cadences (not in the document: see docs/policies/pai.md) ------------------------
-    reflect_every: float = param(1.0, lo=0.0, lo_open=True, doc="cadence (days) of reflect+mergeDuplicates; not in 000")
-    synthesize_every: float = param(7.0, lo=0.0, lo_open=True, doc="cadence (days) of synthesize; not in 000")
-    prune_every: float = param(1.0, lo=0.0, lo_open=True, doc="cadence (days) of pruneBeliefs; not in 000")
+    reflect_every: float = param(
+        1.0, lo=0.0, lo_open=True, doc="cadence (days) of reflect+mergeDuplicates; not in 000"
+    )
+    synthesize_every: float = param(
+        7.0, lo=0.0, lo_open=True, doc="cadence (days) of synthesize; not in 000"
+    )
+    prune_every: float = param(
+        1.0, lo=0.0, lo_open=True, doc="cadence (days) of pruneBeliefs; not in 000"
+    )
     # -- §8 conversation consolidation ----------------------------------------------------
     consolidation_min_turns: int = param(4, lo=1, doc="000 §8 consolidate when >= 4 turns")
-    consolidation_every_turns: int = param(5, lo=1, doc="000 §8 triggered every 5th chat turn by the server")
-    episode_similarity: float = param(0.30, lo=-1.0, hi=1.0, doc="000 §4 episode similarity > 0.30 (getMemoryContext)")
+    consolidation_every_turns: int = param(
+        5, lo=1, doc="000 §8 triggered every 5th chat turn by the server"
+    )
+    episode_similarity: float = param(
+        0.30, lo=-1.0, hi=1.0, doc="000 §4 episode similarity > 0.30 (getMemoryContext)"
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        from memsim.errors import ParamError
+        from memsim.engine.errors import ParamError
+
         if not self.grey_lo <= self.reinforce_above:
-            raise ParamError(f"PaiParams: grey_lo={self.grey_lo} must be <= reinforce_above={self.reinforce_above}")
+            raise ParamError(
+                f"PaiParams: grey_lo={self.grey_lo} must be <= reinforce_above={self.reinforce_above}"
+            )
         if not self.link_lo <= self.link_hi:
             raise ParamError(f"PaiParams: link_lo={self.link_lo} must be <= link_hi={self.link_hi}")
         if not self.importance_min <= self.importance_max:
-            raise ParamError(f"PaiParams: importance_min={self.importance_min} must be <= "
-                             f"importance_max={self.importance_max}")
+            raise ParamError(
+                f"PaiParams: importance_min={self.importance_min} must be <= "
+                f"importance_max={self.importance_max}"
+            )
         if not self.confidence_floor <= self.confidence_cap:
-            raise ParamError(f"PaiParams: confidence_floor={self.confidence_floor} must be <= "
-                             f"confidence_cap={self.confidence_cap}")
+            raise ParamError(
+                f"PaiParams: confidence_floor={self.confidence_floor} must be <= "
+                f"confidence_cap={self.confidence_cap}"
+            )
 
 
 @dataclass
@@ -152,24 +225,38 @@ class SummaryEpisode:
 # ---------------------------------------------------------------------------- kernels
 
 
-def effective_confidence(confidence: np.ndarray, stability: np.ndarray, updated: np.ndarray,
-                         now: float, half_life_days: float = 30.0) -> np.ndarray:
+def effective_confidence(
+    confidence: np.ndarray,
+    stability: np.ndarray,
+    updated: np.ndarray,
+    now: float,
+    half_life_days: float = 30.0,
+) -> np.ndarray:
     """§7: confidence * 0.5 ** (daysSinceUpdate / (half_life_days * stability))."""
     days = np.maximum(now - np.asarray(updated, dtype=np.float64), 0.0)
     return np.asarray(confidence, dtype=np.float64) * np.power(
-        0.5, days / (half_life_days * np.asarray(stability, dtype=np.float64)))
+        0.5, days / (half_life_days * np.asarray(stability, dtype=np.float64))
+    )
 
 
-def recall_scores(cosine: np.ndarray, importance: np.ndarray, days_since_access: np.ndarray,
-                  stability: np.ndarray, subject_match: np.ndarray, is_insight: np.ndarray,
-                  p: PaiParams) -> np.ndarray:
+def recall_scores(
+    cosine: np.ndarray,
+    importance: np.ndarray,
+    days_since_access: np.ndarray,
+    stability: np.ndarray,
+    subject_match: np.ndarray,
+    is_insight: np.ndarray,
+    p: PaiParams,
+) -> np.ndarray:
     """§2 multi-factor score of every row (no floor applied): one vectorized expression."""
     recency = np.exp(-p.recency_rate * days_since_access)
-    score = (p.w_cosine * cosine
-             + p.w_importance * (importance / p.importance_scale)
-             + p.w_recency * recency
-             + p.w_stability * (stability / p.stability_scale)
-             + p.w_subject * subject_match)
+    score = (
+        p.w_cosine * cosine
+        + p.w_importance * (importance / p.importance_scale)
+        + p.w_recency * recency
+        + p.w_stability * (stability / p.stability_scale)
+        + p.w_subject * subject_match
+    )
     return np.where(is_insight, score * p.insight_multiplier, score)
 
 
@@ -205,11 +292,14 @@ class PersonalAI(Policy):
     statuses: ClassVar[Statuses] = Statuses(
         ("active", "invalidated", "forgotten", "pruned"),
         terminal=frozenset({"invalidated", "forgotten", "pruned"}),
-        retrievable=frozenset({"active"}))
+        retrievable=frozenset({"active"}),
+    )
     kinds: ClassVar[tuple[str, ...]] = ("belief",)
     schedule: ClassVar[tuple[Job, ...]] = (
-        Job("reflect", PaiParams.reflect_every), Job("synthesize", PaiParams.synthesize_every),
-        Job("prune", PaiParams.prune_every))
+        Job("reflect", PaiParams.reflect_every),
+        Job("synthesize", PaiParams.synthesize_every),
+        Job("prune", PaiParams.prune_every),
+    )
     strength_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
     curve_attributes: ClassVar[frozenset[str]] = frozenset({"stability"})
 
@@ -226,18 +316,23 @@ class PersonalAI(Policy):
         s.add_column("supersedes", np.int64, -1)
         s.add_column("superseded_by", np.int64, -1)
         s.add_column("has_embedding", np.bool_, True)
-        self.schedule = (Job("reflect", p.reflect_every), Job("synthesize", p.synthesize_every),
-                         Job("prune", p.prune_every))
+        self.schedule = (
+            Job("reflect", p.reflect_every),
+            Job("synthesize", p.synthesize_every),
+            Job("prune", p.prune_every),
+        )
         self.subjects: list[str] = [p.fallback_subject]
         self._subject_code: dict[str, int] = {p.fallback_subject: 0}
-        self.links: dict[int, set[int]] = {}           # symmetric belief_links (Zettelkasten)
+        self.links: dict[int, set[int]] = {}  # symmetric belief_links (Zettelkasten)
         self.meta_sources: dict[int, frozenset[int]] = {}
-        self.summaries: list[SummaryEpisode] = []      # §8 consolidated episodes
-        self._turns: dict[str, list[Episode]] = {}     # pending turns per conversation
+        self.summaries: list[SummaryEpisode] = []  # §8 consolidated episodes
+        self._turns: dict[str, list[Episode]] = {}  # pending turns per conversation
         self._chunks: dict[str, int] = {}
-        self._tokens: list[frozenset[str]] = []        # FTS-like token sets per row
+        self._tokens: list[frozenset[str]] = []  # FTS-like token sets per row
         self.last_reflection: dict[str, list] = {"duplicates": [], "stale": []}
-        self._placeholder = np.full(self.store.dim, 1.0 / math.sqrt(self.store.dim), dtype=np.float32)
+        self._placeholder = np.full(
+            self.store.dim, 1.0 / math.sqrt(self.store.dim), dtype=np.float32
+        )
 
     # -- small helpers -------------------------------------------------------------------
     def _code_subject(self, subject: str) -> int:
@@ -262,8 +357,9 @@ class PersonalAI(Policy):
 
     def effective(self, now: float) -> np.ndarray:
         s = self.store
-        return effective_confidence(s["confidence"], s["stability"], s["updated"], now,
-                                    self.params.half_life_days)
+        return effective_confidence(
+            s["confidence"], s["stability"], s["updated"], now, self.params.half_life_days
+        )
 
     def strength(self, now: float) -> np.ndarray:
         """§7 effective confidence of every row (terminal rows included, by the formula)."""
@@ -275,15 +371,36 @@ class PersonalAI(Policy):
         conf[row] = min(p.confidence_cap, conf[row] + p.reinforce_step)
         self.store["updated"][row] = now
 
-    def _create(self, claim: Claim, text: str, vec: np.ndarray | None, *, now: float, provenance,
-                confidence: float, stability: float, importance: float, subject: str,
-                type_name: str) -> int:
+    def _create(
+        self,
+        claim: Claim,
+        text: str,
+        vec: np.ndarray | None,
+        *,
+        now: float,
+        provenance,
+        confidence: float,
+        stability: float,
+        importance: float,
+        subject: str,
+        type_name: str,
+    ) -> int:
         has = vec is not None
-        row = int(self.store.add(
-            now, (vec if has else self._placeholder)[None, :], texts=[text], claims=[claim],
-            provenance=[provenance], confidence=confidence, stability=stability,
-            importance=float(importance), subject=self._code_subject(subject),
-            type=TYPE_CODE[type_name], has_embedding=has)[0])
+        row = int(
+            self.store.add(
+                now,
+                (vec if has else self._placeholder)[None, :],
+                texts=[text],
+                claims=[claim],
+                provenance=[provenance],
+                confidence=confidence,
+                stability=stability,
+                importance=float(importance),
+                subject=self._code_subject(subject),
+                type=TYPE_CODE[type_name],
+                has_embedding=has,
+            )[0]
+        )
         self._tokens.append(_tokens(text))
         return row
 
@@ -293,11 +410,16 @@ class PersonalAI(Policy):
         p = self.params
         claims = self.llm.extract(episode)
         if claims is None:
-            fallback = Claim(key="", value=episode.text, category="fact",
-                             importance=p.fallback_importance / p.importance_scale,
-                             subject=p.fallback_subject)
-            return [(fallback, episode.text, p.fallback_type, p.fallback_importance,
-                     p.fallback_subject)], []
+            fallback = Claim(
+                key="",
+                value=episode.text,
+                category="fact",
+                importance=p.fallback_importance / p.importance_scale,
+                subject=p.fallback_subject,
+            )
+            return [
+                (fallback, episode.text, p.fallback_type, p.fallback_importance, p.fallback_subject)
+            ], []
         out: list[tuple] = []
         drops: list[Outcome] = []
         for c in claims:
@@ -339,13 +461,20 @@ class PersonalAI(Policy):
             out.extend(self._consolidate(ep, now))
         return out
 
-    def _process_new_belief(self, ep: Episode, i: int, belief: tuple, vec: np.ndarray | None,
-                            now: float) -> list[Outcome]:
+    def _process_new_belief(
+        self, ep: Episode, i: int, belief: tuple, vec: np.ndarray | None, now: float
+    ) -> list[Outcome]:
         """processNewBelief() (§1 flowchart)."""
         p = self.params
         claim, text, type_name, importance, subject = belief
-        kw = dict(now=now, provenance={ep.id}, stability=p.default_stability,
-                  importance=importance, subject=subject, type_name=type_name)
+        kw = dict(
+            now=now,
+            provenance={ep.id},
+            stability=p.default_stability,
+            importance=importance,
+            subject=subject,
+            type_name=type_name,
+        )
         if vec is None:
             row = self._create(claim, text, None, confidence=p.embed_fail_confidence, **kw)
             return [Outcome(ep.id, "create", row, "embedding failed: no dedup (000 §1)")]
@@ -358,14 +487,17 @@ class PersonalAI(Policy):
             row = int(top[0])
             self._reinforce(row, now)
             s.add_provenance(row, [ep.id], now)
-            return [Outcome(ep.id, "reinforce", row, f"similarity {sims[0]:.4f} > {p.reinforce_above}")]
+            return [
+                Outcome(ep.id, "reinforce", row, f"similarity {sims[0]:.4f} > {p.reinforce_above}")
+            ]
         out: list[Outcome] = []
         old = -1
         note = ""
         grey = [int(r) for r, c in zip(top, sims) if in_grey_zone(c, p)]
         if grey:
-            reply = self.llm.classify(claim, [s.claim[r] for r in grey], answer="index",
-                                      key=f"{ep.id}#{i}")
+            reply = self.llm.classify(
+                claim, [s.claim[r] for r in grey], answer="index", key=f"{ep.id}#{i}"
+            )
             idx = parse_index(reply, len(grey))
             if idx is None:
                 if not (isinstance(reply, str) and reply.strip().upper() == NONE):
@@ -377,13 +509,25 @@ class PersonalAI(Policy):
             if support >= p.support_threshold:
                 conf = s["confidence"]
                 conf[old] = max(p.confidence_floor, conf[old] - p.weaken_step)
-                out.append(Outcome(ep.id, "weaken", old, f"contradicted; {support} supporting episodes"))
+                out.append(
+                    Outcome(ep.id, "weaken", old, f"contradicted; {support} supporting episodes")
+                )
             else:
                 s.set_status(old, "invalidated", now)
-                out.append(Outcome(ep.id, "invalidate", old, f"contradicted; {support} supporting episodes"))
+                out.append(
+                    Outcome(
+                        ep.id, "invalidate", old, f"contradicted; {support} supporting episodes"
+                    )
+                )
         row = self._create(claim, text, vec, confidence=p.default_confidence, **kw)
-        out.append(Outcome(ep.id, "create", row, f"top similarity {sims[0]:.4f}{note}" if len(top)
-                           else f"no similar belief{note}"))
+        out.append(
+            Outcome(
+                ep.id,
+                "create",
+                row,
+                f"top similarity {sims[0]:.4f}{note}" if len(top) else f"no similar belief{note}",
+            )
+        )
         if old >= 0:
             s["supersedes"][row] = old
             s["superseded_by"][old] = row
@@ -414,8 +558,15 @@ class PersonalAI(Policy):
         n = self._chunks.get(ep.conversation, 0)
         self._chunks[ep.conversation] = n + 1
         if len(chunk) < p.consolidation_min_turns:
-            return [Outcome(ep.id, "skip", -1, f"conversation chunk of {len(chunk)} turns < "
-                                               f"{p.consolidation_min_turns} (000 §8)")]
+            return [
+                Outcome(
+                    ep.id,
+                    "skip",
+                    -1,
+                    f"conversation chunk of {len(chunk)} turns < "
+                    f"{p.consolidation_min_turns} (000 §8)",
+                )
+            ]
         texts = [f"{'User' if e.speaker == 'user' else 'Assistant'}: {e.text}" for e in chunk]
         sid = f"{ep.conversation}#summary{n}"
         summary = self.llm.summarize(texts, key=sid)
@@ -423,8 +574,9 @@ class PersonalAI(Policy):
             return [Outcome(ep.id, "drop", -1, "conversation summary NONE (000 §8)")]
         emb = self.llm.embed([summary], [sid])
         vec = emb.vectors[0].copy() if bool(emb.ok[0]) else None
-        self.summaries.append(SummaryEpisode(sid, ep.conversation, now, summary,
-                                             tuple(e.id for e in chunk), vec))
+        self.summaries.append(
+            SummaryEpisode(sid, ep.conversation, now, summary, tuple(e.id for e in chunk), vec)
+        )
         return [Outcome(ep.id, "consolidate", -1, f"summary episode {sid} of {len(chunk)} turns")]
 
     def episode_context(self, query: Query) -> list[tuple[str, float]]:
@@ -451,8 +603,11 @@ class PersonalAI(Policy):
             code = self._subject_code.get(query.subject.strip().lower())
             return [] if code is None else [code]
         words = _tokens(query.text)
-        return [c for name, c in self._subject_code.items()
-                if name != self.params.fallback_subject and _tokens(name) and _tokens(name) <= words]
+        return [
+            c
+            for name, c in self._subject_code.items()
+            if name != self.params.fallback_subject and _tokens(name) and _tokens(name) <= words
+        ]
 
     def _subject_match(self, query: Query) -> np.ndarray:
         """subjectMatch per row: 1.0 where the row's subject is one the query names."""
@@ -461,8 +616,9 @@ class PersonalAI(Policy):
             return np.zeros(self.store.n, dtype=np.float64)
         return np.isin(self.store["subject"], codes).astype(np.float64)
 
-    def score_rows(self, query: Query, vec: np.ndarray, now: float,
-                   cosine: np.ndarray | None = None) -> np.ndarray:
+    def score_rows(
+        self, query: Query, vec: np.ndarray, now: float, cosine: np.ndarray | None = None
+    ) -> np.ndarray:
         """§2 score of every row; -inf for rows that cannot be returned (inactive, no
         embedding, cosine below the floor)."""
         s = self.store
@@ -470,8 +626,15 @@ class PersonalAI(Policy):
         cos = self._cosine(vec) if cosine is None else cosine
         last = s["last_access"]
         since = now - np.where(np.isnan(last), s["created"], last)
-        score = recall_scores(cos, s["importance"], since, s["stability"], self._subject_match(query),
-                              s["type"] == TYPE_CODE["insight"], p)
+        score = recall_scores(
+            cos,
+            s["importance"],
+            since,
+            s["stability"],
+            self._subject_match(query),
+            s["type"] == TYPE_CODE["insight"],
+            p,
+        )
         keep = self._searchable() & (cos >= p.cosine_floor)
         return np.where(keep, score, -np.inf)
 
@@ -492,7 +655,9 @@ class PersonalAI(Policy):
                 out.append(self._semantic_search(q, vec, now, cos))
         return out
 
-    def _semantic_search(self, query: Query, vec: np.ndarray, now: float, cos: np.ndarray) -> Ranking:
+    def _semantic_search(
+        self, query: Query, vec: np.ndarray, now: float, cos: np.ndarray
+    ) -> Ranking:
         """Top N by the §2 score (fused kernel: exactly ``topk(score_rows(...), N)``), then
         the linked neighbours of the top 3 at 0.8 x the parent's score, then access."""
         p = self.params
@@ -520,7 +685,9 @@ class PersonalAI(Policy):
         s = self.store
         p = self.params
         s["access_count"][rows] += 1
-        s["stability"][rows] = np.minimum(p.stability_cap, s["stability"][rows] + p.access_stability_step)
+        s["stability"][rows] = np.minimum(
+            p.stability_cap, s["stability"][rows] + p.access_stability_step
+        )
         s["last_access"][rows] = now
 
     def _text_search(self, query: Query) -> Ranking:
@@ -532,15 +699,19 @@ class PersonalAI(Policy):
         hits = [h for h in hits if h[0] > 0]
         hits.sort(key=lambda h: (-h[0], -h[1]))
         hits = hits[: query.k]
-        return Ranking(np.array([r for _, r in hits], dtype=np.int64),
-                       np.array([float(c) for c, _ in hits], dtype=np.float64))
+        return Ranking(
+            np.array([r for _, r in hits], dtype=np.int64),
+            np.array([float(c) for c, _ in hits], dtype=np.float64),
+        )
 
     # -- §3 maintenance ------------------------------------------------------------------
     def maintain(self, now: float, jobs: Sequence[str]) -> list[Outcome]:
         known = {j.name for j in self.schedule}
         unknown = set(jobs) - known
         if unknown:
-            raise ValueError(f"PersonalAI has no job {sorted(unknown)[0]!r}; known: {sorted(known)}")
+            raise ValueError(
+                f"PersonalAI has no job {sorted(unknown)[0]!r}; known: {sorted(known)}"
+            )
         out: list[Outcome] = []
         for job in ("reflect", "synthesize", "prune"):
             if job in jobs:
@@ -556,8 +727,9 @@ class PersonalAI(Policy):
             rows = rows[order[: self.params.reflect_limit]]
         return rows
 
-    def reflect(self, now: float, threshold: float | None = None,
-                rows: np.ndarray | None = None) -> tuple[list[list[int]], list[int]]:
+    def reflect(
+        self, now: float, threshold: float | None = None, rows: np.ndarray | None = None
+    ) -> tuple[list[list[int]], list[int]]:
         """§3 reflect: (clusters of beliefs with pairwise-to-leader cosine >= threshold,
         stale beliefs). Leader clustering over the loaded beliefs in load order."""
         p = self.params
@@ -623,7 +795,9 @@ class PersonalAI(Policy):
                 break
             members = frozenset(cluster)
             if not p.resynthesize and any(
-                    members <= src and s.status_of(m) == "active" for m, src in self.meta_sources.items()):
+                members <= src and s.status_of(m) == "active"
+                for m, src in self.meta_sources.items()
+            ):
                 continue
             done += 1
             key = "meta:" + ",".join(str(r) for r in sorted(cluster))
@@ -633,14 +807,24 @@ class PersonalAI(Policy):
             subjects = {int(s["subject"][r]) for r in cluster}
             subject = self.subjects[subjects.pop()] if len(subjects) == 1 else p.fallback_subject
             prov = set().union(*(s.provenance[r] for r in cluster))
-            row = self._create(claim, statement(claim), vec, now=now, provenance=prov,
-                               confidence=p.meta_confidence, stability=p.meta_stability,
-                               importance=float(max(s["importance"][r] for r in cluster)),
-                               subject=subject, type_name="meta")
+            row = self._create(
+                claim,
+                statement(claim),
+                vec,
+                now=now,
+                provenance=prov,
+                confidence=p.meta_confidence,
+                stability=p.meta_stability,
+                importance=float(max(s["importance"][r] for r in cluster)),
+                subject=subject,
+                type_name="meta",
+            )
             for r in cluster:
                 self._link(row, r)
             self.meta_sources[row] = members
-            out.append(Outcome("synthesize", "synthesize", row, f"meta-belief of {sorted(cluster)}"))
+            out.append(
+                Outcome("synthesize", "synthesize", row, f"meta-belief of {sorted(cluster)}")
+            )
         return out or [Outcome("synthesize", "skip", -1, "no new cluster")]
 
     def find_contradictions(self, now: float) -> list[tuple[int, int, float]]:
@@ -656,12 +840,18 @@ class PersonalAI(Policy):
 
     def _job_prune(self, now: float) -> list[Outcome]:
         """§3 pruneBeliefs: active beliefs with effective confidence < 0.05 -> pruned."""
-        rows = np.flatnonzero(self.store.mask() & (self.effective(now) < self.params.prune_threshold))
+        rows = np.flatnonzero(
+            self.store.mask() & (self.effective(now) < self.params.prune_threshold)
+        )
         if not len(rows):
             return [Outcome("prune", "skip", -1, "nothing below the prune threshold")]
         self.store.set_status(rows, "pruned", now)
-        return [Outcome("prune", "prune", int(r), "effective confidence < "
-                        f"{self.params.prune_threshold}") for r in rows]
+        return [
+            Outcome(
+                "prune", "prune", int(r), f"effective confidence < {self.params.prune_threshold}"
+            )
+            for r in rows
+        ]
 
     # -- user actions ----------------------------------------------------------------------
     def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:

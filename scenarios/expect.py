@@ -29,18 +29,28 @@ footprint at time ``after``:
 
 Every expectation may carry ``note:`` (the seed section it comes from).
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from memsim.errors import ScenarioError
-from memsim.events import Episode, Query, Stream
+from memsim.engine.errors import ScenarioError
+from memsim.engine.events import Episode, Query, Stream
 
-MEMORY_CHECKS = ("status", "any_status", "status_in", "retrievable", "memories", "memories_min",
-                 "same_memory_as", "distinct_from")
+MEMORY_CHECKS = (
+    "status",
+    "any_status",
+    "status_in",
+    "retrievable",
+    "memories",
+    "memories_min",
+    "same_memory_as",
+    "distinct_from",
+)
 QUERY_CHECKS = ("top1_from", "top1_not_from", "in_top", "not_in_top")
 FOOTPRINT_CHECKS = ("footprint", "footprint_min", "footprint_max")
 _COMMON = {"policy", "after", "kind", "note"}
@@ -48,22 +58,27 @@ _COMMON = {"policy", "after", "kind", "note"}
 
 @dataclass(frozen=True)
 class Expectation:
-    policies: tuple[str, ...]          # ("*",) for every policy
-    check: str                         # one of the *_CHECKS names
-    value: Any                         # its argument
+    policies: tuple[str, ...]  # ("*",) for every policy
+    check: str  # one of the *_CHECKS names
+    value: Any  # its argument
     memory_of: str = ""
     query: str = ""
     after: float | None = None
     kind: str = ""
     note: str = ""
-    where: str = ""                    # "file: expect[3]" for messages
+    where: str = ""  # "file: expect[3]" for messages
 
     def applies_to(self, policy_id: str) -> bool:
         return "*" in self.policies or policy_id in self.policies
 
     def describe(self) -> str:
-        subject = (f"query {self.query}" if self.query else
-                   f"memory of {self.memory_of}" if self.memory_of else "footprint")
+        subject = (
+            f"query {self.query}"
+            if self.query
+            else f"memory of {self.memory_of}"
+            if self.memory_of
+            else "footprint"
+        )
         when = "" if self.after is None else f" after day {self.after:g}"
         kind = f" ({self.kind})" if self.kind else ""
         return f"{subject}{kind}{when}: {self.check}={self.value!r}"
@@ -80,36 +95,64 @@ class Expectation:
 def parse_all(items: Sequence[Any], *, file: str, stream: Stream) -> tuple[Expectation, ...]:
     episodes = {e.id: e for e in stream.events if isinstance(e, Episode)}
     queries = {e.id: e for e in stream.events if isinstance(e, Query)}
-    return tuple(parse_one(raw, f"expect[{i}]", file=file, episodes=episodes, queries=queries,
-                           horizon=stream.horizon) for i, raw in enumerate(items))
+    return tuple(
+        parse_one(
+            raw,
+            f"expect[{i}]",
+            file=file,
+            episodes=episodes,
+            queries=queries,
+            horizon=stream.horizon,
+        )
+        for i, raw in enumerate(items)
+    )
 
 
-def parse_one(raw: Any, path: str, *, file: str, episodes: Mapping[str, Episode],
-              queries: Mapping[str, Query], horizon: float) -> Expectation:
+def parse_one(
+    raw: Any,
+    path: str,
+    *,
+    file: str,
+    episodes: Mapping[str, Episode],
+    queries: Mapping[str, Query],
+    horizon: float,
+) -> Expectation:
     def fail(p: str, msg: str, value: Any) -> ScenarioError:
         return ScenarioError(f"{file}: {p}: {msg}, got {value!r}")
 
     if not isinstance(raw, dict):
         raise fail(path, "must be a mapping", raw)
     checks = [k for k in raw if k in MEMORY_CHECKS + QUERY_CHECKS + FOOTPRINT_CHECKS]
-    allowed = _COMMON | {"memory_of", "query"} | set(MEMORY_CHECKS + QUERY_CHECKS + FOOTPRINT_CHECKS)
+    allowed = (
+        _COMMON | {"memory_of", "query"} | set(MEMORY_CHECKS + QUERY_CHECKS + FOOTPRINT_CHECKS)
+    )
     for k in raw:
         if k not in allowed:
-            raise fail(f"{path}.{k}", f"unknown field (allowed: {', '.join(sorted(allowed))})", raw[k])
+            raise fail(
+                f"{path}.{k}", f"unknown field (allowed: {', '.join(sorted(allowed))})", raw[k]
+            )
     if len(checks) != 1:
-        raise fail(path, "needs exactly one check (one of "
-                   f"{', '.join(MEMORY_CHECKS + QUERY_CHECKS + FOOTPRINT_CHECKS)})", raw)
+        raise fail(
+            path,
+            "needs exactly one check (one of "
+            f"{', '.join(MEMORY_CHECKS + QUERY_CHECKS + FOOTPRINT_CHECKS)})",
+            raw,
+        )
     check = checks[0]
     value = raw[check]
 
     pol = raw.get("policy")
     pols = (pol,) if isinstance(pol, str) else tuple(pol) if isinstance(pol, list) else None
     if not pols or not all(isinstance(p, str) and p for p in pols):
-        raise fail(f"{path}.policy", "must be a policy id, a list of ids or \"*\"", pol)
+        raise fail(f"{path}.policy", 'must be a policy id, a list of ids or "*"', pol)
 
     after = raw.get("after")
     if after is not None:
-        if isinstance(after, bool) or not isinstance(after, (int, float)) or not 0 <= after <= horizon:
+        if (
+            isinstance(after, bool)
+            or not isinstance(after, (int, float))
+            or not 0 <= after <= horizon
+        ):
             raise fail(f"{path}.after", f"must be a time in days within [0, {horizon:g}]", after)
         after = float(after)
     kind = raw.get("kind", "")
@@ -130,13 +173,20 @@ def parse_one(raw: Any, path: str, *, file: str, episodes: Mapping[str, Episode]
             raise fail(f"{path}.query", f"{check} is about memory_of, not a query", raw["query"])
         memory_of = episode_ref(f"{path}.memory_of", raw.get("memory_of"))
         if after is not None and episodes[memory_of].time > after:
-            raise fail(f"{path}.after", f"is before episode {memory_of!r} (time "
-                       f"{episodes[memory_of].time:g})", after)
+            raise fail(
+                f"{path}.after",
+                f"is before episode {memory_of!r} (time {episodes[memory_of].time:g})",
+                after,
+            )
         if check in ("status", "any_status"):
             if not isinstance(value, str) or not value:
                 raise fail(f"{path}.status", "must be a status name", value)
         elif check == "status_in":
-            if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            if (
+                not isinstance(value, list)
+                or not value
+                or not all(isinstance(v, str) for v in value)
+            ):
                 raise fail(f"{path}.status_in", "must be a list of status names", value)
             value = tuple(value)
         elif check == "retrievable":
@@ -149,7 +199,9 @@ def parse_one(raw: Any, path: str, *, file: str, episodes: Mapping[str, Episode]
             episode_ref(f"{path}.{check}", value)
     elif check in QUERY_CHECKS:
         if "memory_of" in raw or after is not None:
-            raise fail(path, f"{check} is about a query (its time is the query's): no memory_of/after", raw)
+            raise fail(
+                path, f"{check} is about a query (its time is the query's): no memory_of/after", raw
+            )
         query = raw.get("query")
         if not isinstance(query, str) or query not in queries:
             raise fail(f"{path}.query", "names no query of this file", query)
@@ -166,6 +218,7 @@ def parse_one(raw: Any, path: str, *, file: str, episodes: Mapping[str, Episode]
 
 # --------------------------------------------------------------------------- the trace side
 
+
 class TraceView:
     """What expectations need from a Trace, reconstructed from its logs.
 
@@ -177,8 +230,9 @@ class TraceView:
     def __init__(self, trace: Any) -> None:
         self.trace = trace
         self.statuses = _statuses(trace)
-        self.status_log = sorted(((float(t), int(r), int(c)) for t, r, c in trace.status_log),
-                                 key=lambda x: x[0])
+        self.status_log = sorted(
+            ((float(t), int(r), int(c)) for t, r, c in trace.status_log), key=lambda x: x[0]
+        )
         self.provenance_log = [(float(t), int(r), str(e)) for t, r, e in trace.provenance_log]
         self.rankings = _rankings(trace)
         self.query_time = _query_times(trace)
@@ -197,7 +251,7 @@ class TraceView:
 
     def status_at(self, at: float) -> dict[int, str]:
         current: dict[int, int] = {}
-        for t, r, c in self.status_log:   # stable sort: same-time changes keep log order
+        for t, r, c in self.status_log:  # stable sort: same-time changes keep log order
             if t > at:
                 break
             current[r] = c
@@ -211,13 +265,19 @@ class TraceView:
         if store is None and getattr(self.trace, "policy", None) is not None:
             store = self.trace.policy.store
         if store is None:
-            raise ScenarioError("this trace does not record memory kinds: an expectation with "
-                                "'kind:' cannot be checked")
+            raise ScenarioError(
+                "this trace does not record memory kinds: an expectation with "
+                "'kind:' cannot be checked"
+            )
         return store.kinds[int(store["kind"][row])]
 
 
 def _statuses(trace: Any):
-    for owner in (trace, getattr(trace, "store", None), getattr(getattr(trace, "policy", None), "store", None)):
+    for owner in (
+        trace,
+        getattr(trace, "store", None),
+        getattr(getattr(trace, "policy", None), "store", None),
+    ):
         st = getattr(owner, "statuses", None)
         if st is not None and hasattr(st, "names"):
             return st
@@ -241,7 +301,9 @@ def _rankings(trace: Any) -> dict[str, list[int]]:
             qid, ranking = rec[0], rec[-1]
         else:
             qid = next(getattr(rec, n) for n in ("query_id", "query", "id") if hasattr(rec, n))
-            ranking = next(getattr(rec, n) for n in ("ranking", "ids", "rows", "memories") if hasattr(rec, n))
+            ranking = next(
+                getattr(rec, n) for n in ("ranking", "ids", "rows", "memories") if hasattr(rec, n)
+            )
         qid = getattr(qid, "id", qid)
         out[str(qid)] = _ids(ranking)
     return out
@@ -254,7 +316,9 @@ def _query_times(trace: Any) -> dict[str, float]:
         out = {e.id: e.time for e in stream.events if isinstance(e, Query)}
     for rec in getattr(trace, "queries", None) or ():
         if hasattr(rec, "time") and not isinstance(rec, (str, tuple)):
-            qid = next((getattr(rec, n) for n in ("query_id", "query", "id") if hasattr(rec, n)), None)
+            qid = next(
+                (getattr(rec, n) for n in ("query_id", "query", "id") if hasattr(rec, n)), None
+            )
             qid = getattr(qid, "id", qid)
             if qid is not None:
                 out[str(qid)] = float(rec.time)
@@ -263,8 +327,14 @@ def _query_times(trace: Any) -> dict[str, float]:
     return out
 
 
-def check(trace: Any, expectations: Iterable[Expectation], policy_id: str, *,
-          horizon: float | None = None, query_times: Mapping[str, float] | None = None) -> list[str]:
+def check(
+    trace: Any,
+    expectations: Iterable[Expectation],
+    policy_id: str,
+    *,
+    horizon: float | None = None,
+    query_times: Mapping[str, float] | None = None,
+) -> list[str]:
     """Failed expectations for ``policy_id`` (those that apply to it), one message each.
 
     ``horizon`` is the default time of memory-state checks (default: the trace's stream
@@ -276,8 +346,13 @@ def check(trace: Any, expectations: Iterable[Expectation], policy_id: str, *,
         view.query_time.update(query_times)
     if horizon is None:
         stream = getattr(trace, "stream", None)
-        horizon = stream.horizon if stream is not None else max(
-            [t for t, _, _ in view.status_log] + [t for t, _, _ in view.provenance_log] + [0.0])
+        horizon = (
+            stream.horizon
+            if stream is not None
+            else max(
+                [t for t, _, _ in view.status_log] + [t for t, _, _ in view.provenance_log] + [0.0]
+            )
+        )
     failures = []
     for exp in expectations:
         if not exp.applies_to(policy_id):
@@ -297,8 +372,11 @@ def _check_one(view: TraceView, exp: Expectation, horizon: float) -> str:
         at = view.query_time.get(exp.query, horizon)
         rows = view.rankings[exp.query]
         snap = view.snapshots.get(exp.query)
-        held = ([exp.value in p for p in snap] if snap is not None and len(snap) == len(rows)
-                else [exp.value in view.provenance(r, at) for r in rows])
+        held = (
+            [exp.value in p for p in snap]
+            if snap is not None and len(snap) == len(rows)
+            else [exp.value in view.provenance(r, at) for r in rows]
+        )
         if exp.check == "top1_from":
             return "" if held and held[0] else _got_rows(view, rows, at)
         if exp.check == "top1_not_from":
@@ -315,8 +393,11 @@ def _check_one(view: TraceView, exp: Expectation, horizon: float) -> str:
 
     if exp.check in FOOTPRINT_CHECKS:
         n = len(of_kind(r for r, s in status.items() if s in names.retrievable))
-        ok = {"footprint": n == exp.value, "footprint_min": n >= exp.value,
-              "footprint_max": n <= exp.value}[exp.check]
+        ok = {
+            "footprint": n == exp.value,
+            "footprint_min": n >= exp.value,
+            "footprint_max": n <= exp.value,
+        }[exp.check]
         return "" if ok else f"got {n} retrievable memories"
 
     rows = of_kind(view.rows_holding(exp.memory_of, at))

@@ -28,6 +28,7 @@ zero-padded positions (``"D30:05"``); evidence naming no turn is dropped; a ques
 with no evidence is dropped. ``LoadReport`` counts every kept and dropped item with its
 reason; it is also in ``Stream.meta["locomo_report"]``.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -38,18 +39,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memsim.errors import ScenarioError
-from memsim.events import Episode, Query, Stream
+from memsim.engine.errors import ScenarioError
+from memsim.engine.events import Episode, Query, Stream
+from memsim.engine.sources import ScenarioSource
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"
-TURN_GAP_DAYS = 1.0 / 1440.0          # one minute between consecutive turns of a session
-SAMPLE_GAP_DAYS = 1.0                 # between concatenated samples
+TURN_GAP_DAYS = 1.0 / 1440.0  # one minute between consecutive turns of a session
+SAMPLE_GAP_DAYS = 1.0  # between concatenated samples
 _SESSION = re.compile(r"^session_(\d+)$")
 _EVIDENCE = re.compile(r"^D:?(\d+):(\d+)$")
-_OPTIONS = {"sample": "a sample id, e.g. conv-26 (default: all samples, concatenated)",
-            "query_time": "after (default) or evidence+DAYS",
-            "k": "results asked of each query (default 10)"}
+_OPTIONS = {
+    "sample": "a sample id, e.g. conv-26 (default: all samples, concatenated)",
+    "query_time": "after (default) or evidence+DAYS",
+    "k": "results asked of each query (default 10)",
+}
 
 
 @dataclass
@@ -62,14 +66,14 @@ class LoadReport:
     turns: int = 0
     image_turns: int = 0
     questions: int = 0
-    queries: int = 0                                 # questions kept as queries
-    unanswerable: int = 0                            # category 5, kept apart
-    questions_dropped: Counter = field(default_factory=Counter)     # reason -> count
+    queries: int = 0  # questions kept as queries
+    unanswerable: int = 0  # category 5, kept apart
+    questions_dropped: Counter = field(default_factory=Counter)  # reason -> count
     evidence_kept: int = 0
-    evidence_normalized: Counter = field(default_factory=Counter)   # kind of repair -> count
-    evidence_dropped: Counter = field(default_factory=Counter)      # reason -> count
-    sessions_moved: int = 0                          # dated before the previous session ended
-    unused_date_keys: int = 0                        # session_<n>_date_time without a session
+    evidence_normalized: Counter = field(default_factory=Counter)  # kind of repair -> count
+    evidence_dropped: Counter = field(default_factory=Counter)  # reason -> count
+    sessions_moved: int = 0  # dated before the previous session ended
+    unused_date_keys: int = 0  # session_<n>_date_time without a session
     examples: list[str] = field(default_factory=list)  # the first few repairs and drops
 
     def note(self, message: str) -> None:
@@ -84,11 +88,13 @@ class LoadReport:
         return d
 
     def summary(self) -> str:
-        return (f"{self.samples} samples, {self.turns} turns, {self.questions} questions: "
-                f"{self.queries} queries, {self.unanswerable} unanswerable (category 5), "
-                f"{sum(self.questions_dropped.values())} dropped {dict(self.questions_dropped)}; "
-                f"evidence: {self.evidence_kept} kept, {sum(self.evidence_normalized.values())} "
-                f"repaired, {sum(self.evidence_dropped.values())} dropped {dict(self.evidence_dropped)}")
+        return (
+            f"{self.samples} samples, {self.turns} turns, {self.questions} questions: "
+            f"{self.queries} queries, {self.unanswerable} unanswerable (category 5), "
+            f"{sum(self.questions_dropped.values())} dropped {dict(self.questions_dropped)}; "
+            f"evidence: {self.evidence_kept} kept, {sum(self.evidence_normalized.values())} "
+            f"repaired, {sum(self.evidence_dropped.values())} dropped {dict(self.evidence_dropped)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -119,8 +125,10 @@ def _read(path: str | Path) -> tuple[str, list]:
     p = Path(path)
     file = str(p)
     if not p.is_file():
-        raise ScenarioError(f"LoCoMo file {file!r} does not exist (pass the path to your copy "
-                            "of the official locomo10.json)")
+        raise ScenarioError(
+            f"LoCoMo file {file!r} does not exist (pass the path to your copy "
+            "of the official locomo10.json)"
+        )
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as e:
@@ -153,7 +161,9 @@ def parse_query_time(value: Any) -> float | None:
         return None
     m = re.fullmatch(r"evidence\+(\d+(?:\.\d*)?|\.\d+)", str(value).strip())
     if not m:
-        raise ScenarioError(f"locomo: query_time must be 'after' or 'evidence+DAYS' (DAYS >= 0), got {value!r}")
+        raise ScenarioError(
+            f"locomo: query_time must be 'after' or 'evidence+DAYS' (DAYS >= 0), got {value!r}"
+        )
     return float(m.group(1))
 
 
@@ -185,15 +195,20 @@ def normalize_evidence(raw: Any) -> tuple[list[str], list[tuple[str, str]]]:
 
 def _session_time(file: str, path: str, value: Any) -> _dt.datetime:
     if not isinstance(value, str):
-        raise _fail(file, path, f"must be a date like '1:56 pm on 8 May, 2023' ({DATE_FORMAT})", value)
+        raise _fail(
+            file, path, f"must be a date like '1:56 pm on 8 May, 2023' ({DATE_FORMAT})", value
+        )
     try:
         return _dt.datetime.strptime(" ".join(value.split()), DATE_FORMAT)
     except ValueError:
-        raise _fail(file, path, f"is not a date like '1:56 pm on 8 May, 2023' ({DATE_FORMAT})", value) from None
+        raise _fail(
+            file, path, f"is not a date like '1:56 pm on 8 May, 2023' ({DATE_FORMAT})", value
+        ) from None
 
 
-def _sample_events(file: str, i: int, s: dict, offset: float, delay: float | None, k: int,
-                   report: LoadReport) -> tuple[list, list[Unanswerable], float]:
+def _sample_events(
+    file: str, i: int, s: dict, offset: float, delay: float | None, k: int, report: LoadReport
+) -> tuple[list, list[Unanswerable], float]:
     """Episodes and queries of one sample starting at day ``offset``; returns its end time."""
     sid = _sample_id(file, i, s)
     conv = s.get("conversation")
@@ -203,8 +218,9 @@ def _sample_events(file: str, i: int, s: dict, offset: float, delay: float | Non
     if not sessions:
         raise _fail(file, f"[{i}].conversation", "has no session_<n> lists", sorted(conv)[:8])
     report.samples += 1
-    report.unused_date_keys += sum(1 for key in conv if key.endswith("_date_time")
-                                   and key[: -len("_date_time")] not in conv)
+    report.unused_date_keys += sum(
+        1 for key in conv if key.endswith("_date_time") and key[: -len("_date_time")] not in conv
+    )
     first: _dt.datetime | None = None
     last_end = -1.0
     turn_time: dict[str, float] = {}
@@ -223,7 +239,9 @@ def _sample_events(file: str, i: int, s: dict, offset: float, delay: float | Non
         start = (when - first).total_seconds() / 86400.0
         if start <= last_end:
             report.sessions_moved += 1
-            report.note(f"{sid} {key} dated {conv[dkey]!r} before the previous session ended: moved after it")
+            report.note(
+                f"{sid} {key} dated {conv[dkey]!r} before the previous session ended: moved after it"
+            )
             start = last_end + TURN_GAP_DAYS
         report.sessions += 1
         for j, turn in enumerate(turns):
@@ -235,7 +253,9 @@ def _sample_events(file: str, i: int, s: dict, offset: float, delay: float | Non
                     raise _fail(file, f"{path}.{fname}", "must be a string", turn.get(fname))
             ids, notes = normalize_evidence(turn["dia_id"])
             if len(ids) != 1 or any(p in ("malformed", "split") for p, _ in notes):
-                raise _fail(file, f"{path}.dia_id", "must look like D<session>:<position>", turn["dia_id"])
+                raise _fail(
+                    file, f"{path}.dia_id", "must look like D<session>:<position>", turn["dia_id"]
+                )
             dia = ids[0]
             if dia in turn_time:
                 raise _fail(file, f"{path}.dia_id", "is used twice in this sample", turn["dia_id"])
@@ -246,8 +266,11 @@ def _sample_events(file: str, i: int, s: dict, offset: float, delay: float | Non
             if isinstance(caption, str) and caption:
                 text += f" [image: {caption}]"
                 report.image_turns += 1
-            events.append(Episode(f"{sid}/{dia}", t, text, speaker=turn["speaker"],
-                                  conversation=f"{sid}/{key}"))
+            events.append(
+                Episode(
+                    f"{sid}/{dia}", t, text, speaker=turn["speaker"], conversation=f"{sid}/{key}"
+                )
+            )
             report.turns += 1
         last_end = start + (len(turns) - 1) * TURN_GAP_DAYS
     end = offset + last_end
@@ -275,8 +298,14 @@ def _sample_events(file: str, i: int, s: dict, offset: float, delay: float | Non
             evidence_raw = [evidence_raw]
         if cat == 5:
             report.unanswerable += 1
-            unanswerable.append(Unanswerable(sid, text, str(q.get("adversarial_answer", q.get("answer", ""))),
-                                             tuple(str(e) for e in evidence_raw)))
+            unanswerable.append(
+                Unanswerable(
+                    sid,
+                    text,
+                    str(q.get("adversarial_answer", q.get("answer", ""))),
+                    tuple(str(e) for e in evidence_raw),
+                )
+            )
             continue
         if cat not in (1, 2, 3, 4):
             report.questions_dropped["unknown category"] += 1
@@ -310,16 +339,30 @@ def _sample_events(file: str, i: int, s: dict, offset: float, delay: float | Non
             t = end + TURN_GAP_DAYS
         else:
             t = max(turn_time[a] for a in answers) + delay
-        queries.append(Query(f"{sid}/q{j}", round(t, 9), text, answers=tuple(f"{sid}/{a}" for a in answers),
-                             k=k, group=CATEGORIES[cat]))
+        queries.append(
+            Query(
+                f"{sid}/q{j}",
+                round(t, 9),
+                text,
+                answers=tuple(f"{sid}/{a}" for a in answers),
+                k=k,
+                group=CATEGORIES[cat],
+            )
+        )
         report.queries += 1
     events.extend(queries)
     end = max([end] + [q.time for q in queries])
     return events, unanswerable, end
 
 
-def load(path: str | Path, *, sample: str | None = None, query_time: Any = "after", k: Any = 10,
-         name: str | None = None) -> Loaded:
+def load(
+    path: str | Path,
+    *,
+    sample: str | None = None,
+    query_time: Any = "after",
+    k: Any = 10,
+    name: str | None = None,
+) -> Loaded:
     """Load a LoCoMo file (one sample, or all concatenated) with its report."""
     delay = parse_query_time(query_time)
     try:
@@ -351,11 +394,17 @@ def load(path: str | Path, *, sample: str | None = None, query_time: Any = "afte
     order = sorted(range(len(events)), key=lambda x: (events[x].time, rank[type(events[x])], x))
     events = [events[x] for x in order]
     which = sample or "all samples"
-    stream = Stream(tuple(events), name=name or f"locomo:{file}" + (f",sample={sample}" if sample else ""),
-                    description=f"LoCoMo {which}: {report.turns} turns, {report.queries} questions "
-                                f"(query time {query_time or 'after'})",
-                    meta=(("generator", "locomo"), ("locomo_report", report.to_dict()),
-                          ("unanswerable", [u.__dict__ | {"evidence": list(u.evidence)} for u in unanswerable])))
+    stream = Stream(
+        tuple(events),
+        name=name or f"locomo:{file}" + (f",sample={sample}" if sample else ""),
+        description=f"LoCoMo {which}: {report.turns} turns, {report.queries} questions "
+        f"(query time {query_time or 'after'})",
+        meta=(
+            ("generator", "locomo"),
+            ("locomo_report", report.to_dict()),
+            ("unanswerable", [u.__dict__ | {"evidence": list(u.evidence)} for u in unanswerable]),
+        ),
+    )
     return Loaded(stream, report, tuple(unanswerable))
 
 
@@ -366,3 +415,15 @@ def load_stream(path: str | Path, *, name: str | None = None, **options: Any) ->
             known = ", ".join(f"{k} ({v})" for k, v in _OPTIONS.items())
             raise ScenarioError(f"locomo:{path}: unknown option {key!r}; known options: {known}")
     return load(path, name=name, **options).stream
+
+
+SOURCE = ScenarioSource(
+    "locomo",
+    lambda target, options, seed, name: load_stream(target, name=name, **options),
+    lambda: [
+        (
+            "locomo:PATH[,sample=ID,query_time=after|evidence+DAYS]",
+            "LoCoMo conversations from your copy of the official JSON",
+        )
+    ],
+)

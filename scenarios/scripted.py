@@ -8,24 +8,37 @@ against a schema and a mistake raises ScenarioError naming the file, the path in
 Scripted scenarios shipped with memsim live in ``scenarios/scripted/*.yaml`` and are
 addressed as ``scripted/NAME``.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
-from memsim.errors import ScenarioError, StreamError, UnknownIdError
-from memsim.events import Claim, Episode, Forget, Protect, Query, Recover, Stream
+from memsim.engine.errors import ScenarioError, StreamError, UnknownIdError
+from memsim.engine.events import Claim, Episode, Forget, Protect, Query, Recover, Stream
+from memsim.engine.sources import ScenarioSource
 
 from . import expect as _expect
 
 SCRIPTED_DIR = Path(__file__).resolve().parent / "scripted"
 
-_TOP = {"name", "description", "seed", "horizon", "episodes", "queries", "forgets", "protects",
-        "recovers", "expect"}
+_TOP = {
+    "name",
+    "description",
+    "seed",
+    "horizon",
+    "episodes",
+    "queries",
+    "forgets",
+    "protects",
+    "recovers",
+    "expect",
+}
 _EPISODE = {"id", "time", "text", "claims", "speaker", "conversation", "repeat", "every"}
 _CLAIM = {"key", "value", "category", "importance", "subject", "confidence", "noise", "attrs"}
 _QUERY = {"id", "time", "text", "keys", "answers", "k", "subject", "group", "repeat", "every"}
@@ -58,8 +71,11 @@ class _Ctx:
             raise self.fail(path, "must be a mapping", value)
         for key in value:
             if key not in allowed:
-                raise self.fail(f"{path}.{key}" if path else str(key),
-                                f"unknown field (allowed: {', '.join(sorted(allowed))})", value[key])
+                raise self.fail(
+                    f"{path}.{key}" if path else str(key),
+                    f"unknown field (allowed: {', '.join(sorted(allowed))})",
+                    value[key],
+                )
         for key in required:
             if key not in value:
                 raise self.fail(path or "file", f"missing required field {key!r}", value)
@@ -70,11 +86,21 @@ class _Ctx:
             raise self.fail(path, "must be a " + ("string" if empty else "non-empty string"), value)
         return value
 
-    def number(self, value: Any, path: str, lo: float | None = None, hi: float | None = None) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    def number(
+        self, value: Any, path: str, lo: float | None = None, hi: float | None = None
+    ) -> float:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
             raise self.fail(path, "must be a finite number", value)
         if (lo is not None and value < lo) or (hi is not None and value > hi):
-            raise self.fail(path, f"must be in [{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]", value)
+            raise self.fail(
+                path,
+                f"must be in [{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]",
+                value,
+            )
         return float(value)
 
     def integer(self, value: Any, path: str, lo: int = 0) -> int:
@@ -180,7 +206,8 @@ def _query(ctx: _Ctx, raw: dict, path: str) -> Query:
         id=ctx.string(raw["id"], f"{path}.id", empty=False),
         time=ctx.number(raw["time"], f"{path}.time", lo=0),
         text=ctx.string(raw["text"], f"{path}.text"),
-        keys=keys, answers=answers,
+        keys=keys,
+        answers=answers,
         k=ctx.integer(raw.get("k", 10), f"{path}.k", lo=1),
         subject=ctx.string(raw.get("subject", ""), f"{path}.subject"),
         group=ctx.string(raw.get("group", ""), f"{path}.group"),
@@ -189,9 +216,11 @@ def _query(ctx: _Ctx, raw: dict, path: str) -> Query:
 
 def _action(cls: type, ctx: _Ctx, raw: Any, path: str):
     raw = ctx.mapping(raw, path, _ACTION, ("id", "time", "episode"))
-    return cls(id=ctx.string(raw["id"], f"{path}.id", empty=False),
-               time=ctx.number(raw["time"], f"{path}.time", lo=0),
-               episode_id=ctx.string(raw["episode"], f"{path}.episode", empty=False))
+    return cls(
+        id=ctx.string(raw["id"], f"{path}.id", empty=False),
+        time=ctx.number(raw["time"], f"{path}.time", lo=0),
+        episode_id=ctx.string(raw["episode"], f"{path}.episode", empty=False),
+    )
 
 
 def parse(data: Any, *, file: str, name: str) -> Scripted:
@@ -205,12 +234,14 @@ def parse(data: Any, *, file: str, name: str) -> Scripted:
         ctx.string(data["name"], "name", empty=False)
     horizon = ctx.number(data["horizon"], "horizon", lo=0) if "horizon" in data else None
 
-    located: list[tuple[Any, str]] = []   # (event, path) in file order
+    located: list[tuple[Any, str]] = []  # (event, path) in file order
     builders: list[tuple[str, Callable[[_Ctx, dict, str], Any], bool]] = [
-        ("episodes", _episode, True), ("queries", _query, True),
+        ("episodes", _episode, True),
+        ("queries", _query, True),
         ("forgets", lambda c, r, p: _action(Forget, c, r, p), False),
         ("protects", lambda c, r, p: _action(Protect, c, r, p), False),
-        ("recovers", lambda c, r, p: _action(Recover, c, r, p), False)]
+        ("recovers", lambda c, r, p: _action(Recover, c, r, p), False),
+    ]
     for section, build, repeatable in builders:
         for i, raw in enumerate(ctx.items(data.get(section), section)):
             path = f"{section}[{i}]"
@@ -220,23 +251,31 @@ def parse(data: Any, *, file: str, name: str) -> Scripted:
             for item, item_path in expanded:
                 try:
                     located.append((build(ctx, item, item_path), item_path))
-                except StreamError as e:   # an event's own validation (e.g. Claim fields)
+                except StreamError as e:  # an event's own validation (e.g. Claim fields)
                     raise ScenarioError(f"{file}: {item_path}: {e}") from None
     if not any(isinstance(ev, Episode) for ev, _ in located):
         raise ctx.fail("episodes", "a scenario needs at least one episode", data.get("episodes"))
 
     _check_references(ctx, located, horizon)
-    order = sorted(range(len(located)), key=lambda i: (located[i][0].time, _RANK[type(located[i][0])], i))
+    order = sorted(
+        range(len(located)), key=lambda i: (located[i][0].time, _RANK[type(located[i][0])], i)
+    )
     events = tuple(located[i][0] for i in order)
     try:
         stream = Stream(events, name=name, horizon=horizon or 0.0, description=description)
     except StreamError as e:
         raise ScenarioError(f"{file}: {e}") from None
 
-    expectations = _expect.parse_all(ctx.items(data.get("expect"), "expect"), file=file,
-                                     stream=stream)
-    stream = Stream(events, name=name, horizon=stream.horizon, description=description,
-                    meta=(("expect", [e.to_dict() for e in expectations]), ("source", file)))
+    expectations = _expect.parse_all(
+        ctx.items(data.get("expect"), "expect"), file=file, stream=stream
+    )
+    stream = Stream(
+        events,
+        name=name,
+        horizon=stream.horizon,
+        description=description,
+        meta=(("expect", [e.to_dict() for e in expectations]), ("source", file)),
+    )
     return Scripted(stream, expectations, Path(file))
 
 
@@ -252,15 +291,24 @@ def _check_references(ctx: _Ctx, located: list[tuple[Any, str]], horizon: float 
         if horizon is not None and ev.time > horizon:
             raise ctx.fail(f"{path}.time", f"is after the horizon ({horizon})", ev.time)
     for ev, path in located:
-        refs = ev.answers if isinstance(ev, Query) else () if isinstance(ev, Episode) else (ev.episode_id,)
+        refs = (
+            ev.answers
+            if isinstance(ev, Query)
+            else ()
+            if isinstance(ev, Episode)
+            else (ev.episode_id,)
+        )
         field = "answers" if isinstance(ev, Query) else "episode"
         for ref in refs:
             if ref not in episodes:
                 raise ctx.fail(f"{path}.{field}", "names no episode of this file", ref)
             if episodes[ref] > ev.time:
-                raise ctx.fail(f"{path}.{field}",
-                               f"names episode {ref!r} at time {episodes[ref]}, which is later than "
-                               f"this event's time {ev.time}", ref)
+                raise ctx.fail(
+                    f"{path}.{field}",
+                    f"names episode {ref!r} at time {episodes[ref]}, which is later than "
+                    f"this event's time {ev.time}",
+                    ref,
+                )
 
 
 def load_file(path: str | Path, *, name: str | None = None) -> Scripted:
@@ -296,3 +344,25 @@ def describe(name: str) -> str:
     """The one-line description, without validating the whole file."""
     data = yaml.safe_load((SCRIPTED_DIR / f"{name}.yaml").read_text(encoding="utf-8"))
     return str(data.get("description", "")) if isinstance(data, dict) else ""
+
+
+def _accepts(spec: str) -> str | None:
+    """``scripted/NAME`` or a path ending in .yaml / .yml."""
+    return spec if spec.startswith("scripted/") or spec.endswith((".yaml", ".yml")) else None
+
+
+def _load_spec(target: str, options: dict[str, Any], seed: int, name: str) -> Stream:
+    if options:
+        raise ScenarioError(
+            f"scenario {name!r}: scripted scenarios take no options, got {sorted(options)}"
+        )
+    if target.startswith("scripted/"):
+        return load(target[len("scripted/") :]).stream
+    return load_file(target, name=name).stream
+
+
+def _catalog() -> list[tuple[str, str]]:
+    return [(f"scripted/{n}", describe(n)) for n in names()]
+
+
+SOURCE = ScenarioSource("scripted", _load_spec, _catalog, accepts=_accepts)

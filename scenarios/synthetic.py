@@ -17,19 +17,22 @@ before it, chosen by popularity (Zipf, ``query_skew``), by recency (a fact menti
 last ``recent_days``) or by change (a fact whose value changed); the query's ``group`` says
 which. The mock LLM's bands and faults travel in ``Stream.meta`` (``bands``, ``faults``).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import gc
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
-from memsim.errors import ParamError, ScenarioError, UnknownIdError
-from memsim.events import Claim, Episode, Query, Stream
-from memsim.llm import Bands, Faults
-from memsim.params import Params, coerce, param
+from memsim.engine.errors import ParamError, ScenarioError, UnknownIdError
+from memsim.engine.events import Claim, Episode, Query, Stream
+from memsim.engine.llm import Bands, Faults
+from memsim.engine.params import Params, coerce, param
+from memsim.engine.sources import ScenarioSource
 
 CATEGORIES = ("fact", "preference", "relationship", "decision", "event", "sentiment", "reminder")
 _CATEGORY_WEIGHTS = np.array([0.35, 0.2, 0.15, 0.1, 0.1, 0.05, 0.05])
@@ -48,35 +51,62 @@ class SyntheticParams(Params):
     topics: int = param(15, lo=1, doc="topics the facts are grouped in (related facts)")
     people: int = param(4, lo=0, hi=len(PEOPLE), doc="other people facts can be about")
     other_subject_share: float = param(0.2, lo=0.0, hi=1.0, doc="share of facts about other people")
-    noise_share: float = param(0.2, lo=0.0, hi=1.0, hi_open=True, doc="share of episodes that are chatter")
-    mention_skew: float = param(1.0, lo=0.0, doc="Zipf exponent of how often each fact is mentioned")
+    noise_share: float = param(
+        0.2, lo=0.0, hi=1.0, hi_open=True, doc="share of episodes that are chatter"
+    )
+    mention_skew: float = param(
+        1.0, lo=0.0, doc="Zipf exponent of how often each fact is mentioned"
+    )
     burst_share: float = param(0.2, lo=0.0, hi=1.0, doc="share of facts mentioned in bursts")
     spaced_share: float = param(0.1, lo=0.0, hi=1.0, doc="share of facts mentioned at growing gaps")
     bursts: int = param(3, lo=1, doc="bursts per bursty fact")
     burst_days: float = param(2.0, lo=0.0, lo_open=True, doc="mean spread of a burst (days)")
-    spacing_growth: float = param(2.0, lo=1.0, lo_open=True, doc="gap growth factor of spaced facts")
-    change_share: float = param(0.1, lo=0.0, hi=1.0, doc="share of repeat mentions that change the value")
-    mention_span: float = param(1.0, lo=0.0, hi=1.0, lo_open=True,
-                                doc="facts are mentioned within this share of the horizon")
-    low_confidence_share: float = param(0.2, lo=0.0, hi=1.0, doc="share of mentions with confidence < 0.8")
-    query_start: float = param(0.1, lo=0.0, hi=1.0, hi_open=True, doc="queries begin after this share of the horizon")
+    spacing_growth: float = param(
+        2.0, lo=1.0, lo_open=True, doc="gap growth factor of spaced facts"
+    )
+    change_share: float = param(
+        0.1, lo=0.0, hi=1.0, doc="share of repeat mentions that change the value"
+    )
+    mention_span: float = param(
+        1.0,
+        lo=0.0,
+        hi=1.0,
+        lo_open=True,
+        doc="facts are mentioned within this share of the horizon",
+    )
+    low_confidence_share: float = param(
+        0.2, lo=0.0, hi=1.0, doc="share of mentions with confidence < 0.8"
+    )
+    query_start: float = param(
+        0.1, lo=0.0, hi=1.0, hi_open=True, doc="queries begin after this share of the horizon"
+    )
     query_skew: float = param(1.0, lo=0.0, doc="Zipf exponent of query popularity over facts")
-    ask_recent: float = param(0.2, lo=0.0, hi=1.0, doc="share of queries about a recently mentioned fact")
+    ask_recent: float = param(
+        0.2, lo=0.0, hi=1.0, doc="share of queries about a recently mentioned fact"
+    )
     recent_days: float = param(7.0, lo=0.0, lo_open=True, doc="how recent 'recent' is (days)")
-    ask_changed: float = param(0.2, lo=0.0, hi=1.0, doc="share of queries about a fact whose value changed")
+    ask_changed: float = param(
+        0.2, lo=0.0, hi=1.0, doc="share of queries about a fact whose value changed"
+    )
     k: int = param(10, lo=1, doc="results asked of each query")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.burst_share + self.spaced_share > 1:
-            raise ParamError(f"SyntheticParams: burst_share + spaced_share = "
-                             f"{self.burst_share + self.spaced_share:g} exceeds 1")
+            raise ParamError(
+                f"SyntheticParams: burst_share + spaced_share = "
+                f"{self.burst_share + self.spaced_share:g} exceeds 1"
+            )
         if self.ask_recent + self.ask_changed > 1:
-            raise ParamError(f"SyntheticParams: ask_recent + ask_changed = "
-                             f"{self.ask_recent + self.ask_changed:g} exceeds 1")
+            raise ParamError(
+                f"SyntheticParams: ask_recent + ask_changed = "
+                f"{self.ask_recent + self.ask_changed:g} exceeds 1"
+            )
         if self.signal_episodes < self.facts:
-            raise ParamError(f"SyntheticParams: episodes x (1 - noise_share) = {self.signal_episodes} "
-                             f"fact mentions, fewer than facts={self.facts} (each fact is mentioned once)")
+            raise ParamError(
+                f"SyntheticParams: episodes x (1 - noise_share) = {self.signal_episodes} "
+                f"fact mentions, fewer than facts={self.facts} (each fact is mentioned once)"
+            )
 
     @property
     def signal_episodes(self) -> int:
@@ -91,16 +121,35 @@ class Profile:
 
 
 PROFILES: dict[str, Profile] = {
-    "steady": Profile("stable facts mentioned regularly, few changes, little chatter",
-                      (("change_share", 0.02), ("noise_share", 0.1), ("spaced_share", 0.2),
-                       ("burst_share", 0.1), ("ask_changed", 0.05))),
-    "churn": Profile("facts change value often; half the queries ask about changed facts",
-                     (("change_share", 0.5), ("ask_changed", 0.5), ("ask_recent", 0.2))),
-    "noisy": Profile("most episodes are one-off chatter nobody asks about",
-                     (("noise_share", 0.8), ("episodes", 3000))),
-    "longgap": Profile("facts mentioned in the first 30% of the horizon, asked about after 70%",
-                       (("mention_span", 0.3), ("query_start", 0.7), ("ask_recent", 0.0),
-                        ("ask_changed", 0.1), ("spaced_share", 0.0), ("burst_share", 0.3))),
+    "steady": Profile(
+        "stable facts mentioned regularly, few changes, little chatter",
+        (
+            ("change_share", 0.02),
+            ("noise_share", 0.1),
+            ("spaced_share", 0.2),
+            ("burst_share", 0.1),
+            ("ask_changed", 0.05),
+        ),
+    ),
+    "churn": Profile(
+        "facts change value often; half the queries ask about changed facts",
+        (("change_share", 0.5), ("ask_changed", 0.5), ("ask_recent", 0.2)),
+    ),
+    "noisy": Profile(
+        "most episodes are one-off chatter nobody asks about",
+        (("noise_share", 0.8), ("episodes", 3000)),
+    ),
+    "longgap": Profile(
+        "facts mentioned in the first 30% of the horizon, asked about after 70%",
+        (
+            ("mention_span", 0.3),
+            ("query_start", 0.7),
+            ("ask_recent", 0.0),
+            ("ask_changed", 0.1),
+            ("spaced_share", 0.0),
+            ("burst_share", 0.3),
+        ),
+    ),
 }
 
 
@@ -121,21 +170,33 @@ def from_options(profile: str, options: Mapping[str, Any]) -> tuple[SyntheticPar
     faults: dict[str, Any] = dict(PROFILES[profile].faults)
     for name, value in options.items():
         group, dot, field = name.partition(".")
-        target, cls, fname = ((bands, Bands, field) if dot and group == "bands" else
-                              (faults, Faults, field) if dot and group == "faults" else
-                              (base, SyntheticParams, name))
+        target, cls, fname = (
+            (bands, Bands, field)
+            if dot and group == "bands"
+            else (faults, Faults, field)
+            if dot and group == "faults"
+            else (base, SyntheticParams, name)
+        )
         known = {f.name: f for f in dataclasses.fields(cls)}
         if fname not in known or (target is base and dot):
             choices = ", ".join(sorted(fields)) + ", bands.NAME, faults.NAME"
             raise ScenarioError(f"synthetic:{profile}: unknown option {name!r}; known: {choices}")
         like = known[fname].default
-        target[fname] = coerce(f"synthetic:{profile} {name}", like, value) if isinstance(value, str) else value
+        target[fname] = (
+            coerce(f"synthetic:{profile} {name}", like, value) if isinstance(value, str) else value
+        )
     return SyntheticParams(**base), Bands(**bands), Faults(**faults)
 
 
-def generate(profile: str | SyntheticParams = "steady", seed: int = 0, *, bands: Bands | None = None,
-             faults: Faults | None = None, name: str | None = None,
-             profile_name: str | None = None) -> Stream:
+def generate(
+    profile: str | SyntheticParams = "steady",
+    seed: int = 0,
+    *,
+    bands: Bands | None = None,
+    faults: Faults | None = None,
+    name: str | None = None,
+    profile_name: str | None = None,
+) -> Stream:
     """A synthetic stream from a profile name or explicit params, deterministic in ``seed``.
     ``profile_name`` labels explicit params that came from a profile (description, meta)."""
     if isinstance(profile, str):
@@ -144,7 +205,9 @@ def generate(profile: str | SyntheticParams = "steady", seed: int = 0, *, bands:
     elif isinstance(profile, SyntheticParams):
         prof_name, p = profile_name or "custom", profile
     else:
-        raise ScenarioError(f"synthetic: expected a profile name or SyntheticParams, got {profile!r}")
+        raise ScenarioError(
+            f"synthetic: expected a profile name or SyntheticParams, got {profile!r}"
+        )
     bands, faults = bands or Bands(), faults or Faults()
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ScenarioError(f"synthetic: seed must be an integer >= 0, got {seed!r}")
@@ -153,10 +216,22 @@ def generate(profile: str | SyntheticParams = "steady", seed: int = 0, *, bands:
     mentions = _mentions(p, rng, world)
     noise_t = rng.uniform(0.0, p.horizon, size=p.episodes - p.signal_episodes)
     queries = _queries(p, rng, world, mentions)
-    stream_name = name or (f"synthetic:{prof_name}" if prof_name != "custom" else "synthetic:custom")
-    desc = PROFILES[prof_name].description if prof_name in PROFILES else "synthetic stream (custom params)"
-    meta = (("generator", "synthetic"), ("profile", prof_name), ("seed", int(seed)),
-            ("params", p.to_dict()), ("bands", bands.to_dict()), ("faults", faults.to_dict()))
+    stream_name = name or (
+        f"synthetic:{prof_name}" if prof_name != "custom" else "synthetic:custom"
+    )
+    desc = (
+        PROFILES[prof_name].description
+        if prof_name in PROFILES
+        else "synthetic stream (custom params)"
+    )
+    meta = (
+        ("generator", "synthetic"),
+        ("profile", prof_name),
+        ("seed", int(seed)),
+        ("params", p.to_dict()),
+        ("bands", bands.to_dict()),
+        ("faults", faults.to_dict()),
+    )
     # building ~2 objects per event: the cyclic GC would rescan them again and again
     enabled = gc.isenabled()
     gc.disable()
@@ -168,6 +243,7 @@ def generate(profile: str | SyntheticParams = "steady", seed: int = 0, *, bands:
 
 
 # --------------------------------------------------------------------------- the world
+
 
 def _zipf_weights(n: int, s: float, rng: np.random.Generator) -> np.ndarray:
     """Zipf weights over n items in a random order (which fact is popular is random)."""
@@ -181,34 +257,46 @@ def _world(p: SyntheticParams, rng: np.random.Generator) -> dict[str, np.ndarray
     topic = rng.integers(0, p.topics, size=F)
     other = rng.random(F) < p.other_subject_share if p.people else np.zeros(F, bool)
     person = rng.integers(0, max(p.people, 1), size=F)
-    subject = np.where(other, person + 1, 0)          # 0 = owner, i = PEOPLE[i-1]
+    subject = np.where(other, person + 1, 0)  # 0 = owner, i = PEOPLE[i-1]
     category = rng.choice(len(CATEGORIES), size=F, p=_CATEGORY_WEIGHTS)
     importance = np.round(rng.beta(2.0, 2.0, size=F), 3)
     popularity = _zipf_weights(F, p.mention_skew, rng)
     # popularity of queries follows the same order (what is talked about is asked about)
     rank = np.argsort(np.argsort(-popularity, kind="stable"), kind="stable")
     ask_weight = 1.0 / (rank + 1.0) ** p.query_skew
-    pattern = rng.choice(3, size=F, p=[1 - p.burst_share - p.spaced_share, p.burst_share, p.spaced_share])
+    pattern = rng.choice(
+        3, size=F, p=[1 - p.burst_share - p.spaced_share, p.burst_share, p.spaced_share]
+    )
     span_end = p.mention_span * p.horizon
     intro = rng.uniform(0.0, 0.9 * span_end, size=F)
-    return {"topic": topic, "subject": subject, "category": category, "importance": importance,
-            "popularity": popularity, "ask_weight": ask_weight / ask_weight.sum(),
-            "pattern": pattern, "intro": intro, "span_end": np.array(span_end)}
+    return {
+        "topic": topic,
+        "subject": subject,
+        "category": category,
+        "importance": importance,
+        "popularity": popularity,
+        "ask_weight": ask_weight / ask_weight.sum(),
+        "pattern": pattern,
+        "intro": intro,
+        "span_end": np.array(span_end),
+    }
 
 
-def _mentions(p: SyntheticParams, rng: np.random.Generator, w: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _mentions(
+    p: SyntheticParams, rng: np.random.Generator, w: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
     F, M = p.facts, p.signal_episodes
     counts = 1 + rng.multinomial(M - F, w["popularity"])
     fact = np.repeat(np.arange(F), counts)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    j = np.arange(M) - np.repeat(starts, counts)        # 0 = the introduction
+    j = np.arange(M) - np.repeat(starts, counts)  # 0 = the introduction
     intro = w["intro"][fact]
     end = float(w["span_end"])
     room = end - intro
     pattern = w["pattern"][fact]
 
     u = rng.random(M)
-    t_poisson = intro + u * room                        # given the count, Poisson times are uniform
+    t_poisson = intro + u * room  # given the count, Poisson times are uniform
     # bursty: each fact has `bursts` centres (the first at its introduction); a mention
     # picks one and lands an exponential spread after it
     f_intro = w["intro"]
@@ -225,9 +313,9 @@ def _mentions(p: SyntheticParams, rng: np.random.Generator, w: dict[str, np.ndar
     t = np.where(j == 0, intro, np.minimum(t, end))
     t = np.round(t, 6)
 
-    order = np.lexsort((j, t, fact))                     # by fact, then time
+    order = np.lexsort((j, t, fact))  # by fact, then time
     fact, t = fact[order], t[order]
-    rank = np.arange(M) - np.repeat(starts, counts)      # rank of the mention within its fact
+    rank = np.arange(M) - np.repeat(starts, counts)  # rank of the mention within its fact
     change = (rank > 0) & (rng.random(M) < p.change_share)
     cs = np.cumsum(change)
     version = cs - np.repeat(cs[starts], counts)
@@ -236,15 +324,16 @@ def _mentions(p: SyntheticParams, rng: np.random.Generator, w: dict[str, np.ndar
     return {"fact": fact, "time": t, "change": change, "version": version, "confidence": confidence}
 
 
-def _queries(p: SyntheticParams, rng: np.random.Generator, w: dict[str, np.ndarray],
-             m: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _queries(
+    p: SyntheticParams, rng: np.random.Generator, w: dict[str, np.ndarray], m: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
     Q = p.queries
     by_time = np.argsort(m["time"], kind="stable")
     mt = m["time"][by_time]
     first = float(mt[0])
     lo_t = max(p.query_start * p.horizon, first)
     qt = np.round(np.sort(rng.uniform(lo_t, p.horizon, size=Q)), 6)
-    qt = np.maximum(qt, np.nextafter(first, np.inf))     # something has been said before
+    qt = np.maximum(qt, np.nextafter(first, np.inf))  # something has been said before
     mode = rng.choice(3, size=Q, p=[1 - p.ask_recent - p.ask_changed, p.ask_recent, p.ask_changed])
     F = p.facts
     intro = w["intro"]
@@ -254,7 +343,7 @@ def _queries(p: SyntheticParams, rng: np.random.Generator, w: dict[str, np.ndarr
     valid = intro[cand] < qt[:, None]
     has = valid.any(axis=1)
     popular = np.where(has, cand[np.arange(Q), valid.argmax(axis=1)], -1)
-    before = np.searchsorted(mt, qt, side="left")        # mentions strictly before qt
+    before = np.searchsorted(mt, qt, side="left")  # mentions strictly before qt
     newest = m["fact"][by_time][np.maximum(before - 1, 0)]
     popular = np.where(popular >= 0, popular, newest)
 
@@ -270,15 +359,21 @@ def _queries(p: SyntheticParams, rng: np.random.Generator, w: dict[str, np.ndarr
     n_ch = np.searchsorted(ct, qt, side="left")
     u = rng.random(Q)
     cpick = np.floor(u * n_ch).astype(np.int64)
-    changed = np.where(n_ch > 0, m["fact"][ch][np.minimum(cpick, max(len(ch) - 1, 0))] if len(ch) else popular,
-                       popular)
+    changed = np.where(
+        n_ch > 0,
+        m["fact"][ch][np.minimum(cpick, max(len(ch) - 1, 0))] if len(ch) else popular,
+        popular,
+    )
     fact = np.select([mode == 0, mode == 1], [popular, recent], changed)
-    group = np.select([mode == 0, mode == 1, n_ch > 0], [0, 1, 2], 0)   # a fallback counts as popular
+    group = np.select(
+        [mode == 0, mode == 1, n_ch > 0], [0, 1, 2], 0
+    )  # a fallback counts as popular
     group = np.where((mode == 1) & ~(before > lo), 0, group)
     return {"time": qt, "fact": fact, "group": group}
 
 
 # --------------------------------------------------------------------------- events
+
 
 def _built(cls: type, fields: tuple[str, ...]):
     """A constructor that skips ``__post_init__`` validation, for events whose fields are
@@ -291,6 +386,7 @@ def _built(cls: type, fields: tuple[str, ...]):
         obj = new(cls)
         obj.__dict__.update(zip(fields, values))
         return obj
+
     return make
 
 
@@ -298,9 +394,18 @@ _CLAIM = _built(Claim, tuple(f.name for f in dataclasses.fields(Claim)))
 _EPISODE = _built(Episode, tuple(f.name for f in dataclasses.fields(Episode)))
 _QUERY = _built(Query, tuple(f.name for f in dataclasses.fields(Query)))
 
-def _assemble(p: SyntheticParams, rng: np.random.Generator, w: dict[str, np.ndarray],
-              m: dict[str, np.ndarray], noise_t: np.ndarray, q: dict[str, np.ndarray],
-              name: str, description: str, meta: tuple) -> Stream:
+
+def _assemble(
+    p: SyntheticParams,
+    rng: np.random.Generator,
+    w: dict[str, np.ndarray],
+    m: dict[str, np.ndarray],
+    noise_t: np.ndarray,
+    q: dict[str, np.ndarray],
+    name: str,
+    description: str,
+    meta: tuple,
+) -> Stream:
     n_sig, n_noise, Q = len(m["time"]), len(noise_t), len(q["time"])
     subjects = ["owner", *PEOPLE[: p.people]]
     fact_key = [f"t{tp:02d}.f{f:04d}" for f, tp in enumerate(w["topic"].tolist())]
@@ -327,23 +432,72 @@ def _assemble(p: SyntheticParams, rng: np.random.Generator, w: dict[str, np.ndar
             f, v = facts[i], versions[i]
             key, subj = fact_key[f], fact_subject[f]
             claim = _CLAIM(key, f"value{v}", fact_cat[f], fact_imp[f], subj, confs[i], False, ())
-            events.append(_EPISODE(f"e{e_no:06d}", t, f"{subj}: {key} is value{v}", (claim,), "user",
-                                   f"day{int(t)}"))
+            events.append(
+                _EPISODE(
+                    f"e{e_no:06d}",
+                    t,
+                    f"{subj}: {key} is value{v}",
+                    (claim,),
+                    "user",
+                    f"day{int(t)}",
+                )
+            )
             e_no += 1
         elif i < n_sig + n_noise:
             c = i - n_sig
-            claim = _CLAIM(f"chatter{chatter_topic[c]:02d}.c{c:06d}", "", "sentiment",
-                           chatter_imp[c], "owner", 0.5, True, ())
-            events.append(_EPISODE(f"e{e_no:06d}", t, f"chatter {c}", (claim,), "user", f"day{int(t)}"))
+            claim = _CLAIM(
+                f"chatter{chatter_topic[c]:02d}.c{c:06d}",
+                "",
+                "sentiment",
+                chatter_imp[c],
+                "owner",
+                0.5,
+                True,
+                (),
+            )
+            events.append(
+                _EPISODE(f"e{e_no:06d}", t, f"chatter {c}", (claim,), "user", f"day{int(t)}")
+            )
             e_no += 1
         else:
             c = i - n_sig - n_noise
             f = qfacts[c]
             subj = fact_subject[f]
-            events.append(_QUERY(f"q{q_no:05d}", t, f"what is {subj}'s {fact_key[f]}?", (fact_key[f],), (),
-                                 p.k, "" if subj == "owner" else subj, groups[qgroups[c]]))
+            events.append(
+                _QUERY(
+                    f"q{q_no:05d}",
+                    t,
+                    f"what is {subj}'s {fact_key[f]}?",
+                    (fact_key[f],),
+                    (),
+                    p.k,
+                    "" if subj == "owner" else subj,
+                    groups[qgroups[c]],
+                )
+            )
             q_no += 1
-    counts = {"episodes": n_sig + n_noise, "chatter": n_noise, "queries": Q,
-              "value_changes": int(m["change"].sum())}
-    return Stream(tuple(events), name=name, horizon=float(p.horizon), description=description,
-                  meta=meta + (("counts", counts),))
+    counts = {
+        "episodes": n_sig + n_noise,
+        "chatter": n_noise,
+        "queries": Q,
+        "value_changes": int(m["change"].sum()),
+    }
+    return Stream(
+        tuple(events),
+        name=name,
+        horizon=float(p.horizon),
+        description=description,
+        meta=meta + (("counts", counts),),
+    )
+
+
+def _load_spec(target: str, options: dict[str, Any], seed: int, name: str) -> Stream:
+    params, bands, faults = from_options(target, options)
+    return generate(params, seed, bands=bands, faults=faults, name=name, profile_name=target)
+
+
+SOURCE = ScenarioSource(
+    "synthetic",
+    _load_spec,
+    lambda: [(f"synthetic:{n}", p.description) for n, p in PROFILES.items()],
+)

@@ -1,4 +1,5 @@
 """Shared test configuration: hypothesis profiles and the location of shared data."""
+
 import os
 from pathlib import Path
 
@@ -13,11 +14,17 @@ from hypothesis import HealthCheck, settings
 matplotlib.use("Agg")
 
 # No deadlines: these machines are shared and noisy; speed is measured in benchmarks/.
-settings.register_profile("dev", deadline=None, max_examples=50,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "dev", deadline=None, max_examples=50, suppress_health_check=[HealthCheck.too_slow]
+)
 # CI: derandomized so a red CI is reproducible from its log.
-settings.register_profile("ci", deadline=None, max_examples=50, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci",
+    deadline=None,
+    max_examples=50,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,19 +1,22 @@
 """The Python API: compare grids, determinism serial vs parallel, resume, statistics."""
+
 import numpy as np
 import pandas as pd
 import pytest
 
 import memsim
-from memsim import api
-from memsim.errors import ParamError, UnknownIdError
-from memsim.results import RunDef
+from memsim.engine.errors import ParamError, UnknownIdError
+from memsim.workbench import api
+from memsim.workbench.results import RunDef
 
 SMALL = "synthetic:steady,episodes=150,queries=20,facts=20,topics=4,horizon=40"
 
 
 def test_run_returns_per_query_metrics():
     q = memsim.run("keep-all", "scripted/name-preference")
-    assert {"policy", "scenario", "seed", "query_id", "recall", "stale", "needed_forgotten"} <= set(q)
+    assert {"policy", "scenario", "seed", "query_id", "recall", "stale", "needed_forgotten"} <= set(
+        q
+    )
     assert (q["policy"] == "keep-all").all() and len(q) == 2
     assert q["recall"].between(0, 1).all()
 
@@ -27,14 +30,17 @@ def test_compare_serial_and_process_pool_give_identical_tables(tmp_path):
     # and the per-run files are byte-identical
     for d in api.grid(["keep-all", "pai"], [SMALL], [0, 1]):
         for f in ("queries.parquet", "footprint.parquet", "summary.json"):
-            assert (d.path(tmp_path / "a") / f).read_bytes() == (d.path(tmp_path / "b") / f).read_bytes()
+            assert (d.path(tmp_path / "a") / f).read_bytes() == (
+                d.path(tmp_path / "b") / f
+            ).read_bytes()
 
 
 def test_compare_through_a_dask_executor_equals_serial(tmp_path):
     distributed = pytest.importorskip("dask.distributed")
     s1, q1 = memsim.compare(["recency"], [SMALL], seeds=[0])
-    with distributed.Client(processes=False, n_workers=1, threads_per_worker=2,
-                            dashboard_address=None) as client:
+    with distributed.Client(
+        processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None
+    ) as client:
         s2, q2 = memsim.compare(["recency"], [SMALL], seeds=[0], executor=client.get_executor())
     pd.testing.assert_frame_equal(q1, q2)
 
@@ -50,7 +56,7 @@ def test_summary_has_ci_counts_and_baseline_flags():
     summary, per_query = memsim.compare(["keep-all", "recency", "pai"], [SMALL], seeds=[0])
     rec = summary[(summary.metric == "recall")].set_index("policy")
     assert set(rec.index) == {"keep-all", "recency", "pai"}
-    assert (rec["n"] == rec["n"].iloc[0]).all()          # every policy on the same queries
+    assert (rec["n"] == rec["n"].iloc[0]).all()  # every policy on the same queries
     assert ((rec["ci_low"] <= rec["mean"] + 1e-12) & (rec["mean"] <= rec["ci_high"] + 1e-12)).all()
     assert rec.loc["keep-all", "beats_baselines"] is None
     assert rec.loc["pai", "beats_baselines"] in (True, False)
@@ -68,8 +74,10 @@ def test_bootstrap_ci_is_seeded_and_brackets_the_mean():
 def test_paired_matrix_on_a_hand_made_table():
     rows = []
     for qid, a, b in [("q1", 1.0, 0.0), ("q2", 1.0, 1.0), ("q3", 0.0, 1.0), ("q4", 1.0, 0.0)]:
-        rows += [{"scenario": "s", "seed": 0, "query_id": qid, "policy": "A", "recall": a},
-                 {"scenario": "s", "seed": 0, "query_id": qid, "policy": "B", "recall": b}]
+        rows += [
+            {"scenario": "s", "seed": 0, "query_id": qid, "policy": "A", "recall": a},
+            {"scenario": "s", "seed": 0, "query_id": qid, "policy": "B", "recall": b},
+        ]
     m = memsim.paired(pd.DataFrame(rows), "recall")
     assert m.loc["A", "B"] == 0.5 and m.loc["B", "A"] == 0.25
 

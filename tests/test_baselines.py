@@ -1,15 +1,16 @@
 """KeepAll and Recency: storage, fallbacks, ranking, forgetting, recency decay, LRU eviction."""
+
 import math
 
 import numpy as np
 import pytest
 
-from memsim import registry
-from memsim.errors import ParamError
-from memsim.events import Claim, Episode, Forget, Query, Stream
-from memsim.llm import Faults
-from memsim.mockllm import MockLLM
-from memsim.runner import run
+from memsim.engine import registry
+from memsim.engine.errors import ParamError
+from memsim.engine.events import Claim, Episode, Forget, Query, Stream
+from memsim.engine.llm import Faults
+from memsim.engine.mockllm import MockLLM
+from memsim.engine.runner import run
 from policies.baselines import KeepAll, Recency
 
 
@@ -23,12 +24,17 @@ def q(qid, t, *keys, k=5):
 
 def test_keep_all_stores_every_claim_with_its_episode():
     p = KeepAll(llm=MockLLM(seed=0))
-    outs = p.ingest([ep("e1", 0.0, ("owner.name", "Dana"), ("owner.city", "Boston")), ep("e2", 0.0)], 0.0)
+    outs = p.ingest(
+        [ep("e1", 0.0, ("owner.name", "Dana"), ("owner.city", "Boston")), ep("e2", 0.0)], 0.0
+    )
     assert p.store.n == 3
     assert p.store.provenance == [{"e1"}, {"e1"}, {"e2"}]
-    assert [(o.event, o.action, o.memory) for o in outs] == [("e1", "create", 0), ("e1", "create", 1),
-                                                            ("e2", "create", 2)]
-    assert p.store.claim[2].key == "" and p.store.claim[2].value == "hello there"   # text-only claim
+    assert [(o.event, o.action, o.memory) for o in outs] == [
+        ("e1", "create", 0),
+        ("e1", "create", 1),
+        ("e2", "create", 2),
+    ]
+    assert p.store.claim[2].key == "" and p.store.claim[2].value == "hello there"  # text-only claim
 
 
 def test_extraction_failure_keeps_the_raw_text():
@@ -50,11 +56,19 @@ def test_embedding_failure_is_an_explicit_drop():
 def test_keep_all_ranks_by_cosine_and_never_decays():
     llm = MockLLM(seed=0)
     p = KeepAll(llm=llm)
-    p.ingest([ep("e1", 0.0, ("owner.name", "Dana")), ep("e2", 0.0, ("pets.dog", "Rex")),
-              ep("e3", 0.0, ("work.employer", "Acme"))], 0.0)
+    p.ingest(
+        [
+            ep("e1", 0.0, ("owner.name", "Dana")),
+            ep("e2", 0.0, ("pets.dog", "Rex")),
+            ep("e3", 0.0, ("work.employer", "Acme")),
+        ],
+        0.0,
+    )
     query = q("q1", 100.0, "pets.dog", k=2)
     (r,) = p.recall([query], 100.0)
-    cos = p.store.embedding.astype(np.float64) @ np.asarray(llm.embed_query(query), dtype=np.float64)
+    cos = p.store.embedding.astype(np.float64) @ np.asarray(
+        llm.embed_query(query), dtype=np.float64
+    )
     assert r.ids[0] == 1
     assert r.ids.tolist() == np.argsort(-cos, kind="stable")[:2].tolist()
     np.testing.assert_allclose(r.scores, cos[r.ids], rtol=1e-5)
@@ -68,13 +82,23 @@ def test_keep_all_ranks_by_cosine_and_never_decays():
 def test_forget_is_terminal_and_hides_the_memory():
     spec = registry.spec("keep-all")
     p = spec.make(llm=MockLLM(seed=0))
-    s = Stream((ep("e1", 0.0, ("pets.dog", "Rex")), ep("e2", 0.0, ("pets.cat", "Tom")),
-                Forget("f1", 1.0, "e1"), Forget("f2", 1.5, "e1"), q("q1", 2.0, "pets.dog")))
+    s = Stream(
+        (
+            ep("e1", 0.0, ("pets.dog", "Rex")),
+            ep("e2", 0.0, ("pets.cat", "Tom")),
+            Forget("f1", 1.0, "e1"),
+            Forget("f2", 1.5, "e1"),
+            q("q1", 2.0, "pets.dog"),
+        )
+    )
     tr = run(p, s)
     assert p.store.status_of(0) == "forgotten"
     assert 0 not in tr.queries[0].ids.tolist()
     assert p.strength(2.0).tolist() == [0.0, 1.0]
-    assert [(o.event, o.action) for o in tr.outcomes if o.event.startswith("f")] == [("f1", "forget"), ("f2", "skip")]
+    assert [(o.event, o.action) for o in tr.outcomes if o.event.startswith("f")] == [
+        ("f1", "forget"),
+        ("f2", "skip"),
+    ]
     with pytest.raises(AssertionError, match="terminal"):
         p.store.set_status([0], "active", 3.0)
 
@@ -86,9 +110,11 @@ def test_recency_score_is_cosine_times_exponential_decay():
     p.ingest([ep("e2", 5.0, ("pets.dog", "Rex"))], 5.0)
     query = q("q1", 10.0, "pets.dog")
     (r,) = p.recall([query], 10.0)
-    cos = p.store.embedding.astype(np.float64) @ np.asarray(llm.embed_query(query), dtype=np.float64)
+    cos = p.store.embedding.astype(np.float64) @ np.asarray(
+        llm.embed_query(query), dtype=np.float64
+    )
     expected = {0: cos[0] * math.exp(-0.1 * 10.0), 1: cos[1] * math.exp(-0.1 * 5.0)}
-    assert r.ids.tolist() == [1, 0]     # same fact, the newer one wins
+    assert r.ids.tolist() == [1, 0]  # same fact, the newer one wins
     np.testing.assert_allclose(r.scores, [expected[1], expected[0]], rtol=1e-5)
     # access recorded: both were returned at day 10
     assert p.store["last_access"].tolist() == [10.0, 10.0]
@@ -106,30 +132,46 @@ def test_recency_strength_decays_from_creation_until_accessed():
 def test_recency_evicts_least_recently_used_ties_by_lower_row():
     p = Recency(Recency.Params(budget=2), llm=MockLLM(seed=0))
     p.ingest([ep("e1", 0.0, ("a.x", "1")), ep("e2", 0.0, ("b.x", "2"))], 0.0)
-    p.recall([q("q1", 1.0, "a.x", k=1)], 1.0)        # row 0 used at day 1, row 1 never
+    p.recall([q("q1", 1.0, "a.x", k=1)], 1.0)  # row 0 used at day 1, row 1 never
     outs = p.ingest([ep("e3", 2.0, ("c.x", "3"))], 2.0)
     assert [p.store.status_of(r) for r in range(3)] == ["active", "evicted", "active"]
     assert [(o.action, o.memory) for o in outs if o.action == "evict"] == [("evict", 1)]
     # two new rows at day 3: live by last use are row 0 (1), row 2 (2), rows 3, 4 (3): keep 3, 4
     p.ingest([ep("e4", 3.0, ("d.x", "4"), ("e.x", "5"))], 3.0)
-    assert [p.store.status_of(r) for r in range(5)] == ["evicted", "evicted", "evicted", "active", "active"]
+    assert [p.store.status_of(r) for r in range(5)] == [
+        "evicted",
+        "evicted",
+        "evicted",
+        "active",
+        "active",
+    ]
     assert p.store.count() == 2
     assert p.strength(3.0)[1] == 0.0
 
 
 def test_recency_eviction_order_by_hand():
     p = Recency(Recency.Params(budget=2), llm=MockLLM(seed=0))
-    p.ingest([ep("e1", 0.0, ("a.x", "1")), ep("e2", 0.0, ("b.x", "2"))], 0.0)   # rows 0, 1 (last use 0)
-    p.ingest([ep("e3", 1.0, ("c.x", "3"))], 1.0)                                 # row 2 (1): evicts row 0
+    p.ingest(
+        [ep("e1", 0.0, ("a.x", "1")), ep("e2", 0.0, ("b.x", "2"))], 0.0
+    )  # rows 0, 1 (last use 0)
+    p.ingest([ep("e3", 1.0, ("c.x", "3"))], 1.0)  # row 2 (1): evicts row 0
     assert p.store["status"].tolist() == [1, 0, 0]
-    p.ingest([ep("e4", 2.0, ("d.x", "4"), ("e.x", "5"))], 2.0)                   # rows 3, 4 (2)
+    p.ingest([ep("e4", 2.0, ("d.x", "4"), ("e.x", "5"))], 2.0)  # rows 3, 4 (2)
     # remaining by (last use, row): row 1 (0), row 2 (1), row 3 (2), row 4 (2): keep the last two
-    assert [p.store.status_of(r) for r in range(5)] == ["evicted", "evicted", "evicted", "active", "active"]
+    assert [p.store.status_of(r) for r in range(5)] == [
+        "evicted",
+        "evicted",
+        "evicted",
+        "active",
+        "active",
+    ]
 
 
 def test_recency_eviction_ties_go_to_the_lower_row():
     p = Recency(Recency.Params(budget=1), llm=MockLLM(seed=0))
-    p.ingest([ep("e1", 0.0, ("a.x", "1"), ("b.x", "2"), ("c.x", "3"))], 0.0)   # three rows, same last use
+    p.ingest(
+        [ep("e1", 0.0, ("a.x", "1"), ("b.x", "2"), ("c.x", "3"))], 0.0
+    )  # three rows, same last use
     assert [p.store.status_of(r) for r in range(3)] == ["evicted", "evicted", "active"]
 
 

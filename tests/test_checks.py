@@ -1,12 +1,13 @@
 """The conformance checker is itself tested: each deliberately broken fake policy is caught
 by the right check, and a correct policy passes them all."""
+
 import numpy as np
 import pytest
 
-from memsim import checks
-from memsim.events import Forget, Protect, Query, Recover
-from memsim.policy import Job, Ranking
-from memsim.registry import PolicySpec
+from memsim.engine import checks
+from memsim.engine.events import Forget, Protect, Query, Recover
+from memsim.engine.policy import Job, Ranking
+from memsim.engine.registry import PolicySpec
 from policies.baselines import KeepAll
 from tests.test_runner import StubLLM
 
@@ -81,7 +82,9 @@ class BatchSensitive(KeepAll):
 
 class AscendingScores(KeepAll):
     def recall(self, queries, now):
-        return [Ranking(r.ids[::-1].copy(), r.scores[::-1].copy()) for r in super().recall(queries, now)]
+        return [
+            Ranking(r.ids[::-1].copy(), r.scores[::-1].copy()) for r in super().recall(queries, now)
+        ]
 
 
 class Unpicklable(KeepAll):
@@ -90,29 +93,38 @@ class Unpicklable(KeepAll):
 
 
 def spec_of(cls, caps=frozenset({"forget"})):
-    return PolicySpec(f"fake-{cls.__name__.lower()}", 1, f"tests.test_checks:{cls.__name__}",
-                      capabilities=frozenset(caps))
+    return PolicySpec(
+        f"fake-{cls.__name__.lower()}",
+        1,
+        f"tests.test_checks:{cls.__name__}",
+        capabilities=frozenset(caps),
+    )
 
 
 def failing(cls, caps=frozenset({"forget"})):
-    return {name for name, msg in checks.run_checks(spec_of(cls, caps), stub).items() if msg is not None}
+    return {
+        name for name, msg in checks.run_checks(spec_of(cls, caps), stub).items() if msg is not None
+    }
 
 
 def test_a_correct_policy_passes_every_check():
     assert failing(KeepAll) == set()
 
 
-@pytest.mark.parametrize("cls, caught_by", [
-    (RisingStrength, {"check_no_strength_rise_without_access"}),
-    (NaNStrength, {"check_strength_finite"}),
-    (MutatesInput, {"check_inputs_not_mutated"}),
-    (UnseededRNG, {"check_same_seed_same_trace", "check_pickle_round_trip"}),
-    (DropsSilently, {"check_provenance_kept"}),
-    (RevivesForgotten, {"check_terminal_statuses_stay_terminal"}),
-    (BatchSensitive, {"check_batched_equals_sequential"}),
-    (AscendingScores, {"check_recall_contract"}),
-    (Unpicklable, {"check_pickle_round_trip"}),
-])
+@pytest.mark.parametrize(
+    "cls, caught_by",
+    [
+        (RisingStrength, {"check_no_strength_rise_without_access"}),
+        (NaNStrength, {"check_strength_finite"}),
+        (MutatesInput, {"check_inputs_not_mutated"}),
+        (UnseededRNG, {"check_same_seed_same_trace", "check_pickle_round_trip"}),
+        (DropsSilently, {"check_provenance_kept"}),
+        (RevivesForgotten, {"check_terminal_statuses_stay_terminal"}),
+        (BatchSensitive, {"check_batched_equals_sequential"}),
+        (AscendingScores, {"check_recall_contract"}),
+        (Unpicklable, {"check_pickle_round_trip"}),
+    ],
+)
 def test_each_broken_policy_is_caught_by_the_right_check(cls, caught_by):
     assert failing(cls) == caught_by
 

@@ -1,12 +1,21 @@
 """The claims table: every worked example's implementation must follow the document's
 formula. Whether the document's own number agrees is recorded, not asserted."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from memsim.claims import COLUMNS, DocClaim, all_claims, claims_table, evaluate, main_claims, register_claim
+from memsim.workbench.claims import (
+    COLUMNS,
+    DocClaim,
+    all_claims,
+    claims_table,
+    evaluate,
+    main_claims,
+    register_claim,
+)
 
 CLAIMS = all_claims()
 
@@ -22,8 +31,12 @@ def test_implementation_follows_formula(claim):
 
 def test_izzie_and_kernle_claims_present():
     ids = {c.id for c in CLAIMS}
-    assert {"izzie.preference_30d_strength", "izzie.preference_30d_decay_factor",
-            "kernle.never_accessed_salience", "kernle.never_accessed_forgotten_day"} <= ids
+    assert {
+        "izzie.preference_30d_strength",
+        "izzie.preference_30d_decay_factor",
+        "kernle.never_accessed_salience",
+        "kernle.never_accessed_forgotten_day",
+    } <= ids
 
 
 def test_evaluate_records_agreement_and_failures():
@@ -41,7 +54,8 @@ def test_evaluate_records_agreement_and_failures():
 
 
 def test_register_claim_replaces_same_id():
-    from memsim import claims as mod
+    from memsim.workbench import claims as mod
+
     n = len(mod.CLAIMS)
     c = register_claim("t.tmp", "t", "doc", "§x", "s", 1.0, lambda: 1.0, lambda: 1.0, 0.0)
     register_claim(c)
@@ -53,7 +67,9 @@ def test_table_and_files(tmp_path):
     table = claims_table(["izzie"])
     assert list(table.columns) == COLUMNS
     row = table.set_index("id").loc["izzie.preference_30d_strength"]
-    assert row["documented"] == 0.67 and row["implementation"] == pytest.approx(0.9 * math.exp(-0.3))
+    assert row["documented"] == 0.67 and row["implementation"] == pytest.approx(
+        0.9 * math.exp(-0.3)
+    )
     assert bool(row["agrees"])
     assert main_claims(["--root", str(tmp_path)]) == 0
     md = (tmp_path / "docs" / "claims.md").read_text()

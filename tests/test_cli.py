@@ -1,17 +1,23 @@
 """The command line: every verb has --help; user mistakes print one line and exit 2."""
+
 import subprocess
 import sys
 
 import pytest
 
-from memsim.cli import main
+from memsim.workbench.cli import main
 
 VERBS = ("list", "run", "compare", "curve", "claims", "figures")
 
 
 def _cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "memsim", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "memsim", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
 
 
 @pytest.mark.parametrize("verb", VERBS)
@@ -22,19 +28,49 @@ def test_help_of_every_verb(verb, capsys):
     assert "usage: memsim" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("args, message", [
-    (["run", "--policy", "nope", "--scenario", "scripted/name-preference"], "unknown policy id 'nope'"),
-    (["run", "--policy", "pai", "--scenario", "scripted/nope"], "nope"),
-    (["run", "--policy", "pai", "--scenario", "scripted/name-preference", "--param", "prune_threshold=1.5"],
-     "1.5"),
-    (["run", "--policy", "pai", "--scenario", "scripted/name-preference", "--param", "bogus=1"], "bogus"),
-    (["run", "--policy", "pai", "--scenario", "synthetic:nope"], "nope"),
-    (["run", "--policy", "pai", "--scenario", "locomo:/does/not/exist.json"], "/does/not/exist.json"),
-    (["compare", "--policies", "keep-all"], "--suite"),
-    (["compare", "--suite", "nope"], "unknown suite 'nope'"),
-    (["compare", "--seeds", "a,b", "--suite", "quick"], "--seeds"),
-    (["curve", "pai", "--pattern", "sometimes", "--days", "0:10:1"], "sometimes"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["run", "--policy", "nope", "--scenario", "scripted/name-preference"],
+            "unknown policy id 'nope'",
+        ),
+        (["run", "--policy", "pai", "--scenario", "scripted/nope"], "nope"),
+        (
+            [
+                "run",
+                "--policy",
+                "pai",
+                "--scenario",
+                "scripted/name-preference",
+                "--param",
+                "prune_threshold=1.5",
+            ],
+            "1.5",
+        ),
+        (
+            [
+                "run",
+                "--policy",
+                "pai",
+                "--scenario",
+                "scripted/name-preference",
+                "--param",
+                "bogus=1",
+            ],
+            "bogus",
+        ),
+        (["run", "--policy", "pai", "--scenario", "synthetic:nope"], "nope"),
+        (
+            ["run", "--policy", "pai", "--scenario", "locomo:/does/not/exist.json"],
+            "/does/not/exist.json",
+        ),
+        (["compare", "--policies", "keep-all"], "--suite"),
+        (["compare", "--suite", "nope"], "unknown suite 'nope'"),
+        (["compare", "--seeds", "a,b", "--suite", "quick"], "--seeds"),
+        (["curve", "pai", "--pattern", "sometimes", "--days", "0:10:1"], "sometimes"),
+    ],
+)
 def test_user_mistakes_print_one_line_and_exit_2(args, message):
     r = _cli(*args)
     assert r.returncode == 2, r.stderr
@@ -46,7 +82,9 @@ def test_user_mistakes_print_one_line_and_exit_2(args, message):
 
 def test_malformed_scenario_file_names_file_path_and_value(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("name: bad\nepisodes:\n  - {id: e1, time: 1, text: hi, claims: [{key: a.b, value: x, importance: 7}]}\n")
+    bad.write_text(
+        "name: bad\nepisodes:\n  - {id: e1, time: 1, text: hi, claims: [{key: a.b, value: x, importance: 7}]}\n"
+    )
     r = _cli("run", "--policy", "keep-all", "--scenario", str(bad))
     assert r.returncode == 2
     assert "bad.yaml" in r.stderr and "importance" in r.stderr and "7" in r.stderr
@@ -55,15 +93,31 @@ def test_malformed_scenario_file_names_file_path_and_value(tmp_path):
 def test_list_and_run_work(tmp_path):
     r = _cli("list")
     assert r.returncode == 0 and "pai-v1" in r.stdout and "scripted/name-preference" in r.stdout
-    r = _cli("run", "--policy", "recency", "--scenario", "scripted/name-preference", "--out", str(tmp_path))
+    r = _cli(
+        "run",
+        "--policy",
+        "recency",
+        "--scenario",
+        "scripted/name-preference",
+        "--out",
+        str(tmp_path),
+    )
     assert r.returncode == 0, r.stderr
     assert "recall" in r.stdout and list(tmp_path.glob("runs/*/*/*/manifest.json"))
 
 
 def test_compare_writes_the_tables(tmp_path):
     out = tmp_path / "cmp"
-    r = _cli("compare", "--policies", "keep-all,recency", "--scenarios", "scripted/name-preference",
-             "--out", str(out), "--quiet")
+    r = _cli(
+        "compare",
+        "--policies",
+        "keep-all,recency",
+        "--scenarios",
+        "scripted/name-preference",
+        "--out",
+        str(out),
+        "--quiet",
+    )
     assert r.returncode == 0, r.stderr
     for f in ("summary.md", "summary.csv", "per_query.parquet", "manifest.json"):
         assert (out / f).exists(), f
@@ -71,20 +125,35 @@ def test_compare_writes_the_tables(tmp_path):
 
 
 def test_scenario_lists_keep_each_specs_own_options():
-    from memsim.cli import split_specs
+    from memsim.workbench.cli import split_specs
+
     assert split_specs("synthetic:steady,episodes=200,horizon=30,scripted/x") == [
-        "synthetic:steady,episodes=200,horizon=30", "scripted/x"]
+        "synthetic:steady,episodes=200,horizon=30",
+        "scripted/x",
+    ]
     assert split_specs(["locomo:/d/a.json,sample=conv-26", "scripted/y,synthetic:churn"]) == [
-        "locomo:/d/a.json,sample=conv-26", "scripted/y", "synthetic:churn"]
+        "locomo:/d/a.json,sample=conv-26",
+        "scripted/y",
+        "synthetic:churn",
+    ]
     assert split_specs(None) == []
 
 
 def test_compare_on_locomo_reports_recall_by_category(tmp_path):
     from tests.conftest import LOCOMO_DEV
+
     if not LOCOMO_DEV.exists():
         pytest.skip(f"LoCoMo dev subset not found at {LOCOMO_DEV}")
-    r = _cli("compare", "--scenario", f"locomo:{LOCOMO_DEV},sample=conv-30", "--policies", "keep-all",
-             "--out", str(tmp_path / "lc"), "--quiet")
+    r = _cli(
+        "compare",
+        "--scenario",
+        f"locomo:{LOCOMO_DEV},sample=conv-30",
+        "--policies",
+        "keep-all",
+        "--out",
+        str(tmp_path / "lc"),
+        "--quiet",
+    )
     assert r.returncode == 0, r.stderr
     assert "recall@k by group" in r.stdout
     for category in ("multi-hop", "temporal", "single-hop"):

@@ -1,16 +1,21 @@
-"""Every check of memsim.checks on every registered policy (newest versions), with ids like
+"""Every check of memsim.engine.checks on every registered policy (newest versions), with ids like
 "keep-all:check_strength_finite". Known failures come from checks.EXPECTED_FAILURES and are
 strict xfails: a policy that starts passing turns the test red until the entry is removed."""
+
 import pytest
 
-from memsim import checks, registry
+from memsim.engine import checks, registry
 
 
 def _cases():
     for spec in registry.specs():
         for name, check in checks.CHECKS.items():
             reason = checks.EXPECTED_FAILURES.get((spec.id, name))
-            marks = [pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)] if reason else []
+            marks = (
+                [pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)]
+                if reason
+                else []
+            )
             yield pytest.param(spec, check, id=f"{spec.id}:{name}", marks=marks)
 
 

@@ -1,4 +1,5 @@
 """Cosmo (seed 002) unit tests; each names the document section it checks."""
+
 from __future__ import annotations
 
 import math
@@ -6,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from memsim.errors import MemsimError
-from memsim.events import Claim, Episode, Forget, Query
+from memsim.engine.errors import MemsimError
+from memsim.engine.events import Claim, Episode, Forget, Query
 from policies.cosmo import Cosmo, CosmoParams, decay_rate
 from tests.test_engram import StubLLM
 
@@ -18,14 +19,22 @@ def make(**params) -> Cosmo:
     return Cosmo(CosmoParams(**params), llm=StubLLM(DIM))
 
 
-def ep(i, t, key="topic.fact", value="v", speaker="user", confidence=0.9, category="fact", **attrs) -> Episode:
-    return Episode(f"e{i}", float(t), f"{key} {value}",
-                   (Claim(key, value, category=category, confidence=confidence, attrs=tuple(attrs.items())),),
-                   speaker=speaker)
+def ep(
+    i, t, key="topic.fact", value="v", speaker="user", confidence=0.9, category="fact", **attrs
+) -> Episode:
+    return Episode(
+        f"e{i}",
+        float(t),
+        f"{key} {value}",
+        (Claim(key, value, category=category, confidence=confidence, attrs=tuple(attrs.items())),),
+        speaker=speaker,
+    )
 
 
 def plant(pol: Cosmo, i=0, t=0.0, key="topic.fact", confidence=0.9, **attrs) -> int:
-    return pol.plant(ep(i, t, key, confidence=confidence, **{k: str(v) for k, v in attrs.items()}), t)
+    return pol.plant(
+        ep(i, t, key, confidence=confidence, **{k: str(v) for k, v in attrs.items()}), t
+    )
 
 
 def node(pol: Cosmo, key="topic.fact", kind="entity", user="user") -> int:
@@ -41,18 +50,30 @@ def test_initial_values_and_owner_node():
     pol = make()
     pol.ingest([ep(0, 0.0)], 0.0)
     s, n = pol.store, node(pol)
-    assert s.status_of(n) == "candidate" and s["salience"][n] == 0.5 and s["decay_gradient"][n] == 1.0
-    assert s["recall_frequency"][n] == 0 and s["access_count"][n] == 0 and np.isnan(s["last_access"][n])
+    assert (
+        s.status_of(n) == "candidate" and s["salience"][n] == 0.5 and s["decay_gradient"][n] == 1.0
+    )
+    assert (
+        s["recall_frequency"][n] == 0
+        and s["access_count"][n] == 0
+        and np.isnan(s["last_access"][n])
+    )
     assert s["last_recall_interval"][n] == 0 and s["confidence"][n] == 0.9
     owner = pol.owner_of["user"]
-    assert s.status_of(owner) == "core" and s["salience"][owner] == 1.0 and s["confidence"][owner] == 1.0
+    assert (
+        s.status_of(owner) == "core"
+        and s["salience"][owner] == 1.0
+        and s["confidence"][owner] == 1.0
+    )
     assert pol.strength(1000.0)[owner] == 1.0  # keep_forever
     src = np.flatnonzero(s["kind"] == s.kind_code("source"))[0]
     assert s.status_of(src) == "candidate" and np.isnan(s["confidence"][src])
 
 
-@pytest.mark.parametrize("confidence, subpoints, kept", [(0.7, None, True), (0.69, None, False),
-                                                          (0.9, 3, True), (0.9, 2, False)])
+@pytest.mark.parametrize(
+    "confidence, subpoints, kept",
+    [(0.7, None, True), (0.69, None, False), (0.9, 3, True), (0.9, 2, False)],
+)
 def test_extraction_filter(confidence, subpoints, kept):
     """confidence >= 7/10 and more than 2 subpoints (002 §Phase 2 Step 1)."""
     pol = make()
@@ -80,7 +101,9 @@ def test_merge_same_canonical_name_same_node_per_user():
 
 def test_category_maps_to_node_kind():
     pol = make()
-    pol.ingest([ep(0, 0.0, "a.b", category="relationship"), ep(1, 0.0, "c.d", category="preference")], 0.0)
+    pol.ingest(
+        [ep(0, 0.0, "a.b", category="relationship"), ep(1, 0.0, "c.d", category="preference")], 0.0
+    )
     assert ("user", "person", "a.b") in pol.node_of and ("user", "concept", "c.d") in pol.node_of
 
 
@@ -90,7 +113,9 @@ def test_retrieval_updates_and_state_transitions():
     n = plant(pol, confidence=0.9)
     ask(pol, 1.0)
     s = pol.store
-    assert s["access_count"][n] == 1 and s["recall_frequency"][n] == 1 and s["last_access"][n] == 1.0
+    assert (
+        s["access_count"][n] == 1 and s["recall_frequency"][n] == 1 and s["last_access"][n] == 1.0
+    )
     assert s["salience"][n] == pytest.approx(0.6) and s.status_of(n) == "active"
     for t in range(2, 10):
         ask(pol, float(t))
@@ -124,15 +149,16 @@ def test_decay_rate_boundaries():
     cand = np.array([True, True, False, True, False])
     conf = np.array([0.8, 0.79, 0.1, 0.5, 0.1])
     r = decay_rate(rf, g, cand, conf, **kw)
-    assert r[0] == 0.0                                   # >= 0.8: no decay
+    assert r[0] == 0.0  # >= 0.8: no decay
     assert r[1] == pytest.approx(0.02 * (1 + 0.21 * 2))  # < 0.8: penalty
-    assert r[2] == 0.02                                  # active: confidence ignored
-    assert r[3] == 0.0                                   # rf = 0, g < 0: 0^g = inf, rate 0 (the limit)
-    assert r[4] == pytest.approx(0.02 / (1 + 5 ** 1.5))
+    assert r[2] == 0.02  # active: confidence ignored
+    assert r[3] == 0.0  # rf = 0, g < 0: 0^g = inf, rate 0 (the limit)
+    assert r[4] == pytest.approx(0.02 / (1 + 5**1.5))
 
 
 def test_decay_rate_matches_scalar_reference():
-    from memsim.claims.cosmo import _frequent_salience  # noqa: F401  (module imports cleanly)
+    from policies.cosmo_claims import _frequent_salience  # noqa: F401  (module imports cleanly)
+
     rng = np.random.default_rng(0)
     rf = rng.integers(0, 20, 200)
     g = rng.uniform(0.5, 2.5, 200)
@@ -152,11 +178,11 @@ def test_spacing_effect_on_decay_gradient():
     pol = make()
     n = plant(pol, state="active")
     g = pol.store["decay_gradient"]
-    ask(pol, 5.0)           # interval 5 > 0: +0.1
+    ask(pol, 5.0)  # interval 5 > 0: +0.1
     assert g[n] == pytest.approx(1.1)
-    ask(pol, 10.0)          # 5 == 5: unchanged
+    ask(pol, 10.0)  # 5 == 5: unchanged
     assert g[n] == pytest.approx(1.1)
-    ask(pol, 12.0)          # 2 < 5: -0.05
+    ask(pol, 12.0)  # 2 < 5: -0.05
     assert g[n] == pytest.approx(1.05)
     assert pol.store["last_recall_interval"][n] == 2.0
 
@@ -202,12 +228,12 @@ def test_ttl_precedence():
         pol.maintain(float(d), ["nightly"])
     assert s.status_of(eph_src) == "candidate"
     pol.maintain(30.0, ["nightly"])
-    assert s.status_of(eph_src) == "archived"            # 30 days episodic, despite high salience
+    assert s.status_of(eph_src) == "archived"  # 30 days episodic, despite high salience
     for d in range(31, 90):
         pol.maintain(float(d), ["nightly"])
     assert s.status_of(eph_sem) == "candidate"
     pol.maintain(90.0, ["nightly"])
-    assert s.status_of(eph_sem) == "archived"            # 90 days semantic
+    assert s.status_of(eph_sem) == "archived"  # 90 days semantic
     assert s.status_of(forever) == "candidate" and pol.strength(400.0)[forever] == 1.0
 
 
@@ -232,18 +258,23 @@ def test_storyline_promotion_rules():
     pol = make()
     _mentions(pol, [0.0, 0.5, 1.0, 2.0, 2.5])
     n = _activate(pol, 2.9)
-    assert pol.storyline_candidates(3.0).tolist() == []      # first mention exactly 3 days ago
+    assert pol.storyline_candidates(3.0).tolist() == []  # first mention exactly 3 days ago
     assert pol.storyline_candidates(3.01).tolist() == [n]
     out = pol.promote_storylines(4.0)
     st = out[0].memory
     assert pol.store.kinds[pol.store["kind"][st]] == "storyline" and pol.store["has_meso"][n]
     assert pol.store.provenance[st] == {f"e{i}" for i in range(5)}
-    assert pol.storyline_candidates(5.0).tolist() == []      # has_meso
+    assert pol.storyline_candidates(5.0).tolist() == []  # has_meso
 
 
-@pytest.mark.parametrize("days, activate", [([0.0, 0.5, 1.0, 2.0], True),       # 4 sources
-                                            ([0.0, 0.2, 0.5, 1.0, 1.5], True),  # 2 distinct days
-                                            ([0.0, 0.5, 1.0, 2.0, 2.5], False)])  # candidate anchor
+@pytest.mark.parametrize(
+    "days, activate",
+    [
+        ([0.0, 0.5, 1.0, 2.0], True),  # 4 sources
+        ([0.0, 0.2, 0.5, 1.0, 1.5], True),  # 2 distinct days
+        ([0.0, 0.5, 1.0, 2.0, 2.5], False),
+    ],
+)  # candidate anchor
 def test_storyline_promotion_needs_every_gate(days, activate):
     pol = make()
     _mentions(pol, days)
@@ -275,7 +306,7 @@ def test_macro_promotion_rules_and_single_storyline_finding():
     # a second storyline about the same anchor (not reachable through the documented jobs)
     pol.store["has_meso"][n] = False
     st2 = pol.promote_storylines(5.0)[0].memory
-    assert pol.macro_candidates(30.0) == []                  # exactly 30 days: not more than 30
+    assert pol.macro_candidates(30.0) == []  # exactly 30 days: not more than 30
     assert pol.macro_candidates(30.5) == [(n, [st, st2])]
     m = pol.promote_macros(31.0)[0].memory
     assert pol.store.kinds[pol.store["kind"][m]] == "macro" and pol.store["has_macro"][n]
@@ -302,7 +333,7 @@ def test_episodic_consolidation():
     n = node(pol)
     pol.refresh_descriptions(0.5)
     pol.store["salience0"][src] = 0.19
-    assert pol.consolidate_episodic(7.0) == []               # not older than 7 days
+    assert pol.consolidate_episodic(7.0) == []  # not older than 7 days
     out = pol.consolidate_episodic(7.5)
     assert [o.memory for o in out] == [src] and pol.store.status_of(src) == "archived"
     assert "e0" in pol.store.provenance[n] and pol.store["is_dirty"][n]
@@ -316,14 +347,19 @@ def test_forget_deletes_rows_holding_the_episode():
     gone = {o.memory for o in out}
     assert node(pol) in gone and node(pol, "other.x") not in gone
     assert pol.store.status_of(pol.owner_of["user"]) == "core"
-    pol.ingest([ep(2, 2.0)], 2.0)                           # a new mention makes a new node
+    pol.ingest([ep(2, 2.0)], 2.0)  # a new mention makes a new node
     assert pol.store.status_of(node(pol)) == "candidate"
 
 
 def _state(pol):
     s = pol.store
-    return (s.n, [s.status_of(i) for i in range(s.n)], [sorted(p) for p in s.provenance],
-            {c: s[c].tolist() for c in ("salience", "source_count", "distinct_days")}, s.embedding.tobytes())
+    return (
+        s.n,
+        [s.status_of(i) for i in range(s.n)],
+        [sorted(p) for p in s.provenance],
+        {c: s[c].tolist() for c in ("salience", "source_count", "distinct_days")},
+        s.embedding.tobytes(),
+    )
 
 
 def test_batched_ingest_equals_one_by_one():
@@ -339,7 +375,7 @@ def test_plant_attributes_and_errors():
     n = plant(pol, salience=0.7, state="active", recall_frequency=5, decay_gradient=1.5)
     s = pol.store
     assert s["salience"][n] == 0.7 and s.status_of(n) == "active" and s["recall_frequency"][n] == 5
-    assert pol.rates()[n] == pytest.approx(0.02 / (1 + 5 ** 1.5))
+    assert pol.rates()[n] == pytest.approx(0.02 / (1 + 5**1.5))
     with pytest.raises(MemsimError, match="state"):
         plant(pol, 1, state="dormant")
     with pytest.raises(MemsimError, match="salience"):

@@ -1,4 +1,5 @@
 """The decay-curve tool (memsim.curve) and its CLI (`memsim curve`)."""
+
 from __future__ import annotations
 
 import io
@@ -7,9 +8,9 @@ from contextlib import redirect_stdout
 
 import pytest
 
-from memsim.cli import main
-from memsim.curves import CurveError, access_days, curve, parse_days
-from memsim.errors import MemsimError, ParamError, UnknownIdError
+from memsim.engine.errors import MemsimError, ParamError, UnknownIdError
+from memsim.workbench.cli import main
+from memsim.workbench.curves import CurveError, access_days, curve, parse_days
 
 PREF = ["category=preference", "importance=0.9"]
 
@@ -23,14 +24,21 @@ def cli(*argv: str) -> tuple[int, str]:
 
 def test_cli_header_and_rows():
     """003 §Memory Strength Calculation through the CLI: full-precision strength per day."""
-    rc, out = cli("izzie", "--pattern", "never", "--days", "0:60:30", *sum((["--memory", m] for m in PREF), []))
+    rc, out = cli(
+        "izzie",
+        "--pattern",
+        "never",
+        "--days",
+        "0:60:30",
+        *sum((["--memory", m] for m in PREF), []),
+    )
     assert rc == 0
     lines = out.strip().splitlines()
     assert lines[0] == "day,strength,status,accessed,access_count"
     assert len(lines) == 4
     day, strength, status, accessed, count = lines[2].split(",")
     assert (day, status, accessed, count) == ("30.0", "active", "false", "0")
-    assert float(strength) == 0.9 * math.exp(-0.3)            # repr round-trips exactly
+    assert float(strength) == 0.9 * math.exp(-0.3)  # repr round-trips exactly
     assert float(lines[3].split(",")[1]) == pytest.approx(0.9 * math.exp(-0.6), rel=1e-12)
 
 
@@ -82,21 +90,24 @@ def test_memory_attributes_and_params():
     assert acc["strength"].iloc[0] == pytest.approx(0.5 * math.log(4))
 
 
-@pytest.mark.parametrize("kwargs, err, match", [
-    ({"policy": "nope"}, UnknownIdError, "unknown policy id 'nope'"),
-    ({"pattern": "sometimes"}, CurveError, "unknown --pattern 'sometimes'"),
-    ({"pattern": "every:0"}, CurveError, "N > 0"),
-    ({"pattern": "every:x"}, CurveError, "'x'"),
-    ({"days": "0:10"}, CurveError, "START:END:STEP"),
-    ({"days": "5:1:1"}, CurveError, "END < START"),
-    ({"days": "-1,2"}, CurveError, "'-1'"),
-    ({"memory": ["stability=2"]}, CurveError, "Izzie has no memory attribute 'stability'"),
-    ({"memory": ["importance=1.5"]}, CurveError, r"importance='1.5' is outside \[0, 1\]"),
-    ({"memory": ["importance"]}, CurveError, "KEY=VALUE"),
-    ({"params": ["decay_rate_fact=-1"]}, ParamError, "decay_rate_fact"),
-    ({"params": ["half_life=1"]}, ParamError, "no parameter 'half_life'"),
-    ({"policy": "kernle", "memory": ["protected=maybe"]}, ParamError, "protected='maybe'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        ({"policy": "nope"}, UnknownIdError, "unknown policy id 'nope'"),
+        ({"pattern": "sometimes"}, CurveError, "unknown --pattern 'sometimes'"),
+        ({"pattern": "every:0"}, CurveError, "N > 0"),
+        ({"pattern": "every:x"}, CurveError, "'x'"),
+        ({"days": "0:10"}, CurveError, "START:END:STEP"),
+        ({"days": "5:1:1"}, CurveError, "END < START"),
+        ({"days": "-1,2"}, CurveError, "'-1'"),
+        ({"memory": ["stability=2"]}, CurveError, "Izzie has no memory attribute 'stability'"),
+        ({"memory": ["importance=1.5"]}, CurveError, r"importance='1.5' is outside \[0, 1\]"),
+        ({"memory": ["importance"]}, CurveError, "KEY=VALUE"),
+        ({"params": ["decay_rate_fact=-1"]}, ParamError, "decay_rate_fact"),
+        ({"params": ["half_life=1"]}, ParamError, "no parameter 'half_life'"),
+        ({"policy": "kernle", "memory": ["protected=maybe"]}, ParamError, "protected='maybe'"),
+    ],
+)
 def test_bad_input(kwargs, err, match):
     args = {"policy": "izzie", "pattern": "never", "days": "0,1"} | kwargs
     with pytest.raises(err, match=match):

@@ -1,14 +1,16 @@
-"""Embedders: calibrated claim bands (memsim.llm.Bands), hashed text embedder."""
+"""Embedders: calibrated claim bands (memsim.engine.llm.Bands), hashed text embedder."""
+
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from memsim.embed import ClaimsEmbedder, TextEmbedder, stable_hash, stable_uniform
-from memsim.errors import ParamError
-from memsim.events import Claim
-from memsim.llm import Bands
+from memsim.engine.embed import ClaimsEmbedder, TextEmbedder, stable_hash, stable_uniform
+from memsim.engine.errors import ParamError
+from memsim.engine.events import Claim
+from memsim.engine.llm import Bands
 
-# Bounds the seed thresholds assume (memsim.llm.Bands docstring).
+# Bounds the seed thresholds assume (memsim.engine.llm.Bands docstring).
 PARAPHRASE_MIN = 0.85
 CHANGED = (0.70, 0.85)
 RELATED = (0.40, 0.70)
@@ -21,8 +23,12 @@ def pair_cosines(emb, n, tag=""):
     for i in range(n):
         key, sib, other = f"t{tag}{i}.k{i}", f"t{tag}{i}.s{i}", f"u{tag}{i}.z"
         a = emb.vector(key, "v1", f"a{i}")
-        out[:, i] = (a @ emb.vector(key, "v1", f"b{i}"), a @ emb.vector(key, "v2", f"c{i}"),
-                     a @ emb.vector(sib, "v1", f"d{i}"), a @ emb.vector(other, "v1", f"e{i}"))
+        out[:, i] = (
+            a @ emb.vector(key, "v1", f"b{i}"),
+            a @ emb.vector(key, "v2", f"c{i}"),
+            a @ emb.vector(sib, "v1", f"d{i}"),
+            a @ emb.vector(other, "v1", f"e{i}"),
+        )
     return out
 
 
@@ -40,12 +46,15 @@ def test_bands_over_many_keys():
     assert u.mean() == pytest.approx(0.0, abs=0.005)
 
 
-names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",), exclude_characters="."),
-               min_size=1, max_size=10)
+names = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cs",), exclude_characters="."),
+    min_size=1,
+    max_size=10,
+)
 
 
 @settings(derandomize=True)  # a band edge is a ~4-sigma event: keep the examples fixed
-@given(names, names, names, names, names, st.integers(0, 2 ** 32 - 1))
+@given(names, names, names, names, names, st.integers(0, 2**32 - 1))
 def test_bands_hypothesis(topic, key, other, value, value2, seed):
     if other == key or value2 == value:
         return
@@ -126,13 +135,16 @@ def test_stable_hash_is_stable():
 
 # -- text embedder ----------------------------------------------------------------
 
+
 def test_text_identical_and_deterministic():
     t = TextEmbedder()
     texts = ["I moved to Lisbon last spring", "Caroline adopted a dog named Rex"]
     v = t.embed(texts)
     assert v.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, rtol=1e-5)
-    assert float(v[0] @ t.embed_one("I moved to Lisbon last spring")) == pytest.approx(1.0, abs=1e-6)
+    assert float(v[0] @ t.embed_one("I moved to Lisbon last spring")) == pytest.approx(
+        1.0, abs=1e-6
+    )
     assert np.array_equal(v, TextEmbedder().embed(texts))
     assert np.array_equal(v[1], TextEmbedder().embed([texts[1]])[0])
     assert not np.allclose(v, TextEmbedder(seed=1).embed(texts))
@@ -140,9 +152,13 @@ def test_text_identical_and_deterministic():
 
 def test_text_shared_words_score_higher():
     t = TextEmbedder()
-    a, b, c = t.embed(["my sister loves hiking in the mountains",
-                       "my sister went hiking in the mountains again",
-                       "quarterly tax report deadline tomorrow"])
+    a, b, c = t.embed(
+        [
+            "my sister loves hiking in the mountains",
+            "my sister went hiking in the mountains again",
+            "quarterly tax report deadline tomorrow",
+        ]
+    )
     assert a @ b > 0.4
     assert a @ b > a @ c + 0.3
     assert abs(a @ c) < 0.2

@@ -7,16 +7,17 @@ topic ~0.55). A claim with a ``vec`` attr embeds as exactly that vector (thresho
 ``classify`` answers SUPPORTS for the same value, CONTRADICTS for another, IRRELEVANT for
 another key; ``relations`` overrides the answer by candidate key.
 """
+
 from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from memsim.events import Claim, Episode, Query
-from memsim.llm import CONTRADICTS, IRRELEVANT, SUPPORTS, Embedded
+from memsim.engine.events import Claim, Episode, Query
+from memsim.engine.llm import CONTRADICTS, IRRELEVANT, SUPPORTS, Embedded
 
 
 def _vec(dim: int, *parts: str) -> np.ndarray:
@@ -26,7 +27,9 @@ def _vec(dim: int, *parts: str) -> np.ndarray:
 
 
 class StubLLM:
-    def __init__(self, dim: int = 64, seed: int = 0, relations: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, dim: int = 64, seed: int = 0, relations: dict[str, str] | None = None
+    ) -> None:
         self.dim = dim
         self.seed = seed
         self.relations = relations or {}
@@ -39,8 +42,11 @@ class StubLLM:
             return v / np.linalg.norm(v)
         if not c.key:
             return _vec(self.dim, "text", c.value)
-        v = (np.sqrt(0.55) * _vec(self.dim, "topic", c.topic) + np.sqrt(0.22) * _vec(self.dim, "key", c.key)
-             + np.sqrt(0.23) * _vec(self.dim, "value", c.key, c.value))
+        v = (
+            np.sqrt(0.55) * _vec(self.dim, "topic", c.topic)
+            + np.sqrt(0.22) * _vec(self.dim, "key", c.key)
+            + np.sqrt(0.23) * _vec(self.dim, "value", c.key, c.value)
+        )
         return v / np.linalg.norm(v)
 
     def extract(self, episode: Episode):
@@ -49,14 +55,22 @@ class StubLLM:
 
     def embed(self, items: Sequence, keys: Sequence[str]) -> Embedded:
         self.calls["embed"] += 1
-        vecs = np.array([self.claim_vector(i) if isinstance(i, Claim) else _vec(self.dim, "text", i)
-                         for i in items], dtype=np.float32).reshape(len(items), self.dim)
+        vecs = np.array(
+            [
+                self.claim_vector(i) if isinstance(i, Claim) else _vec(self.dim, "text", i)
+                for i in items
+            ],
+            dtype=np.float32,
+        ).reshape(len(items), self.dim)
         return Embedded(vecs, np.ones(len(items), dtype=bool))
 
     def embed_query(self, query: Query):
         if query.keys:
-            v = sum(np.sqrt(0.55) * _vec(self.dim, "topic", k.rsplit(".", 1)[0] if "." in k else k)
-                    + np.sqrt(0.45) * _vec(self.dim, "key", k) for k in query.keys)
+            v = sum(
+                np.sqrt(0.55) * _vec(self.dim, "topic", k.rsplit(".", 1)[0] if "." in k else k)
+                + np.sqrt(0.45) * _vec(self.dim, "key", k)
+                for k in query.keys
+            )
             return v / np.linalg.norm(v)
         return _vec(self.dim, "text", query.text)
 
@@ -81,7 +95,9 @@ class StubLLM:
         pairs = Counter((c.key, c.value) for c in claims)
         (k, v), _ = sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))[0]
         first = next(c for c in claims if (c.key, c.value) == (k, v))
-        return Claim(key=k, value=v, category=first.category, subject=first.subject, attrs=first.attrs)
+        return Claim(
+            key=k, value=v, category=first.category, subject=first.subject, attrs=first.attrs
+        )
 
 
 # ------------------------------------------------------------------------------- tests
@@ -89,10 +105,16 @@ import math  # noqa: E402
 
 import pytest  # noqa: E402
 
-from memsim.errors import MemsimError  # noqa: E402
-from memsim.events import Forget  # noqa: E402
-from memsim.llm import PARTIAL  # noqa: E402
-from policies.engram import Engram, EngramParams, belief_score, retrieval_strength, updated_stability  # noqa: E402
+from memsim.engine.errors import MemsimError  # noqa: E402
+from memsim.engine.events import Forget  # noqa: E402
+from memsim.engine.llm import PARTIAL  # noqa: E402
+from policies.engram import (
+    Engram,
+    EngramParams,
+    belief_score,
+    retrieval_strength,
+    updated_stability,
+)  # noqa: E402
 
 DIM = 64
 
@@ -106,7 +128,9 @@ def unit(c: float, axis: int = 0, other: int = 1) -> tuple[float, ...]:
 
 
 def ep(i, t, key="topic.fact", value="v", **attrs) -> Episode:
-    return Episode(f"e{i}", float(t), f"{key} {value}", (Claim(key, value, attrs=tuple(attrs.items())),))
+    return Episode(
+        f"e{i}", float(t), f"{key} {value}", (Claim(key, value, attrs=tuple(attrs.items())),)
+    )
 
 
 def singletons(n: int, start: int = 100, t: float = 0.0) -> list[Episode]:
@@ -141,7 +165,10 @@ def test_trigger_needs_20_new_episodes(n, runs):
 def test_trigger_counts_episodes_not_claims():
     """An episode with two claims is one new episode (001 §How It Works 1)."""
     pol = make()
-    two = [Episode(f"d{i}", 0.0, "two", (Claim(f"a{i}.x", "1"), Claim(f"b{i}.y", "2"))) for i in range(19)]
+    two = [
+        Episode(f"d{i}", 0.0, "two", (Claim(f"a{i}.x", "1"), Claim(f"b{i}.y", "2")))
+        for i in range(19)
+    ]
     pol.ingest(two, 0.0)
     assert pol.consolidate(1.0)[0].action == "skip"
 
@@ -150,7 +177,9 @@ def test_trigger_counts_episodes_not_claims():
 @pytest.mark.parametrize("size, created", [(2, 0), (3, 1)])
 def test_cluster_of_three_makes_a_belief_two_does_not(size, created):
     pol = make()
-    pol.ingest([ep(i, 0.0, "owner.city", "Paris") for i in range(size)] + singletons(20 - size), 0.0)
+    pol.ingest(
+        [ep(i, 0.0, "owner.city", "Paris") for i in range(size)] + singletons(20 - size), 0.0
+    )
     pol.consolidate(1.0)
     assert len(beliefs(pol)) == created
     if created:
@@ -163,13 +192,24 @@ def test_cluster_of_three_makes_a_belief_two_does_not(size, created):
 def test_cluster_threshold_070_is_inclusive():
     """Greedy leader clustering joins at cosine >= the threshold (001 §How It Works 2; choice),
     measured on the stored vectors."""
+
     def rows_of(pol):
-        out = pol.ingest([ep(0, 0, "a.x", "1", vec=unit(1.0)), ep(1, 0, "b.x", "1", vec=unit(0.7)),
-                          ep(2, 0, "c.x", "1", vec=unit(0.0, other=2))], 0.0)
+        out = pol.ingest(
+            [
+                ep(0, 0, "a.x", "1", vec=unit(1.0)),
+                ep(1, 0, "b.x", "1", vec=unit(0.7)),
+                ep(2, 0, "c.x", "1", vec=unit(0.0, other=2)),
+            ],
+            0.0,
+        )
         return [o.memory for o in out]
+
     probe = make()
     ids = rows_of(probe)
-    sim = float(probe.store.embedding[ids[0]].astype(np.float64) @ probe.store.embedding[ids[1]].astype(np.float64))
+    sim = float(
+        probe.store.embedding[ids[0]].astype(np.float64)
+        @ probe.store.embedding[ids[1]].astype(np.float64)
+    )
     at = make(min_cluster_size=2, cluster_similarity=sim)
     ids = rows_of(at)
     assert at.cluster(ids) == [(ids[0], ids[1])]
@@ -209,14 +249,16 @@ def test_call_budget_limits_clusters_and_carries():
 def test_match_band_boundaries():
     pol = make()
     assert pol.match_band(0.9201) == "reinforce"
-    assert pol.match_band(0.92) == "classify"      # "exceeds 0.92" is strict
-    assert pol.match_band(0.70) == "classify"      # "below 0.70 ... novel": 0.70 is not below
+    assert pol.match_band(0.92) == "classify"  # "exceeds 0.92" is strict
+    assert pol.match_band(0.70) == "classify"  # "below 0.70 ... novel": 0.70 is not below
     assert pol.match_band(0.6999) == "novel"
 
 
 def _cluster_against(pol: Engram, c: float, value="v", key="topic.fact", start=0, t=1.0):
     """Ingest a 3-episode cluster whose vector has cosine ``c`` with unit(1.0) and consolidate."""
-    eps = [ep(start + j, t - 0.5, key, value, vec=unit(c)) for j in range(3)] + singletons(17, 1000 + start, t - 0.5)
+    eps = [ep(start + j, t - 0.5, key, value, vec=unit(c)) for j in range(3)] + singletons(
+        17, 1000 + start, t - 0.5
+    )
     pol.ingest(eps, t - 0.5)
     return pol.consolidate(t)
 
@@ -231,9 +273,16 @@ def test_reinforce_above_092():
     assert len(beliefs(pol)) == 1
 
 
-@pytest.mark.parametrize("reply, col, delta", [(SUPPORTS, "alpha", 1.0), (CONTRADICTS, "beta", 1.0),
-                                                (PARTIAL, "n_partial", 1), (IRRELEVANT, None, 0),
-                                                ("maybe?", None, 0)])
+@pytest.mark.parametrize(
+    "reply, col, delta",
+    [
+        (SUPPORTS, "alpha", 1.0),
+        (CONTRADICTS, "beta", 1.0),
+        (PARTIAL, "n_partial", 1),
+        (IRRELEVANT, None, 0),
+        ("maybe?", None, 0),
+    ],
+)
 def test_classification_band_four_way(reply, col, delta):
     """0.70-0.92: SUPPORTS alpha+1, CONTRADICTS beta+1, PARTIAL partial+1, IRRELEVANT (and an
     invalid reply) nothing."""
@@ -254,13 +303,18 @@ def test_novel_below_070_creates_belief():
     pol = make()
     plant(pol, vec=unit(1.0))
     out = _cluster_against(pol, 0.5)
-    assert len(beliefs(pol)) == 2 and any(o.action == "create" and o.detail == "novel belief" for o in out)
+    assert len(beliefs(pol)) == 2 and any(
+        o.action == "create" and o.detail == "novel belief" for o in out
+    )
 
 
 def test_classification_against_at_most_5_beliefs():
     llm = StubLLM(DIM, relations={f"k{i}.x": SUPPORTS for i in range(7)})
     pol = make(llm)
-    rows = [plant(pol, i, key=f"k{i}.x", vec=unit(0.85 - 0.01 * i, axis=0, other=2 + i)) for i in range(7)]
+    rows = [
+        plant(pol, i, key=f"k{i}.x", vec=unit(0.85 - 0.01 * i, axis=0, other=2 + i))
+        for i in range(7)
+    ]
     _cluster_against(pol, 1.0, key="new.x", start=50)
     alphas = pol.store["alpha"][rows]
     assert (alphas == 2.0).sum() == 5 and list(alphas[:5]) == [2.0] * 5  # the 5 most similar
@@ -275,7 +329,9 @@ def _set(pol, b, **cols):
 def test_revision_gate_boundaries():
     pol = make()
     b = plant(pol)
-    base = dict(alpha=1.0, beta=1.6, peak_confidence=0.6, n_contra=3, evidence=5)  # confidence 0.3846
+    base = dict(
+        alpha=1.0, beta=1.6, peak_confidence=0.6, n_contra=3, evidence=5
+    )  # confidence 0.3846
     _set(pol, b, **base)
     assert pol.should_revise(b)
     _set(pol, b, beta=1.5)  # confidence exactly 0.4: not below
@@ -335,21 +391,26 @@ def test_archival_gate_boundaries():
     pol.store["beta"][b] = 1.0
     pol.store["evidence"][b] = 4
     assert not pol.archive_mask(89.99)[b]
-    assert pol.archive_mask(90.0)[b]              # not reinforced for 90 days, evidence < 5
+    assert pol.archive_mask(90.0)[b]  # not reinforced for 90 days, evidence < 5
     pol.store["evidence"][b] = 5
-    assert not pol.archive_mask(200.0)[b]         # evidence 5 is enough
+    assert not pol.archive_mask(200.0)[b]  # evidence 5 is enough
     pol.store["evidence"][b] = 4
     assert not pol.archive_mask(90.0, exempt=[b])[b]  # reinforced in this cycle
 
 
 def test_merge_gate_and_one_pair_per_cycle():
     pol = make()
-    rows = [plant(pol, i, key=f"m{i}.x", alpha=4, beta=1, vec=unit(1.0 - 0.001 * i)) for i in range(4)]
-    assert pol.merge_pair(6.99) is None           # updated < 7 days ago
+    rows = [
+        plant(pol, i, key=f"m{i}.x", alpha=4, beta=1, vec=unit(1.0 - 0.001 * i)) for i in range(4)
+    ]
+    assert pol.merge_pair(6.99) is None  # updated < 7 days ago
     keep, gone = pol.merge_pair(7.0)
     assert {keep, gone} <= set(rows)
     pol._absorb(keep, gone, 7.0)
-    assert pol.store.status_of(gone) == "merged" and pol.store.provenance[gone] <= pol.store.provenance[keep]
+    assert (
+        pol.store.status_of(gone) == "merged"
+        and pol.store.provenance[gone] <= pol.store.provenance[keep]
+    )
     assert pol.store["alpha"][keep] == 7.0
     out = pol._gates([], 14.0)
     assert sum(o.action == "merge" for o in out) == 1
@@ -357,7 +418,7 @@ def test_merge_gate_and_one_pair_per_cycle():
 
 def test_merge_needs_confidence_above_06_and_same_scope():
     pol = make()
-    a = plant(pol, 0, key="m0.x", alpha=3, beta=2, vec=unit(1.0))   # confidence 0.6 exactly
+    a = plant(pol, 0, key="m0.x", alpha=3, beta=2, vec=unit(1.0))  # confidence 0.6 exactly
     plant(pol, 1, key="m1.x", alpha=4, beta=1, vec=unit(0.999))
     assert pol.merge_pair(10.0) is None
     pol.store["alpha"][a] = 3.01
@@ -386,7 +447,9 @@ def test_storage_strength_never_decreases_through_cycles():
     pol.consolidate(1.0)
     b = beliefs(pol)[0]
     ev = pol.store["evidence"][b]
-    pol.ingest([ep(50 + i, 1.5, "owner.city", "Rome") for i in range(4)] + singletons(16, 500, 1.5), 1.5)
+    pol.ingest(
+        [ep(50 + i, 1.5, "owner.city", "Rome") for i in range(4)] + singletons(16, 500, 1.5), 1.5
+    )
     pol.consolidate(2.0)
     assert pol.store["evidence"][b] >= ev
 
@@ -413,7 +476,9 @@ def test_recall_score_matches_scalar_formula():
     bs, _ = pol.score_query(q, 4.0)
     cos = float(pol.store.embedding[b].astype(np.float64) @ pol.llm.embed_query(q))
     r = math.exp(-4.0 / 7.0)
-    assert bs[b] == pytest.approx(0.5 * (0.75 * cos) + 0.3 * r + 0.2 * 0.0)  # one belief: BM25 idf <= 0
+    assert bs[b] == pytest.approx(
+        0.5 * (0.75 * cos) + 0.3 * r + 0.2 * 0.0
+    )  # one belief: BM25 idf <= 0
 
 
 def test_bm25_normalized_per_query():
@@ -428,8 +493,13 @@ def test_bm25_normalized_per_query():
 # -- batching, forgetting, planting ------------------------------------------------------------------------
 def _state(pol: Engram):
     s = pol.store
-    return (s.n, [s.status_of(i) for i in range(s.n)], [sorted(p) for p in s.provenance],
-            {c: s[c].tolist() for c in ("alpha", "beta", "evidence", "stability")}, s.embedding.tobytes())
+    return (
+        s.n,
+        [s.status_of(i) for i in range(s.n)],
+        [sorted(p) for p in s.provenance],
+        {c: s[c].tolist() for c in ("alpha", "beta", "evidence", "stability")},
+        s.embedding.tobytes(),
+    )
 
 
 def test_batched_ingest_equals_one_by_one():
@@ -470,9 +540,16 @@ def test_plant_reads_attrs_and_validates():
 
 
 def test_pure_formulas():
-    assert retrieval_strength(np.array([0.0, 10.0]), np.array([10.0, 10.0])).tolist() == [1.0, math.exp(-1)]
-    assert updated_stability(np.array([10.0]), np.array([24.0]), 0.1, 365.0)[0] == pytest.approx(10 * (1 + 0.1 * math.log(2)))
-    assert belief_score(np.array([0.5]), np.array([0.8]), np.array([1.0]), np.array([0.5]), 0.5, 0.3, 0.2)[0] == pytest.approx(0.2 + 0.3 + 0.1)
+    assert retrieval_strength(np.array([0.0, 10.0]), np.array([10.0, 10.0])).tolist() == [
+        1.0,
+        math.exp(-1),
+    ]
+    assert updated_stability(np.array([10.0]), np.array([24.0]), 0.1, 365.0)[0] == pytest.approx(
+        10 * (1 + 0.1 * math.log(2))
+    )
+    assert belief_score(
+        np.array([0.5]), np.array([0.8]), np.array([1.0]), np.array([0.5]), 0.5, 0.3, 0.2
+    )[0] == pytest.approx(0.2 + 0.3 + 0.1)
 
 
 def test_merge_similarity_is_strictly_above_threshold():
@@ -480,7 +557,9 @@ def test_merge_similarity_is_strictly_above_threshold():
     probe = make()
     a = plant(probe, 0, key="m0.x", alpha=4, beta=1, vec=unit(1.0))
     b = plant(probe, 1, key="m1.x", alpha=4, beta=1, vec=unit(0.95))
-    sim = float(probe.store.embedding[a].astype(np.float64) @ probe.store.embedding[b].astype(np.float64))
+    sim = float(
+        probe.store.embedding[a].astype(np.float64) @ probe.store.embedding[b].astype(np.float64)
+    )
     for threshold, merges in ((sim, False), (np.nextafter(sim, 0.0), True)):
         pol = make(merge_min_similarity=float(threshold))
         plant(pol, 0, key="m0.x", alpha=4, beta=1, vec=unit(1.0))
@@ -493,5 +572,7 @@ def test_recall_confidence_filter_is_inclusive_at_04():
     pol = make()
     at = plant(pol, 0, alpha=0.4, beta=0.6)
     below = plant(pol, 1, alpha=0.39, beta=0.61)
-    ids = pol.recall([Query("q", 1.0, "topic fact", keys=("topic.fact",), k=5)], 1.0)[0].ids.tolist()
+    ids = pol.recall([Query("q", 1.0, "topic fact", keys=("topic.fact",), k=5)], 1.0)[
+        0
+    ].ids.tolist()
     assert at in ids and below not in ids

@@ -1,10 +1,21 @@
 """Event and Stream validation: every mistake raises StreamError naming the event and value."""
+
 import math
 
 import pytest
 
-from memsim.errors import MemsimError, StreamError
-from memsim.events import Claim, Episode, Forget, Protect, Query, Recover, Stream, make_stream, sorted_events
+from memsim.engine.errors import MemsimError, StreamError
+from memsim.engine.events import (
+    Claim,
+    Episode,
+    Forget,
+    Protect,
+    Query,
+    Recover,
+    Stream,
+    make_stream,
+    sorted_events,
+)
 
 
 def ep(eid, t, *claims):
@@ -12,13 +23,25 @@ def ep(eid, t, *claims):
 
 
 def test_a_valid_stream_and_its_batches():
-    s = Stream((ep("e1", 0.0), ep("e2", 0.0), Query("q1", 0.0, "?", keys=("a.b",)), ep("e3", 1.0),
-                Forget("f1", 2.0, "e1")), name="ok", horizon=5.0)
+    s = Stream(
+        (
+            ep("e1", 0.0),
+            ep("e2", 0.0),
+            Query("q1", 0.0, "?", keys=("a.b",)),
+            ep("e3", 1.0),
+            Forget("f1", 2.0, "e1"),
+        ),
+        name="ok",
+        horizon=5.0,
+    )
     assert len(s) == 5 and s.horizon == 5.0
     assert [e.id for e in s.episodes] == ["e1", "e2", "e3"] and [q.id for q in s.queries] == ["q1"]
     assert [(t, kind.__name__, [e.id for e in evs]) for t, kind, evs in s.batches()] == [
-        (0.0, "Episode", ["e1", "e2"]), (0.0, "Query", ["q1"]), (1.0, "Episode", ["e3"]),
-        (2.0, "Forget", ["f1"])]
+        (0.0, "Episode", ["e1", "e2"]),
+        (0.0, "Query", ["q1"]),
+        (1.0, "Episode", ["e3"]),
+        (2.0, "Forget", ["f1"]),
+    ]
 
 
 def test_horizon_is_raised_to_the_last_event():
@@ -26,7 +49,9 @@ def test_horizon_is_raised_to_the_last_event():
 
 
 def test_out_of_order_names_the_event_and_times():
-    with pytest.raises(StreamError, match=r"event #1 \(Episode 'e2'\) at time 1.0 comes after an event at time 2.0"):
+    with pytest.raises(
+        StreamError, match=r"event #1 \(Episode 'e2'\) at time 1.0 comes after an event at time 2.0"
+    ):
         Stream((ep("e1", 2.0), ep("e2", 1.0)), name="s")
 
 
@@ -35,12 +60,15 @@ def test_duplicate_ids():
         Stream((ep("x", 0.0), Query("x", 1.0, "?", keys=("a",))))
 
 
-@pytest.mark.parametrize("event, words", [
-    (Forget("f1", 1.0, "nope"), "forget 'f1' names episode 'nope'"),
-    (Protect("p1", 1.0, "nope"), "protect 'p1' names episode 'nope'"),
-    (Recover("r1", 1.0, "nope"), "recover 'r1' names episode 'nope'"),
-    (Query("q1", 1.0, "?", answers=("nope",)), "query 'q1' names answering episode 'nope'"),
-])
+@pytest.mark.parametrize(
+    "event, words",
+    [
+        (Forget("f1", 1.0, "nope"), "forget 'f1' names episode 'nope'"),
+        (Protect("p1", 1.0, "nope"), "protect 'p1' names episode 'nope'"),
+        (Recover("r1", 1.0, "nope"), "recover 'r1' names episode 'nope'"),
+        (Query("q1", 1.0, "?", answers=("nope",)), "query 'q1' names answering episode 'nope'"),
+    ],
+)
 def test_bad_references(event, words):
     with pytest.raises(StreamError, match=words):
         Stream((ep("e1", 0.0), event))
@@ -61,16 +89,19 @@ def test_bad_times(t):
         Forget("f1", t, "e1")
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    ({"key": 3}, "key must be a string, got 3"),
-    ({"key": "a", "value": 5}, "value must be a string, got 5"),
-    ({"key": "a", "category": ""}, "category must be a non-empty string"),
-    ({"key": "a", "importance": 1.5}, r"importance must be a number in \[0, 1\], got 1.5"),
-    ({"key": "a", "confidence": -0.1}, r"confidence must be a number in \[0, 1\], got -0.1"),
-    ({"key": "a", "importance": math.nan}, "importance must be a number"),
-    ({"key": "a", "attrs": (("x",),)}, "attrs must be a tuple of"),
-    ({"key": "a", "attrs": [("x", 1)]}, "attrs must be a tuple of"),
-])
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"key": 3}, "key must be a string, got 3"),
+        ({"key": "a", "value": 5}, "value must be a string, got 5"),
+        ({"key": "a", "category": ""}, "category must be a non-empty string"),
+        ({"key": "a", "importance": 1.5}, r"importance must be a number in \[0, 1\], got 1.5"),
+        ({"key": "a", "confidence": -0.1}, r"confidence must be a number in \[0, 1\], got -0.1"),
+        ({"key": "a", "importance": math.nan}, "importance must be a number"),
+        ({"key": "a", "attrs": (("x",),)}, "attrs must be a tuple of"),
+        ({"key": "a", "attrs": [("x", 1)]}, "attrs must be a tuple of"),
+    ],
+)
 def test_bad_claim_fields(kwargs, words):
     with pytest.raises(StreamError, match=words):
         Claim(**kwargs)
@@ -107,6 +138,6 @@ def test_events_are_frozen():
 
 def test_helpers_sort_and_build():
     evs = sorted_events([ep("b", 2.0), ep("a", 1.0), ep("c", 1.0)])
-    assert [e.id for e in evs] == ["a", "c", "b"]     # stable
+    assert [e.id for e in evs] == ["a", "c", "b"]  # stable
     s = make_stream(evs, name="m", horizon=9.0)
     assert s.name == "m" and s.horizon == 9.0

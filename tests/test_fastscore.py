@@ -1,17 +1,19 @@
-"""memsim.fastscore: the fused recall kernels equal the straightforward ones bit for bit
+"""policies.pai_fastscore: the fused recall kernels equal the straightforward ones bit for bit
 (document 000 §2 multi-factor score, cosine floor 0.20, top-k), and both agree with the
 one-memory-at-a-time reference."""
+
 from __future__ import annotations
 
 import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from memsim import fastscore as fs
-from memsim.events import Query
-from memsim.kernels import topk
+from memsim.engine.events import Query
+from memsim.engine.kernels import topk
+from policies import pai_fastscore as fs
 from policies.pai import TYPE_CODE, PaiParams, PersonalAI
 
 DIM = 16
@@ -31,7 +33,7 @@ def unit_rows(rng, n, dim=DIM, clusters=0):
 
 def columns(rng, n, now=100.0, allowed=True):
     last = rng.uniform(0, now, n)
-    last[rng.random(n) < 0.4] = np.nan                      # never accessed: counts from created
+    last[rng.random(n) < 0.4] = np.nan  # never accessed: counts from created
     return fs.PaiColumns(
         importance=rng.integers(1, 11, n).astype(np.float64),
         stability=rng.choice([1.0, 1.1, 2.5, 5.0], n),
@@ -39,7 +41,8 @@ def columns(rng, n, now=100.0, allowed=True):
         created=rng.uniform(0, now, n),
         subject=rng.integers(0, 4, n).astype(np.int32),
         insight=rng.random(n) < 0.2,
-        allowed=(rng.random(n) < 0.9) if allowed else None)
+        allowed=(rng.random(n) < 0.9) if allowed else None,
+    )
 
 
 def reference(cos, cols, now, codes, p, k):
@@ -65,9 +68,17 @@ def test_pai_scores_equal_the_policy_score_rows_bit_for_bit():
     X = unit_rows(rng, n, dim=pol.store.dim, clusters=5)
     s = pol.store
     s.reserve(n)
-    s.add(0.0, X, texts=[""] * n, claims=[None] * n, provenance=[()] * n,
-          importance=cols.importance, stability=cols.stability, subject=cols.subject,
-          type=np.where(cols.insight, TYPE_CODE["insight"], TYPE_CODE["factual"]))
+    s.add(
+        0.0,
+        X,
+        texts=[""] * n,
+        claims=[None] * n,
+        provenance=[()] * n,
+        importance=cols.importance,
+        stability=cols.stability,
+        subject=cols.subject,
+        type=np.where(cols.insight, TYPE_CODE["insight"], TYPE_CODE["factual"]),
+    )
     s["created"][:] = cols.created
     s["last_access"][:] = cols.last_access
     s.set_status(np.flatnonzero(~cols.allowed), "pruned", 1.0)
@@ -97,18 +108,26 @@ def test_topk_from_cos_equals_straightforward(clusters, dtype, floor):
         q = unit_rows(rng, 1)[0]
         cos = (X @ q).astype(dtype)
         for k in (1, 10, 50):
-            assert_same(fs.pai_topk_from_cos(cos, cols, 100.0, [1, 2], p, k),
-                        reference(cos, cols, 100.0, [1, 2], p, k))
+            assert_same(
+                fs.pai_topk_from_cos(cos, cols, 100.0, [1, 2], p, k),
+                reference(cos, cols, 100.0, [1, 2], p, k),
+            )
 
 
 def test_ties_go_to_the_lower_row():
     """Duplicate memories score equal: the lower row wins, as in kernels.topk."""
     rng = np.random.default_rng(3)
     base = unit_rows(rng, 50)
-    X = np.tile(base, (40, 1))                              # 2000 rows, 40 copies of each
+    X = np.tile(base, (40, 1))  # 2000 rows, 40 copies of each
     n = len(X)
-    cols = fs.PaiColumns(np.full(n, 5.0), np.ones(n), np.full(n, np.nan), np.zeros(n),
-                         np.zeros(n, np.int32), np.zeros(n, bool))
+    cols = fs.PaiColumns(
+        np.full(n, 5.0),
+        np.ones(n),
+        np.full(n, np.nan),
+        np.zeros(n),
+        np.zeros(n, np.int32),
+        np.zeros(n, bool),
+    )
     p = dataclasses.replace(P, cosine_floor=-1.0)
     q = base[7]
     got = fs.pai_topk(X, q, cols, 10.0, [], p, 10)
@@ -171,8 +190,9 @@ def test_bound_holds_for_every_row():
 def test_empty_and_no_candidates():
     rng = np.random.default_rng(7)
     cols = columns(rng, 0)
-    ids, scores = fs.pai_topk(np.zeros((0, DIM), np.float32), np.ones(DIM, np.float32) / 4,
-                              cols, 1.0, [], P, 10)
+    ids, scores = fs.pai_topk(
+        np.zeros((0, DIM), np.float32), np.ones(DIM, np.float32) / 4, cols, 1.0, [], P, 10
+    )
     assert len(ids) == len(scores) == 0
     X = unit_rows(rng, 100)
     cols = columns(rng, 100)
@@ -183,8 +203,13 @@ def test_empty_and_no_candidates():
         fs.pai_topk_batch(X, X[:2], cols, 100.0, [[]], P, 10)
 
 
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 400), k=st.integers(1, 30),
-       floor=st.sampled_from([-1.0, 0.0, 0.2, 0.5]), clusters=st.sampled_from([0, 1, 3]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 400),
+    k=st.integers(1, 30),
+    floor=st.sampled_from([-1.0, 0.0, 0.2, 0.5]),
+    clusters=st.sampled_from([0, 1, 3]),
+)
 def test_property_fused_equals_straightforward(seed, n, k, floor, clusters):
     rng = np.random.default_rng(seed)
     p = dataclasses.replace(P, cosine_floor=floor)
@@ -195,54 +220,71 @@ def test_property_fused_equals_straightforward(seed, n, k, floor, clusters):
     batch = fs.pai_topk_batch(X, Q, cols, 100.0, codes, p, k, chunk=64)
     C = fs.batch_cosines(X, Q, chunk=64)
     for b in range(3):
-        assert_same(fs.pai_topk(X, Q[b], cols, 100.0, codes[b], p, k),
-                    reference(X @ Q[b], cols, 100.0, codes[b], p, k))
+        assert_same(
+            fs.pai_topk(X, Q[b], cols, 100.0, codes[b], p, k),
+            reference(X @ Q[b], cols, 100.0, codes[b], p, k),
+        )
         assert_same(batch[b], reference(C[b], cols, 100.0, codes[b], p, k))
 
 
 def test_chunked_is_bit_identical_to_the_kernel():
-    from memsim import kernels
+    from memsim.engine import kernels
+
     rng = np.random.default_rng(8)
     n = 20_001
     a, r, d = rng.uniform(0, 1, n), rng.uniform(0.001, 0.1, n), rng.uniform(0, 365, n)
-    np.testing.assert_array_equal(fs.chunked(kernels.exp_decay, a, r, d, chunk=1000),
-                                  kernels.exp_decay(a, r, d))
+    np.testing.assert_array_equal(
+        fs.chunked(kernels.exp_decay, a, r, d, chunk=1000), kernels.exp_decay(a, r, d)
+    )
     # broadcast scalars and keyword arguments, a 2-D input falls back to the plain call
-    np.testing.assert_array_equal(fs.chunked(kernels.stability_update, d, 0.5, cap=365.0, chunk=333),
-                                  kernels.stability_update(d, 0.5, cap=365.0))
-    np.testing.assert_array_equal(fs.chunked(kernels.beta_mean, a.reshape(3, -1)[:, :5], 2.0),
-                                  kernels.beta_mean(a.reshape(3, -1)[:, :5], 2.0))
+    np.testing.assert_array_equal(
+        fs.chunked(kernels.stability_update, d, 0.5, cap=365.0, chunk=333),
+        kernels.stability_update(d, 0.5, cap=365.0),
+    )
+    np.testing.assert_array_equal(
+        fs.chunked(kernels.beta_mean, a.reshape(3, -1)[:, :5], 2.0),
+        kernels.beta_mean(a.reshape(3, -1)[:, :5], 2.0),
+    )
     cand = rng.random(n) < 0.3
     rf = rng.integers(0, 9, n).astype(float)
-    np.testing.assert_array_equal(fs.chunked(kernels.cosmo_decay_rate, rf, r * 10, 0.02, cand, a, chunk=4096),
-                                  kernels.cosmo_decay_rate(rf, r * 10, 0.02, cand, a))
+    np.testing.assert_array_equal(
+        fs.chunked(kernels.cosmo_decay_rate, rf, r * 10, 0.02, cand, a, chunk=4096),
+        kernels.cosmo_decay_rate(rf, r * 10, 0.02, cand, a),
+    )
 
 
 def test_half_life_decay_exp2_matches_pow_within_2_ulp():
     """000 §7: c * 0.5 ** (days / (30 * stability)); exp2 form vs numpy/libm pow."""
-    from memsim import kernels, kernels_ref
+    from memsim.engine import kernels, kernels_ref
+
     rng = np.random.default_rng(9)
     c, dt, hl = rng.uniform(0, 1, 5000), rng.uniform(0, 2000, 5000), rng.uniform(30, 150, 5000)
     got = fs.half_life_decay(c, dt, hl)
     want = kernels.half_life_decay(c, dt, hl)
     assert (np.abs(got - want) <= 2 * np.spacing(np.abs(want))).all()
-    assert fs.half_life_decay(0.6, 30.0, 30.0) == kernels_ref.half_life_decay(0.6, 30.0, 30.0) == 0.3
-
+    assert (
+        fs.half_life_decay(0.6, 30.0, 30.0) == kernels_ref.half_life_decay(0.6, 30.0, 30.0) == 0.3
+    )
 
 
 def test_cosmo_decay_rate_exp_log_matches_the_kernel():
     """002 offline decay: base_rate / (1 + recall_frequency ** decay_gradient), candidate
-    penalty; the exp/log power agrees with memsim.kernels (libm pow) within 1e-14, and the
+    penalty; the exp/log power agrees with memsim.engine.kernels (libm pow) within 1e-14, and the
     edge cases (rf = 0 with gradient > 0, = 0, < 0) are exact."""
-    from memsim import kernels, kernels_ref
+    from memsim.engine import kernels, kernels_ref
+
     rng = np.random.default_rng(12)
     n = 5000
     rf = rng.integers(0, 200, n).astype(float)
     g = rng.uniform(-2.0, 3.0, n)
     cand, conf = rng.random(n) < 0.3, rng.uniform(0, 1, n)
     got = fs.cosmo_decay_rate(rf, g, 0.02, cand, conf)
-    np.testing.assert_allclose(got, kernels.cosmo_decay_rate(rf, g, 0.02, cand, conf), rtol=1e-14, atol=0)
+    np.testing.assert_allclose(
+        got, kernels.cosmo_decay_rate(rf, g, 0.02, cand, conf), rtol=1e-14, atol=0
+    )
     for r, gr in [(0.0, 1.5), (0.0, 0.0), (0.0, -1.0), (5.0, 1.5)]:
-        assert fs.cosmo_decay_rate(r, gr) == pytest.approx(kernels_ref.cosmo_decay_rate(r, gr), rel=1e-14, abs=0)
+        assert fs.cosmo_decay_rate(r, gr) == pytest.approx(
+            kernels_ref.cosmo_decay_rate(r, gr), rel=1e-14, abs=0
+        )
     # 002's example: recall_frequency=5, decay_gradient=1.5 gives about 0.0015
-    assert fs.cosmo_decay_rate(5.0, 1.5) == pytest.approx(0.02 / (1 + 5 ** 1.5), rel=1e-14)
+    assert fs.cosmo_decay_rate(5.0, 1.5) == pytest.approx(0.02 / (1 + 5**1.5), rel=1e-14)

@@ -1,6 +1,7 @@
 """Figures: each figure function on small stand-in tables of the documented shapes, the
 palette, the defensive benchmark reader, and the `memsim figures` command (skips missing
 inputs with a notice, writes PNGs)."""
+
 from __future__ import annotations
 
 import json
@@ -13,11 +14,16 @@ import pytest
 
 matplotlib.use("Agg")
 
-from memsim import figures as F  # noqa: E402
-from memsim.errors import MemsimError, UnknownIdError  # noqa: E402
+from memsim.engine.errors import MemsimError, UnknownIdError  # noqa: E402
+from memsim.workbench import figures as F  # noqa: E402
 
 POLICIES = ["keep-all", "recency", "pai", "izzie", "kernle", "engram", "cosmo"]
-SCENARIOS = ["synthetic:steady", "synthetic:churn", "scripted/name-preference", "locomo:/x/locomo-dev.json"]
+SCENARIOS = [
+    "synthetic:steady",
+    "synthetic:churn",
+    "scripted/name-preference",
+    "locomo:/x/locomo-dev.json",
+]
 
 
 def stand_in_per_query(seed_count: int = 2) -> pd.DataFrame:
@@ -29,14 +35,29 @@ def stand_in_per_query(seed_count: int = 2) -> pd.DataFrame:
             for seed in range(seed_count):
                 for q in range(30):
                     t = float(q * 4 + rng.uniform(0, 3))
-                    rows.append({
-                        "policy": p, "scenario": s, "seed": seed, "query_id": f"q{q}", "time": t,
-                        "group": ("single-hop", "multi-hop", "temporal")[q % 3] if s.startswith("locomo") else "",
-                        "k": 5, "n_units": 1, "returned": 5,
-                        "recall": float(rng.uniform() < 0.3 + 0.08 * POLICIES.index(p)),
-                        "hit": 1.0, "mrr": 0.5, "ndcg": 0.5, "stale": float(rng.uniform(0, 0.4)),
-                        "needed_forgotten": 0.0, "evidence_age": float(rng.uniform(0, 120)),
-                        "footprint": int(10 + q * (3 if p == "keep-all" else 1))})
+                    rows.append(
+                        {
+                            "policy": p,
+                            "scenario": s,
+                            "seed": seed,
+                            "query_id": f"q{q}",
+                            "time": t,
+                            "group": ("single-hop", "multi-hop", "temporal")[q % 3]
+                            if s.startswith("locomo")
+                            else "",
+                            "k": 5,
+                            "n_units": 1,
+                            "returned": 5,
+                            "recall": float(rng.uniform() < 0.3 + 0.08 * POLICIES.index(p)),
+                            "hit": 1.0,
+                            "mrr": 0.5,
+                            "ndcg": 0.5,
+                            "stale": float(rng.uniform(0, 0.4)),
+                            "needed_forgotten": 0.0,
+                            "evidence_age": float(rng.uniform(0, 120)),
+                            "footprint": int(10 + q * (3 if p == "keep-all" else 1)),
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
@@ -45,11 +66,33 @@ def stand_in_summary(per_query: pd.DataFrame) -> pd.DataFrame:
     for (s, p), g in per_query.groupby(["scenario", "policy"], sort=False):
         for m in ("recall", "stale"):
             mean = float(g[m].mean())
-            rows.append({"scenario": s, "policy": p, "metric": m, "mean": mean, "ci_low": mean - 0.05,
-                         "ci_high": mean + 0.05, "n": len(g), "unit": "queries", "better": "higher"})
+            rows.append(
+                {
+                    "scenario": s,
+                    "policy": p,
+                    "metric": m,
+                    "mean": mean,
+                    "ci_low": mean - 0.05,
+                    "ci_high": mean + 0.05,
+                    "n": len(g),
+                    "unit": "queries",
+                    "better": "higher",
+                }
+            )
         fp = float(g["footprint"].mean())
-        rows.append({"scenario": s, "policy": p, "metric": "footprint_mean", "mean": fp, "ci_low": fp - 1,
-                     "ci_high": fp + 1, "n": 2, "unit": "runs", "better": "lower"})
+        rows.append(
+            {
+                "scenario": s,
+                "policy": p,
+                "metric": "footprint_mean",
+                "mean": fp,
+                "ci_low": fp - 1,
+                "ci_high": fp + 1,
+                "n": 2,
+                "unit": "runs",
+                "better": "lower",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -83,6 +126,7 @@ def texts(fig) -> list[str]:
 def legend_colors(fig) -> dict[str, str]:
     """Label -> hex colour of each legend entry, over all legends of the figure."""
     from matplotlib.colors import to_hex
+
     out = {}
     legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
     for leg in legends:
@@ -108,34 +152,53 @@ def summary(per_query):
 
 # ------------------------------------------------------------------ palette
 
+
 def test_palette_fixed_distinct_and_version_blind():
     assert set(POLICIES) <= set(F.PALETTE)
     assert len(set(F.PALETTE.values())) == len(F.PALETTE)
     assert F.policy_color("pai-v1") == F.policy_color("pai") == F.PALETTE["pai"]
     assert F.policy_color("my-policy") == F.policy_color("my-policy")  # stable spare colour
-    assert F.policy_style("keep-all")["linestyle"] == "--" and F.policy_style("pai")["linestyle"] == "-"
+    assert (
+        F.policy_style("keep-all")["linestyle"] == "--"
+        and F.policy_style("pai")["linestyle"] == "-"
+    )
 
 
 def test_ordered_policies_baselines_first():
-    assert F.ordered_policies(["cosmo", "zeta", "pai", "recency", "keep-all"]) == \
-        ["keep-all", "recency", "pai", "cosmo", "zeta"]
+    assert F.ordered_policies(["cosmo", "zeta", "pai", "recency", "keep-all"]) == [
+        "keep-all",
+        "recency",
+        "pai",
+        "cosmo",
+        "zeta",
+    ]
 
 
 # ------------------------------------------------------------------ 1. decay curves
 
+
 def test_worked_examples_fallback_cites_sections():
     ex = F.worked_examples(None)
     pai = ex[ex.policy == "pai"].iloc[0]
-    assert (pai.day, pai.start, pai.value, pai.ratio) == (30, 0.6, 0.3, 0.5)   # 000 §7
+    assert (pai.day, pai.start, pai.value, pai.ratio) == (30, 0.6, 0.3, 0.5)  # 000 §7
     izzie = ex[ex.policy == "izzie"].iloc[0]
-    assert izzie.value == 0.67 and izzie.day == 30                            # 003 strength example
+    assert izzie.value == 0.67 and izzie.day == 30  # 003 strength example
     assert ex["source"].str.len().gt(0).all()
 
 
 def test_worked_examples_from_claims_table_with_day_column():
-    claims = pd.DataFrame({"id": ["c1", "c2"], "policy": ["pai", "izzie"], "document": ["000", "003"],
-                           "section": ["§7", "strength"], "statement": ["a", "b"],
-                           "day": [30, np.nan], "start": [0.6, 0.9], "documented": [0.3, 0.67]})
+    claims = pd.DataFrame(
+        {
+            "id": ["c1", "c2"],
+            "policy": ["pai", "izzie"],
+            "document": ["000", "003"],
+            "section": ["§7", "strength"],
+            "statement": ["a", "b"],
+            "day": [30, np.nan],
+            "start": [0.6, 0.9],
+            "documented": [0.3, 0.67],
+        }
+    )
     ex = F.worked_examples(claims)
     assert list(ex.policy) == ["pai"] and ex.ratio.iloc[0] == pytest.approx(0.5)
     # a claims table without a day column falls back to the explicit table
@@ -172,19 +235,20 @@ def test_decay_curves_needs_columns():
 
 # ------------------------------------------------------------------ 2. over time
 
+
 def test_rolling_by_time_trailing_window():
     frame = pd.DataFrame({"time": [0.2, 1.5, 2.0, 10.0], "recall": [1.0, 0.0, 0.0, 1.0]})
     r = F.rolling_by_time(frame, "recall", window=2)
     got = dict(zip(r["day"], r["recall"]))
     assert got[0] == 1.0
-    assert got[1] == pytest.approx(0.5)            # days 0-1: (1 + 0) / 2
-    assert got[2] == pytest.approx(0.0)            # days 1-2: (0 + 0) / 2
-    assert got[10] == 1.0 and 5 not in got         # only days with queries are reported
+    assert got[1] == pytest.approx(0.5)  # days 0-1: (1 + 0) / 2
+    assert got[2] == pytest.approx(0.0)  # days 1-2: (0 + 0) / 2
+    assert got[10] == 1.0 and 5 not in got  # only days with queries are reported
 
 
 def test_recall_footprint_over_time_rows_per_synthetic_scenario(per_query):
     fig = F.recall_footprint_over_time_figure(per_query, window=14)
-    assert len(fig.axes) == 2 * 2                  # two synthetic scenarios, two panels each
+    assert len(fig.axes) == 2 * 2  # two synthetic scenarios, two panels each
     t = " | ".join(texts(fig))
     assert "recall@5 (14-day rolling mean)" in t and "retrievable memories" in t
     assert "simulated time (days)" in t
@@ -193,10 +257,13 @@ def test_recall_footprint_over_time_rows_per_synthetic_scenario(per_query):
 
 def test_over_time_without_synthetic_scenario_is_a_memsim_error(per_query):
     with pytest.raises(MemsimError, match="synthetic"):
-        F.recall_footprint_over_time_figure(per_query[per_query.scenario.str.startswith("scripted")])
+        F.recall_footprint_over_time_figure(
+            per_query[per_query.scenario.str.startswith("scripted")]
+        )
 
 
 # ------------------------------------------------------------------ 3, 4. summary figures
+
 
 def test_recall_vs_footprint_one_point_per_policy_and_scenario(summary):
     fig = F.recall_vs_footprint_figure(summary)
@@ -206,8 +273,10 @@ def test_recall_vs_footprint_one_point_per_policy_and_scenario(summary):
     # errorbar containers: one per policy, the point at (footprint mean, recall mean)
     assert len(ax.containers) == len(POLICIES)
     s = summary[(summary.scenario == SCENARIOS[0])]
-    want = (s[(s.policy == "pai") & (s.metric == "footprint_mean")]["mean"].iloc[0],
-            s[(s.policy == "pai") & (s.metric == "recall")]["mean"].iloc[0])
+    want = (
+        s[(s.policy == "pai") & (s.metric == "footprint_mean")]["mean"].iloc[0],
+        s[(s.policy == "pai") & (s.metric == "recall")]["mean"].iloc[0],
+    )
     pai = [c for c in ax.containers if c.get_label() == "pai"][0]
     assert tuple(pai.lines[0].get_xydata()[0]) == pytest.approx(want)
     assert any(t.startswith("mean footprint (memories") for t in texts(fig))
@@ -231,13 +300,14 @@ def test_summary_without_metric_raises(summary):
 
 # ------------------------------------------------------------------ 5. LoCoMo
 
+
 def test_locomo_tables_and_figure(per_query):
     by_cat, by_age = F.locomo_tables(per_query)
     assert set(by_cat["category"]) == {"single-hop", "multi-hop", "temporal"}
     lq = per_query[per_query.scenario.str.startswith("locomo") & (per_query.policy == "pai")]
     row = by_cat[(by_cat.policy == "pai") & (by_cat.category == "temporal")].iloc[0]
     assert row["mean"] == pytest.approx(lq[lq.group == "temporal"]["recall"].mean())
-    assert by_age.groupby("policy")["n"].sum()["pai"] == len(lq)   # every question in one bin
+    assert by_age.groupby("policy")["n"].sum()["pai"] == len(lq)  # every question in one bin
     assert set(by_age["age"]) <= set(F.age_bin_labels())
     fig = F.locomo_figure(per_query)
     assert len(fig.axes) == 2
@@ -251,19 +321,34 @@ def test_locomo_missing_is_memsim_error(per_query):
 
 # ------------------------------------------------------------------ 6. latency
 
+
 def test_benchmark_frame_pytest_benchmark_shape():
-    data = {"benchmarks": [
-        {"name": "test_recall[pai-n1000]", "group": "recall", "params": {"policy": "pai", "n": 1000},
-         "stats": {"median": 0.002, "mean": 0.003}},
-        {"name": "test_recall[pai-n10000]", "group": "recall", "params": {"policy": "pai", "n": 10000},
-         "stats": {"median": 0.02}},
-        {"name": "test_bare_matvec[n1000]", "group": "recall", "params": {"n": 1000},
-         "stats": {"median": 0.0001}},
-        {"name": "no-size", "stats": {"median": 1.0}},
-    ]}
+    data = {
+        "benchmarks": [
+            {
+                "name": "test_recall[pai-n1000]",
+                "group": "recall",
+                "params": {"policy": "pai", "n": 1000},
+                "stats": {"median": 0.002, "mean": 0.003},
+            },
+            {
+                "name": "test_recall[pai-n10000]",
+                "group": "recall",
+                "params": {"policy": "pai", "n": 10000},
+                "stats": {"median": 0.02},
+            },
+            {
+                "name": "test_bare_matvec[n1000]",
+                "group": "recall",
+                "params": {"n": 1000},
+                "stats": {"median": 0.0001},
+            },
+            {"name": "no-size", "stats": {"median": 1.0}},
+        ]
+    }
     b = F.benchmark_frame(data)
     assert len(b) == 3
-    assert b[b.series == "pai"]["seconds"].tolist() == [0.002, 0.02]       # median preferred
+    assert b[b.series == "pai"]["seconds"].tolist() == [0.002, 0.02]  # median preferred
     assert b["floor"].tolist() == [False, False, True]
     fig = F.latency_figure(b)
     ax = fig.axes[0]
@@ -273,8 +358,10 @@ def test_benchmark_frame_pytest_benchmark_shape():
 
 
 def test_benchmark_frame_flat_records_and_junk():
-    recs = [{"policy": "engram", "operation": "ingest", "n_memories": 100, "ms": 5.0},
-            {"series": "bare X@q", "operation": "recall", "memories": 100, "seconds": 1e-5}]
+    recs = [
+        {"policy": "engram", "operation": "ingest", "n_memories": 100, "ms": 5.0},
+        {"series": "bare X@q", "operation": "recall", "memories": 100, "seconds": 1e-5},
+    ]
     b = F.benchmark_frame({"results": recs})
     assert b["seconds"].tolist() == [0.005, 1e-5] and b["floor"].tolist() == [False, True]
     assert F.benchmark_frame("nonsense").empty and F.benchmark_frame({"x": 1}).empty
@@ -284,16 +371,24 @@ def test_benchmark_frame_flat_records_and_junk():
 
 # ------------------------------------------------------------------ the command
 
+
 def test_write_figures_skips_missing_inputs_with_notices(tmp_path, per_query, summary):
     res = tmp_path / "standard"
     res.mkdir()
     summary.to_csv(res / "summary.csv", index=False)
     per_query.to_parquet(res / "per_query.parquet", index=False)
     notes: list[str] = []
-    written = F.write_figures(tmp_path / "figs", results=res, benchmarks=tmp_path / "none.json",
-                              claims=None, curves=False, notice=notes.append)
+    written = F.write_figures(
+        tmp_path / "figs",
+        results=res,
+        benchmarks=tmp_path / "none.json",
+        claims=None,
+        curves=False,
+        notice=notes.append,
+    )
     assert sorted(p.name for p in written) == sorted(
-        ["recall_footprint_over_time.png", "recall_vs_footprint.png", "stale.png", "locomo.png"])
+        ["recall_footprint_over_time.png", "recall_vs_footprint.png", "stale.png", "locomo.png"]
+    )
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert any(n.startswith("skipped latency: no ") for n in notes)
@@ -303,40 +398,73 @@ def test_write_figures_skips_missing_inputs_with_notices(tmp_path, per_query, su
 
 def test_write_figures_nothing_available(tmp_path):
     notes: list[str] = []
-    assert F.write_figures(tmp_path / "f", results=tmp_path / "absent", benchmarks=None, claims=None,
-                           curves=False, notice=notes.append) == []
+    assert (
+        F.write_figures(
+            tmp_path / "f",
+            results=tmp_path / "absent",
+            benchmarks=None,
+            claims=None,
+            curves=False,
+            notice=notes.append,
+        )
+        == []
+    )
     assert len(notes) == 6 and all(n.startswith("skipped ") for n in notes)
 
 
 def test_cli_figures_only_latency(tmp_path, capsys):
-    from memsim.cli import main
+    from memsim.workbench.cli import main
+
     bench = tmp_path / "b.json"
-    bench.write_text(json.dumps([{"policy": "pai", "n": 10, "seconds": 0.1},
-                                 {"policy": "pai", "n": 100, "seconds": 0.5}]))
-    rc = main(["figures", "--out", str(tmp_path / "figs"), "--results", str(tmp_path / "none"),
-               "--benchmarks", str(bench), "--only", "latency"])
+    bench.write_text(
+        json.dumps(
+            [
+                {"policy": "pai", "n": 10, "seconds": 0.1},
+                {"policy": "pai", "n": 100, "seconds": 0.5},
+            ]
+        )
+    )
+    rc = main(
+        [
+            "figures",
+            "--out",
+            str(tmp_path / "figs"),
+            "--results",
+            str(tmp_path / "none"),
+            "--benchmarks",
+            str(bench),
+            "--only",
+            "latency",
+        ]
+    )
     assert rc == 0
     assert (tmp_path / "figs" / "latency.png").exists()
     assert "wrote" in capsys.readouterr().out
 
 
 def test_cli_unknown_figure_and_bad_json(tmp_path, capsys):
-    from memsim.cli import main
+    from memsim.workbench.cli import main
+
     assert main(["figures", "--out", str(tmp_path), "--only", "pie"]) == 2
     assert "unknown figure 'pie'" in capsys.readouterr().err
     bad = tmp_path / "b.json"
     bad.write_text("{nope")
-    assert main(["figures", "--out", str(tmp_path), "--benchmarks", str(bad), "--only", "latency"]) == 2
+    assert (
+        main(["figures", "--out", str(tmp_path), "--benchmarks", str(bad), "--only", "latency"])
+        == 2
+    )
     assert "not JSON" in capsys.readouterr().err
     with pytest.raises(UnknownIdError):
-        F.run_figures_command(F.argparse.Namespace(out=str(tmp_path), results="x", benchmarks="y", only="pie"))
+        F.run_figures_command(
+            F.argparse.Namespace(out=str(tmp_path), results="x", benchmarks="y", only="pie")
+        )
 
 
 def test_decay_curves_off_scale_note_and_unretrievable_marker():
     c = stand_in_curves()
     c["retrievable"] = True
     pai_never = (c.policy == "pai") & (c.pattern == "never")
-    c.loc[pai_never & (c.day >= 100), "retrievable"] = False          # pruned at day 100
+    c.loc[pai_never & (c.day >= 100), "retrievable"] = False  # pruned at day 100
     boost = (c.policy == "izzie") & (c.pattern == "every:3")
     c.loc[boost, "strength"] = c.loc[boost, "strength"] * np.linspace(1, 8, boost.sum())
     fig = F.decay_curves_figure(c, None, y_max=2.0)
@@ -353,6 +481,7 @@ def test_compute_curves_with_the_real_curve_tool():
     curve tool and the policies exist)."""
     pytest.importorskip("policies.pai")
     import memsim
+
     try:
         F.curve_function()
     except (ImportError, AttributeError):
@@ -361,34 +490,67 @@ def test_compute_curves_with_the_real_curve_tool():
     c = F.compute_curves(["pai", "izzie"], patterns=["never"], days="0:30:15", notice=notes.append)
     assert not notes
     pai = c[c.policy == "pai"].set_index("day")["strength"]
-    assert pai[30.0] == pytest.approx(0.3)      # 000 §7: 0.6 -> 0.3 after 30 days
+    assert pai[30.0] == pytest.approx(0.3)  # 000 §7: 0.6 -> 0.3 after 30 days
     izzie = c[c.policy == "izzie"].set_index("day")["strength"]
-    assert izzie[30.0] == pytest.approx(0.9 * math.exp(-0.3))   # 003 strength example
-    assert set(c.columns) >= {"policy", "pattern", "day", "strength", "status", "memory", "retrievable"}
+    assert izzie[30.0] == pytest.approx(0.9 * math.exp(-0.3))  # 003 strength example
+    assert set(c.columns) >= {
+        "policy",
+        "pattern",
+        "day",
+        "strength",
+        "status",
+        "memory",
+        "retrievable",
+    }
     assert memsim.list_policies() is not None
 
 
 def test_benchmark_frame_interleaved_targets_and_size_groups():
     """The shape benchmarks/bench_recall.py writes through pytest-benchmark: variant records
     grouped per size, target records carrying interleaved per-variant seconds."""
-    data = {"benchmarks": [
-        {"name": "test_recall_variant[n=100k-fused]", "group": "recall 1 query n=100k",
-         "params": {"variant": "fused"}, "extra_info": {"n": 100000, "variant": "fused"},
-         "stats": {"median": 0.004}},
-        {"name": "test_recall_variant[n=100k-bare_matvec]", "group": "recall 1 query n=100k",
-         "params": {"variant": "bare_matvec"}, "extra_info": {"n": 100000, "variant": "bare_matvec"},
-         "stats": {"median": 0.003}},
-        {"name": "test_target1_fused_vs_bare_matvec", "group": "targets", "stats": {"median": 0.05},
-         "extra_info": {"target": "1", "ratio": 1.1, "n": 1000000,
-                        "seconds": {"bare_matvec": 0.03, "fused": 0.033}}},
-        {"name": "test_scalar_loop_scaled", "group": "targets", "stats": {"median": 0.001},
-         "extra_info": {"n": 1000000, "what": "scalar loop timed at n=20000"}},
-    ]}
+    data = {
+        "benchmarks": [
+            {
+                "name": "test_recall_variant[n=100k-fused]",
+                "group": "recall 1 query n=100k",
+                "params": {"variant": "fused"},
+                "extra_info": {"n": 100000, "variant": "fused"},
+                "stats": {"median": 0.004},
+            },
+            {
+                "name": "test_recall_variant[n=100k-bare_matvec]",
+                "group": "recall 1 query n=100k",
+                "params": {"variant": "bare_matvec"},
+                "extra_info": {"n": 100000, "variant": "bare_matvec"},
+                "stats": {"median": 0.003},
+            },
+            {
+                "name": "test_target1_fused_vs_bare_matvec",
+                "group": "targets",
+                "stats": {"median": 0.05},
+                "extra_info": {
+                    "target": "1",
+                    "ratio": 1.1,
+                    "n": 1000000,
+                    "seconds": {"bare_matvec": 0.03, "fused": 0.033},
+                },
+            },
+            {
+                "name": "test_scalar_loop_scaled",
+                "group": "targets",
+                "stats": {"median": 0.001},
+                "extra_info": {"n": 1000000, "what": "scalar loop timed at n=20000"},
+            },
+        ]
+    }
     b = F.benchmark_frame(data)
     assert set(b["operation"]) == {"recall 1 query"}
     assert sorted(zip(b.series, b.n, b.seconds)) == [
-        ("bare X @ q", 100000, 0.003), ("bare X @ q", 1000000, 0.03),
-        ("fused kernel (memsim.fastscore)", 100000, 0.004), ("fused kernel (memsim.fastscore)", 1000000, 0.033)]
+        ("bare X @ q", 100000, 0.003),
+        ("bare X @ q", 1000000, 0.03),
+        ("fused kernel (policies.pai_fastscore)", 100000, 0.004),
+        ("fused kernel (policies.pai_fastscore)", 1000000, 0.033),
+    ]
     assert b.set_index(["series", "n"])["floor"].to_dict()[("bare X @ q", 1000000)]
     fig = F.latency_figure(b)
     assert len(fig.axes) == 1
@@ -396,7 +558,9 @@ def test_benchmark_frame_interleaved_targets_and_size_groups():
 
 def test_overlapping_series_groups_coinciding_lines():
     a = pd.Series([100.0, 200.0, 300.0], index=[1, 2, 3])
-    groups = F.overlapping_series({"keep-all": a, "pai": a * 0.5, "izzie": a * 1.01, "recency": a.copy()})
+    groups = F.overlapping_series(
+        {"keep-all": a, "pai": a * 0.5, "izzie": a * 1.01, "recency": a.copy()}
+    )
     assert groups == [["keep-all", "izzie", "recency"]]
     assert F.overlapping_series({"pai": a}) == []
 
@@ -414,16 +578,30 @@ def test_stale_figure_names_scenarios_without_any_stale_memory(summary):
 def test_benchmark_frame_report_targets_only():
     """results/benchmarks.json as benchmarks/report.py writes it: only target records; the
     ones timed beside the floor are latencies, an ingest target's n (episodes) is not."""
-    data = {"command": "python -m benchmarks.report", "targets": [
-        {"target": "1 exact recall (fused)", "n": 1000000, "ratio": 1.01,
-         "seconds": {"bare_matvec": 0.16, "numpy": 0.32, "fused": 0.16}},
-        {"target": "5 ingest pai", "n": 86, "seconds": {"batched": 0.04, "one_by_one": 0.04}},
-        {"target": "2 kernel topk", "n": 1000000, "kernel_seconds": 0.02}]}
+    data = {
+        "command": "python -m benchmarks.report",
+        "targets": [
+            {
+                "target": "1 exact recall (fused)",
+                "n": 1000000,
+                "ratio": 1.01,
+                "seconds": {"bare_matvec": 0.16, "numpy": 0.32, "fused": 0.16},
+            },
+            {"target": "5 ingest pai", "n": 86, "seconds": {"batched": 0.04, "one_by_one": 0.04}},
+            {"target": "2 kernel topk", "n": 1000000, "kernel_seconds": 0.02},
+        ],
+    }
     b = F.benchmark_frame(data)
-    assert sorted(b.series) == ["bare X @ q", "fused kernel (memsim.fastscore)", "numpy: full scores + top-k"]
+    assert sorted(b.series) == [
+        "bare X @ q",
+        "fused kernel (policies.pai_fastscore)",
+        "numpy: full scores + top-k",
+    ]
     assert set(b.operation) == {"recall of one query"} and set(b.n) == {1000000}
     fig = F.latency_figure(b)
-    floor_line = [l for l in fig.axes[0].lines if l.get_label() == "floor extended in proportion to n"][0]
+    floor_line = [
+        l for l in fig.axes[0].lines if l.get_label() == "floor extended in proportion to n"
+    ][0]
     x, y = floor_line.get_xdata(), floor_line.get_ydata()
-    assert y[-1] / y[0] == pytest.approx(x[-1] / x[0])          # slope 1 on log-log
+    assert y[-1] / y[0] == pytest.approx(x[-1] / x[0])  # slope 1 on log-log
     assert np.interp(1e6, x, y) == pytest.approx(160.0, rel=1e-3)  # through the measured floor (ms)

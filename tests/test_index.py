@@ -1,12 +1,14 @@
 """Vector indexes: exact vs brute force, faiss flat == exact, HNSW recall, masks, edges."""
+
 import pickle
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from memsim.errors import ParamError, UnknownIdError, VectorError
-from memsim.index import INDEX_KINDS, ExactIndex, FaissIndex, VectorIndex, make_index
+from memsim.engine.errors import ParamError, UnknownIdError, VectorError
+from memsim.engine.index import INDEX_KINDS, ExactIndex, FaissIndex, VectorIndex, make_index
 
 
 def unit(rng, n, d):
@@ -16,7 +18,9 @@ def unit(rng, n, d):
 
 def clustered(rng, n, d, clusters=50, noise=0.35):
     centers = unit(rng, clusters, d)
-    v = centers[rng.integers(0, clusters, n)] + noise * rng.standard_normal((n, d)).astype(np.float32) / np.sqrt(d)
+    v = centers[rng.integers(0, clusters, n)] + noise * rng.standard_normal((n, d)).astype(
+        np.float32
+    ) / np.sqrt(d)
     return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
 
 
@@ -24,7 +28,7 @@ def brute(E, Q, k, mask=None):
     """Full stable sort of every score, masked rows dropped."""
     out = []
     for q in Q:
-        s = (E.astype(np.float64) @ q.astype(np.float64))
+        s = E.astype(np.float64) @ q.astype(np.float64)
         ids = [i for i in np.argsort(-s, kind="stable") if mask is None or mask[i]][:k]
         out.append(ids + [-1] * (k - len(ids)))
     return np.array(out, dtype=np.int64)
@@ -45,13 +49,13 @@ def test_unknown_kind():
         make_index("faiss-ivf", 8, nlist=0)
 
 
-@given(st.integers(0, 40), st.integers(1, 12), st.integers(0, 2 ** 32 - 1))
+@given(st.integers(0, 40), st.integers(1, 12), st.integers(0, 2**32 - 1))
 def test_exact_vs_brute_force(n, k, seed):
     rng = np.random.default_rng(seed)
     E, Q = unit(rng, n, 6), unit(rng, 3, 6)
     idx = ExactIndex(6)
     idx.add(E[: n // 2])
-    idx.add(E[n // 2:])
+    idx.add(E[n // 2 :])
     assert len(idx) == n
     mask = rng.random(n) < 0.4
     for m in (None, mask):
@@ -59,7 +63,9 @@ def test_exact_vs_brute_force(n, k, seed):
         assert sims.dtype == np.float32 and ids.dtype == np.int64 and ids.shape == (3, k)
         assert ids.tolist() == brute(E, Q, k, m).tolist()
         ok = ids >= 0
-        np.testing.assert_allclose(sims[ok], np.einsum("ij,ij->i", Q[np.nonzero(ok)[0]], E[ids[ok]]), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            sims[ok], np.einsum("ij,ij->i", Q[np.nonzero(ok)[0]], E[ids[ok]]), rtol=1e-5, atol=1e-6
+        )
         assert np.isneginf(sims[~ok]).all()
 
 
@@ -90,7 +96,11 @@ def test_empty_and_bad_input(kind):
     with pytest.raises(VectorError):
         idx.search(np.ones((1, 4)), 2, mask=np.ones(3, bool))
     sims, ids = idx.search(np.eye(4, dtype=np.float32)[:1], 6)
-    assert ids[0, 0] == 0 and sorted(ids[0, :4].tolist()) == [0, 1, 2, 3] and ids[0, 4:].tolist() == [-1, -1]
+    assert (
+        ids[0, 0] == 0
+        and sorted(ids[0, :4].tolist()) == [0, 1, 2, 3]
+        and ids[0, 4:].tolist() == [-1, -1]
+    )
 
 
 def test_faiss_flat_equals_exact():

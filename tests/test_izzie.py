@@ -1,4 +1,5 @@
 """Izzie (003): unit tests, each naming the document section it checks."""
+
 from __future__ import annotations
 
 import math
@@ -6,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from memsim.errors import ParamError
-from memsim.events import Claim, Episode, Forget, Query, make_stream
-from memsim.llm import Embedded
-from memsim.registry import make, spec
-from memsim.runner import run
+from memsim.engine.errors import ParamError
+from memsim.engine.events import Claim, Episode, Forget, Query, make_stream
+from memsim.engine.llm import Embedded
+from memsim.engine.registry import make, spec
+from memsim.engine.runner import run
 from policies.izzie import CATEGORIES, Izzie, IzzieParams, strength_scalar
 
 
@@ -22,7 +23,10 @@ class FakeLLM:
     seed = 0
 
     def __init__(self, vectors=None, fail_extract=(), fail_embed=()):
-        self.vectors = {k: np.asarray(v, dtype=np.float64) / np.linalg.norm(v) for k, v in (vectors or {}).items()}
+        self.vectors = {
+            k: np.asarray(v, dtype=np.float64) / np.linalg.norm(v)
+            for k, v in (vectors or {}).items()
+        }
         self.fail_extract = set(fail_extract)
         self.fail_embed = set(fail_embed)
 
@@ -49,22 +53,38 @@ class FakeLLM:
         return Embedded(out, ok)
 
     def embed_query(self, query):
-        return np.mean([self._vec(k) for k in query.keys], axis=0) if query.keys else self._vec(query.text)
+        return (
+            np.mean([self._vec(k) for k in query.keys], axis=0)
+            if query.keys
+            else self._vec(query.text)
+        )
 
     def synthesize(self, claims, *, key):
         return claims[-1]
 
 
 def ep(id, t, key, value="v", category="fact", importance=0.7, conversation=""):
-    return Episode(id, t, f"{key} is {value}", claims=(Claim(key, value, category, importance),),
-                   conversation=conversation)
+    return Episode(
+        id,
+        t,
+        f"{key} is {value}",
+        claims=(Claim(key, value, category, importance),),
+        conversation=conversation,
+    )
 
 
 def test_category_table_defaults():
     """003 §Memory Categories & Decay Rates and §Importance Levels, verbatim."""
     p = IzzieParams()
-    table = {"preference": (0.01, 0.8), "fact": (0.02, 0.7), "relationship": (0.02, 0.7),
-             "decision": (0.03, 0.6), "event": (0.05, 0.5), "sentiment": (0.1, 0.4), "reminder": (0.2, 0.6)}
+    table = {
+        "preference": (0.01, 0.8),
+        "fact": (0.02, 0.7),
+        "relationship": (0.02, 0.7),
+        "decision": (0.03, 0.6),
+        "event": (0.05, 0.5),
+        "sentiment": (0.1, 0.4),
+        "reminder": (0.2, 0.6),
+    }
     assert set(table) == set(CATEGORIES)
     for cat, (rate, imp) in table.items():
         assert p.decay_rate(cat) == rate and p.default_importance(cat) == imp
@@ -111,8 +131,14 @@ def test_importance_source_choices():
 def test_categories_outside_the_table_are_mapped():
     """memsim choice documented in docs/policies/izzie.md: procedural -> fact, else fallback."""
     pol = Izzie(llm=FakeLLM())
-    pol.ingest([ep("e1", 0.0, "a.x", category="procedural"), ep("e2", 0.0, "a.y", category="value"),
-                ep("e3", 0.0, "a.z", category="whatever")], 0.0)
+    pol.ingest(
+        [
+            ep("e1", 0.0, "a.x", category="procedural"),
+            ep("e2", 0.0, "a.y", category="value"),
+            ep("e3", 0.0, "a.z", category="whatever"),
+        ],
+        0.0,
+    )
     assert pol.store["decay_rate"].tolist() == [0.02, 0.01, 0.02]
     assert [CATEGORIES[c] for c in pol.store["category"]] == ["fact", "preference", "fact"]
 
@@ -131,8 +157,13 @@ def test_retrieval_ranks_by_relevance_times_strength():
     llm = FakeLLM({"q": [1, 0, 0, 0], "near": [0.9, 0.43589, 0, 0], "far": [0.6, 0.8, 0, 0]})
     pol = Izzie(llm=llm)
     # "near" is more relevant (0.9) but a fast-decaying reminder; "far" (0.6) a preference
-    pol.ingest([ep("e1", 0.0, "near", category="reminder", importance=0.6),
-                ep("e2", 0.0, "far", category="preference", importance=0.9)], 0.0)
+    pol.ingest(
+        [
+            ep("e1", 0.0, "near", category="reminder", importance=0.6),
+            ep("e2", 0.0, "far", category="preference", importance=0.9),
+        ],
+        0.0,
+    )
     r = pol.recall([Query("q1", 10.0, "?", keys=("q",), k=2)], 10.0)[0]
     s_near = 0.9 * strength_scalar(0.6, 0.2, 10.0)
     s_far = 0.6 * strength_scalar(0.9, 0.01, 10.0)
@@ -185,8 +216,13 @@ def test_llm_failures_drop_the_item():
 
 def test_forget_is_terminal_and_hides_the_memory():
     """003 lists deletion as future: memsim's forget sets status 'forgotten' (terminal)."""
-    s = make_stream([ep("e1", 0.0, "owner.name"), Forget("f1", 1.0, "e1"),
-                     Query("q1", 2.0, "?", keys=("owner.name",), k=3)])
+    s = make_stream(
+        [
+            ep("e1", 0.0, "owner.name"),
+            Forget("f1", 1.0, "e1"),
+            Query("q1", 2.0, "?", keys=("owner.name",), k=3),
+        ]
+    )
     pol = make("izzie", llm=FakeLLM())
     trace = run(pol, s)
     assert pol.store.status_of(0) == "forgotten"

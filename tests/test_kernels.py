@@ -1,14 +1,16 @@
-"""Every vectorized kernel equals its scalar twin (memsim.kernels_ref) written from the seed
+"""Every vectorized kernel equals its scalar twin (memsim.engine.kernels_ref) written from the seed
 formula; inputs are never mutated."""
+
 import math
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from memsim import kernels as K
-from memsim import kernels_ref as R
+from memsim.engine import kernels as K
+from memsim.engine import kernels_ref as R
 
 RTOL = 1e-12
 
@@ -37,8 +39,13 @@ sizes = st.integers(1, 20)
 DT = floats(0, 1e4) | st.just(0.0)
 
 
-@given(sizes.flatmap(lambda n: st.tuples(arrays(floats(0, 1e3), n), arrays(floats(0, 5) | st.just(0.0), n),
-                                         arrays(DT, n))))
+@given(
+    sizes.flatmap(
+        lambda n: st.tuples(
+            arrays(floats(0, 1e3), n), arrays(floats(0, 5) | st.just(0.0), n), arrays(DT, n)
+        )
+    )
+)
 def test_exp_decay(cols):  # 003 strength, 002 salience, 000 recency
     check_elementwise(K.exp_decay, R.exp_decay, *cols)
 
@@ -46,16 +53,24 @@ def test_exp_decay(cols):  # 003 strength, 002 salience, 000 recency
 def test_exp_decay_edges():
     assert K.exp_decay(0.7, 0.0, 1e6) == 0.7
     assert K.exp_decay(0.7, 0.023, 0.0) == 0.7
-    assert K.exp_decay(1.0, 0.02, 35.0) == pytest.approx(0.4966, abs=1e-4)  # 002: ~half after 35 days
+    assert K.exp_decay(1.0, 0.02, 35.0) == pytest.approx(
+        0.4966, abs=1e-4
+    )  # 002: ~half after 35 days
 
 
-@given(sizes.flatmap(lambda n: st.tuples(arrays(floats(0, 1), n), arrays(DT, n), arrays(floats(1e-3, 1e4), n))))
+@given(
+    sizes.flatmap(
+        lambda n: st.tuples(arrays(floats(0, 1), n), arrays(DT, n), arrays(floats(1e-3, 1e4), n))
+    )
+)
 def test_half_life_decay(cols):  # 000 effective confidence
     check_elementwise(K.half_life_decay, R.half_life_decay, *cols)
     assert K.half_life_decay(0.8, 30.0, 30.0) == pytest.approx(0.4, rel=RTOL)
 
 
-@given(sizes.flatmap(lambda n: st.tuples(arrays(floats(1e-6, 1e6), n), arrays(floats(1e-6, 1e6), n))))
+@given(
+    sizes.flatmap(lambda n: st.tuples(arrays(floats(1e-6, 1e6), n), arrays(floats(1e-6, 1e6), n)))
+)
 def test_beta_mean(cols):  # 001 confidence
     check_elementwise(K.beta_mean, R.beta_mean, *cols)
 
@@ -66,7 +81,11 @@ def test_retrieval_strength(cols):  # 001 R(t) = e^(-t/S)
     assert K.retrieval_strength(0.0, 5.0) == 1.0
 
 
-@given(sizes.flatmap(lambda n: st.tuples(arrays(floats(1e-3, 400), n), arrays(DT, n), arrays(floats(1, 400), n))))
+@given(
+    sizes.flatmap(
+        lambda n: st.tuples(arrays(floats(1e-3, 400), n), arrays(DT, n), arrays(floats(1, 400), n))
+    )
+)
 def test_stability_update(cols):  # 001 spaced repetition, capped
     check_elementwise(K.stability_update, R.stability_update, *cols)
     assert K.stability_update(10.0, 0.0, 365.0) == 10.0
@@ -74,17 +93,35 @@ def test_stability_update(cols):  # 001 spaced repetition, capped
     assert K.stability_update(10.0, 24.0 * (math.e - 1), 365.0) == pytest.approx(11.0, rel=RTOL)
 
 
-@given(sizes.flatmap(lambda n: st.tuples(arrays(floats(0, 1), n), arrays(floats(0, 1e4), n),
-                                         arrays(DT, n), arrays(floats(1e-3, 1e3), n))))
+@given(
+    sizes.flatmap(
+        lambda n: st.tuples(
+            arrays(floats(0, 1), n),
+            arrays(floats(0, 1e4), n),
+            arrays(DT, n),
+            arrays(floats(1e-3, 1e3), n),
+        )
+    )
+)
 def test_hyperbolic_salience(cols):  # 004 §Salience Formula
     check_elementwise(K.hyperbolic_salience, R.hyperbolic_salience, *cols)
     assert K.hyperbolic_salience(0.9, 0, 1.0, 30.0) == 0.0  # never accessed: salience 0
-    assert K.hyperbolic_salience(1.0, math.e - 1, 0.0, 30.0) == pytest.approx(1.0, rel=RTOL)  # natural log
+    assert K.hyperbolic_salience(1.0, math.e - 1, 0.0, 30.0) == pytest.approx(
+        1.0, rel=RTOL
+    )  # natural log
 
 
-@given(sizes.flatmap(lambda n: st.tuples(arrays(st.integers(0, 50).map(float), n), arrays(floats(-2, 3), n),
-                                         arrays(floats(0.001, 0.1), n), hnp.arrays(bool, n),
-                                         arrays(floats(0, 1) | st.sampled_from([0.8, 0.7999999]), n))))
+@given(
+    sizes.flatmap(
+        lambda n: st.tuples(
+            arrays(st.integers(0, 50).map(float), n),
+            arrays(floats(-2, 3), n),
+            arrays(floats(0.001, 0.1), n),
+            hnp.arrays(bool, n),
+            arrays(floats(0, 1) | st.sampled_from([0.8, 0.7999999]), n),
+        )
+    )
+)
 def test_cosmo_decay_rate(cols):  # 002 §Candidate Semantics
     rf, g, base, cand, conf = cols
     check_elementwise(K.cosmo_decay_rate, R.cosmo_decay_rate, rf, g, base, cand, conf)
@@ -97,24 +134,42 @@ def test_cosmo_decay_rate_document_examples():  # 002 §Candidate Semantics exam
     assert K.cosmo_decay_rate(0, 1.0, 0.02, True, 0.85) == 0.0
     assert K.cosmo_decay_rate(0, 1.0, 0.02, True, 0.8) == 0.0  # threshold is inclusive: >= 0.8
     assert K.cosmo_decay_rate(0, 1.0, 0.02, False, 0.4) == 0.02
-    assert K.cosmo_decay_rate(5, 1.5, 0.02, False, 1.0) == pytest.approx(0.02 / (1 + 5 ** 1.5), rel=1e-12)
+    assert K.cosmo_decay_rate(5, 1.5, 0.02, False, 1.0) == pytest.approx(
+        0.02 / (1 + 5**1.5), rel=1e-12
+    )
     assert K.cosmo_decay_rate(0, -0.5, 0.02, False, 1.0) == 0.0  # 0 ** negative -> inf: limit
 
 
-@given(st.integers(1, 5).flatmap(lambda m: st.tuples(
-    st.lists(floats(-10, 10), min_size=m, max_size=m),
-    st.lists(arrays(floats(-1e3, 1e3), 7), min_size=m, max_size=m))))
+@given(
+    st.integers(1, 5).flatmap(
+        lambda m: st.tuples(
+            st.lists(floats(-10, 10), min_size=m, max_size=m),
+            st.lists(arrays(floats(-1e3, 1e3), 7), min_size=m, max_size=m),
+        )
+    )
+)
 def test_weighted_sum(args):
     w, cols = args
     got = K.weighted_sum(w, cols)
     for i in range(7):
-        assert math.isclose(got[i], R.weighted_sum(w, [float(c[i]) for c in cols]), rel_tol=RTOL, abs_tol=1e-9)
+        assert math.isclose(
+            got[i], R.weighted_sum(w, [float(c[i]) for c in cols]), rel_tol=RTOL, abs_tol=1e-9
+        )
     with pytest.raises(ValueError):
         K.weighted_sum(w, cols + [cols[0]])
 
 
-@given(sizes.flatmap(lambda n: st.tuples(arrays(floats(-1, 1), n), arrays(floats(1, 10), n), arrays(floats(0, 1), n),
-                                         arrays(floats(1, 5), n), arrays(st.sampled_from([0.0, 1.0]), n))))
+@given(
+    sizes.flatmap(
+        lambda n: st.tuples(
+            arrays(floats(-1, 1), n),
+            arrays(floats(1, 10), n),
+            arrays(floats(0, 1), n),
+            arrays(floats(1, 5), n),
+            arrays(st.sampled_from([0.0, 1.0]), n),
+        )
+    )
+)
 def test_pai_score(cols):  # 000 multi-factor recall
     check_elementwise(K.pai_score, R.pai_score, *cols)
     assert K.pai_score(1.0, 10.0, 1.0, 5.0, 1.0) == pytest.approx(1.0, rel=RTOL)
@@ -139,8 +194,12 @@ def test_topk_equals_stable_sort_prefix(scores, k):
     assert got.tolist() == full[: max(0, k)].tolist()
 
 
-@given(hnp.arrays(np.float64, st.integers(0, 40), elements=score_values).flatmap(
-    lambda s: st.tuples(st.just(s), hnp.arrays(bool, len(s)))), st.integers(0, 50))
+@given(
+    hnp.arrays(np.float64, st.integers(0, 40), elements=score_values).flatmap(
+        lambda s: st.tuples(st.just(s), hnp.arrays(bool, len(s)))
+    ),
+    st.integers(0, 50),
+)
 def test_masked_topk(args, k):
     scores, mask = args
     got = K.masked_topk(scores, mask, k)
@@ -148,9 +207,14 @@ def test_masked_topk(args, k):
     assert mask[got].all()
 
 
-@given(hnp.arrays(np.float64, st.tuples(st.integers(0, 6), st.integers(0, 30)),
-                  elements=st.sampled_from([0.0, 1.0, 2.0, np.nan, -np.inf]) | floats(-2, 2)),
-       st.integers(0, 40))
+@given(
+    hnp.arrays(
+        np.float64,
+        st.tuples(st.integers(0, 6), st.integers(0, 30)),
+        elements=st.sampled_from([0.0, 1.0, 2.0, np.nan, -np.inf]) | floats(-2, 2),
+    ),
+    st.integers(0, 40),
+)
 def test_batch_topk(scores, k):
     before = scores.copy()
     got = K.batch_topk(scores, k)
@@ -170,9 +234,14 @@ def test_batch_topk_large_matches_rows():
         K.batch_topk(s[0], 3)
 
 
-@given(st.tuples(st.integers(0, 20), st.integers(1, 30)).flatmap(lambda nd: st.tuples(
-    hnp.arrays(np.float32, nd, elements=floats(-1, 1, width=32)),
-    hnp.arrays(np.float32, nd[1], elements=floats(-1, 1, width=32)))))
+@given(
+    st.tuples(st.integers(0, 20), st.integers(1, 30)).flatmap(
+        lambda nd: st.tuples(
+            hnp.arrays(np.float32, nd, elements=floats(-1, 1, width=32)),
+            hnp.arrays(np.float32, nd[1], elements=floats(-1, 1, width=32)),
+        )
+    )
+)
 def test_scores_matvec(args):
     E, q = args
     got = K.scores_matvec(E, q)

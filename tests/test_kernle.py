@@ -1,4 +1,5 @@
 """Kernle (004): unit tests, each naming the document section it checks."""
+
 from __future__ import annotations
 
 import math
@@ -6,16 +7,18 @@ import math
 import numpy as np
 import pytest
 
-from memsim.errors import ParamError
-from memsim.events import Claim, Episode, Forget, Protect, Query, Recover, make_stream
-from memsim.registry import make, spec
-from memsim.runner import run
+from memsim.engine.errors import ParamError
+from memsim.engine.events import Claim, Episode, Forget, Protect, Query, Recover, make_stream
+from memsim.engine.registry import make, spec
+from memsim.engine.runner import run
 from policies.kernle import Kernle, KernleParams, salience_scalar
 from tests.test_izzie import FakeLLM
 
 
 def ep(id, t, key, value="v", category="fact", confidence=0.9):
-    return Episode(id, t, f"{key} is {value}", claims=(Claim(key, value, category, confidence=confidence),))
+    return Episode(
+        id, t, f"{key} is {value}", claims=(Claim(key, value, category, confidence=confidence),)
+    )
 
 
 def kernle(**params):
@@ -57,8 +60,11 @@ def test_process_raw_mapping_and_protection_by_kind():
     """004 §Raw -> Structured (as_type by category), §4 Values / §7 Drives protected by default."""
     pol = kernle()
     cats = ["fact", "preference", "decision", "event", "value", "drive", "procedural"]
-    pol.ingest([ep(f"e{i}", 0.0, f"k.{c}", category=c) for i, c in enumerate(cats)]
-               + [Episode("t", 0.0, "just chatting")], 0.0)
+    pol.ingest(
+        [ep(f"e{i}", 0.0, f"k.{c}", category=c) for i, c in enumerate(cats)]
+        + [Episode("t", 0.0, "just chatting")],
+        0.0,
+    )
     kinds = [pol.store.kinds[k] for k in pol.store["kind"]]
     assert kinds == ["belief", "belief", "note", "episode", "value", "drive", "note", "episode"]
     assert pol.store["protected"].tolist() == [False] * 4 + [True, True] + [False] * 2
@@ -88,14 +94,22 @@ def test_dry_run_reports_without_changing():
 
 def test_protected_never_forgotten_and_recover_restores():
     """004 §Protection, §Forgetting System (tombstoning, not deletion), recover()."""
-    s = make_stream([ep("e1", 0.0, "a.b"), ep("e2", 0.0, "a.c"), Protect("p1", 0.5, "e2"),
-                     Recover("r1", 7.5, "e1"), Query("q1", 7.6, "?", keys=("a.b",), k=1)], horizon=8.0)
+    s = make_stream(
+        [
+            ep("e1", 0.0, "a.b"),
+            ep("e2", 0.0, "a.c"),
+            Protect("p1", 0.5, "e2"),
+            Recover("r1", 7.5, "e1"),
+            Query("q1", 7.6, "?", keys=("a.b",), k=1),
+        ],
+        horizon=8.0,
+    )
     pol = make("kernle", llm=FakeLLM())
     trace = run(pol, s)
     log = [(t, r, pol.store.statuses.names[c]) for t, r, c in pol.store.status_log]
     assert (7.0, 0, "forgotten") in log and (7.5, 0, "active") in log
     assert pol.store.status_of(1) == "active" and pol.store["protected"][1]
-    assert trace.queries[0].ids.tolist() == [0]           # recovered, retrievable again
+    assert trace.queries[0].ids.tolist() == [0]  # recovered, retrievable again
     assert pol.store.n == 2 and pol.store.provenance[0] == {"e1"}
 
 
@@ -184,7 +198,7 @@ def test_verify_memory_and_uncertain_memories():
     assert pol.get_uncertain_memories().tolist() == [0]
     assert pol.verify_memory(0, 3.0) == 0.65
     assert pol.get_uncertain_memories().tolist() == []
-    assert pol.verify_memory(1, 4.0) == 1.0                      # capped at 1
+    assert pol.verify_memory(1, 4.0) == 1.0  # capped at 1
     assert pol.store["verification_count"].tolist() == [1, 1]
     assert pol.confidence_history[0] == [(0.0, 0.4), (3.0, 0.65)]
 
@@ -211,7 +225,12 @@ def test_params_and_schedule():
     with pytest.raises(ParamError, match="forgetting_threshold"):
         KernleParams(forgetting_threshold=-1)
     p = KernleParams()
-    assert (p.forgetting_threshold, p.min_episodes, p.belief_confidence, p.uncertainty_threshold) == (0.3, 3, 0.8, 0.5)
+    assert (
+        p.forgetting_threshold,
+        p.min_episodes,
+        p.belief_confidence,
+        p.uncertainty_threshold,
+    ) == (0.3, 3, 0.8, 0.5)
     pol = kernle(forgetting_every=2.0, consolidation_every=0.5)
     assert [(j.name, j.every) for j in pol.schedule] == [("consolidate", 0.5), ("forget", 2.0)]
 

@@ -1,14 +1,15 @@
 """Every metric on small hand-computed cases (expected numbers written out by hand)."""
+
 import math
 
 import numpy as np
 import pytest
 
-from memsim import metrics as M
-from memsim.events import Claim, Episode, Query, Stream
-from memsim.runner import QueryRecord, Trace
-from memsim.store import Statuses
-from memsim.truth import GroundTruth
+from memsim.engine import metrics as M
+from memsim.engine.events import Claim, Episode, Query, Stream
+from memsim.engine.runner import QueryRecord, Trace
+from memsim.engine.store import Statuses
+from memsim.engine.truth import GroundTruth
 
 UNITS = {"A": frozenset({"e1", "e2"}), "B": frozenset({"e3"})}
 
@@ -18,8 +19,17 @@ def P(*sets):
 
 
 def test_registry_has_descriptions_and_directions():
-    for name in ("recall", "hit", "mrr", "ndcg", "stale", "needed_forgotten", "footprint_mean",
-                 "footprint_final", "noise_retention"):
+    for name in (
+        "recall",
+        "hit",
+        "mrr",
+        "ndcg",
+        "stale",
+        "needed_forgotten",
+        "footprint_mean",
+        "footprint_final",
+        "noise_retention",
+    ):
         m = M.METRICS[name]
         assert m.description and m.better in ("higher", "lower") and m.level in ("query", "run")
     assert M.METRICS["recall"].better == "higher" and M.METRICS["stale"].better == "lower"
@@ -57,7 +67,8 @@ def test_ndcg_gives_no_gain_for_a_unit_already_covered():
     assert M.ndcg_at_k(P({"e1", "e3"}), UNITS, 3) == 1.0
     # the same memory at rank 2: 2 / log2(3) = 1.2619 over 1.6309
     assert M.ndcg_at_k(P({"x"}, {"e1", "e3"}), UNITS, 3) == pytest.approx(
-        (2 / 1.5849625007211563) / 1.6309297535714575)
+        (2 / 1.5849625007211563) / 1.6309297535714575
+    )
 
 
 def test_ideal_dcg_is_capped_by_k():
@@ -85,17 +96,47 @@ STATUSES = Statuses(("active", "archived"), retrievable=frozenset({"active"}))
 
 def hand_trace(queries=(), footprint=(), horizon=5.0):
     return Trace(
-        policy_id="hand", policy_version=None, stream_name="s", horizon=horizon, statuses=STATUSES,
-        queries=list(queries), footprint=list(footprint),
+        policy_id="hand",
+        policy_version=None,
+        stream_name="s",
+        horizon=horizon,
+        statuses=STATUSES,
+        queries=list(queries),
+        footprint=list(footprint),
         # rows 0, 1 (day 0), 2 (day 1) created active; row 0 archived day 2, row 1 day 3
-        status_log=[(0.0, 0, 0), (0.0, 1, 0), (1.0, 2, 0), (2.0, 0, 1), (3.0, 1, 1), (4.0, 3, 0), (4.0, 4, 0),
-                    (4.5, 4, 1)],
-        provenance_log=[(0.0, 0, "e1"), (0.0, 1, "e2"), (1.0, 2, "e3"), (4.0, 3, "n1"), (4.0, 4, "n2")])
+        status_log=[
+            (0.0, 0, 0),
+            (0.0, 1, 0),
+            (1.0, 2, 0),
+            (2.0, 0, 1),
+            (3.0, 1, 1),
+            (4.0, 3, 0),
+            (4.0, 4, 0),
+            (4.5, 4, 1),
+        ],
+        provenance_log=[
+            (0.0, 0, "e1"),
+            (0.0, 1, "e2"),
+            (1.0, 2, "e3"),
+            (4.0, 3, "n1"),
+            (4.0, 4, "n2"),
+        ],
+    )
 
 
 def rec(qid, status_len, prov_len, ids=(), provenance=(), k=3, t=0.0):
-    return QueryRecord(qid, t, np.array(ids, dtype=np.int64), np.zeros(len(ids)), provenance, k, "", 0,
-                       status_len, prov_len)
+    return QueryRecord(
+        qid,
+        t,
+        np.array(ids, dtype=np.int64),
+        np.zeros(len(ids)),
+        provenance,
+        k,
+        "",
+        0,
+        status_len,
+        prov_len,
+    )
 
 
 def test_needed_forgotten_from_the_logs():
@@ -121,20 +162,33 @@ def test_footprint_mean_is_time_weighted():
 
 
 def small_stream():
-    return Stream((
-        Episode("e1", 0.0, "Boston", (Claim("owner.city", "Boston"),)),
-        Episode("e2", 1.0, "Denver", (Claim("owner.city", "Denver"),)),
-        Episode("n1", 1.0, "rain", (Claim("chat.weather", "rain", noise=True),)),
-        Episode("n2", 1.0, "sun", (Claim("chat.weather", "sun", noise=True),)),
-        Query("q1", 2.0, "city?", keys=("owner.city",), k=2, group="single-hop"),
-        Query("q2", 3.0, "pet?", keys=("pets.dog",), k=2),
-    ), horizon=5.0)
+    return Stream(
+        (
+            Episode("e1", 0.0, "Boston", (Claim("owner.city", "Boston"),)),
+            Episode("e2", 1.0, "Denver", (Claim("owner.city", "Denver"),)),
+            Episode("n1", 1.0, "rain", (Claim("chat.weather", "rain", noise=True),)),
+            Episode("n2", 1.0, "sun", (Claim("chat.weather", "sun", noise=True),)),
+            Query("q1", 2.0, "city?", keys=("owner.city",), k=2, group="single-hop"),
+            Query("q2", 3.0, "pet?", keys=("pets.dog",), k=2),
+        ),
+        horizon=5.0,
+    )
 
 
 def test_evaluate_and_summarize_on_a_hand_trace():
     gt = GroundTruth(small_stream())
-    q1 = QueryRecord("q1", 2.0, np.array([0, 1]), np.array([0.9, 0.8]), P({"e1"}, {"e2"}), 2, "single-hop",
-                     3, 3, 3)
+    q1 = QueryRecord(
+        "q1",
+        2.0,
+        np.array([0, 1]),
+        np.array([0.9, 0.8]),
+        P({"e1"}, {"e2"}),
+        2,
+        "single-hop",
+        3,
+        3,
+        3,
+    )
     q2 = QueryRecord("q2", 3.0, np.array([], dtype=np.int64), np.array([]), (), 2, "", 2, 5, 3)
     tr = hand_trace([q1, q2], footprint=[(1.0, 2, 2), (3.0, 4, 4), (3.0, 5, 5)])
     df = M.evaluate(tr, gt)
@@ -143,7 +197,9 @@ def test_evaluate_and_summarize_on_a_hand_trace():
     # unit owner.city = {e2}; e1 (Boston) is superseded
     assert (r.query_id, r.group, r.k, r.n_units, r.returned) == ("q1", "single-hop", 2, 1, 2)
     assert (r.recall, r.hit, r.mrr) == (1.0, 1.0, 0.5)
-    assert r.ndcg == pytest.approx(0.6309297535714575)   # one gain at rank 2, ideal one gain at rank 1
+    assert r.ndcg == pytest.approx(
+        0.6309297535714575
+    )  # one gain at rank 2, ideal one gain at rank 1
     assert r.stale == 0.5
     assert r.needed_forgotten == 0.0
     assert r.evidence_age == 1.0 and r.footprint == 3
@@ -157,17 +213,25 @@ def test_evaluate_and_summarize_on_a_hand_trace():
     assert set(s) == {m for m, spec in M.METRICS.items() if spec.level == "run"}
 
 
-from hypothesis import given, strategies as st  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st
 
 _eps = st.frozensets(st.sampled_from([f"e{i}" for i in range(8)]), max_size=3)
 
 
-@given(st.lists(_eps, max_size=6), st.dictionaries(st.sampled_from("ABCD"), _eps.filter(bool), min_size=1),
-       st.integers(1, 6))
+@given(
+    st.lists(_eps, max_size=6),
+    st.dictionaries(st.sampled_from("ABCD"), _eps.filter(bool), min_size=1),
+    st.integers(1, 6),
+)
 def test_ranking_metric_invariants(prov, units, k):
     prov = tuple(prov)
-    r, h, m, n = (M.recall_at_k(prov, units, k), M.hit_at_k(prov, units, k), M.mrr(prov, units, k),
-                  M.ndcg_at_k(prov, units, k))
+    r, h, m, n = (
+        M.recall_at_k(prov, units, k),
+        M.hit_at_k(prov, units, k),
+        M.mrr(prov, units, k),
+        M.ndcg_at_k(prov, units, k),
+    )
     assert 0.0 <= r <= 1.0 and 0.0 <= n <= 1.0 + 1e-12 and 0.0 <= m <= 1.0
     assert h == float(r > 0) == float(m > 0) == float(n > 0)
     # recall never falls when k grows (nDCG may: its ideal grows too)
@@ -176,7 +240,7 @@ def test_ranking_metric_invariants(prov, units, k):
 
 @given(st.lists(st.sampled_from("ABCDEF"), min_size=1, max_size=6, unique=True), st.integers(1, 8))
 def test_one_memory_per_unit_is_ideal(names, k):
-    units = {u: frozenset({u + "1", u + "2"}) for u in names}   # disjoint units
+    units = {u: frozenset({u + "1", u + "2"}) for u in names}  # disjoint units
     ranking = tuple(frozenset({u + "2"}) for u in names)
     assert M.ndcg_at_k(ranking, units, k) == pytest.approx(1.0)
     assert M.recall_at_k(ranking, units, k) == min(k, len(names)) / len(names)
@@ -191,7 +255,7 @@ def test_a_memory_stating_a_superseded_value_is_stale_whatever_its_provenance():
     judged, flags = M.judge_statements(prov, stated, units, {"k": "b"})
     assert flags == [True, False]
     assert judged[0] == frozenset({"e_old"}) and judged[1] == frozenset({"e_new"})
-    assert M.recall_at_k(judged, units, 1) == 0.0       # rank 1 does not answer k
+    assert M.recall_at_k(judged, units, 1) == 0.0  # rank 1 does not answer k
     assert M.mrr(judged, units, 2) == 0.5
     assert M.stale_at_k(judged, frozenset({"e_new"}), {"e_old"}, 2, flags) == 0.5
     # a text-only memory (stated None) and a memory of another key are left alone

@@ -1,13 +1,31 @@
 """MockLLM: protocol conformance, determinism, fault rates, classify truth table."""
+
 import pickle
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from memsim.events import Claim, Episode, Query
-from memsim.llm import CONTRADICTS, IRRELEVANT, LLM, NONE, PARTIAL, RELATIONS, SUPPORTS, Bands, Faults
-from memsim.mockllm import CATEGORIES, INVALID_REPLIES, MIN_CONTENT_WORDS, MockLLM, truth_relation
+from memsim.engine.events import Claim, Episode, Query
+from memsim.engine.llm import (
+    CONTRADICTS,
+    IRRELEVANT,
+    LLM,
+    NONE,
+    PARTIAL,
+    RELATIONS,
+    SUPPORTS,
+    Bands,
+    Faults,
+)
+from memsim.engine.mockllm import (
+    CATEGORIES,
+    INVALID_REPLIES,
+    MIN_CONTENT_WORDS,
+    MockLLM,
+    truth_relation,
+)
 
 
 def ep(i, claims=(), text="some text", speaker="user"):
@@ -18,16 +36,30 @@ def claim(key, value="v", **kw):
     return Claim(key=key, value=value, **kw)
 
 
-EPISODES = [ep(i, [claim(f"t{i % 7}.k{i}", f"v{i}", importance=(i % 10) / 10, category=CATEGORIES[i % 7]),
-                   claim(f"t{i % 5}.j{i}", f"w{i}")]) for i in range(400)]
+EPISODES = [
+    ep(
+        i,
+        [
+            claim(f"t{i % 7}.k{i}", f"v{i}", importance=(i % 10) / 10, category=CATEGORIES[i % 7]),
+            claim(f"t{i % 5}.j{i}", f"w{i}"),
+        ],
+    )
+    for i in range(400)
+]
 
 
 def test_implements_protocol():
     llm = MockLLM()
     assert isinstance(llm, LLM)
     assert llm.dim == 384 and llm.seed == 0
-    assert llm.config() == {"llm": "mock", "seed": 0, "dim": 384, "text_embedder": "hashed",
-                            "bands": Bands().to_dict(), "faults": Faults().to_dict()}
+    assert llm.config() == {
+        "llm": "mock",
+        "seed": 0,
+        "dim": 384,
+        "text_embedder": "hashed",
+        "bands": Bands().to_dict(),
+        "faults": Faults().to_dict(),
+    }
 
 
 def test_extract_passes_claims_through_without_faults():
@@ -39,14 +71,21 @@ def test_extract_passes_claims_through_without_faults():
 def test_extract_text_only_episode():
     llm = MockLLM()
     assert llm.extract(ep(1, text="hello there")) == (
-        Claim(key="", value="hello there", category="fact", importance=0.5, subject="owner"),)
+        Claim(key="", value="hello there", category="fact", importance=0.5, subject="owner"),
+    )
     got = llm.extract(ep(2, text="I adopted a dog", speaker="Caroline"))
     assert got[0].subject == "caroline" and got[0].key == "" and got[0].value == "I adopted a dog"
 
 
 def test_deterministic_across_instances_and_orders():
-    f = Faults(extract_fail=0.3, embed_fail=0.3, importance_jitter=0.2, wrong_category=0.3,
-               wrong_class=0.2, invalid_answer=0.2)
+    f = Faults(
+        extract_fail=0.3,
+        embed_fail=0.3,
+        importance_jitter=0.2,
+        wrong_category=0.3,
+        wrong_class=0.2,
+        invalid_answer=0.2,
+    )
     a, b = MockLLM(seed=5, faults=f), MockLLM(seed=5, faults=f)
     fwd = [a.extract(e) for e in EPISODES]
     rev = [b.extract(e) for e in reversed(EPISODES)][::-1]
@@ -59,10 +98,12 @@ def test_deterministic_across_instances_and_orders():
     assert np.array_equal(batch.ok, np.concatenate([s.ok for s in singles]))
     cands = [claim("a.b", "1"), claim("a.b", "2"), claim("a.c", "1")]
     for i in range(50):
-        assert a.classify(claim("a.b", "2"), cands, answer="index", key=f"c{i}") == \
-            b.classify(claim("a.b", "2"), cands, answer="index", key=f"c{i}")
-        assert a.classify(claim("a.b", "2"), cands, answer="relation", key=f"c{i}") == \
-            b.classify(claim("a.b", "2"), cands, answer="relation", key=f"c{i}")
+        assert a.classify(claim("a.b", "2"), cands, answer="index", key=f"c{i}") == b.classify(
+            claim("a.b", "2"), cands, answer="index", key=f"c{i}"
+        )
+        assert a.classify(claim("a.b", "2"), cands, answer="relation", key=f"c{i}") == b.classify(
+            claim("a.b", "2"), cands, answer="relation", key=f"c{i}"
+        )
 
 
 def test_seed_changes_answers():
@@ -90,7 +131,9 @@ def test_embed_query():
     llm = MockLLM()
     q = Query(id="q1", time=1.0, text="what is my name?", keys=("owner.name",))
     v = llm.embed_query(q)
-    mem = llm.embed([claim("owner.name", "Ada"), claim("owner.name", "Bea")], ["e1#0", "e2#0"]).vectors
+    mem = llm.embed(
+        [claim("owner.name", "Ada"), claim("owner.name", "Bea")], ["e1#0", "e2#0"]
+    ).vectors
     cos = mem @ v
     assert cos[0] == pytest.approx(np.sqrt(Bands().changed_value), abs=0.06)
     assert cos[0] == pytest.approx(cos[1], abs=0.06)
@@ -116,8 +159,18 @@ def test_classify_truth_table():
     assert truth_relation(claim("", "hello"), claim("", "bye")) == IRRELEVANT
     assert truth_relation(claim("", "Paris"), base) == IRRELEVANT
     llm = MockLLM()
-    cands = [claim("owner.job", "x"), claim("owner.city", "Paris"), claim("owner.city", "Rome"), ctx_b]
-    assert llm.classify(base, cands, answer="relation", key="k") == [IRRELEVANT, SUPPORTS, CONTRADICTS, CONTRADICTS]
+    cands = [
+        claim("owner.job", "x"),
+        claim("owner.city", "Paris"),
+        claim("owner.city", "Rome"),
+        ctx_b,
+    ]
+    assert llm.classify(base, cands, answer="relation", key="k") == [
+        IRRELEVANT,
+        SUPPORTS,
+        CONTRADICTS,
+        CONTRADICTS,
+    ]
     assert llm.classify(base, cands, answer="index", key="k") == "3"
     assert llm.classify(base, cands[:2], answer="index", key="k") == NONE
     assert llm.classify(base, [], answer="index", key="k") == NONE
@@ -146,14 +199,21 @@ def test_classify_faults_rate_zero_and_one():
         wr = wrong.classify(base, cands, answer="relation", key=k)
         assert all(r in RELATIONS and r != t for r, t in zip(wr, truth_rel))
         assert not _valid_index(invalid.classify(base, cands, answer="index", key=k), 3)
-        assert all(r not in RELATIONS for r in invalid.classify(base, cands, answer="relation", key=k))
+        assert all(
+            r not in RELATIONS for r in invalid.classify(base, cands, answer="relation", key=k)
+        )
 
 
 def test_fault_rates_near_requested():
     n = 4000
     for rate in (0.1, 0.35):
-        f = Faults(extract_fail=rate, embed_fail=rate, wrong_class=rate, invalid_answer=rate,
-                   wrong_category=rate)
+        f = Faults(
+            extract_fail=rate,
+            embed_fail=rate,
+            wrong_class=rate,
+            invalid_answer=rate,
+            wrong_category=rate,
+        )
         llm = MockLLM(seed=3, faults=f)
         eps = [ep(i, [claim("a.b", category="fact")]) for i in range(n)]
         extracted = [llm.extract(e) for e in eps]
@@ -173,13 +233,21 @@ def test_fault_rates_near_requested():
 
 def test_importance_jitter():
     eps = [ep(i, [claim("a.b", importance=0.5)]) for i in range(3000)]
-    assert all(MockLLM(faults=Faults(importance_jitter=0.0)).extract(e)[0].importance == 0.5 for e in eps)
-    imp = np.array([MockLLM(faults=Faults(importance_jitter=0.1)).extract(e)[0].importance for e in eps])
+    assert all(
+        MockLLM(faults=Faults(importance_jitter=0.0)).extract(e)[0].importance == 0.5 for e in eps
+    )
+    imp = np.array(
+        [MockLLM(faults=Faults(importance_jitter=0.1)).extract(e)[0].importance for e in eps]
+    )
     assert ((imp >= 0) & (imp <= 1)).all()
     assert abs(imp.mean() - 0.5) < 0.01 and abs(imp.std() - 0.1) < 0.01
-    wide = np.array([MockLLM(faults=Faults(importance_jitter=1.0)).extract(e)[0].importance for e in eps])
+    wide = np.array(
+        [MockLLM(faults=Faults(importance_jitter=1.0)).extract(e)[0].importance for e in eps]
+    )
     assert wide.min() == 0.0 and wide.max() == 1.0  # clipped
-    assert MockLLM(faults=Faults(wrong_category=1.0)).extract(eps[0])[0].category in set(CATEGORIES) - {"fact"}
+    assert MockLLM(faults=Faults(wrong_category=1.0)).extract(eps[0])[0].category in set(
+        CATEGORIES
+    ) - {"fact"}
 
 
 def test_extract_fail_zero_and_one():
@@ -191,25 +259,43 @@ def test_summarize():
     llm = MockLLM()
     assert llm.summarize(["hi", "ok thanks!", "lol same"], key="s") == NONE
     assert llm.summarize([], key="s") == NONE
-    texts = ["We adopted a puppy named Rex last week, he is lovely.", "ok",
-             "My sister moved to Lisbon for a new design job. She loves it.",
-             "Planning a hiking trip to the Alps in July; need boots.", "Also bought a bike."]
+    texts = [
+        "We adopted a puppy named Rex last week, he is lovely.",
+        "ok",
+        "My sister moved to Lisbon for a new design job. She loves it.",
+        "Planning a hiking trip to the Alps in July; need boots.",
+        "Also bought a bike.",
+    ]
     s = llm.summarize(texts, key="s")
-    assert s == ("We adopted a puppy named Rex last week, he is lovely. "
-                 "My sister moved to Lisbon for a new design job. Planning a hiking trip to the Alps in July.")
+    assert s == (
+        "We adopted a puppy named Rex last week, he is lovely. "
+        "My sister moved to Lisbon for a new design job. Planning a hiking trip to the Alps in July."
+    )
     assert s == MockLLM(seed=9).summarize(texts, key="other")
     # the threshold is the documented constant
-    words = ["apple", "river", "mountain", "guitar", "lemon", "castle", "rocket", "pencil", "violin"]
-    assert llm.summarize([" ".join(words[:MIN_CONTENT_WORDS - 1])], key="s") == NONE
+    words = [
+        "apple",
+        "river",
+        "mountain",
+        "guitar",
+        "lemon",
+        "castle",
+        "rocket",
+        "pencil",
+        "violin",
+    ]
+    assert llm.summarize([" ".join(words[: MIN_CONTENT_WORDS - 1])], key="s") == NONE
     assert llm.summarize([" ".join(words[:MIN_CONTENT_WORDS])], key="s") != NONE
 
 
 def test_synthesize_same_key():
     llm = MockLLM()
-    cs = [claim("o.city", "Rome", category="fact", importance=0.2, confidence=0.5),
-          claim("o.city", "Paris", category="event", importance=0.9, confidence=0.7),
-          claim("o.city", "Rome", category="preference", importance=0.1, confidence=0.9),
-          claim("o.city", "Paris", category="preference", importance=0.3, confidence=0.8)]
+    cs = [
+        claim("o.city", "Rome", category="fact", importance=0.2, confidence=0.5),
+        claim("o.city", "Paris", category="event", importance=0.9, confidence=0.7),
+        claim("o.city", "Rome", category="preference", importance=0.1, confidence=0.9),
+        claim("o.city", "Paris", category="preference", importance=0.3, confidence=0.8),
+    ]
     s = llm.synthesize(cs, key="x")
     assert s.key == "o.city" and s.value == "Paris"  # tie 2-2: Paris is seen last
     assert s.category == "preference"  # tie among Paris claims: last wins
@@ -240,12 +326,16 @@ def test_pickle_round_trip():
     assert [clone.extract(e) for e in EPISODES[:30]] == [llm.extract(e) for e in EPISODES[:30]]
 
 
-@given(st.text(min_size=1, max_size=12), st.integers(0, 2 ** 32))
+@given(st.text(min_size=1, max_size=12), st.integers(0, 2**32))
 def test_fault_free_is_truthful(key, seed):
     llm = MockLLM(seed=seed)
     new = claim("x.y", "1")
     cands = [claim("x.y", "1"), claim("x.z", "1"), claim("x.y", "2")]
-    assert llm.classify(new, cands, answer="relation", key=key) == [SUPPORTS, IRRELEVANT, CONTRADICTS]
+    assert llm.classify(new, cands, answer="relation", key=key) == [
+        SUPPORTS,
+        IRRELEVANT,
+        CONTRADICTS,
+    ]
     assert llm.classify(new, cands, answer="index", key=key) == "3"
 
 

@@ -4,6 +4,7 @@ Each notebook is executed with nbclient on a python3 kernel of *this* interprete
 kernelspec pointing at sys.executable is written to a temporary Jupyter path, so the test
 never picks up another Python's kernel. Outputs are not written back.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,13 +34,19 @@ def kernel_env(tmp_path_factory):
     # and an editable install made before a package had its __init__.py would otherwise
     # shadow it with a namespace package.
     pythonpath = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    (spec_dir / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (memsim tests)", "language": "python",
-        "env": {"PYTHONPATH": pythonpath}}))
+    (spec_dir / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Python 3 (memsim tests)",
+                "language": "python",
+                "env": {"PYTHONPATH": pythonpath},
+            }
+        )
+    )
     old = {k: os.environ.get(k) for k in ("JUPYTER_PATH", "MPLBACKEND")}
     os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(root), old["JUPYTER_PATH"]]))
-    os.environ.pop("MPLBACKEND", None)   # the notebooks choose the inline backend themselves
+    os.environ.pop("MPLBACKEND", None)  # the notebooks choose the inline backend themselves
     yield root
     for k, v in old.items():
         if v is None:
@@ -54,19 +61,28 @@ def test_notebooks_exist_and_are_stored_with_outputs():
         nbformat.validate(nb)
         code = [c for c in nb.cells if c.cell_type == "code"]
         assert code, name
-        assert all(c.get("execution_count") for c in code), f"{name}: not executed before committing"
+        assert all(c.get("execution_count") for c in code), (
+            f"{name}: not executed before committing"
+        )
         errors = [o for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"]
         assert not errors, f"{name}: stored outputs contain an error: {errors[0].get('ename')}"
-        assert any(o.get("output_type") == "display_data" and "image/png" in o.get("data", {})
-                   for c in code for o in c.get("outputs", [])), f"{name}: no figure in the stored outputs"
+        assert any(
+            o.get("output_type") == "display_data" and "image/png" in o.get("data", {})
+            for c in code
+            for o in c.get("outputs", [])
+        ), f"{name}: no figure in the stored outputs"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_executes(name, kernel_env):
     nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
-                                     resources={"metadata": {"path": str(NOTEBOOKS)}})
-    client.execute()   # raises CellExecutionError naming the cell on any error
+    client = nbclient.NotebookClient(
+        nb,
+        timeout=CELL_TIMEOUT,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+    )
+    client.execute()  # raises CellExecutionError naming the cell on any error
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert any("image/png" in o.get("data", {}) for o in outputs), f"{name}: drew no figure"

@@ -1,6 +1,7 @@
 """Rules of policy ``pai`` (seed document 000_ec17278fb0252727.txt), one test per rule,
 named after the document section. ``FakeLLM`` puts claims at exact cosines for boundary
 tests; MockLLM with Bands/Faults covers the rest."""
+
 from __future__ import annotations
 
 import math
@@ -8,12 +9,19 @@ import math
 import numpy as np
 import pytest
 
-from memsim.errors import ParamError
-from memsim.events import Claim, Episode, Forget, Query, make_stream
-from memsim.llm import NONE, Embedded, Faults
-from memsim.mockllm import MockLLM
-from policies.pai import (TYPE_CODE, PaiParams, PersonalAI, effective_confidence, importance_1_10,
-                          parse_index, recall_scores)
+from memsim.engine.errors import ParamError
+from memsim.engine.events import Claim, Episode, Forget, Query, make_stream
+from memsim.engine.llm import NONE, Embedded, Faults
+from memsim.engine.mockllm import MockLLM
+from policies.pai import (
+    TYPE_CODE,
+    PaiParams,
+    PersonalAI,
+    effective_confidence,
+    importance_1_10,
+    parse_index,
+    recall_scores,
+)
 
 
 class FakeLLM:
@@ -39,7 +47,9 @@ class FakeLLM:
         return episode.claims
 
     def embed(self, items, keys):
-        vs = np.stack([self.vec(c) if isinstance(c, Claim) else self.vec(Claim("x")) for c in items])
+        vs = np.stack(
+            [self.vec(c) if isinstance(c, Claim) else self.vec(Claim("x")) for c in items]
+        )
         return Embedded(vs.astype(np.float32), np.ones(len(items), dtype=bool))
 
     def embed_query(self, query):
@@ -64,8 +74,17 @@ def C(key: str, value: str, sim: float = 1.0, slot: int = 1, **kw) -> Claim:
     return Claim(key, value, attrs=(("sim", sim), ("slot", slot)), **kw)
 
 
-def ep(eid: str, t: float, *claims: Claim, text: str = "", conversation: str = "", speaker: str = "user") -> Episode:
-    return Episode(eid, t, text or f"text of {eid}", tuple(claims), speaker=speaker, conversation=conversation)
+def ep(
+    eid: str,
+    t: float,
+    *claims: Claim,
+    text: str = "",
+    conversation: str = "",
+    speaker: str = "user",
+) -> Episode:
+    return Episode(
+        eid, t, text or f"text of {eid}", tuple(claims), speaker=speaker, conversation=conversation
+    )
 
 
 def mock(**faults) -> MockLLM:
@@ -96,8 +115,8 @@ def test_s1_reinforce_above_085():
     s = pol.store
     assert s.n == 1
     assert s["confidence"][0] == pytest.approx(0.7)
-    assert s["updated"][0] == 3.0                     # reset updated_at
-    assert s.provenance[0] == {"e1", "e2"}            # episode linked to the belief
+    assert s["updated"][0] == 3.0  # reset updated_at
+    assert s.provenance[0] == {"e1", "e2"}  # episode linked to the belief
 
 
 def test_s1_reinforce_caps_confidence_at_10():
@@ -115,7 +134,7 @@ def test_s1_similarity_exactly_at_reinforce_threshold_is_grey_zone():
     pol.ingest([ep("e1", 0, C("a.x", "1", 1.0, 1))], 0.0)
     out = pol.ingest([ep("e2", 0, C("a.x", "2", 0.875, 2))], 0.0)
     assert "reinforce" not in actions(out)
-    assert len(llm.classify_calls) == 1               # grey zone: the classifier was asked
+    assert len(llm.classify_calls) == 1  # grey zone: the classifier was asked
     assert pol.store.n == 2
     # a hair above reinforces
     out = pol.ingest([ep("e3", 0, C("a.x", "3", 1.0, 3))], 0.0)
@@ -129,7 +148,7 @@ def test_s1_similarity_at_grey_lower_end_is_checked_below_is_not():
     pol.ingest([ep("e2", 0, C("a.y", "2", 0.625, 2))], 0.0)
     assert len(llm.classify_calls) == 1
     pol.ingest([ep("e3", 0, C("a.z", "3", 0.6, 3))], 0.0)
-    assert len(llm.classify_calls) == 1               # 0.60 < 0.625: no contradiction check
+    assert len(llm.classify_calls) == 1  # 0.60 < 0.625: no contradiction check
 
 
 class SpyMock(MockLLM):
@@ -147,20 +166,20 @@ class SpyMock(MockLLM):
 def test_s1_grey_zone_candidates_batched_in_one_call():
     llm = SpyMock()
     pol = PersonalAI(llm=llm)
-    for i in range(3):                                 # Paris: 3 supporting episodes
+    for i in range(3):  # Paris: 3 supporting episodes
         pol.ingest([ep(f"p{i}", 0, Claim("owner.city", "Paris"))], 0.0)
-    pol.ingest([ep("r", 0, Claim("owner.city", "Rome"))], 0.0)      # weakens Paris, coexists
+    pol.ingest([ep("r", 0, Claim("owner.city", "Rome"))], 0.0)  # weakens Paris, coexists
     llm.calls.clear()
     out = pol.ingest([ep("b", 0, Claim("owner.city", "Berlin"))], 0.0)
-    assert len(llm.calls) == 1                         # one batched prompt ...
-    assert {c.value for c in llm.calls[0][1]} == {"Paris", "Rome"}   # ... with both candidates
+    assert len(llm.calls) == 1  # one batched prompt ...
+    assert {c.value for c in llm.calls[0][1]} == {"Paris", "Rome"}  # ... with both candidates
     assert "weaken" in actions(out) or "invalidate" in actions(out)
 
 
 def test_s1_contradiction_with_fewer_than_3_supports_invalidates():
     pol = PersonalAI(llm=mock())
     pol.ingest([ep("e1", 0, Claim("owner.city", "Paris"))], 0.0)
-    pol.ingest([ep("e2", 1, Claim("owner.city", "Paris"))], 1.0)      # 2 supporting episodes
+    pol.ingest([ep("e2", 1, Claim("owner.city", "Paris"))], 1.0)  # 2 supporting episodes
     out = pol.ingest([ep("e3", 2, Claim("owner.city", "Rome"))], 2.0)
     assert actions(out)[:3] == ["invalidate", "create", "supersede"]
     s = pol.store
@@ -202,9 +221,22 @@ def test_s1_invalid_classifier_answer_counts_as_none():
     assert any("treated as NONE" in o.detail for o in out)
 
 
-@pytest.mark.parametrize("reply,n,expected", [
-    ("1", 2, 0), ("2", 2, 1), (" 2 ", 2, 1), ("0", 2, None), ("3", 2, None), ("NONE", 2, None),
-    ("7x", 2, None), ("", 2, None), ("-1", 2, None), ("１", 2, None), (None, 2, None)])
+@pytest.mark.parametrize(
+    "reply,n,expected",
+    [
+        ("1", 2, 0),
+        ("2", 2, 1),
+        (" 2 ", 2, 1),
+        ("0", 2, None),
+        ("3", 2, None),
+        ("NONE", 2, None),
+        ("7x", 2, None),
+        ("", 2, None),
+        ("-1", 2, None),
+        ("１", 2, None),
+        (None, 2, None),
+    ],
+)
 def test_s1_parse_index_invalid_replies_are_none(reply, n, expected):
     assert parse_index(reply, n) == expected
 
@@ -234,7 +266,7 @@ def test_s1_embedding_failure_creates_at_06_and_skips_dedup():
     pol = PersonalAI(PaiParams(embed_fail_confidence=0.55), llm=mock(embed_fail=1.0))
     pol.ingest([ep("e1", 0, Claim("owner.name", "Alex"))], 0.0)
     out = pol.ingest([ep("e2", 0, Claim("owner.name", "Alex"))], 0.0)
-    assert actions(out) == ["create"]                  # no reinforcement: dedup skipped
+    assert actions(out) == ["create"]  # no reinforcement: dedup skipped
     s = pol.store
     assert s.n == 2 and not s["has_embedding"].any()
     assert (s["confidence"] == 0.55).all()
@@ -250,23 +282,36 @@ def test_s1_default_embedding_failure_confidence_is_06():
 
 def test_s1_insight_is_skipped():
     pol = PersonalAI(llm=mock())
-    out = pol.ingest([ep("e1", 0, Claim("owner.x", "y", category="insight"), Claim("owner.name", "Alex"))], 0.0)
+    out = pol.ingest(
+        [ep("e1", 0, Claim("owner.x", "y", category="insight"), Claim("owner.name", "Alex"))], 0.0
+    )
     assert actions(out) == ["drop", "create"]
     assert pol.store.n == 1
 
 
-@pytest.mark.parametrize("category,type_name", [
-    ("fact", "factual"), ("preference", "preference"), ("procedural", "procedural"),
-    ("decision", "architectural"), ("relationship", "factual"), ("sentiment", "preference"),
-    ("reminder", "procedural"), ("something-new", "factual")])
+@pytest.mark.parametrize(
+    "category,type_name",
+    [
+        ("fact", "factual"),
+        ("preference", "preference"),
+        ("procedural", "procedural"),
+        ("decision", "architectural"),
+        ("relationship", "factual"),
+        ("sentiment", "preference"),
+        ("reminder", "procedural"),
+        ("something-new", "factual"),
+    ],
+)
 def test_s1_category_maps_onto_fact_type(category, type_name):
     pol = PersonalAI(llm=mock())
     pol.ingest([ep("e1", 0, Claim("owner.k", "v", category=category))], 0.0)
     assert pol.store["type"][0] == TYPE_CODE[type_name]
 
 
-@pytest.mark.parametrize("imp,expected", [(0.0, 1), (0.04, 1), (0.05, 1), (0.15, 2), (0.5, 5),
-                                          (0.74, 7), (0.95, 10), (1.0, 10)])
+@pytest.mark.parametrize(
+    "imp,expected",
+    [(0.0, 1), (0.04, 1), (0.05, 1), (0.15, 2), (0.5, 5), (0.74, 7), (0.95, 10), (1.0, 10)],
+)
 def test_s1_importance_to_1_10_clamped(imp, expected):
     assert importance_1_10(imp, PaiParams()) == expected
 
@@ -286,8 +331,8 @@ def test_s1_links_at_most_3_neighbours_in_band():
     assert pol.links == {}
     out = pol.ingest([ep("new", 0, C("t.new", "v", 1.0, 20))], 0.0)
     assert actions(out) == ["create", "link", "link", "link"]
-    assert pol.links[5] == {4, 3, 2}                   # the top 3 by similarity
-    assert all(5 in pol.links[r] for r in (2, 3, 4))   # symmetric
+    assert pol.links[5] == {4, 3, 2}  # the top 3 by similarity
+    assert all(5 in pol.links[r] for r in (2, 3, 4))  # symmetric
 
 
 def test_s1_link_band_lower_end_inclusive_and_below_not_linked():
@@ -319,10 +364,16 @@ def test_s2_score_is_the_documented_weighted_sum():
 def test_s2_subject_match_adds_015_from_query_subject_or_text():
     pol = _one_belief(subject="Alex")
     base = pol.score_rows(Query("q0", 0, "what", keys=("a",)), pol.llm.embed_query(None), 0.0)[0]
-    by_field = pol.score_rows(Query("q1", 0, "what", keys=("a",), subject="alex"), pol.llm.embed_query(None), 0.0)[0]
-    by_text = pol.score_rows(Query("q2", 0, "What does Alex drink?", keys=("a",)), pol.llm.embed_query(None), 0.0)[0]
+    by_field = pol.score_rows(
+        Query("q1", 0, "what", keys=("a",), subject="alex"), pol.llm.embed_query(None), 0.0
+    )[0]
+    by_text = pol.score_rows(
+        Query("q2", 0, "What does Alex drink?", keys=("a",)), pol.llm.embed_query(None), 0.0
+    )[0]
     assert by_field - base == pytest.approx(0.15) and by_text - base == pytest.approx(0.15)
-    other = pol.score_rows(Query("q3", 0, "What does Alexandra drink?", keys=("a",)), pol.llm.embed_query(None), 0.0)[0]
+    other = pol.score_rows(
+        Query("q3", 0, "What does Alexandra drink?", keys=("a",)), pol.llm.embed_query(None), 0.0
+    )[0]
     assert other == base
 
 
@@ -339,13 +390,13 @@ def test_s2_cosine_floor_020_excludes_whatever_the_other_factors():
     pol.ingest([ep("e1", 0, C("a.x", "1", 0.25, 1, importance=1.0, subject="a"))], 0.0)
     pol.ingest([ep("e2", 0, C("a.y", "1", 0.125, 2, importance=1.0, subject="a"))], 0.0)
     r = pol.recall([Query("q", 0, "a", keys=("a",), subject="a")], 0.0)[0]
-    assert r.ids.tolist() == [0]                       # 0.25 kept (>=), 0.125 excluded
+    assert r.ids.tolist() == [0]  # 0.25 kept (>=), 0.125 excluded
 
 
 def test_s2_top_n_and_neighbours_at_08_of_parent():
     llm = FakeLLM()
     pol = PersonalAI(llm=llm)
-    pol.ingest([ep("e1", 0, C("a.x", "1", 0.9, 1))], 0.0)       # found by the query
+    pol.ingest([ep("e1", 0, C("a.x", "1", 0.9, 1))], 0.0)  # found by the query
     # a neighbour of belief 0 that the query itself cannot find (cosine with e0 is 0):
     # place it with a vector orthogonal to e0 and cos 0.5 with belief 0's residual axis.
     nb = C("a.nb", "v", 0.0, 2)
@@ -386,7 +437,7 @@ def test_s2_recency_from_creation_until_first_access_then_from_last_access():
     s30 = pol.score_rows(q, v, 30.0)[0]
     s0 = pol.score_rows(q, v, 0.0)[0]
     assert s0 - s30 == pytest.approx(0.1 * (1 - math.exp(-0.023 * 30)))
-    pol.recall([q], 30.0)                              # access at day 30
+    pol.recall([q], 30.0)  # access at day 30
     assert pol.score_rows(q, v, 30.0)[0] > s30
 
 
@@ -403,11 +454,22 @@ def test_s2_embedding_failure_uses_text_search_fallback_without_access():
 def test_s2_batched_queries_equal_one_by_one():
     def build():
         pol = PersonalAI(llm=mock())
-        for i, (k, v) in enumerate([("owner.name", "Alex"), ("owner.city", "Paris"), ("work.role", "dev"),
-                                    ("owner.drink", "tea"), ("work.team", "infra")]):
+        for i, (k, v) in enumerate(
+            [
+                ("owner.name", "Alex"),
+                ("owner.city", "Paris"),
+                ("work.role", "dev"),
+                ("owner.drink", "tea"),
+                ("work.team", "infra"),
+            ]
+        ):
             pol.ingest([ep(f"e{i}", i, Claim(k, v))], float(i))
         return pol
-    qs = [Query(f"q{i}", 10, "q", keys=(k,), k=3) for i, k in enumerate(["owner.name", "work.role", "owner.name"])]
+
+    qs = [
+        Query(f"q{i}", 10, "q", keys=(k,), k=3)
+        for i, k in enumerate(["owner.name", "work.role", "owner.name"])
+    ]
     a, b = build(), build()
     ra = a.recall(qs, 10.0)
     rb = [b.recall([q], 10.0)[0] for q in qs]
@@ -449,7 +511,11 @@ def test_s3_merge_duplicates_winner_highest_effective_confidence():
     assert s.n == 3
     s["confidence"][1] = 0.9
     out = pol.maintain(1.0, ["reflect"])
-    assert sorted((o.action, o.memory) for o in out) == [("merge", 0), ("merge", 2), ("reinforce", 1)]
+    assert sorted((o.action, o.memory) for o in out) == [
+        ("merge", 0),
+        ("merge", 2),
+        ("reinforce", 1),
+    ]
     assert s.status_of(0) == s.status_of(2) == "invalidated" and s.status_of(1) == "active"
     assert s["superseded_by"][0] == 1 and s["superseded_by"][2] == 1
     assert s.provenance[1] == {"e1", "e2", "e3"}
@@ -461,10 +527,10 @@ def test_s3_reflect_flags_stale_below_010_and_loads_at_most_200():
     pol = PersonalAI(PaiParams(reflect_limit=2), llm=mock())
     for i, k in enumerate(["a.x", "b.x", "c.x"]):
         pol.ingest([ep(f"e{i}", i, Claim(k, "v"))], float(i))
-    assert sorted(pol._reflect_rows(3.0).tolist()) == [1, 2]      # the most recently updated
+    assert sorted(pol._reflect_rows(3.0).tolist()) == [1, 2]  # the most recently updated
     # 0.6 * 0.5^(t/30) < 0.10 <=> t > 30 * log2(6) = 77.55 days after the last update
     _, stale = pol.reflect(2 + 77.5)
-    assert stale == [1]                                # row 1 is 78.5 days old, row 2 77.5
+    assert stale == [1]  # row 1 is 78.5 days old, row 2 77.5
     _, stale = pol.reflect(2 + 77.6)
     assert sorted(stale) == [1, 2]
 
@@ -477,7 +543,9 @@ def test_s3_synthesize_meta_belief():
     assert actions(out) == ["synthesize"]
     s = pol.store
     m = out[0].memory
-    assert s["confidence"][m] == 0.8 and s["stability"][m] == 3.0 and s["type"][m] == TYPE_CODE["meta"]
+    assert (
+        s["confidence"][m] == 0.8 and s["stability"][m] == 3.0 and s["type"][m] == TYPE_CODE["meta"]
+    )
     assert s.provenance[m] == {"e1", "e2"}
     assert pol.links[m] == {0, 1}
     # the same cluster is not synthesized again (resynthesize=False)
@@ -511,7 +579,7 @@ def test_s3_unknown_job_is_an_error():
 def test_s3_forget_episode_forgets_every_belief_holding_it():
     pol = PersonalAI(llm=mock())
     pol.ingest([ep("e1", 0, Claim("owner.name", "Alex"))], 0.0)
-    pol.ingest([ep("e2", 1, Claim("owner.name", "Alex"))], 1.0)    # reinforced: provenance e1, e2
+    pol.ingest([ep("e2", 1, Claim("owner.name", "Alex"))], 1.0)  # reinforced: provenance e1, e2
     pol.ingest([ep("e3", 1, Claim("work.x", "y"))], 1.0)
     out = pol.forget([Forget("f", 2, "e2")], 2.0)
     assert [(o.action, o.memory) for o in out] == [("forget", 0)]
@@ -532,27 +600,39 @@ def test_s5_statuses_terminal_and_retrievable():
 
 def test_s8_conversation_of_5_turns_consolidated_without_a_belief():
     pol = PersonalAI(llm=mock())
-    turns = [ep(f"c{i}", 0, text=f"We talked about the garden project and tomato plants number {i}",
-                conversation="conv1", speaker="user" if i % 2 == 0 else "assistant") for i in range(5)]
+    turns = [
+        ep(
+            f"c{i}",
+            0,
+            text=f"We talked about the garden project and tomato plants number {i}",
+            conversation="conv1",
+            speaker="user" if i % 2 == 0 else "assistant",
+        )
+        for i in range(5)
+    ]
     out = pol.ingest(turns[:4], 0.0)
     assert "consolidate" not in actions(out) and pol.summaries == []
     n_before = pol.store.n
     out = pol.ingest(turns[4:], 0.0)
     assert "consolidate" in actions(out)
-    assert pol.store.n <= n_before + 1                   # at most the turn's own belief
+    assert pol.store.n <= n_before + 1  # at most the turn's own belief
     assert not any(o.action == "create" and "summary" in o.detail for o in out)
     (sm,) = pol.summaries
     assert sm.episode_ids == tuple(f"c{i}" for i in range(5))
     hits = pol.episode_context(Query("q", 1, "garden project tomato plants", answers=("c0",)))
     assert hits and hits[0][0] == sm.id and hits[0][1] > 0.30
     pol.forget([Forget("f", 2, "c1")], 2.0)
-    assert pol.episode_context(Query("q2", 2, "garden project tomato plants", answers=("c0",))) == []
+    assert (
+        pol.episode_context(Query("q2", 2, "garden project tomato plants", answers=("c0",))) == []
+    )
 
 
 def test_s8_chunk_shorter_than_4_turns_not_consolidated():
     pol = PersonalAI(PaiParams(consolidation_every_turns=3), llm=mock())
-    turns = [ep(f"c{i}", 0, text=f"long enough sentence about gardening tomatoes {i}", conversation="k")
-             for i in range(3)]
+    turns = [
+        ep(f"c{i}", 0, text=f"long enough sentence about gardening tomatoes {i}", conversation="k")
+        for i in range(3)
+    ]
     out = pol.ingest(turns, 0.0)
     assert pol.summaries == [] and "skip" in actions(out)
 
@@ -574,9 +654,15 @@ def _episodes():
     out = []
     for i in range(40):
         k = keys[rng.integers(len(keys))]
-        out.append(Episode(f"e{i}", float(i // 4), f"episode {i} about {k}",
-                           (Claim(k, vals[rng.integers(3)], importance=float(rng.random())),),
-                           conversation=f"conv{i % 2}"))
+        out.append(
+            Episode(
+                f"e{i}",
+                float(i // 4),
+                f"episode {i} about {k}",
+                (Claim(k, vals[rng.integers(3)], importance=float(rng.random())),),
+                conversation=f"conv{i % 2}",
+            )
+        )
     return out
 
 
@@ -595,7 +681,9 @@ def assert_batched_equals_one_by_one(a: PersonalAI, b: PersonalAI, eps) -> None:
     assert a.store.provenance == b.store.provenance and a.links == b.links
 
 
-@pytest.mark.parametrize("faults", [{}, {"embed_fail": 0.2, "extract_fail": 0.2, "invalid_answer": 0.3}])
+@pytest.mark.parametrize(
+    "faults", [{}, {"embed_fail": 0.2, "extract_fail": 0.2, "invalid_answer": 0.3}]
+)
 def test_batched_ingest_equals_one_by_one(faults):
     a, b = PersonalAI(llm=mock(**faults)), PersonalAI(llm=mock(**faults))
     assert_batched_equals_one_by_one(a, b, _episodes())
@@ -603,10 +691,14 @@ def test_batched_ingest_equals_one_by_one(faults):
 
 
 def test_runner_smoke_and_determinism():
-    runner = pytest.importorskip("memsim.runner")
+    runner = pytest.importorskip("memsim.engine.runner")
     eps = _episodes()
-    evs = eps[:20] + [Query("q1", 5.0, "name?", keys=("owner.name",))] + eps[20:] + [
-        Forget("f1", 10.0, "e3"), Query("q2", 10.0, "role?", keys=("work.role",))]
+    evs = (
+        eps[:20]
+        + [Query("q1", 5.0, "name?", keys=("owner.name",))]
+        + eps[20:]
+        + [Forget("f1", 10.0, "e3"), Query("q2", 10.0, "role?", keys=("work.role",))]
+    )
     evs.sort(key=lambda e: e.time)
     stream = make_stream(evs, name="pai-smoke", horizon=200.0)
     t1 = runner.run(PersonalAI(llm=mock()), stream)
@@ -628,16 +720,25 @@ def test_params_validate_ranges_and_orders():
 
 def test_kernels_match_scalar_formulas():
     p = PaiParams()
-    assert effective_confidence(np.array([0.6]), np.array([1.0]), np.array([0.0]), 30.0)[0] == pytest.approx(0.3)
-    s = recall_scores(np.array([0.5]), np.array([10.0]), np.array([0.0]), np.array([5.0]),
-                      np.array([1.0]), np.array([False]), p)[0]
+    assert effective_confidence(np.array([0.6]), np.array([1.0]), np.array([0.0]), 30.0)[
+        0
+    ] == pytest.approx(0.3)
+    s = recall_scores(
+        np.array([0.5]),
+        np.array([10.0]),
+        np.array([0.0]),
+        np.array([5.0]),
+        np.array([1.0]),
+        np.array([False]),
+        p,
+    )[0]
     assert s == pytest.approx(0.25 + 0.2 + 0.1 + 0.05 + 0.15)
 
 
 def test_s4_find_contradictions_pairs_in_040_085():
     pol = PersonalAI(llm=FakeLLM(reply=NONE))
     pol.ingest([ep("e1", 0, C("a.x", "1", 1.0, 1))], 0.0)
-    pol.ingest([ep("e2", 0, C("a.y", "2", 0.75, 2))], 0.0)      # 0.75 with row 0
-    pol.ingest([ep("e3", 0, C("a.z", "3", 0.25, 3))], 0.0)      # 0.25 with row 0, 0.1875 with row 1
+    pol.ingest([ep("e2", 0, C("a.y", "2", 0.75, 2))], 0.0)  # 0.75 with row 0
+    pol.ingest([ep("e3", 0, C("a.z", "3", 0.25, 3))], 0.0)  # 0.25 with row 0, 0.1875 with row 1
     pairs = {(min(a, b), max(a, b)) for a, b, _ in pol.find_contradictions(1.0)}
     assert pairs == {(0, 1)}

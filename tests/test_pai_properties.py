@@ -1,6 +1,7 @@
 """Property tests of policy ``pai`` (document 000): band decisions exact at the thresholds,
 caps and floors, monotone decay, the vectorized recall score against a scalar reference
 written from §2, and one stateful machine over ingest / recall / maintain / forget."""
+
 from __future__ import annotations
 
 import math
@@ -10,12 +11,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from memsim.events import Claim, Episode, Forget, Query
-from memsim.kernels import topk
-from memsim.llm import NONE, Faults
-from memsim.mockllm import MockLLM
-from policies.pai import (TYPE_CODE, PaiParams, PersonalAI, effective_confidence, in_grey_zone,
-                          in_link_band, is_reinforce)
+from memsim.engine.events import Claim, Episode, Forget, Query
+from memsim.engine.kernels import topk
+from memsim.engine.llm import NONE, Faults
+from memsim.engine.mockllm import MockLLM
+from policies.pai import (
+    TYPE_CODE,
+    PaiParams,
+    PersonalAI,
+    effective_confidence,
+    in_grey_zone,
+    in_link_band,
+    is_reinforce,
+)
 from tests.test_pai import C, FakeLLM, assert_batched_equals_one_by_one, ep
 
 
@@ -54,7 +62,11 @@ def test_band_boundaries_exact(r):
 
 
 @settings(max_examples=40)
-@given(r=st.floats(0.5, 0.95).map(f32), offset=st.integers(-2, 2), reply=st.sampled_from([NONE, "1", "x"]))
+@given(
+    r=st.floats(0.5, 0.95).map(f32),
+    offset=st.integers(-2, 2),
+    reply=st.sampled_from([NONE, "1", "x"]),
+)
 def test_policy_ingest_decision_exact_at_reinforce_threshold(r, offset, reply):
     """Through the policy: a new claim at cosine s (float32-exact) with one old belief."""
     s = ulps32(r, offset)
@@ -97,8 +109,10 @@ def test_policy_link_lower_end_exact(lo, offset):
 
 
 @settings(max_examples=25)
-@given(values=st.lists(st.sampled_from(["Paris", "Rome", "Oslo"]), min_size=1, max_size=25),
-       invalid=st.sampled_from([0.0, 0.5]))
+@given(
+    values=st.lists(st.sampled_from(["Paris", "Rome", "Oslo"]), min_size=1, max_size=25),
+    invalid=st.sampled_from([0.0, 0.5]),
+)
 def test_confidence_stays_within_floor_and_cap(values, invalid):
     pol = PersonalAI(llm=MockLLM(seed=0, faults=Faults(invalid_answer=invalid)))
     for i, v in enumerate(values):
@@ -125,7 +139,9 @@ def test_stability_capped_at_5_after_any_number_of_accesses(n, start):
 # ------------------------------------------------------------------ §7 decay
 
 
-@given(conf=st.floats(0.1, 1.0), stab=st.floats(1.0, 5.0), t1=st.floats(0, 1000), dt=st.floats(0, 1000))
+@given(
+    conf=st.floats(0.1, 1.0), stab=st.floats(1.0, 5.0), t1=st.floats(0, 1000), dt=st.floats(0, 1000)
+)
 def test_decay_monotone_without_access_and_halves_each_half_life(conf, stab, t1, dt):
     c, s, u = np.array([conf]), np.array([stab]), np.array([0.0])
     a = effective_confidence(c, s, u, t1)[0]
@@ -142,25 +158,40 @@ def scalar_score(cos, importance, stability, last_access, created, subject_hit, 
     """§2 written out for one belief, straight from the document."""
     days = now - (created if math.isnan(last_access) else last_access)
     recency = math.exp(-0.023 * days)
-    score = (0.50 * cos + 0.20 * importance / 10 + 0.10 * recency + 0.05 * stability / 5
-             + 0.15 * (1.0 if subject_hit else 0.0))
+    score = (
+        0.50 * cos
+        + 0.20 * importance / 10
+        + 0.10 * recency
+        + 0.05 * stability / 5
+        + 0.15 * (1.0 if subject_hit else 0.0)
+    )
     return score * 0.5 if insight else score
 
 
-row = st.tuples(st.integers(1, 10), st.floats(1.0, 5.0), st.one_of(st.just(math.nan), st.floats(0, 50)),
-                st.floats(0, 50), st.sampled_from(["owner", "alex", "sam"]), st.booleans(),
-                st.sampled_from(["active", "active", "pruned"]))
+row = st.tuples(
+    st.integers(1, 10),
+    st.floats(1.0, 5.0),
+    st.one_of(st.just(math.nan), st.floats(0, 50)),
+    st.floats(0, 50),
+    st.sampled_from(["owner", "alex", "sam"]),
+    st.booleans(),
+    st.sampled_from(["active", "active", "pruned"]),
+)
 
 
 @settings(max_examples=30)
-@given(rows=st.lists(row, min_size=1, max_size=30), seed=st.integers(0, 1000),
-       qsubject=st.sampled_from(["", "alex", "sam"]), k=st.integers(1, 8))
+@given(
+    rows=st.lists(row, min_size=1, max_size=30),
+    seed=st.integers(0, 1000),
+    qsubject=st.sampled_from(["", "alex", "sam"]),
+    k=st.integers(1, 8),
+)
 def test_vectorized_score_and_recall_equal_scalar_reference(rows, seed, qsubject, k):
     rng = np.random.default_rng(seed)
     pol = PersonalAI(llm=FakeLLM(dim=16))
     n = len(rows)
     X = rng.standard_normal((n, 16))
-    X[:, 0] += 1.5                                       # most rows above the cosine floor
+    X[:, 0] += 1.5  # most rows above the cosine floor
     s = pol.store
     s.add(0.0, X, texts=[""] * n, claims=[None] * n, provenance=[()] * n)
     pol._tokens.extend([frozenset()] * n)
@@ -182,8 +213,11 @@ def test_vectorized_score_and_recall_equal_scalar_reference(rows, seed, qsubject
         if status != "active" or cos < 0.20:
             ref.append(-math.inf)
         else:
-            ref.append(scalar_score(cos, imp, stab, last, created, qsubject != "" and subj == qsubject,
-                                    insight, now))
+            ref.append(
+                scalar_score(
+                    cos, imp, stab, last, created, qsubject != "" and subj == qsubject, insight, now
+                )
+            )
     ref = np.array(ref)
     assert np.array_equal(np.isinf(vec), np.isinf(ref))
     fin = np.isfinite(ref)
@@ -200,15 +234,29 @@ def test_vectorized_score_and_recall_equal_scalar_reference(rows, seed, qsubject
 
 
 @settings(max_examples=15)
-@given(spec=st.lists(st.tuples(st.sampled_from(["owner.city", "owner.name", "work.role"]),
-                               st.sampled_from(["a", "b"]), st.integers(0, 2)), min_size=1, max_size=12),
-       fail=st.sampled_from([0.0, 0.3]))
+@given(
+    spec=st.lists(
+        st.tuples(
+            st.sampled_from(["owner.city", "owner.name", "work.role"]),
+            st.sampled_from(["a", "b"]),
+            st.integers(0, 2),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    fail=st.sampled_from([0.0, 0.3]),
+)
 def test_batch_ingest_equals_one_by_one(spec, fail):
-    eps = [Episode(f"e{i}", float(t), f"{k} {v}", (Claim(k, v),), conversation="c")
-           for i, (k, v, t) in enumerate(sorted(spec, key=lambda x: x[2]))]
+    eps = [
+        Episode(f"e{i}", float(t), f"{k} {v}", (Claim(k, v),), conversation="c")
+        for i, (k, v, t) in enumerate(sorted(spec, key=lambda x: x[2]))
+    ]
     faults = Faults(embed_fail=fail, extract_fail=fail, invalid_answer=fail)
-    assert_batched_equals_one_by_one(PersonalAI(llm=MockLLM(seed=3, faults=faults)),
-                                     PersonalAI(llm=MockLLM(seed=3, faults=faults)), eps)
+    assert_batched_equals_one_by_one(
+        PersonalAI(llm=MockLLM(seed=3, faults=faults)),
+        PersonalAI(llm=MockLLM(seed=3, faults=faults)),
+        eps,
+    )
 
 
 # ------------------------------------------------------------------ stateful machine
@@ -225,20 +273,34 @@ class PaiMachine(RuleBasedStateMachine):
     @initialize(fail=st.sampled_from([0.0, 0.2]))
     def start(self, fail):
         faults = Faults(embed_fail=fail, extract_fail=fail, invalid_answer=fail)
-        self.pol = PersonalAI(PaiParams(synthesis_threshold=0.5), llm=MockLLM(seed=1, faults=faults))
+        self.pol = PersonalAI(
+            PaiParams(synthesis_threshold=0.5), llm=MockLLM(seed=1, faults=faults)
+        )
         self.now = 0.0
         self.n_ep = 0
         self.episodes: list[str] = []
         self.terminal: dict[int, str] = {}
 
-    @rule(key=st.sampled_from(KEYS), value=st.sampled_from(VALUES), imp=st.floats(0, 1), n=st.integers(1, 3))
+    @rule(
+        key=st.sampled_from(KEYS),
+        value=st.sampled_from(VALUES),
+        imp=st.floats(0, 1),
+        n=st.integers(1, 3),
+    )
     def ingest(self, key, value, imp, n):
         batch = []
         for _ in range(n):
             self.n_ep += 1
             eid = f"e{self.n_ep}"
-            batch.append(Episode(eid, self.now, f"{key} {value}", (Claim(key, value, importance=imp),),
-                                 conversation="chat"))
+            batch.append(
+                Episode(
+                    eid,
+                    self.now,
+                    f"{key} {value}",
+                    (Claim(key, value, importance=imp),),
+                    conversation="chat",
+                )
+            )
             self.episodes.append(eid)
         self.pol.ingest(batch, self.now)
 

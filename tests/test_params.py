@@ -1,12 +1,13 @@
 """Params: declared ranges, choices, from_strings, replace, docs."""
+
 import dataclasses
 import math
 
 import pytest
 
-from memsim.errors import ParamError
-from memsim.llm import Bands, Faults
-from memsim.params import Params, param, param_docs
+from memsim.engine.errors import ParamError
+from memsim.engine.llm import Bands, Faults
+from memsim.engine.params import Params, param, param_docs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,17 +26,20 @@ def test_defaults_are_valid():
     assert p.half_life == 30.0 and p.weights == (0.5, 0.5)
 
 
-@pytest.mark.parametrize("changes, words", [
-    ({"half_life": 0.0}, r"P.half_life=0.0 is outside \(0.0, inf\]"),
-    ({"half_life": -1.0}, "P.half_life=-1.0 is outside"),
-    ({"prob": 1.5}, r"P.prob=1.5 is outside \[0.0, 1.0\]"),
-    ({"prob": math.nan}, "P.prob=nan is NaN"),
-    ({"budget": 0}, r"P.budget=0 is outside \[1, inf\]"),
-    ({"budget": "3"}, "P.budget='3' must be a number"),
-    ({"prob": True}, "must be a number"),
-    ({"mode": "medium"}, r"P.mode='medium' is not one of \['fast', 'slow'\]"),
-    ({"weights": (0.5, 2.0)}, r"P.weights=\(0.5, 2.0\) is outside"),
-])
+@pytest.mark.parametrize(
+    "changes, words",
+    [
+        ({"half_life": 0.0}, r"P.half_life=0.0 is outside \(0.0, inf\]"),
+        ({"half_life": -1.0}, "P.half_life=-1.0 is outside"),
+        ({"prob": 1.5}, r"P.prob=1.5 is outside \[0.0, 1.0\]"),
+        ({"prob": math.nan}, "P.prob=nan is NaN"),
+        ({"budget": 0}, r"P.budget=0 is outside \[1, inf\]"),
+        ({"budget": "3"}, "P.budget='3' must be a number"),
+        ({"prob": True}, "must be a number"),
+        ({"mode": "medium"}, r"P.mode='medium' is not one of \['fast', 'slow'\]"),
+        ({"weights": (0.5, 2.0)}, r"P.weights=\(0.5, 2.0\) is outside"),
+    ],
+)
 def test_out_of_range_values_name_field_and_value(changes, words):
     with pytest.raises(ParamError, match=words):
         P(**changes)
@@ -44,26 +48,41 @@ def test_out_of_range_values_name_field_and_value(changes, words):
 def test_replace_validates_and_rejects_unknown_names():
     p = P().replace(prob=0.25)
     assert p.prob == 0.25 and P().prob == 0.5
-    with pytest.raises(ParamError, match=r"P has no parameter 'probability'; known: budget, enabled"):
+    with pytest.raises(
+        ParamError, match=r"P has no parameter 'probability'; known: budget, enabled"
+    ):
         P().replace(probability=0.2)
     with pytest.raises(ParamError, match="prob=2"):
         P().replace(prob=2)
 
 
 def test_from_strings_converts_to_the_field_type():
-    p = P.from_strings({"half_life": "12.5", "budget": "7", "enabled": "no", "mode": "slow",
-                        "weights": "0.1,0.9", "label": "y"})
-    assert p == P(half_life=12.5, budget=7, enabled=False, mode="slow", weights=(0.1, 0.9), label="y")
+    p = P.from_strings(
+        {
+            "half_life": "12.5",
+            "budget": "7",
+            "enabled": "no",
+            "mode": "slow",
+            "weights": "0.1,0.9",
+            "label": "y",
+        }
+    )
+    assert p == P(
+        half_life=12.5, budget=7, enabled=False, mode="slow", weights=(0.1, 0.9), label="y"
+    )
     assert P.from_strings({"enabled": "TRUE"}).enabled is True
 
 
-@pytest.mark.parametrize("values, words", [
-    ({"budget": "seven"}, "P.budget: cannot read 'seven' as int"),
-    ({"enabled": "maybe"}, "P.enabled: cannot read 'maybe' as bool"),
-    ({"half_life": "abc"}, "P.half_life: cannot read 'abc' as float"),
-    ({"nope": "1"}, "P has no parameter 'nope'"),
-    ({"prob": "1.5"}, "P.prob=1.5 is outside"),
-])
+@pytest.mark.parametrize(
+    "values, words",
+    [
+        ({"budget": "seven"}, "P.budget: cannot read 'seven' as int"),
+        ({"enabled": "maybe"}, "P.enabled: cannot read 'maybe' as bool"),
+        ({"half_life": "abc"}, "P.half_life: cannot read 'abc' as float"),
+        ({"nope": "1"}, "P has no parameter 'nope'"),
+        ({"prob": "1.5"}, "P.prob=1.5 is outside"),
+    ],
+)
 def test_from_strings_errors(values, words):
     with pytest.raises(ParamError, match=words):
         P.from_strings(values)

@@ -1,17 +1,18 @@
 """Registry: lazy loading, versioned ids, unknown ids list the known ones, capabilities."""
+
 import sys
 
 import pytest
 
-from memsim import registry
-from memsim.errors import UnknownIdError
-from memsim.mockllm import MockLLM
+from memsim.engine import registry
+from memsim.engine.errors import UnknownIdError
+from memsim.engine.mockllm import MockLLM
 
 
 @pytest.fixture
 def scratch():
     """Register test specs and remove them afterwards (the registry is process-wide)."""
-    registry.specs()            # load the built-ins first
+    registry.specs()  # load the built-ins first
     before = dict(registry._SPECS)
     yield
     registry._SPECS.clear()
@@ -30,7 +31,11 @@ def test_loading_is_lazy(scratch):
 def test_versioned_ids(scratch):
     v1 = registry.register("demo", 1, "policies.baselines:KeepAll", baseline=False)
     v2 = registry.register("demo", 2, "policies.baselines:Recency", capabilities={"forget"})
-    assert registry.spec("demo") is v2 and registry.spec("demo-v1") is v1 and registry.spec("demo-v2") is v2
+    assert (
+        registry.spec("demo") is v2
+        and registry.spec("demo-v1") is v1
+        and registry.spec("demo-v2") is v2
+    )
     assert v1.full_id == "demo-v1"
     assert [s for s in registry.specs() if s.id == "demo"] == [v2]
 
@@ -66,19 +71,26 @@ def test_make_builds_with_params_and_attaches_the_spec():
     q = registry.spec("recency").make(llm=MockLLM(seed=1))
     assert q.params == type(q).Params()
     with pytest.raises(TypeError, match="takes RecencyParams"):
-        registry.spec("recency").make(registry.spec("keep-all").load().Params(), llm=MockLLM(seed=1))
+        registry.spec("recency").make(
+            registry.spec("keep-all").load().Params(), llm=MockLLM(seed=1)
+        )
 
 
 def test_third_party_policies_arrive_through_the_entry_point_group(monkeypatch):
     from importlib import metadata
 
-    from memsim import registry
+    from memsim.engine import registry
 
     class FakeEntryPoint:
         def load(self):
             def plugin():
-                registry.register("plugin-keep", 3, "policies.baselines:KeepAll",
-                                  description="a third-party policy")
+                registry.register(
+                    "plugin-keep",
+                    3,
+                    "policies.baselines:KeepAll",
+                    description="a third-party policy",
+                )
+
             return plugin
 
     def entry_points(group):

@@ -1,26 +1,32 @@
 """Results: definition-derived paths, atomic writes, resume, manifests."""
+
 import json
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from memsim import results
-from memsim.results import RunDef, RunResult
+from memsim.workbench import results
+from memsim.workbench.results import RunDef, RunResult
 
 
 def _result(d: RunDef) -> RunResult:
     q = pd.DataFrame({"query_id": ["q1", "q2"], "recall": [1.0, 0.5]})
     f = pd.DataFrame({"time": [0.0, 1.0], "retrievable": [1, 2], "rows": [1, 2]})
-    return RunResult(d, q, f, {"footprint_mean": 1.5}, manifest={"key": d.key}, timings={"ingest": 0.1})
+    return RunResult(
+        d, q, f, {"footprint_mean": 1.5}, manifest={"key": d.key}, timings={"ingest": 0.1}
+    )
 
 
 def test_path_is_derived_from_the_whole_definition(tmp_path):
     a = RunDef("pai-v1", "synthetic:steady,episodes=200", 0)
     assert a.path(tmp_path) == RunDef("pai-v1", "synthetic:steady,episodes=200", 0).path(tmp_path)
-    others = [RunDef("pai-v2", a.scenario, 0), RunDef("pai-v1", a.scenario, 1),
-              RunDef("pai-v1", a.scenario, 0, params=(("prune_threshold", 0.1),)),
-              RunDef("pai-v1", a.scenario, 0, llm=(("faults.embed_fail", 0.1),))]
+    others = [
+        RunDef("pai-v2", a.scenario, 0),
+        RunDef("pai-v1", a.scenario, 1),
+        RunDef("pai-v1", a.scenario, 0, params=(("prune_threshold", 0.1),)),
+        RunDef("pai-v1", a.scenario, 0, llm=(("faults.embed_fail", 0.1),)),
+    ]
     assert len({a.path(tmp_path)} | {o.path(tmp_path) for o in others}) == 5
     assert "synthetic-steady-episodes-200" in str(a.path(tmp_path))
 
@@ -75,7 +81,9 @@ def test_incomplete_run_without_manifest_is_not_complete(tmp_path):
 
 
 def test_json_writer_handles_numpy_scalars(tmp_path):
-    results.atomic_write_json(tmp_path / "x.json", {"a": np.int64(3), "b": np.float32(0.5), "c": {1, 2}})
+    results.atomic_write_json(
+        tmp_path / "x.json", {"a": np.int64(3), "b": np.float32(0.5), "c": {1, 2}}
+    )
     assert json.loads((tmp_path / "x.json").read_text()) == {"a": 3, "b": 0.5, "c": [1, 2]}
 
 

@@ -1,5 +1,6 @@
 """The runner: tick scheduling, observation order, recall assertions, capabilities,
 footprint sampling, Trace content / frames / pickling, continuing a run."""
+
 import hashlib
 import pickle
 from dataclasses import replace
@@ -7,11 +8,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from memsim.events import Claim, Episode, Forget, Protect, Query, Stream
-from memsim.llm import Embedded
-from memsim.policy import Job, Outcome, Policy, Ranking
-from memsim.registry import PolicySpec
-from memsim.runner import run, tick_times
+from memsim.engine.events import Claim, Episode, Forget, Protect, Query, Stream
+from memsim.engine.llm import Embedded
+from memsim.engine.policy import Job, Outcome, Policy, Ranking
+from memsim.engine.registry import PolicySpec
+from memsim.engine.runner import run, tick_times
 from policies.baselines import KeepAll
 
 
@@ -33,16 +34,25 @@ class StubLLM:
         if isinstance(c, str) or not c.key:
             v = _hv(c if isinstance(c, str) else c.value, self.dim)
         else:
-            v = _hv(c.topic, self.dim) + _hv(c.key, self.dim) + 0.5 * _hv(c.key + "=" + c.value, self.dim)
+            v = (
+                _hv(c.topic, self.dim)
+                + _hv(c.key, self.dim)
+                + 0.5 * _hv(c.key + "=" + c.value, self.dim)
+            )
         return v / np.linalg.norm(v)
 
     def embed(self, items, keys):
-        vecs = np.array([self._vec(c) for c in items], dtype=np.float32).reshape(len(items), self.dim)
+        vecs = np.array([self._vec(c) for c in items], dtype=np.float32).reshape(
+            len(items), self.dim
+        )
         return Embedded(vecs, np.ones(len(items), dtype=bool))
 
     def embed_query(self, query):
-        v = sum(_hv(k.rsplit(".", 1)[0], self.dim) + _hv(k, self.dim) for k in query.keys) \
-            if query.keys else _hv(query.text, self.dim)
+        v = (
+            sum(_hv(k.rsplit(".", 1)[0], self.dim) + _hv(k, self.dim) for k in query.keys)
+            if query.keys
+            else _hv(query.text, self.dim)
+        )
         return (v / np.linalg.norm(v)).astype(np.float32)
 
 
@@ -56,15 +66,24 @@ class Recorder(Policy):
 
     def ingest(self, episodes, now):
         self.calls.append(("ingest", now, tuple(e.id for e in episodes)))
-        rows = self.store.add(now, np.ones((len(episodes), self.llm.dim)), texts=[e.text for e in episodes],
-                              claims=[None] * len(episodes), provenance=[(e.id,) for e in episodes])
+        rows = self.store.add(
+            now,
+            np.ones((len(episodes), self.llm.dim)),
+            texts=[e.text for e in episodes],
+            claims=[None] * len(episodes),
+            provenance=[(e.id,) for e in episodes],
+        )
         return [Outcome(e.id, "create", int(r)) for e, r in zip(episodes, rows)]
 
     def recall(self, queries, now):
         self.calls.append(("recall", now, tuple(q.id for q in queries)))
         n = self.store.n
-        return [Ranking(np.arange(n - 1, max(n - 1 - q.k, -1), -1), -np.arange(min(q.k, n), dtype=float))
-                for q in queries]
+        return [
+            Ranking(
+                np.arange(n - 1, max(n - 1 - q.k, -1), -1), -np.arange(min(q.k, n), dtype=float)
+            )
+            for q in queries
+        ]
 
     def strength(self, now):
         return np.ones(self.store.n)
@@ -90,8 +109,14 @@ def test_tick_times_union_in_schedule_order():
             break
         got.append((t, names))
     # a: 1,2,3,4   b: 2,4   c (offset 0.5, n>=0): 0.5,2,3.5
-    assert got == [(0.5, ["c"]), (1.0, ["a"]), (2.0, ["a", "b", "c"]), (3.0, ["a"]),
-                   (3.5, ["c"]), (4.0, ["a", "b"])]
+    assert got == [
+        (0.5, ["c"]),
+        (1.0, ["a"]),
+        (2.0, ["a", "b", "c"]),
+        (3.0, ["a"]),
+        (3.5, ["c"]),
+        (4.0, ["a", "b"]),
+    ]
 
 
 def test_tick_times_start_after_skips_done_ticks():
@@ -105,11 +130,26 @@ def test_tick_sees_events_at_its_time_and_observer_order():
     stream = Stream((ep("e1", 0.0), ep("e2", 1.0), ep("e3", 1.5), ep("e4", 3.0)), horizon=4.0)
     p = Recorder(llm=StubLLM())
     # the observation at 5.0 lies past the horizon (4.0): ticks continue up to it
-    run(p, stream, observe=[2.5, 1.0, 5.0], observer=lambda pol, t: pol.calls.append(("observe", t, ())))
+    run(
+        p,
+        stream,
+        observe=[2.5, 1.0, 5.0],
+        observer=lambda pol, t: pol.calls.append(("observe", t, ())),
+    )
     assert [(c[0], c[1]) for c in p.calls] == [
-        ("ingest", 0.0), ("ingest", 1.0), ("maintain", 1.0), ("observe", 1.0), ("ingest", 1.5),
-        ("maintain", 2.0), ("observe", 2.5), ("ingest", 3.0), ("maintain", 3.0), ("maintain", 4.0),
-        ("maintain", 5.0), ("observe", 5.0)]
+        ("ingest", 0.0),
+        ("ingest", 1.0),
+        ("maintain", 1.0),
+        ("observe", 1.0),
+        ("ingest", 1.5),
+        ("maintain", 2.0),
+        ("observe", 2.5),
+        ("ingest", 3.0),
+        ("maintain", 3.0),
+        ("maintain", 4.0),
+        ("maintain", 5.0),
+        ("observe", 5.0),
+    ]
 
 
 def test_ticks_end_at_horizon():
@@ -119,8 +159,10 @@ def test_ticks_end_at_horizon():
 
 
 def test_footprint_after_every_batch_and_tick():
-    stream = Stream((ep("e1", 0.0), ep("e2", 0.0), Query("q", 0.5, "?", keys=("a.b",), k=1), ep("e3", 2.0)),
-                    horizon=2.0)
+    stream = Stream(
+        (ep("e1", 0.0), ep("e2", 0.0), Query("q", 0.5, "?", keys=("a.b",), k=1), ep("e3", 2.0)),
+        horizon=2.0,
+    )
     p = Recorder(llm=StubLLM())
     tr = run(p, stream)
     # batches: ingest@0 (2 rows), recall@0.5, tick@1, ingest@2, tick@2
@@ -153,11 +195,18 @@ class WrongCount(Recorder):
         return []
 
 
-@pytest.mark.parametrize("cls, words", [(TooMany, "returned 3 ids for query 'q1' (k=2)"),
-                                        (ReturnsDead, "outside the store"),
-                                        (WrongCount, "0 rankings for 1 queries")])
+@pytest.mark.parametrize(
+    "cls, words",
+    [
+        (TooMany, "returned 3 ids for query 'q1' (k=2)"),
+        (ReturnsDead, "outside the store"),
+        (WrongCount, "0 rankings for 1 queries"),
+    ],
+)
 def test_recall_contract_violations_name_policy_and_query(cls, words):
-    stream = Stream((ep("e1", 0.0), ep("e2", 0.0), ep("e3", 0.0), Query("q1", 1.0, "?", keys=("a.b",), k=2)))
+    stream = Stream(
+        (ep("e1", 0.0), ep("e2", 0.0), ep("e3", 0.0), Query("q1", 1.0, "?", keys=("a.b",), k=2))
+    )
     with pytest.raises(AssertionError) as err:
         run(cls(llm=StubLLM()), stream)
     assert cls.__name__ in str(err.value) and words in str(err.value)
@@ -170,7 +219,10 @@ def test_recall_of_non_retrievable_memory_is_rejected():
             return [Ranking(np.array([0]), np.ones(1)) for _ in queries]
 
     stream = Stream((ep("e1", 0.0), Query("q1", 1.0, "?", keys=("a.b",))))
-    with pytest.raises(AssertionError, match=r"Forgets.recall returned memories \[0\] for query 'q1'.*not retrievable"):
+    with pytest.raises(
+        AssertionError,
+        match=r"Forgets.recall returned memories \[0\] for query 'q1'.*not retrievable",
+    ):
         run(Forgets(llm=StubLLM()), stream)
 
 
@@ -178,16 +230,22 @@ def test_user_actions_follow_declared_capabilities():
     stream = Stream((ep("e1", 0.0), Forget("f1", 1.0, "e1"), Protect("p1", 1.0, "e1")))
     bare = Recorder(llm=StubLLM())
     tr = run(bare, stream)
-    assert [(o.event, o.action) for o in tr.outcomes if o.event in ("f1", "p1")] == \
-        [("f1", "unsupported"), ("p1", "unsupported")]
+    assert [(o.event, o.action) for o in tr.outcomes if o.event in ("f1", "p1")] == [
+        ("f1", "unsupported"),
+        ("p1", "unsupported"),
+    ]
     assert not any(c[0] == "forget" for c in bare.calls)
 
     declared = Recorder(llm=StubLLM())
-    declared.spec = PolicySpec("rec", 1, "tests.test_runner:Recorder", capabilities=frozenset({"forget"}))
+    declared.spec = PolicySpec(
+        "rec", 1, "tests.test_runner:Recorder", capabilities=frozenset({"forget"})
+    )
     tr = run(declared, stream)
     assert ("forget", 1.0, ("f1",)) in declared.calls
-    assert [(o.event, o.action) for o in tr.outcomes if o.event in ("f1", "p1")] == \
-        [("f1", "forget"), ("p1", "unsupported")]
+    assert [(o.event, o.action) for o in tr.outcomes if o.event in ("f1", "p1")] == [
+        ("f1", "forget"),
+        ("p1", "unsupported"),
+    ]
     assert tr.policy_id == "rec" and tr.policy_version == 1
 
 
@@ -195,20 +253,32 @@ def test_ingest_one_by_one_splits_batches():
     stream = Stream((ep("e1", 0.0), ep("e2", 0.0)))
     p = Recorder(llm=StubLLM())
     run(p, stream, ingest_one_by_one=True)
-    assert [c for c in p.calls if c[0] == "ingest"] == [("ingest", 0.0, ("e1",)), ("ingest", 0.0, ("e2",))]
+    assert [c for c in p.calls if c[0] == "ingest"] == [
+        ("ingest", 0.0, ("e1",)),
+        ("ingest", 0.0, ("e2",)),
+    ]
 
 
 def _small_stream():
-    return Stream((ep("e1", 0.0, "owner.name", "Dana"), ep("e2", 0.0, "pets.dog", "Rex"),
-                   ep("e3", 2.0, "owner.city", "Boston"),
-                   Query("q1", 3.0, "name?", keys=("owner.name",), k=2),
-                   Query("q2", 3.0, "dog?", keys=("pets.dog",), k=1),
-                   Forget("f1", 4.0, "e2"), Query("q3", 5.0, "dog?", keys=("pets.dog",), k=3)),
-                  name="small", horizon=6.0)
+    return Stream(
+        (
+            ep("e1", 0.0, "owner.name", "Dana"),
+            ep("e2", 0.0, "pets.dog", "Rex"),
+            ep("e3", 2.0, "owner.city", "Boston"),
+            Query("q1", 3.0, "name?", keys=("owner.name",), k=2),
+            Query("q2", 3.0, "dog?", keys=("pets.dog",), k=1),
+            Forget("f1", 4.0, "e2"),
+            Query("q3", 5.0, "dog?", keys=("pets.dog",), k=3),
+        ),
+        name="small",
+        horizon=6.0,
+    )
 
 
 def test_trace_is_deterministic_picklable_and_framed():
-    spec = PolicySpec("keep-all", 1, "policies.baselines:KeepAll", capabilities=frozenset({"forget"}))
+    spec = PolicySpec(
+        "keep-all", 1, "policies.baselines:KeepAll", capabilities=frozenset({"forget"})
+    )
     a = run(spec.make(llm=StubLLM()), _small_stream())
     b = run(spec.make(llm=StubLLM()), _small_stream())
     assert a.content() == b.content()
@@ -245,12 +315,18 @@ def test_observe_without_observer_is_an_error():
         run(Recorder(llm=StubLLM()), Stream((ep("e1", 0.0),)), observe=[1.0])
 
 
-from hypothesis import given, strategies as st  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st
 
 
-@given(st.lists(st.tuples(st.sampled_from([0.25, 0.5, 1.0, 1.5, 7.0]), st.sampled_from([0.0, 0.5, 2.0])),
-                min_size=1, max_size=4),
-       st.sampled_from([None, 0.0, 1.0, 3.3]))
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([0.25, 0.5, 1.0, 1.5, 7.0]), st.sampled_from([0.0, 0.5, 2.0])),
+        min_size=1,
+        max_size=4,
+    ),
+    st.sampled_from([None, 0.0, 1.0, 3.3]),
+)
 def test_tick_times_match_brute_force(specs, start_after):
     jobs = tuple(Job(f"j{i}", every, offset) for i, (every, offset) in enumerate(specs))
     horizon = 20.0

@@ -1,4 +1,5 @@
 """LoCoMo loader: the miniature file (every quirk), the dev subset, and bad input."""
+
 from __future__ import annotations
 
 import json
@@ -7,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import scenarios
-from memsim.errors import ScenarioError
+from memsim.engine.errors import ScenarioError
 from scenarios import locomo
 
 from .conftest import LOCOMO_DEV
@@ -45,11 +46,17 @@ def test_turn_times_follow_session_dates(mini):
 def test_queries_groups_and_evidence_repairs(mini):
     q = {x.id: x for x in mini.stream.queries}
     assert q["mini-a/q0"].answers == ("mini-a/D1:3",) and q["mini-a/q0"].group == "single-hop"
-    assert q["mini-a/q1"].answers == ("mini-a/D1:1", "mini-a/D2:2")          # "D1:1; D2:2"
-    assert q["mini-a/q2"].answers == ("mini-a/D2:3",) and q["mini-a/q2"].group == "temporal"  # "D:2:3"
-    assert q["mini-a/q3"].answers == ("mini-a/D2:1",) and q["mini-a/q3"].group == "open-domain"  # "D2:01"
-    assert q["mini-a/q5"].answers == ("mini-a/D1:3",) and q["mini-a/q5"].group == "multi-hop"  # D7:1 dropped
-    assert q["mini-a/q9"].answers == ("mini-a/D1:2",)                         # duplicate dropped
+    assert q["mini-a/q1"].answers == ("mini-a/D1:1", "mini-a/D2:2")  # "D1:1; D2:2"
+    assert (
+        q["mini-a/q2"].answers == ("mini-a/D2:3",) and q["mini-a/q2"].group == "temporal"
+    )  # "D:2:3"
+    assert (
+        q["mini-a/q3"].answers == ("mini-a/D2:1",) and q["mini-a/q3"].group == "open-domain"
+    )  # "D2:01"
+    assert (
+        q["mini-a/q5"].answers == ("mini-a/D1:3",) and q["mini-a/q5"].group == "multi-hop"
+    )  # D7:1 dropped
+    assert q["mini-a/q9"].answers == ("mini-a/D1:2",)  # duplicate dropped
     assert "mini-a/q4" not in q and "mini-a/q6" not in q and "mini-a/q8" not in q
     assert all(x.text and not x.keys for x in q.values())
 
@@ -96,9 +103,11 @@ def test_query_time_after_and_evidence_delay():
     for q in delayed.queries:
         assert q.time == pytest.approx(max(e[a] for a in q.answers) + 7)
     zero = locomo.load(MINI, sample="mini-a", query_time="evidence+0").stream
-    for q in zero.queries:   # asked right after the evidence: the evidence comes first
+    for q in zero.queries:  # asked right after the evidence: the evidence comes first
         idx = zero.events.index(q)
-        assert all(zero.events.index(next(x for x in zero.episodes if x.id == a)) < idx for a in q.answers)
+        assert all(
+            zero.events.index(next(x for x in zero.episodes if x.id == a)) < idx for a in q.answers
+        )
 
 
 def test_one_sample_and_spec_name():
@@ -111,7 +120,10 @@ def test_one_sample_and_spec_name():
 
 
 def test_normalize_evidence_cases():
-    assert locomo.normalize_evidence("D8:6; D9:17") == (["D8:6", "D9:17"], [("split", "D8:6; D9:17")])
+    assert locomo.normalize_evidence("D8:6; D9:17") == (
+        ["D8:6", "D9:17"],
+        [("split", "D8:6; D9:17")],
+    )
     assert locomo.normalize_evidence("D:11:26") == (["D11:26"], [("stray colon", "D:11:26")])
     assert locomo.normalize_evidence("D30:05") == (["D30:5"], [("zero padded", "D30:05")])
     assert locomo.normalize_evidence("D") == ([], [("malformed", "D")])
@@ -120,6 +132,7 @@ def test_normalize_evidence_cases():
 
 
 # ------------------------------------------------------------------ bad input
+
 
 def _write(tmp_path, data) -> Path:
     p = tmp_path / "bad.json"
@@ -131,23 +144,50 @@ def _sample():
     return json.loads(MINI.read_text())[:1]
 
 
-@pytest.mark.parametrize("mutate, path, value", [
-    (lambda d: d[0].pop("sample_id"), "[0].sample_id", "None"),
-    (lambda d: d[0].__setitem__("conversation", []), "[0].conversation", "[]"),
-    (lambda d: d[0]["conversation"].__setitem__("session_1_date_time", "yesterday"),
-     "[0].conversation.session_1_date_time", "'yesterday'"),
-    (lambda d: d[0]["conversation"].__setitem__("session_1_date_time", 20230508),
-     "[0].conversation.session_1_date_time", "20230508"),
-    (lambda d: d[0]["conversation"]["session_1"][1].pop("text"), "[0].conversation.session_1[1].text", "None"),
-    (lambda d: d[0]["conversation"]["session_1"][1].__setitem__("dia_id", "turn2"),
-     "[0].conversation.session_1[1].dia_id", "'turn2'"),
-    (lambda d: d[0]["conversation"]["session_1"][1].__setitem__("dia_id", "D1:1"),
-     "[0].conversation.session_1[1].dia_id", "'D1:1'"),
-    (lambda d: d[0]["conversation"].__setitem__("session_2", "text"), "[0].conversation.session_2", "'text'"),
-    (lambda d: d[0]["conversation"].pop("session_2_date_time"), "[0].conversation", "session 2 has no session_2_date_time"),
-    (lambda d: d[0].__setitem__("qa", {}), "[0].qa", "{}"),
-    (lambda d: d[0]["qa"].__setitem__(0, "what?"), "[0].qa[0]", "'what?'"),
-])
+@pytest.mark.parametrize(
+    "mutate, path, value",
+    [
+        (lambda d: d[0].pop("sample_id"), "[0].sample_id", "None"),
+        (lambda d: d[0].__setitem__("conversation", []), "[0].conversation", "[]"),
+        (
+            lambda d: d[0]["conversation"].__setitem__("session_1_date_time", "yesterday"),
+            "[0].conversation.session_1_date_time",
+            "'yesterday'",
+        ),
+        (
+            lambda d: d[0]["conversation"].__setitem__("session_1_date_time", 20230508),
+            "[0].conversation.session_1_date_time",
+            "20230508",
+        ),
+        (
+            lambda d: d[0]["conversation"]["session_1"][1].pop("text"),
+            "[0].conversation.session_1[1].text",
+            "None",
+        ),
+        (
+            lambda d: d[0]["conversation"]["session_1"][1].__setitem__("dia_id", "turn2"),
+            "[0].conversation.session_1[1].dia_id",
+            "'turn2'",
+        ),
+        (
+            lambda d: d[0]["conversation"]["session_1"][1].__setitem__("dia_id", "D1:1"),
+            "[0].conversation.session_1[1].dia_id",
+            "'D1:1'",
+        ),
+        (
+            lambda d: d[0]["conversation"].__setitem__("session_2", "text"),
+            "[0].conversation.session_2",
+            "'text'",
+        ),
+        (
+            lambda d: d[0]["conversation"].pop("session_2_date_time"),
+            "[0].conversation",
+            "session 2 has no session_2_date_time",
+        ),
+        (lambda d: d[0].__setitem__("qa", {}), "[0].qa", "{}"),
+        (lambda d: d[0]["qa"].__setitem__(0, "what?"), "[0].qa[0]", "'what?'"),
+    ],
+)
 def test_bad_input_names_file_path_and_value(tmp_path, mutate, path, value):
     data = _sample()
     mutate(data)
@@ -158,8 +198,10 @@ def test_bad_input_names_file_path_and_value(tmp_path, mutate, path, value):
     assert str(p) in msg and path in msg and value in msg, msg
 
 
-@pytest.mark.parametrize("text, match", [("[]", "non-empty list"), ("{\"a\": 1}", "non-empty list"),
-                                         ("[{", "not valid JSON")])
+@pytest.mark.parametrize(
+    "text, match",
+    [("[]", "non-empty list"), ('{"a": 1}', "non-empty list"), ("[{", "not valid JSON")],
+)
 def test_not_a_locomo_file(tmp_path, text, match):
     with pytest.raises(ScenarioError, match=match):
         locomo.load(_write(tmp_path, text))
@@ -188,21 +230,29 @@ def test_unknown_category_is_dropped_and_counted(tmp_path):
 
 # ------------------------------------------------------------------ the dev subset
 
-needs_dev = pytest.mark.skipif(not LOCOMO_DEV.is_file(),
-                               reason=f"LoCoMo dev subset not found at {LOCOMO_DEV} (../shared beside the repo)")
+needs_dev = pytest.mark.skipif(
+    not LOCOMO_DEV.is_file(),
+    reason=f"LoCoMo dev subset not found at {LOCOMO_DEV} (../shared beside the repo)",
+)
 
 
 @needs_dev
 def test_dev_subset_loads_with_its_known_quirks():
     L = locomo.load(LOCOMO_DEV)
     r = L.report
-    assert r.samples == 5 and locomo.sample_ids(LOCOMO_DEV) == ["conv-26", "conv-30", "conv-41", "conv-42", "conv-44"]
+    assert r.samples == 5 and locomo.sample_ids(LOCOMO_DEV) == [
+        "conv-26",
+        "conv-30",
+        "conv-41",
+        "conv-42",
+        "conv-44",
+    ]
     assert r.queries + r.unanswerable + sum(r.questions_dropped.values()) == r.questions
-    assert r.evidence_normalized["split"] >= 1          # "D8:6; D9:17" in conv-26
-    assert r.evidence_dropped["no such turn"] >= 1      # conv-42 names D10:19
-    assert r.evidence_dropped["malformed"] >= 1         # conv-42 has "D"
+    assert r.evidence_normalized["split"] >= 1  # "D8:6; D9:17" in conv-26
+    assert r.evidence_dropped["no such turn"] >= 1  # conv-42 names D10:19
+    assert r.evidence_dropped["malformed"] >= 1  # conv-42 has "D"
     assert r.questions_dropped["no evidence"] >= 1
-    assert r.unused_date_keys >= 5                      # conv-26 has more date keys than sessions
+    assert r.unused_date_keys >= 5  # conv-26 has more date keys than sessions
     assert r.unanswerable > 100
     groups = {q.group for q in L.stream.queries}
     assert groups == {"multi-hop", "temporal", "open-domain", "single-hop"}
@@ -215,7 +265,7 @@ def test_dev_subset_sample_stream_is_consistent():
     assert len(eps) > 300 and all(e.id.startswith("conv-26/D") for e in eps)
     times = [e.time for e in eps]
     assert times == sorted(times) and times[0] == 0.0
-    assert 100 < s.horizon < 400           # May 2023 to late 2023, in days
+    assert 100 < s.horizon < 400  # May 2023 to late 2023, in days
     ep_ids = {e.id for e in eps}
     assert all(set(q.answers) <= ep_ids and q.time > max(times) for q in s.queries)
 
@@ -224,4 +274,7 @@ def test_dev_subset_sample_stream_is_consistent():
 def test_standard_suite_adds_one_stream_per_sample():
     specs = scenarios.suite("standard", locomo_path=str(LOCOMO_DEV))
     loc = [x for x in specs if x.startswith("locomo:")]
-    assert loc == [f"locomo:{LOCOMO_DEV},sample={s}" for s in ("conv-26", "conv-30", "conv-41", "conv-42", "conv-44")]
+    assert loc == [
+        f"locomo:{LOCOMO_DEV},sample={s}"
+        for s in ("conv-26", "conv-30", "conv-41", "conv-42", "conv-44")
+    ]

@@ -1,4 +1,5 @@
 """Synthetic generator: determinism, what each profile promises, overrides, bad options."""
+
 from __future__ import annotations
 
 import pickle
@@ -8,9 +9,9 @@ import numpy as np
 import pytest
 
 import scenarios
-from memsim.errors import ParamError, ScenarioError, UnknownIdError
-from memsim.events import Episode, Query
-from memsim.llm import Bands, Faults
+from memsim.engine.errors import ParamError, ScenarioError, UnknownIdError
+from memsim.engine.events import Episode, Query
+from memsim.engine.llm import Bands, Faults
 from scenarios import synthetic
 from scenarios.synthetic import PROFILES, SyntheticParams, generate
 
@@ -52,7 +53,9 @@ def test_profile_streams_are_valid(profile):
             introduced.setdefault(c.key, ev.time)
         else:
             (key,) = ev.keys
-            assert key in introduced and introduced[key] < ev.time, "a query asks about a fact said before"
+            assert key in introduced and introduced[key] < ev.time, (
+                "a query asks about a fact said before"
+            )
             assert ev.group in ("popular", "recent", "changed") and ev.k == p.k
     noise = sum(e.claims[0].noise for e in eps)
     assert noise == p.episodes - p.signal_episodes
@@ -69,6 +72,7 @@ def test_churn_changes_more_than_steady_and_asks_about_changes():
             n += c.key in last and last[c.key] != c.value
             last[c.key] = c.value
         return n
+
     steady, churn = _stream("steady", 2), _stream("churn", 2)
     assert changes(churn) > 5 * max(changes(steady), 1)
     assert changes(churn) == dict(churn.meta)["counts"]["value_changes"]
@@ -141,28 +145,37 @@ def test_bursty_facts_cluster_in_time():
             if not e.claims[0].noise:
                 t[e.claims[0].key].append(e.time)
         return np.median([np.median(np.diff(v)) for v in t.values() if len(v) > 3])
+
     assert gaps(1.0) < 0.5 * gaps(0.0)
 
 
 def test_bands_and_faults_in_meta_build_a_mock():
-    s = scenarios.load("synthetic:steady,episodes=300,queries=10,facts=20,faults.wrong_class=0.1,bands.spread=2")
+    s = scenarios.load(
+        "synthetic:steady,episodes=300,queries=10,facts=20,faults.wrong_class=0.1,bands.spread=2"
+    )
     meta = dict(s.meta)
     assert meta["faults"]["wrong_class"] == 0.1 and meta["bands"]["spread"] == 2.0
     assert Bands(**meta["bands"]).spread == 2.0 and Faults(**meta["faults"]).wrong_class == 0.1
     assert meta["params"]["episodes"] == 300
 
 
-@pytest.mark.parametrize("spec, match", [
-    ("synthetic:nope", "unknown synthetic profile 'nope'; known: steady, churn, noisy, longgap"),
-    ("synthetic:steady,colour=red", "unknown option 'colour'"),
-    ("synthetic:steady,episodes=many", "cannot read 'many'"),
-    ("synthetic:steady,noise_share=1.5", r"noise_share=1.5 is outside"),
-    ("synthetic:steady,faults.nope=1", "unknown option 'faults.nope'"),
-    ("synthetic:steady,faults.wrong_class=2", "wrong_class=2.0 is outside"),
-    ("synthetic:steady,episodes", "is not key=value"),
-    ("synthetic:steady,episodes=100,facts=200", "fewer than facts=200"),
-    ("synthetic:steady,burst_share=0.7,spaced_share=0.7", "exceeds 1"),
-])
+@pytest.mark.parametrize(
+    "spec, match",
+    [
+        (
+            "synthetic:nope",
+            "unknown synthetic profile 'nope'; known: steady, churn, noisy, longgap",
+        ),
+        ("synthetic:steady,colour=red", "unknown option 'colour'"),
+        ("synthetic:steady,episodes=many", "cannot read 'many'"),
+        ("synthetic:steady,noise_share=1.5", r"noise_share=1.5 is outside"),
+        ("synthetic:steady,faults.nope=1", "unknown option 'faults.nope'"),
+        ("synthetic:steady,faults.wrong_class=2", "wrong_class=2.0 is outside"),
+        ("synthetic:steady,episodes", "is not key=value"),
+        ("synthetic:steady,episodes=100,facts=200", "fewer than facts=200"),
+        ("synthetic:steady,burst_share=0.7,spaced_share=0.7", "exceeds 1"),
+    ],
+)
 def test_bad_options_name_the_value(spec, match):
     with pytest.raises((ScenarioError, ParamError, UnknownIdError), match=match):
         scenarios.load(spec)
@@ -186,13 +199,17 @@ def test_every_event_passes_the_validating_constructors(profile):
     """The generator builds events without per-object validation (speed); rebuilding each
     through its validating constructor must give an equal object of plain Python types."""
     import dataclasses
-    from memsim.events import Claim, Stream
+
+    from memsim.engine.events import Claim, Stream
+
     s = _stream(profile, seed=11)
     for ev in s:
         fields = {f.name: getattr(ev, f.name) for f in dataclasses.fields(ev)}
         if isinstance(ev, Episode):
-            fields["claims"] = tuple(Claim(**{f.name: getattr(c, f.name) for f in dataclasses.fields(c)})
-                                     for c in ev.claims)
+            fields["claims"] = tuple(
+                Claim(**{f.name: getattr(c, f.name) for f in dataclasses.fields(c)})
+                for c in ev.claims
+            )
             for c in ev.claims:
                 assert type(c.importance) is float and type(c.confidence) is float
         rebuilt = type(ev)(**fields)
@@ -200,22 +217,46 @@ def test_every_event_passes_the_validating_constructors(profile):
     assert Stream(tuple(s.events), name=s.name).events == s.events
 
 
-from hypothesis import given, strategies as st  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st
 
 
-@given(seed=st.integers(0, 2**31), episodes=st.integers(30, 300), queries=st.integers(0, 40),
-       facts=st.integers(1, 25), noise=st.floats(0.0, 0.9), change=st.floats(0.0, 1.0),
-       span=st.floats(0.05, 1.0), start=st.floats(0.0, 0.95), recent=st.floats(0.0, 0.5),
-       changed=st.floats(0.0, 0.5), burst=st.floats(0.0, 0.5), spaced=st.floats(0.0, 0.5))
-def test_any_valid_params_give_a_valid_deterministic_stream(seed, episodes, queries, facts, noise, change,
-                                                            span, start, recent, changed, burst, spaced):
+@given(
+    seed=st.integers(0, 2**31),
+    episodes=st.integers(30, 300),
+    queries=st.integers(0, 40),
+    facts=st.integers(1, 25),
+    noise=st.floats(0.0, 0.9),
+    change=st.floats(0.0, 1.0),
+    span=st.floats(0.05, 1.0),
+    start=st.floats(0.0, 0.95),
+    recent=st.floats(0.0, 0.5),
+    changed=st.floats(0.0, 0.5),
+    burst=st.floats(0.0, 0.5),
+    spaced=st.floats(0.0, 0.5),
+)
+def test_any_valid_params_give_a_valid_deterministic_stream(
+    seed, episodes, queries, facts, noise, change, span, start, recent, changed, burst, spaced
+):
     if round(episodes * (1 - noise)) < facts:
         facts = max(1, round(episodes * (1 - noise)))
         if round(episodes * (1 - noise)) < 1:
             return
-    p = SyntheticParams(horizon=30.0, episodes=episodes, queries=queries, facts=facts, topics=3,
-                        noise_share=noise, change_share=change, mention_span=span, query_start=start,
-                        ask_recent=recent, ask_changed=changed, burst_share=burst, spaced_share=spaced)
+    p = SyntheticParams(
+        horizon=30.0,
+        episodes=episodes,
+        queries=queries,
+        facts=facts,
+        topics=3,
+        noise_share=noise,
+        change_share=change,
+        mention_span=span,
+        query_start=start,
+        ask_recent=recent,
+        ask_changed=changed,
+        burst_share=burst,
+        spaced_share=spaced,
+    )
     a = generate(p, seed)
     assert len(a.episodes) == episodes and len(a.queries) == queries
     assert pickle.dumps(a) == pickle.dumps(generate(p, seed))

@@ -1,6 +1,7 @@
 """Property-based tests for Engram (001) and Cosmo (002): decay never rises without access,
 caps hold, statuses only move along legal transitions, vectorized scores equal their scalar
 references, and one small RuleBasedStateMachine per policy."""
+
 from __future__ import annotations
 
 import math
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from memsim.events import Claim, Episode, Forget, Query
+from memsim.engine.events import Claim, Episode, Forget, Query
 from policies.cosmo import Cosmo, CosmoParams
 from policies.engram import Engram, EngramParams
 from tests.test_engram import StubLLM
@@ -30,13 +31,29 @@ def cosmo(**p) -> Cosmo:
 
 # -- Engram ------------------------------------------------------------------------------------------
 @settings(max_examples=30)
-@given(alpha=st.floats(0.1, 50), beta=st.floats(0.1, 50), stability=st.floats(0.1, 365),
-       t1=st.floats(0, 500), dt=st.floats(0, 500))
+@given(
+    alpha=st.floats(0.1, 50),
+    beta=st.floats(0.1, 50),
+    stability=st.floats(0.1, 365),
+    t1=st.floats(0, 500),
+    dt=st.floats(0, 500),
+)
 def test_engram_strength_monotone_without_access(alpha, beta, stability, t1, dt):
     """001 §Belief Lifecycle 7: R(t) = exp(-t/S) only falls between retrievals."""
     pol = engram()
-    row = pol.plant(Episode("p", 0.0, "x", (Claim("a.b", "v", attrs=(("alpha", alpha), ("beta", beta),
-                                                                      ("stability", stability))),)), 0.0)
+    row = pol.plant(
+        Episode(
+            "p",
+            0.0,
+            "x",
+            (
+                Claim(
+                    "a.b", "v", attrs=(("alpha", alpha), ("beta", beta), ("stability", stability))
+                ),
+            ),
+        ),
+        0.0,
+    )
     s1, s2 = pol.strength(t1)[row], pol.strength(t1 + dt)[row]
     assert 0.0 <= s2 <= s1 <= 1.0
     assert 0.0 < pol.confidence([row])[0] < 1.0
@@ -57,21 +74,31 @@ def test_engram_stability_grows_and_is_capped(gaps, s0):
 
 
 @settings(max_examples=30)
-@given(st.lists(st.tuples(st.floats(0.01, 1), st.floats(-1, 1), st.floats(0, 1), st.floats(0, 1)),
-                min_size=1, max_size=20))
+@given(
+    st.lists(
+        st.tuples(st.floats(0.01, 1), st.floats(-1, 1), st.floats(0, 1), st.floats(0, 1)),
+        min_size=1,
+        max_size=20,
+    )
+)
 def test_engram_belief_score_equals_scalar_reference(rows):
     from policies.engram import belief_score
+
     conf, cos, r, bm = (np.array(c) for c in zip(*rows))
     vec = belief_score(conf, cos, r, bm, 0.5, 0.3, 0.2)
     for i, (c, x, rr, b) in enumerate(rows):
-        assert math.isclose(vec[i], 0.5 * (c * x) + 0.3 * rr + 0.2 * b, rel_tol=1e-12, abs_tol=1e-15)
+        assert math.isclose(
+            vec[i], 0.5 * (c * x) + 0.3 * rr + 0.2 * b, rel_tol=1e-12, abs_tol=1e-15
+        )
 
 
 def test_engram_recall_scores_equal_per_row_reference():
     """The vectorized recall score of every belief row equals the document's formula row by row."""
     pol = engram()
     for i, k in enumerate(TOPICS):
-        pol.plant(Episode(f"p{i}", 0.0, k, (Claim(k, "v", attrs=(("alpha", 1 + i), ("beta", 1.0))),)), 0.0)
+        pol.plant(
+            Episode(f"p{i}", 0.0, k, (Claim(k, "v", attrs=(("alpha", 1 + i), ("beta", 1.0))),)), 0.0
+        )
     q = Query("q", 3.0, "owner city", keys=("owner.city",), k=4)
     bs, _ = pol.score_query(q, 3.0)
     qv = pol.llm.embed_query(q)
@@ -111,9 +138,14 @@ class PolicyMachine(RuleBasedStateMachine):
         self.status[row] = now
 
 
-ENGRAM_MOVES = {"active": {"revised", "split", "merged", "archived", "deleted"},
-                "archived": {"deleted"}, "revised": {"deleted"}, "split": {"deleted"},
-                "merged": {"deleted"}, "deleted": set()}
+ENGRAM_MOVES = {
+    "active": {"revised", "split", "merged", "archived", "deleted"},
+    "archived": {"deleted"},
+    "revised": {"deleted"},
+    "split": {"deleted"},
+    "merged": {"deleted"},
+    "deleted": set(),
+}
 
 
 class EngramMachine(PolicyMachine):
@@ -130,7 +162,9 @@ class EngramMachine(PolicyMachine):
     def episodes(self, topic, value, copies):
         eps = []
         for _ in range(copies):
-            eps.append(Episode(f"e{self.n_eps}", self.t, f"{topic} {value}", (Claim(topic, value),)))
+            eps.append(
+                Episode(f"e{self.n_eps}", self.t, f"{topic} {value}", (Claim(topic, value),))
+            )
             self.n_eps += 1
         self.pol.ingest(eps, self.t)
 
@@ -141,7 +175,9 @@ class EngramMachine(PolicyMachine):
 
     @rule(topic=st.sampled_from(TOPICS), k=st.integers(1, 6))
     def recall(self, topic, k):
-        r = self.pol.recall([Query(f"q{self.t}-{topic}-{k}", self.t, topic, keys=(topic,), k=k)], self.t)[0]
+        r = self.pol.recall(
+            [Query(f"q{self.t}-{topic}-{k}", self.t, topic, keys=(topic,), k=k)], self.t
+        )[0]
         s = self.pol.store
         assert len(r.ids) <= k
         assert (s["kind"][r.ids] == s.kind_code("belief")).sum() <= 2
@@ -167,15 +203,42 @@ TestEngramMachine = EngramMachine.TestCase
 
 # -- Cosmo ---------------------------------------------------------------------------------------------
 @settings(max_examples=30)
-@given(state=st.sampled_from(["candidate", "active", "core", "archived"]), conf=st.floats(0, 1),
-       sal=st.floats(0, 1), rf=st.integers(0, 30), g=st.floats(-1, 3), ttl=st.sampled_from(["decay", "ephemeral"]),
-       mode=st.sampled_from(["closed_form", "nightly"]), nights=st.integers(1, 40))
+@given(
+    state=st.sampled_from(["candidate", "active", "core", "archived"]),
+    conf=st.floats(0, 1),
+    sal=st.floats(0, 1),
+    rf=st.integers(0, 30),
+    g=st.floats(-1, 3),
+    ttl=st.sampled_from(["decay", "ephemeral"]),
+    mode=st.sampled_from(["closed_form", "nightly"]),
+    nights=st.integers(1, 40),
+)
 def test_cosmo_salience_never_rises_without_access(state, conf, sal, rf, g, ttl, mode, nights):
     """002 §Offline/Nightly Decay Job: without retrieval salience only falls (both modes),
     stays in [0, 1], and archival is never undone by maintenance."""
     pol = cosmo(decay_mode=mode)
-    row = pol.plant(Episode("p", 0.0, "x", (Claim("a.b", "v", confidence=conf, attrs=(
-        ("state", state), ("salience", sal), ("recall_frequency", rf), ("decay_gradient", g), ("ttl_policy", ttl))),)), 0.0)
+    row = pol.plant(
+        Episode(
+            "p",
+            0.0,
+            "x",
+            (
+                Claim(
+                    "a.b",
+                    "v",
+                    confidence=conf,
+                    attrs=(
+                        ("state", state),
+                        ("salience", sal),
+                        ("recall_frequency", rf),
+                        ("decay_gradient", g),
+                        ("ttl_policy", ttl),
+                    ),
+                ),
+            ),
+        ),
+        0.0,
+    )
     prev = pol.strength(0.0)[row]
     was_archived = False
     for d in range(1, nights + 1):
@@ -198,13 +261,19 @@ def test_cosmo_access_caps_and_transitions(times, conf):
         t += dt
         pol.recall([Query(f"q{i}", t, "a b", keys=("a.b",), k=1)], t)
         s = pol.store
-        assert s["salience"][row] <= 1.0 and s["access_count"][row] == i == s["recall_frequency"][row]
+        assert (
+            s["salience"][row] <= 1.0 and s["access_count"][row] == i == s["recall_frequency"][row]
+        )
         assert s.status_of(row) == ("core" if i >= 10 else "active")
 
 
-COSMO_MOVES = {"candidate": {"active", "core", "archived", "deleted"},
-               "active": {"core", "archived", "deleted"}, "core": {"active", "archived", "deleted"},
-               "archived": {"active", "core", "deleted"}, "deleted": set()}
+COSMO_MOVES = {
+    "candidate": {"active", "core", "archived", "deleted"},
+    "active": {"core", "archived", "deleted"},
+    "core": {"active", "archived", "deleted"},
+    "archived": {"active", "core", "deleted"},
+    "deleted": set(),
+}
 
 
 class CosmoMachine(PolicyMachine):
@@ -217,10 +286,23 @@ class CosmoMachine(PolicyMachine):
         self.pol = cosmo(include_archived=True)
         self.accesses: dict[int, int] = {}
 
-    @rule(topic=st.sampled_from(TOPICS), value=st.sampled_from(VALUES), conf=st.sampled_from([0.5, 0.75, 0.9]))
+    @rule(
+        topic=st.sampled_from(TOPICS),
+        value=st.sampled_from(VALUES),
+        conf=st.sampled_from([0.5, 0.75, 0.9]),
+    )
     def mention(self, topic, value, conf):
-        self.pol.ingest([Episode(f"e{self.n_eps}", self.t, f"{topic} {value}",
-                                 (Claim(topic, value, confidence=conf),))], self.t)
+        self.pol.ingest(
+            [
+                Episode(
+                    f"e{self.n_eps}",
+                    self.t,
+                    f"{topic} {value}",
+                    (Claim(topic, value, confidence=conf),),
+                )
+            ],
+            self.t,
+        )
         self.n_eps += 1
 
     @rule(days=st.integers(1, 20))
@@ -235,8 +317,10 @@ class CosmoMachine(PolicyMachine):
 
     @rule(topic=st.sampled_from(TOPICS), k=st.integers(1, 5))
     def recall(self, topic, k):
-        r = self.pol.recall([Query(f"q{self.t}-{topic}-{k}-{self.n_eps}", self.t, topic, keys=(topic,), k=k)],
-                            self.t)[0]
+        r = self.pol.recall(
+            [Query(f"q{self.t}-{topic}-{k}-{self.n_eps}", self.t, topic, keys=(topic,), k=k)],
+            self.t,
+        )[0]
         assert len(r.ids) <= k
         for i in r.ids.tolist():
             self.accesses[i] = self.accesses.get(i, 0) + 1

@@ -1,5 +1,6 @@
 """Property tests for Izzie (003) and Kernle (004): hypothesis examples and one small
 RuleBasedStateMachine per policy."""
+
 from __future__ import annotations
 
 import math
@@ -9,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from memsim.events import Claim, Episode, Forget, Protect, Query, Recover
-from memsim.mockllm import MockLLM
+from memsim.engine.events import Claim, Episode, Forget, Protect, Query, Recover
+from memsim.engine.mockllm import MockLLM
 from policies.izzie import CATEGORIES, Izzie, IzzieParams, strength_scalar, strength_vector
 from policies.kernle import Kernle, KernleParams, salience_scalar, salience_vector
 
@@ -19,12 +20,19 @@ days = st.floats(0.0, 1000.0)
 KEYS = ("owner.name", "owner.city", "work.team", "work.tool")
 
 
-def _episode(i: int, t: float, key: str, category: str, importance: float = 0.7, confidence: float = 0.9):
-    return Episode(f"e{i}", t, f"{key} {i}", claims=(Claim(key, f"v{i % 2}", category, importance,
-                                                           confidence=confidence),))
+def _episode(
+    i: int, t: float, key: str, category: str, importance: float = 0.7, confidence: float = 0.9
+):
+    return Episode(
+        f"e{i}",
+        t,
+        f"{key} {i}",
+        claims=(Claim(key, f"v{i % 2}", category, importance, confidence=confidence),),
+    )
 
 
 # ---------------------------------------------------------------------------- Izzie
+
 
 @given(st.lists(st.tuples(unit, st.sampled_from(CATEGORIES), days), min_size=1, max_size=20))
 def test_izzie_vector_equals_scalar_reference(rows):
@@ -35,7 +43,9 @@ def test_izzie_vector_equals_scalar_reference(rows):
     d = np.array([r[2] for r in rows])
     vec = strength_vector(imp, rate, d)
     for i, (a, c, t) in enumerate(rows):
-        assert math.isclose(vec[i], strength_scalar(a, p.decay_rate(c), t), rel_tol=1e-12, abs_tol=1e-300)
+        assert math.isclose(
+            vec[i], strength_scalar(a, p.decay_rate(c), t), rel_tol=1e-12, abs_tol=1e-300
+        )
 
 
 @settings(max_examples=30)
@@ -55,8 +65,11 @@ def test_izzie_monotone_decay_at_the_category_rate(category, importance, times):
 
 # ---------------------------------------------------------------------------- Kernle
 
-@given(st.lists(st.tuples(unit, st.integers(0, 50), days), min_size=1, max_size=20),
-       st.floats(0.1, 365.0))
+
+@given(
+    st.lists(st.tuples(unit, st.integers(0, 50), days), min_size=1, max_size=20),
+    st.floats(0.1, 365.0),
+)
 def test_kernle_vector_equals_scalar_reference(rows, half_life):
     """004 §Salience Formula: vectorized salience == the scalar formula."""
     c = np.array([r[0] for r in rows])
@@ -64,7 +77,9 @@ def test_kernle_vector_equals_scalar_reference(rows, half_life):
     d = np.array([r[2] for r in rows])
     vec = salience_vector(c, n, d, half_life)
     for i, (a, k, t) in enumerate(rows):
-        assert math.isclose(vec[i], salience_scalar(a, k, t, half_life), rel_tol=1e-12, abs_tol=1e-300)
+        assert math.isclose(
+            vec[i], salience_scalar(a, k, t, half_life), rel_tol=1e-12, abs_tol=1e-300
+        )
 
 
 @settings(max_examples=30)
@@ -80,8 +95,14 @@ def test_kernle_threshold_exact(confidence, accesses, age, threshold):
 
 
 @settings(max_examples=30)
-@given(st.lists(st.tuples(st.sampled_from(KEYS), st.sampled_from(("fact", "event", "value", "note"))),
-                min_size=1, max_size=6), st.data())
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(KEYS), st.sampled_from(("fact", "event", "value", "note"))),
+        min_size=1,
+        max_size=6,
+    ),
+    st.data(),
+)
 def test_kernle_protected_never_forgotten_and_recover_restores(items, data):
     """004 §Protection and §Forgetting System: protected memories survive every cycle;
     recover() brings a tombstoned memory back to active, with its provenance."""
@@ -95,12 +116,13 @@ def test_kernle_protected_never_forgotten_and_recover_restores(items, data):
         if pol.store["protected"][r]:
             assert pol.store.status_of(r) == "active"
         else:
-            assert pol.store.status_of(r) == "forgotten"      # the finding: never accessed
+            assert pol.store.status_of(r) == "forgotten"  # the finding: never accessed
             pol.recover([Recover(f"r{r}", 22.0, f"e{r}")], 22.0)
             assert pol.store.status_of(r) == "active" and pol.store.provenance[r] == {f"e{r}"}
 
 
 # ---------------------------------------------------------------------------- state machines
+
 
 class _Machine(RuleBasedStateMachine):
     """Shared rules: episodes, queries, time, user forget. Subclasses add their invariants."""
@@ -112,11 +134,15 @@ class _Machine(RuleBasedStateMachine):
         self.pol = self.policy_cls(llm=MockLLM(seed=2, dim=16))
         self.now = 0.0
         self.n_ep = 0
-        self.terminal_seen: dict[int, int] = {}   # row -> status code once terminal
+        self.terminal_seen: dict[int, int] = {}  # row -> status code once terminal
         self.last_tick = 0.0
 
-    @rule(key=st.sampled_from(KEYS), category=st.sampled_from(CATEGORIES + ("value", "drive")),
-          importance=unit, confidence=unit)
+    @rule(
+        key=st.sampled_from(KEYS),
+        category=st.sampled_from(CATEGORIES + ("value", "drive")),
+        importance=unit,
+        confidence=unit,
+    )
     def add(self, key, category, importance, confidence):
         e = _episode(self.n_ep, self.now, key, category, importance, confidence)
         self.n_ep += 1
@@ -125,7 +151,9 @@ class _Machine(RuleBasedStateMachine):
     @rule(key=st.sampled_from(KEYS), k=st.integers(1, 3))
     def query(self, key, k):
         before = self.pol.store["access_count"].copy()
-        r = self.pol.recall([Query(f"q{self.now}-{key}", self.now, "?", keys=(key,), k=k)], self.now)[0]
+        r = self.pol.recall(
+            [Query(f"q{self.now}-{key}", self.now, "?", keys=(key,), k=k)], self.now
+        )[0]
         assert len(r.ids) <= k
         assert self.pol.store.retrievable()[r.ids].all()
         after = self.pol.store["access_count"]
@@ -185,7 +213,8 @@ class KernleMachine(_Machine):
     def tick(self):
         """Run the maintenance ticks due in (last_tick, now], as the runner would; the cycle
         never forgets a protected row (004 §Protection)."""
-        from memsim.runner import tick_times
+        from memsim.engine.runner import tick_times
+
         for t, jobs in tick_times(tuple(self.pol.schedule), self.last_tick):
             if t > self.now:
                 break
@@ -205,7 +234,11 @@ class KernleMachine(_Machine):
     @rule(data=st.data())
     def recover(self, data):
         i = data.draw(st.integers(0, self.n_ep - 1))
-        rows = [r for r in self.pol.store.rows_from(f"e{i}").tolist() if self.pol.store.status_of(r) == "forgotten"]
+        rows = [
+            r
+            for r in self.pol.store.rows_from(f"e{i}").tolist()
+            if self.pol.store.status_of(r) == "forgotten"
+        ]
         self.pol.recover([Recover(f"r{self.now}-{i}", self.now, f"e{i}")], self.now)
         assert all(self.pol.store.status_of(r) == "active" for r in rows)
 

@@ -1,19 +1,29 @@
 """MemoryStore: growth keeps data, statuses and terminal enforcement, provenance and its
 log, policy columns, vector validation."""
+
 import numpy as np
 import pytest
 
-from memsim.errors import MemsimError, VectorError
-from memsim.store import MemoryStore, Statuses, as_unit_vectors
+from memsim.engine.errors import MemsimError, VectorError
+from memsim.engine.store import MemoryStore, Statuses, as_unit_vectors
 
-ST = Statuses(("active", "archived", "deleted"), terminal=frozenset({"deleted"}),
-              retrievable=frozenset({"active"}))
+ST = Statuses(
+    ("active", "archived", "deleted"),
+    terminal=frozenset({"deleted"}),
+    retrievable=frozenset({"active"}),
+)
 
 
 def add(store, n, now=0.0, **kw):
     rng = np.random.default_rng(n)
-    return store.add(now, rng.normal(size=(n, store.dim)), texts=[f"t{i}" for i in range(n)],
-                     claims=[None] * n, provenance=[{f"e{store.n + i}"} for i in range(n)], **kw)
+    return store.add(
+        now,
+        rng.normal(size=(n, store.dim)),
+        texts=[f"t{i}" for i in range(n)],
+        claims=[None] * n,
+        provenance=[{f"e{store.n + i}"} for i in range(n)],
+        **kw,
+    )
 
 
 def test_growth_by_doubling_keeps_data():
@@ -52,8 +62,10 @@ def test_terminal_status_is_enforced_and_logged():
     s = MemoryStore(3, ST)
     add(s, 2)
     s.set_status([0, 1], "deleted", 3.0)
-    s.set_status([0], "deleted", 4.0)        # staying is fine and not logged again
-    with pytest.raises(AssertionError, match="memory 0 is 'deleted', a terminal status; it cannot become 'active'"):
+    s.set_status([0], "deleted", 4.0)  # staying is fine and not logged again
+    with pytest.raises(
+        AssertionError, match="memory 0 is 'deleted', a terminal status; it cannot become 'active'"
+    ):
         s.set_status([0], "active", 5.0)
     assert s.status_log == [(0.0, 0, 0), (0.0, 1, 0), (3.0, 0, 2), (3.0, 1, 2)]
 
@@ -61,7 +73,7 @@ def test_terminal_status_is_enforced_and_logged():
 def test_provenance_and_its_log():
     s = MemoryStore(3, ST)
     add(s, 2, now=1.0)
-    s.add_provenance(0, ["e9", "e1", "e0"], 2.0)     # e0 already there: not logged again
+    s.add_provenance(0, ["e9", "e1", "e0"], 2.0)  # e0 already there: not logged again
     assert s.provenance[0] == {"e0", "e1", "e9"}
     assert s.provenance_log == [(1.0, 0, "e0"), (1.0, 1, "e1"), (2.0, 0, "e1"), (2.0, 0, "e9")]
     assert s.rows_from("e1").tolist() == [0, 1] and s.rows_from("zz").tolist() == []
@@ -70,7 +82,7 @@ def test_provenance_and_its_log():
 def test_columns():
     s = MemoryStore(3, ST)
     add(s, 2)
-    s.add_column("alpha", np.float64, 1.0)          # existing rows take the default
+    s.add_column("alpha", np.float64, 1.0)  # existing rows take the default
     assert s["alpha"].tolist() == [1.0, 1.0]
     with pytest.raises(ValueError, match="already exists"):
         s.add_column("alpha", np.float64, 1.0)
@@ -81,16 +93,25 @@ def test_columns():
     assert s.n == 2 and "alpha" in s.columns and s.nbytes() > 0
 
 
-@pytest.mark.parametrize("vec, words", [
-    ([[1.0, np.nan, 0.0]], "row 0 has a NaN or infinite value"),
-    ([[1.0, 0.0, 0.0], [np.inf, 0.0, 0.0]], "row 1 has a NaN or infinite value"),
-    ([[0.0, 0.0, 0.0]], "row 0 has zero norm"),
-    ([[1.0, 0.0]], r"expected shape \(n, 3\)"),
-])
+@pytest.mark.parametrize(
+    "vec, words",
+    [
+        ([[1.0, np.nan, 0.0]], "row 0 has a NaN or infinite value"),
+        ([[1.0, 0.0, 0.0], [np.inf, 0.0, 0.0]], "row 1 has a NaN or infinite value"),
+        ([[0.0, 0.0, 0.0]], "row 0 has zero norm"),
+        ([[1.0, 0.0]], r"expected shape \(n, 3\)"),
+    ],
+)
 def test_bad_vectors_raise_vector_error(vec, words):
     s = MemoryStore(3, ST)
     with pytest.raises(VectorError, match=words):
-        s.add(0.0, np.array(vec), texts=["x"] * len(vec), claims=[None] * len(vec), provenance=[()] * len(vec))
+        s.add(
+            0.0,
+            np.array(vec),
+            texts=["x"] * len(vec),
+            claims=[None] * len(vec),
+            provenance=[()] * len(vec),
+        )
     assert s.n == 0 and s.status_log == []
     assert issubclass(VectorError, MemsimError)
 
@@ -112,8 +133,10 @@ def test_statuses_validation():
 def test_set_embedding_validates_and_normalizes():
     import numpy as np
     import pytest
-    from memsim.errors import VectorError
-    from memsim.store import MemoryStore, Statuses
+
+    from memsim.engine.errors import VectorError
+    from memsim.engine.store import MemoryStore, Statuses
+
     st = MemoryStore(3, Statuses(("active",)))
     st.add(0.0, np.eye(3)[:2], texts=["a", "b"], claims=[None, None], provenance=[["e1"], ["e2"]])
     st.set_embedding(1, [0.0, 0.0, 2.0])

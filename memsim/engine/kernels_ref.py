@@ -1,11 +1,12 @@
-"""Scalar reference twins of memsim.kernels, written straight from the seed formulas with
+"""Scalar reference twins of memsim.engine.kernels, written straight from the seed formulas with
 ``math`` and plain Python. Slow and obvious on purpose: tests prove each vectorized kernel
-equal to its twin. Same function names as memsim.kernels.
+equal to its twin. Same function names as memsim.engine.kernels.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def exp_decay(x0: float, rate: float, dt: float) -> float:
@@ -24,21 +25,31 @@ def retrieval_strength(dt: float, stability: float) -> float:
     return math.exp(-dt / stability)
 
 
-def stability_update(stability: float, hours_since_last: float, cap: float, bonus: float = 0.1) -> float:
+def stability_update(
+    stability: float, hours_since_last: float, cap: float, bonus: float = 0.1
+) -> float:
     return min(cap, stability * (1 + bonus * math.log(1 + hours_since_last / 24)))
 
 
-def hyperbolic_salience(confidence: float, times_accessed: float, dt: float, half_life: float) -> float:
+def hyperbolic_salience(
+    confidence: float, times_accessed: float, dt: float, half_life: float
+) -> float:
     return confidence * math.log(times_accessed + 1) / (dt / half_life + 1)
 
 
-def cosmo_decay_rate(recall_frequency: float, decay_gradient: float, base_rate: float = 0.02,
-                     state_is_candidate: bool = False, confidence: float = 1.0,
-                     penalty_threshold: float = 0.8, penalty_slope: float = 2.0) -> float:
+def cosmo_decay_rate(
+    recall_frequency: float,
+    decay_gradient: float,
+    base_rate: float = 0.02,
+    state_is_candidate: bool = False,
+    confidence: float = 1.0,
+    penalty_threshold: float = 0.8,
+    penalty_slope: float = 2.0,
+) -> float:
     if recall_frequency == 0 and decay_gradient < 0:
         power = math.inf  # 0 ** negative: the limit
     else:
-        power = recall_frequency ** decay_gradient
+        power = recall_frequency**decay_gradient
     base_decay_rate = base_rate / (1 + power)
     if state_is_candidate and confidence < penalty_threshold:
         return base_decay_rate * (1 + (1 - confidence) * penalty_slope)
@@ -54,11 +65,28 @@ def weighted_sum(weights: Sequence[float], values: Sequence[float]) -> float:
     return total
 
 
-def pai_score(cos: float, importance: float, recency: float, stability: float, subject_match: float,
-              *, w_cos=0.50, w_importance=0.20, w_recency=0.10, w_stability=0.05, w_subject=0.15,
-              importance_scale=10.0, stability_scale=5.0) -> float:
-    return (w_cos * cos + w_importance * (importance / importance_scale) + w_recency * recency
-            + w_stability * (stability / stability_scale) + w_subject * subject_match)
+def pai_score(
+    cos: float,
+    importance: float,
+    recency: float,
+    stability: float,
+    subject_match: float,
+    *,
+    w_cos=0.50,
+    w_importance=0.20,
+    w_recency=0.10,
+    w_stability=0.05,
+    w_subject=0.15,
+    importance_scale=10.0,
+    stability_scale=5.0,
+) -> float:
+    return (
+        w_cos * cos
+        + w_importance * (importance / importance_scale)
+        + w_recency * recency
+        + w_stability * (stability / stability_scale)
+        + w_subject * subject_match
+    )
 
 
 def topk(scores: Sequence[float], k: int) -> list[int]:

@@ -10,11 +10,12 @@ Per query: recall@k, hit@k, MRR, nDCG@k, stale@k, needed_forgotten. Per run:
 footprint_mean, footprint_final, noise_retention. A query with no relevant unit (nothing
 asserted yet, or all of it forgotten on request) has NaN recall/hit/mrr/ndcg.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Container, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -27,32 +28,64 @@ from .truth import GroundTruth
 class Metric:
     name: str
     description: str
-    better: str          # "higher" or "lower"
-    level: str           # "query" or "run"
+    better: str  # "higher" or "lower"
+    level: str  # "query" or "run"
 
 
-METRICS: dict[str, Metric] = {m.name: m for m in (
-    Metric("recall", "share of the query's units covered by the returned top-k memories", "higher", "query"),
-    Metric("hit", "1 if any unit is covered by the top-k memories, else 0", "higher", "query"),
-    Metric("mrr", "1 / rank of the first memory covering a unit (0 if none)", "higher", "query"),
-    Metric("ndcg", "nDCG@k: gain = units a memory newly covers; ideal = one unit per rank; capped at 1", "higher", "query"),
-    Metric("stale", "share of returned memories asserting only superseded values of an asked key "
-           "(by provenance, or by the value the memory states)",
-           "lower", "query"),
-    Metric("needed_forgotten", "1 if a memory of a relevant episode existed but none is retrievable "
-           "at the query", "lower", "query"),
-    Metric("footprint_mean", "time-weighted mean number of retrievable memories over [0, horizon]",
-           "lower", "run"),
-    Metric("footprint_final", "retrievable memories at the end of the run", "lower", "run"),
-    Metric("noise_retention", "share of noise episodes still in a retrievable memory at the end",
-           "lower", "run"),
-)}
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric(
+            "recall",
+            "share of the query's units covered by the returned top-k memories",
+            "higher",
+            "query",
+        ),
+        Metric("hit", "1 if any unit is covered by the top-k memories, else 0", "higher", "query"),
+        Metric(
+            "mrr", "1 / rank of the first memory covering a unit (0 if none)", "higher", "query"
+        ),
+        Metric(
+            "ndcg",
+            "nDCG@k: gain = units a memory newly covers; ideal = one unit per rank; capped at 1",
+            "higher",
+            "query",
+        ),
+        Metric(
+            "stale",
+            "share of returned memories asserting only superseded values of an asked key "
+            "(by provenance, or by the value the memory states)",
+            "lower",
+            "query",
+        ),
+        Metric(
+            "needed_forgotten",
+            "1 if a memory of a relevant episode existed but none is retrievable at the query",
+            "lower",
+            "query",
+        ),
+        Metric(
+            "footprint_mean",
+            "time-weighted mean number of retrievable memories over [0, horizon]",
+            "lower",
+            "run",
+        ),
+        Metric("footprint_final", "retrievable memories at the end of the run", "lower", "run"),
+        Metric(
+            "noise_retention",
+            "share of noise episodes still in a retrievable memory at the end",
+            "lower",
+            "run",
+        ),
+    )
+}
 
 Units = Mapping[str, frozenset]
 Prov = Sequence[frozenset]
 
 
 # -- per-query metric functions (pure; unit-tested on hand-computed cases) ---------------
+
 
 def _covers(p: frozenset, units: Units) -> set[str]:
     return {u for u, eps in units.items() if not p.isdisjoint(eps)}
@@ -99,21 +132,26 @@ def ndcg_at_k(prov: Prov, units: Units, k: int) -> float:
     return min(1.0, dcg / ideal)
 
 
-def stale_at_k(prov: Prov, relevant: frozenset, superseded: Container, k: int,
-               misstated: Sequence[bool] = ()) -> float:
+def stale_at_k(
+    prov: Prov, relevant: frozenset, superseded: Container, k: int, misstated: Sequence[bool] = ()
+) -> float:
     """``superseded`` needs only ``in`` (a set, or GroundTruth.superseded_view).
     ``misstated[i]``: memory i states a superseded value of an asked key (stale outright)."""
     top = prov[:k]
     if not top:
         return 0.0
     wrong = list(misstated[:k]) + [False] * (len(top) - len(misstated[:k]))
-    stale = sum(1 for p, w in zip(top, wrong)
-                if w or (p.isdisjoint(relevant) and any(e in superseded for e in p)))
+    stale = sum(
+        1
+        for p, w in zip(top, wrong)
+        if w or (p.isdisjoint(relevant) and any(e in superseded for e in p))
+    )
     return stale / len(top)
 
 
-def judge_statements(prov: Prov, stated: Sequence, units: Units,
-                     current: Mapping[str, str]) -> tuple[list[frozenset], list[bool]]:
+def judge_statements(
+    prov: Prov, stated: Sequence, units: Units, current: Mapping[str, str]
+) -> tuple[list[frozenset], list[bool]]:
     """Provenance as the metrics should see it, and which memories misstate an asked key:
     a memory stating key K with a value other than K's current one loses K's relevant
     episodes from its provenance (it does not answer K) and is flagged."""
@@ -133,8 +171,10 @@ class LogIndex:
     """The store's change logs indexed for 'what was true after log entry n' questions."""
 
     def __init__(self, trace: Trace) -> None:
-        self.retrievable = frozenset(int(trace.statuses.code(s)) for s in trace.statuses.retrievable)
-        self.rows_of: dict[str, list[tuple[int, int]]] = {}   # episode -> [(log pos, row)]
+        self.retrievable = frozenset(
+            int(trace.statuses.code(s)) for s in trace.statuses.retrievable
+        )
+        self.rows_of: dict[str, list[tuple[int, int]]] = {}  # episode -> [(log pos, row)]
         for pos, (_, row, ep) in enumerate(trace.provenance_log):
             self.rows_of.setdefault(ep, []).append((pos, row))
         # status log grouped by row (stable, so each row's entries stay in log order)
@@ -151,7 +191,7 @@ class LogIndex:
         """A row's status code after the first ``status_log_len`` log entries (None: not yet)."""
         if row >= len(self._lo):
             return None
-        positions = self._order[self._lo[row]:self._hi[row]]
+        positions = self._order[self._lo[row] : self._hi[row]]
         i = int(np.searchsorted(positions, status_log_len)) - 1
         return int(self._codes[positions[i]]) if i >= 0 else None
 
@@ -179,13 +219,31 @@ class LogIndex:
         """Episodes held by a memory that is retrievable at the end of the log."""
         final = self.final_statuses()
         alive = np.isin(final, list(self.retrievable))
-        return {e for e, hits in self.rows_of.items() if any(r < len(alive) and alive[r] for _, r in hits)}
+        return {
+            e
+            for e, hits in self.rows_of.items()
+            if any(r < len(alive) and alive[r] for _, r in hits)
+        }
 
 
 # -- per run ------------------------------------------------------------------------------
 
-COLUMNS = ("query_id", "time", "group", "k", "n_units", "returned", "recall", "hit", "mrr", "ndcg",
-           "stale", "needed_forgotten", "evidence_age", "footprint")
+COLUMNS = (
+    "query_id",
+    "time",
+    "group",
+    "k",
+    "n_units",
+    "returned",
+    "recall",
+    "hit",
+    "mrr",
+    "ndcg",
+    "stale",
+    "needed_forgotten",
+    "evidence_age",
+    "footprint",
+)
 
 
 def evaluate(trace: Trace, truth: GroundTruth) -> pd.DataFrame:
@@ -195,19 +253,44 @@ def evaluate(trace: Trace, truth: GroundTruth) -> pd.DataFrame:
     for rec in trace.queries:
         units = truth.units(rec.query_id)
         relevant = truth.relevant(rec.query_id)
-        prov, misstated = judge_statements(rec.provenance[: rec.k], rec.stated, units,
-                                           truth.current_values(rec.query_id))
-        rows.append((rec.query_id, rec.time, rec.group, rec.k, len(units), len(rec.ids),
-                     recall_at_k(prov, units, rec.k), hit_at_k(prov, units, rec.k),
-                     mrr(prov, units, rec.k), ndcg_at_k(prov, units, rec.k),
-                     stale_at_k(prov, relevant, truth.superseded_view(rec.query_id), rec.k, misstated),
-                     logs.needed_forgotten(relevant, rec), truth.evidence_age(rec.query_id),
-                     rec.footprint))
+        prov, misstated = judge_statements(
+            rec.provenance[: rec.k], rec.stated, units, truth.current_values(rec.query_id)
+        )
+        rows.append(
+            (
+                rec.query_id,
+                rec.time,
+                rec.group,
+                rec.k,
+                len(units),
+                len(rec.ids),
+                recall_at_k(prov, units, rec.k),
+                hit_at_k(prov, units, rec.k),
+                mrr(prov, units, rec.k),
+                ndcg_at_k(prov, units, rec.k),
+                stale_at_k(prov, relevant, truth.superseded_view(rec.query_id), rec.k, misstated),
+                logs.needed_forgotten(relevant, rec),
+                truth.evidence_age(rec.query_id),
+                rec.footprint,
+            )
+        )
     df = pd.DataFrame(rows, columns=list(COLUMNS))
-    return df.astype({"time": np.float64, "k": np.int64, "n_units": np.int64, "returned": np.int64,
-                      "recall": np.float64, "hit": np.float64, "mrr": np.float64, "ndcg": np.float64,
-                      "stale": np.float64, "needed_forgotten": np.float64,
-                      "evidence_age": np.float64, "footprint": np.int64})
+    return df.astype(
+        {
+            "time": np.float64,
+            "k": np.int64,
+            "n_units": np.int64,
+            "returned": np.int64,
+            "recall": np.float64,
+            "hit": np.float64,
+            "mrr": np.float64,
+            "ndcg": np.float64,
+            "stale": np.float64,
+            "needed_forgotten": np.float64,
+            "evidence_age": np.float64,
+            "footprint": np.int64,
+        }
+    )
 
 
 def footprint_mean(samples: Sequence[tuple[float, int, int]], horizon: float) -> float:
@@ -235,5 +318,8 @@ def summarize_run(trace: Trace, truth: GroundTruth) -> dict[str, float]:
         retention = len(noise & kept) / len(noise)
     else:
         retention = math.nan
-    return {"footprint_mean": footprint_mean(trace.footprint, trace.horizon),
-            "footprint_final": final, "noise_retention": float(retention)}
+    return {
+        "footprint_mean": footprint_mean(trace.footprint, trace.horizon),
+        "footprint_final": final,
+        "noise_retention": float(retention),
+    }

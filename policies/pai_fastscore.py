@@ -11,7 +11,7 @@ the k-th best score, so the fused kernels here:
    cosine that could still beat the current k-th best score (the *bound* prefilter);
 3. compute the exact score on those candidates only, with the very same float operations,
    in the same order, as :func:`pai_scores` (so results are bit-identical), and take top-k
-   with the same tie rule as :func:`memsim.kernels.topk` (equal scores: lower row first).
+   with the same tie rule as :func:`memsim.engine.kernels.topk` (equal scores: lower row first).
 
 ``pai_*`` functions implement document 000 §2 (Personal AI): ``score = w_cosine*cos +
 w_importance*importance/importance_scale + w_recency*exp(-recency_rate*daysSinceAccess) +
@@ -22,15 +22,17 @@ names); this module names none of them. :func:`pai_scores` is the straightforwar
 version (the operation order of ``policies.pai.recall_scores``) and
 :func:`pai_score_scalar` the one-memory-at-a-time reference.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from .kernels import topk
+from memsim.engine.kernels import topk
 
 # Slack (in cosine units) of the bound prefilter, far above float rounding of the bound.
 _BOUND_SLACK = 1e-7
@@ -55,16 +57,28 @@ class PaiColumns:
     allowed: np.ndarray | None = None
 
     @staticmethod
-    def of_store(store: Any, insight_type: int, allowed: np.ndarray | None = None) -> "PaiColumns":
+    def of_store(store: Any, insight_type: int, allowed: np.ndarray | None = None) -> PaiColumns:
         """The columns of a pai MemoryStore (``type == insight_type`` marks insight rows)."""
-        return PaiColumns(store["importance"], store["stability"], store["last_access"],
-                          store["created"], store["subject"], store["type"] == insight_type,
-                          allowed)
+        return PaiColumns(
+            store["importance"],
+            store["stability"],
+            store["last_access"],
+            store["created"],
+            store["subject"],
+            store["type"] == insight_type,
+            allowed,
+        )
 
-    def take(self, rows: np.ndarray) -> "PaiColumns":
-        return PaiColumns(self.importance[rows], self.stability[rows], self.last_access[rows],
-                          self.created[rows], self.subject[rows], self.insight[rows],
-                          None if self.allowed is None else self.allowed[rows])
+    def take(self, rows: np.ndarray) -> PaiColumns:
+        return PaiColumns(
+            self.importance[rows],
+            self.stability[rows],
+            self.last_access[rows],
+            self.created[rows],
+            self.subject[rows],
+            self.insight[rows],
+            None if self.allowed is None else self.allowed[rows],
+        )
 
 
 def _days_since_access(cols: PaiColumns, now: float) -> np.ndarray:
@@ -76,73 +90,118 @@ def _subject_match(subject: np.ndarray, codes: Sequence[int] | np.ndarray) -> np
     return np.isin(subject, np.asarray(codes, dtype=np.int64)).astype(np.float64)
 
 
-def _score_terms(cos64: np.ndarray, cols: PaiColumns, since: np.ndarray, match: np.ndarray,
-                 p: Any) -> np.ndarray:
+def _score_terms(
+    cos64: np.ndarray, cols: PaiColumns, since: np.ndarray, match: np.ndarray, p: Any
+) -> np.ndarray:
     """The §2 score, in the operation order of policies.pai.recall_scores (bit-identical)."""
     recency = np.exp(-p.recency_rate * since)
-    score = (p.w_cosine * cos64
-             + p.w_importance * (cols.importance / p.importance_scale)
-             + p.w_recency * recency
-             + p.w_stability * (cols.stability / p.stability_scale)
-             + p.w_subject * match)
+    score = (
+        p.w_cosine * cos64
+        + p.w_importance * (cols.importance / p.importance_scale)
+        + p.w_recency * recency
+        + p.w_stability * (cols.stability / p.stability_scale)
+        + p.w_subject * match
+    )
     return np.where(cols.insight, score * p.insight_multiplier, score)
 
 
 # -- straightforward and scalar references ----------------------------------------------------
-def pai_scores(cos: np.ndarray, cols: PaiColumns, now: float, subject_codes: Sequence[int],
-               p: Any) -> np.ndarray:
+def pai_scores(
+    cos: np.ndarray, cols: PaiColumns, now: float, subject_codes: Sequence[int], p: Any
+) -> np.ndarray:
     """Straightforward numpy: the score of every row, -inf where the row cannot be returned
     (below the cosine floor or not allowed). ``cos`` is any float array of length n."""
     cos64 = np.asarray(cos).astype(np.float64)
-    score = _score_terms(cos64, cols, _days_since_access(cols, now),
-                         _subject_match(cols.subject, subject_codes), p)
+    score = _score_terms(
+        cos64, cols, _days_since_access(cols, now), _subject_match(cols.subject, subject_codes), p
+    )
     keep = cos64 >= p.cosine_floor
     if cols.allowed is not None:
         keep &= cols.allowed
     return np.where(keep, score, -np.inf)
 
 
-def pai_topk_numpy(X: np.ndarray, q: np.ndarray, cols: PaiColumns, now: float,
-                   subject_codes: Sequence[int], p: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
+def pai_topk_numpy(
+    X: np.ndarray,
+    q: np.ndarray,
+    cols: PaiColumns,
+    now: float,
+    subject_codes: Sequence[int],
+    p: Any,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """Straightforward recall of one query: full cosines, full scores, kernels.topk."""
     scores = pai_scores(X @ q, cols, now, subject_codes, p)
     ids = topk(scores, k)
     return ids, scores[ids]
 
 
-def pai_score_scalar(x: np.ndarray, q: np.ndarray, importance: float, stability: float,
-                     last_access: float, created: float, subject: int, insight: bool,
-                     allowed: bool, now: float, subject_codes: Sequence[int], p: Any) -> float:
+def pai_score_scalar(
+    x: np.ndarray,
+    q: np.ndarray,
+    importance: float,
+    stability: float,
+    last_access: float,
+    created: float,
+    subject: int,
+    insight: bool,
+    allowed: bool,
+    now: float,
+    subject_codes: Sequence[int],
+    p: Any,
+) -> float:
     """One memory's §2 score in plain Python (-inf when it cannot be returned), the way a
     loop over beliefs computes it; the cosine is one dot product of float32 rows."""
     cos = float(np.dot(x, q))
     if not allowed or cos < p.cosine_floor:
         return -math.inf
     since = now - (created if math.isnan(last_access) else last_access)
-    score = (p.w_cosine * cos + p.w_importance * importance / p.importance_scale
-             + p.w_recency * math.exp(-p.recency_rate * since)
-             + p.w_stability * stability / p.stability_scale
-             + p.w_subject * (1.0 if subject in subject_codes else 0.0))
+    score = (
+        p.w_cosine * cos
+        + p.w_importance * importance / p.importance_scale
+        + p.w_recency * math.exp(-p.recency_rate * since)
+        + p.w_stability * stability / p.stability_scale
+        + p.w_subject * (1.0 if subject in subject_codes else 0.0)
+    )
     return score * p.insight_multiplier if insight else score
 
 
-def pai_topk_scalar(X: np.ndarray, q: np.ndarray, cols: PaiColumns, now: float,
-                    subject_codes: Sequence[int], p: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
+def pai_topk_scalar(
+    X: np.ndarray,
+    q: np.ndarray,
+    cols: PaiColumns,
+    now: float,
+    subject_codes: Sequence[int],
+    p: Any,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """Score one memory at a time, keep the best k (ties: lower row first)."""
     codes = set(int(c) for c in subject_codes)
     scored = []
     allowed = cols.allowed
     for i in range(X.shape[0]):
-        s = pai_score_scalar(X[i], q, float(cols.importance[i]), float(cols.stability[i]),
-                             float(cols.last_access[i]), float(cols.created[i]),
-                             int(cols.subject[i]), bool(cols.insight[i]),
-                             True if allowed is None else bool(allowed[i]), now, codes, p)
+        s = pai_score_scalar(
+            X[i],
+            q,
+            float(cols.importance[i]),
+            float(cols.stability[i]),
+            float(cols.last_access[i]),
+            float(cols.created[i]),
+            int(cols.subject[i]),
+            bool(cols.insight[i]),
+            True if allowed is None else bool(allowed[i]),
+            now,
+            codes,
+            p,
+        )
         if s > -math.inf:
             scored.append((-s, i))
     scored.sort()
     best = scored[:k]
-    return (np.array([i for _, i in best], dtype=np.int64),
-            np.array([-s for s, _ in best], dtype=np.float64))
+    return (
+        np.array([i for _, i in best], dtype=np.int64),
+        np.array([-s for s, _ in best], dtype=np.float64),
+    )
 
 
 # -- fused kernels ---------------------------------------------------------------------------
@@ -156,16 +215,24 @@ def pai_rest_bound(cols: PaiColumns, now: float, p: Any) -> tuple[float, float] 
     """(R, m) with ``score <= m * w_cosine * cos + R`` for every row whose cos >= 0:
     R bounds ``multiplier * (all non-cosine terms)`` and m the multiplier. None when no
     finite bound exists (a negative weight, NaN columns, an empty store)."""
-    weights = (p.w_cosine, p.w_importance, p.w_recency, p.w_stability, p.w_subject,
-               p.insight_multiplier)
+    weights = (
+        p.w_cosine,
+        p.w_importance,
+        p.w_recency,
+        p.w_stability,
+        p.w_subject,
+        p.insight_multiplier,
+    )
     if len(cols.importance) == 0 or min(weights) < 0 or p.w_cosine <= 0:
         return None
     latest = max(float(np.max(cols.created)), float(np.fmax.reduce(cols.last_access)))
     mult = max(1.0, float(p.insight_multiplier))
-    rest = (p.w_importance * (float(np.max(cols.importance)) / p.importance_scale)
-            + p.w_recency * math.exp(-p.recency_rate * (now - latest))
-            + p.w_stability * (float(np.max(cols.stability)) / p.stability_scale)
-            + p.w_subject)
+    rest = (
+        p.w_importance * (float(np.max(cols.importance)) / p.importance_scale)
+        + p.w_recency * math.exp(-p.recency_rate * (now - latest))
+        + p.w_stability * (float(np.max(cols.stability)) / p.stability_scale)
+        + p.w_subject
+    )
     if not (math.isfinite(rest) and math.isfinite(mult)):
         return None
     return mult * rest, mult
@@ -197,8 +264,9 @@ def _cos_thresholds(kth: np.ndarray, bound: tuple[float, float] | None, p: Any) 
     return t32
 
 
-def _score_candidates(cos_c: np.ndarray, rows: np.ndarray, cols: PaiColumns, now: float,
-                      match: np.ndarray, p: Any) -> np.ndarray:
+def _score_candidates(
+    cos_c: np.ndarray, rows: np.ndarray, cols: PaiColumns, now: float, match: np.ndarray, p: Any
+) -> np.ndarray:
     """Exact scores of candidate rows (-inf where not returnable), same float ops as
     pai_scores on the full arrays."""
     sub = cols.take(rows)
@@ -210,10 +278,15 @@ def _score_candidates(cos_c: np.ndarray, rows: np.ndarray, cols: PaiColumns, now
     return np.where(keep, score, -np.inf)
 
 
-def pai_topk_from_cos(cos: np.ndarray, cols: PaiColumns, now: float,
-                      subject_codes: Sequence[int], p: Any, k: int,
-                      bound: tuple[float, float] | None | str = "auto"
-                      ) -> tuple[np.ndarray, np.ndarray]:
+def pai_topk_from_cos(
+    cos: np.ndarray,
+    cols: PaiColumns,
+    now: float,
+    subject_codes: Sequence[int],
+    p: Any,
+    k: int,
+    bound: tuple[float, float] | None | str = "auto",
+) -> tuple[np.ndarray, np.ndarray]:
     """Top-k rows and scores of one query from its cosine column ``cos`` (float32 or
     float64, length n): equal to ``topk(pai_scores(cos, ...), k)`` bit for bit, computing
     the score on floor-clearing candidates only. With many candidates, the k best cosines
@@ -234,27 +307,37 @@ def pai_topk_from_cos(cos: np.ndarray, cols: PaiColumns, now: float,
         if bound is not None:
             # exact scores of the k best cosines: their k-th is a lower bound of the answer's
             probe = cand[np.argpartition(-cos[cand], k - 1)[:k]]
-            ps = _score_candidates(cos[probe], probe, cols, now,
-                                   _subject_match(cols.subject[probe], codes), p)
+            ps = _score_candidates(
+                cos[probe], probe, cols, now, _subject_match(cols.subject[probe], codes), p
+            )
             kth = float(np.min(ps))
             tau = _cos_threshold(kth, bound, p)
             if tau > floor:
                 cand = cand[cos[cand] >= (_below(tau) if cos.dtype == np.float32 else tau)]
     if len(cand) == 0:
         return empty
-    scores = _score_candidates(cos[cand], cand, cols, now,
-                               _subject_match(cols.subject[cand], codes), p)
+    scores = _score_candidates(
+        cos[cand], cand, cols, now, _subject_match(cols.subject[cand], codes), p
+    )
     best = topk(scores, k)
     return cand[best], scores[best]
 
 
-def pai_topk(X: np.ndarray, q: np.ndarray, cols: PaiColumns, now: float,
-             subject_codes: Sequence[int], p: Any, k: int,
-             bound: tuple[float, float] | None | str = "auto") -> tuple[np.ndarray, np.ndarray]:
+def pai_topk(
+    X: np.ndarray,
+    q: np.ndarray,
+    cols: PaiColumns,
+    now: float,
+    subject_codes: Sequence[int],
+    p: Any,
+    k: int,
+    bound: tuple[float, float] | None | str = "auto",
+) -> tuple[np.ndarray, np.ndarray]:
     """Fused recall of one query over the float32 matrix X: one ``X @ q`` (the bandwidth
     floor), then :func:`pai_topk_from_cos`."""
-    return pai_topk_from_cos(X @ np.asarray(q, dtype=np.float32), cols, now, subject_codes, p, k,
-                             bound)
+    return pai_topk_from_cos(
+        X @ np.asarray(q, dtype=np.float32), cols, now, subject_codes, p, k, bound
+    )
 
 
 def batch_cosines(X: np.ndarray, Q: np.ndarray, chunk: int = _BATCH_CHUNK) -> np.ndarray:
@@ -263,13 +346,23 @@ def batch_cosines(X: np.ndarray, Q: np.ndarray, chunk: int = _BATCH_CHUNK) -> np
     in the last bit), for references and tests."""
     QT = np.ascontiguousarray(Q, dtype=np.float32).T
     n = X.shape[0]
-    return np.concatenate([(X[lo:min(n, lo + chunk)] @ QT).T for lo in range(0, n, chunk)]
-                          or [np.zeros((QT.shape[1], 0), np.float32)], axis=1)
+    return np.concatenate(
+        [(X[lo : min(n, lo + chunk)] @ QT).T for lo in range(0, n, chunk)]
+        or [np.zeros((QT.shape[1], 0), np.float32)],
+        axis=1,
+    )
 
 
-def pai_topk_batch(X: np.ndarray, Q: np.ndarray, cols: PaiColumns, now: float,
-                   subject_codes: Sequence[Sequence[int]], p: Any, k: int,
-                   chunk: int = _BATCH_CHUNK) -> list[tuple[np.ndarray, np.ndarray]]:
+def pai_topk_batch(
+    X: np.ndarray,
+    Q: np.ndarray,
+    cols: PaiColumns,
+    now: float,
+    subject_codes: Sequence[Sequence[int]],
+    p: Any,
+    k: int,
+    chunk: int = _BATCH_CHUNK,
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """Fused recall of a batch of independent queries (rows of Q, each with its subject
     codes), state unchanged between them: per chunk of rows one matrix-matrix product
     (compute-bound BLAS, ``X_chunk @ Q.T``), then the floor/bound prefilter per query against its running
@@ -285,8 +378,15 @@ def pai_topk_batch(X: np.ndarray, Q: np.ndarray, cols: PaiColumns, now: float,
     if k <= 0 or n == 0 or B == 0:
         return [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)) for _ in range(B)]
     bound = pai_rest_bound(cols, now, p)
-    n_subj = int(max(int(np.max(cols.subject)) if n else 0,
-                     max((max(c) for c in subject_codes if len(c)), default=0))) + 1
+    n_subj = (
+        int(
+            max(
+                int(np.max(cols.subject)) if n else 0,
+                max((max(c) for c in subject_codes if len(c)), default=0),
+            )
+        )
+        + 1
+    )
     table = np.zeros((B, n_subj), dtype=np.float64)  # subjectMatch of (query, subject code)
     for b, codes in enumerate(subject_codes):
         codes = [c for c in codes if 0 <= c < n_subj]
@@ -302,9 +402,9 @@ def pai_topk_batch(X: np.ndarray, Q: np.ndarray, cols: PaiColumns, now: float,
     m_buf = np.empty((min(chunk, n), B), dtype=bool)
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
-        C = np.matmul(X[lo:hi], QT, out=c_buf[: hi - lo])   # (rows, B) float32
+        C = np.matmul(X[lo:hi], QT, out=c_buf[: hi - lo])  # (rows, B) float32
         mask = np.greater_equal(C, tau, out=m_buf[: hi - lo])
-        flat = np.flatnonzero(mask)                          # 1-D: far faster than 2-D nonzero
+        flat = np.flatnonzero(mask)  # 1-D: far faster than 2-D nonzero
         if len(flat) == 0:
             continue
         cos_c = C.ravel()[flat]
@@ -334,7 +434,9 @@ def pai_topk_batch(X: np.ndarray, Q: np.ndarray, cols: PaiColumns, now: float,
             kth[full] = best_s[np.searchsorted(best_q, full, side="right") - 1]
             tau = _cos_thresholds(kth, bound, p)
     bounds = np.searchsorted(best_q, np.arange(B + 1))
-    return [(best_r[bounds[b]:bounds[b + 1]], best_s[bounds[b]:bounds[b + 1]]) for b in range(B)]
+    return [
+        (best_r[bounds[b] : bounds[b + 1]], best_s[bounds[b] : bounds[b + 1]]) for b in range(B)
+    ]
 
 
 # -- elementwise kernels without full-length temporaries --------------------------------------
@@ -344,9 +446,14 @@ def pai_topk_batch(X: np.ndarray, Q: np.ndarray, cols: PaiColumns, now: float,
 _ELEMENTWISE_CHUNK = 8192
 
 
-def chunked(kernel: Any, *args: Any, chunk: int = _ELEMENTWISE_CHUNK, out: np.ndarray | None = None,
-            **kwargs: Any) -> np.ndarray:
-    """``kernel(*args, **kwargs)`` of an elementwise kernel (e.g. memsim.kernels.exp_decay),
+def chunked(
+    kernel: Any,
+    *args: Any,
+    chunk: int = _ELEMENTWISE_CHUNK,
+    out: np.ndarray | None = None,
+    **kwargs: Any,
+) -> np.ndarray:
+    """``kernel(*args, **kwargs)`` of an elementwise kernel (e.g. memsim.engine.kernels.exp_decay),
     evaluated block by block into one output: bit-identical (the same ufuncs on the same
     elements), but the temporaries are block-sized. Array arguments broadcast to one 1-D
     shape; scalars and keyword arguments pass through."""
@@ -368,19 +475,29 @@ def half_life_decay(c: Any, dt: Any, half_life: Any) -> np.ndarray:
     has no vectorized loop in numpy (~15 ns per element), ``exp2`` has; equal to the
     ``pow`` form within 2 ulp (not bit for bit)."""
     c = np.asarray(c, dtype=np.float64)
-    return c * np.exp2(-(np.asarray(dt, dtype=np.float64) / np.asarray(half_life, dtype=np.float64)))
+    return c * np.exp2(
+        -(np.asarray(dt, dtype=np.float64) / np.asarray(half_life, dtype=np.float64))
+    )
 
 
-def pai_topk_candidates(cos_c: np.ndarray, rows: np.ndarray, cols: PaiColumns, now: float,
-                        subject_codes: Sequence[int], p: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
+def pai_topk_candidates(
+    cos_c: np.ndarray,
+    rows: np.ndarray,
+    cols: PaiColumns,
+    now: float,
+    subject_codes: Sequence[int],
+    p: Any,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact §2 top-k among given candidate ``rows`` (ascending, with their cosines), e.g.
     from an approximate index (faiss IVF range search): the policy's own score on the
     candidates, ties to the lower row."""
     rows = np.asarray(rows, dtype=np.int64)
     if k <= 0 or len(rows) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-    scores = _score_candidates(np.asarray(cos_c), rows, cols, now,
-                               _subject_match(cols.subject[rows], subject_codes), p)
+    scores = _score_candidates(
+        np.asarray(cos_c), rows, cols, now, _subject_match(cols.subject[rows], subject_codes), p
+    )
     best = topk(scores, k)
     return rows[best], scores[best]
 
@@ -400,10 +517,16 @@ def _pow_positive(base: np.ndarray, exponent: np.ndarray) -> np.ndarray:
     return out
 
 
-def cosmo_decay_rate(recall_frequency: Any, decay_gradient: Any, base_rate: Any = 0.02,
-                     state_is_candidate: Any = False, confidence: Any = 1.0,
-                     penalty_threshold: float = 0.8, penalty_slope: Any = 2.0) -> np.ndarray:
-    """memsim.kernels.cosmo_decay_rate (document 002, offline decay job) with the power
+def cosmo_decay_rate(
+    recall_frequency: Any,
+    decay_gradient: Any,
+    base_rate: Any = 0.02,
+    state_is_candidate: Any = False,
+    confidence: Any = 1.0,
+    penalty_threshold: float = 0.8,
+    penalty_slope: Any = 2.0,
+) -> np.ndarray:
+    """memsim.engine.kernels.cosmo_decay_rate (document 002, offline decay job) with the power
     ``recall_frequency ** decay_gradient`` taken as exp(g * ln rf) for rf > 0: equal to the
     pow form within a few ulp, several times faster (libm pow has no vector loop)."""
     rf = np.asarray(recall_frequency, dtype=np.float64)
@@ -412,6 +535,9 @@ def cosmo_decay_rate(recall_frequency: Any, decay_gradient: Any, base_rate: Any 
         rate = np.asarray(base_rate, dtype=np.float64) / (1.0 + _pow_positive(rf, g))
     conf = np.asarray(confidence, dtype=np.float64)
     cand = np.asarray(state_is_candidate, dtype=bool)
-    penalty = np.where(conf < penalty_threshold,
-                       1.0 + (1.0 - conf) * np.asarray(penalty_slope, dtype=np.float64), 0.0)
+    penalty = np.where(
+        conf < penalty_threshold,
+        1.0 + (1.0 - conf) * np.asarray(penalty_slope, dtype=np.float64),
+        0.0,
+    )
     return np.where(cand, rate * penalty, rate)

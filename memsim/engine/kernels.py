@@ -1,12 +1,13 @@
 """Vectorized scoring kernels: pure functions over numpy arrays.
 
-Each kernel has a scalar reference twin in :mod:`memsim.kernels_ref`, written straight from
+Each kernel has a scalar reference twin in :mod:`memsim.engine.kernels_ref`, written straight from
 the seed formula; tests prove them equal. Kernels never mutate their inputs. Arguments
 broadcast like numpy operands; results are float64 unless said otherwise.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -16,6 +17,7 @@ def _f(x) -> np.ndarray:
 
 
 # -- decay curves ----------------------------------------------------------------------
+
 
 def exp_decay(x0, rate, dt) -> np.ndarray:
     """``x0 * exp(-rate * dt)``: Izzie strength, Cosmo salience (closed form of the nightly
@@ -56,8 +58,15 @@ def hyperbolic_salience(confidence, times_accessed, dt, half_life) -> np.ndarray
     return _f(confidence) * np.log(_f(times_accessed) + 1.0) / (_f(dt) / _f(half_life) + 1.0)
 
 
-def cosmo_decay_rate(recall_frequency, decay_gradient, base_rate=0.02, state_is_candidate=False,
-                     confidence=1.0, penalty_threshold=0.8, penalty_slope=2.0) -> np.ndarray:
+def cosmo_decay_rate(
+    recall_frequency,
+    decay_gradient,
+    base_rate=0.02,
+    state_is_candidate=False,
+    confidence=1.0,
+    penalty_threshold=0.8,
+    penalty_slope=2.0,
+) -> np.ndarray:
     """Cosmo's nightly decay rate (002 §Candidate Semantics / Offline decay job).
 
     ``base_rate / (1 + recall_frequency ** decay_gradient)``; for candidates with
@@ -76,6 +85,7 @@ def cosmo_decay_rate(recall_frequency, decay_gradient, base_rate=0.02, state_is_
 
 # -- score combinations -----------------------------------------------------------------
 
+
 def weighted_sum(weights: Sequence[float], columns: Sequence) -> np.ndarray:
     """``sum_i weights[i] * columns[i]``, accumulated left to right."""
     if len(weights) != len(columns):
@@ -88,17 +98,37 @@ def weighted_sum(weights: Sequence[float], columns: Sequence) -> np.ndarray:
     return out
 
 
-def pai_score(cos, importance, recency, stability, subject_match, *, w_cos=0.50, w_importance=0.20,
-              w_recency=0.10, w_stability=0.05, w_subject=0.15, importance_scale=10.0,
-              stability_scale=5.0) -> np.ndarray:
+def pai_score(
+    cos,
+    importance,
+    recency,
+    stability,
+    subject_match,
+    *,
+    w_cos=0.50,
+    w_importance=0.20,
+    w_recency=0.10,
+    w_stability=0.05,
+    w_subject=0.15,
+    importance_scale=10.0,
+    stability_scale=5.0,
+) -> np.ndarray:
     """PAI multi-factor recall score (000): ``0.50 cos + 0.20 importance/10 + 0.10 recency
     + 0.05 stability/5 + 0.15 subject_match``."""
-    return weighted_sum((w_cos, w_importance, w_recency, w_stability, w_subject),
-                        (cos, _f(importance) / importance_scale, recency,
-                         _f(stability) / stability_scale, subject_match))
+    return weighted_sum(
+        (w_cos, w_importance, w_recency, w_stability, w_subject),
+        (
+            cos,
+            _f(importance) / importance_scale,
+            recency,
+            _f(stability) / stability_scale,
+            subject_match,
+        ),
+    )
 
 
 # -- top-k --------------------------------------------------------------------------------
+
 
 def topk(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` largest finite scores, best first; ties go to the lower index.
@@ -162,7 +192,10 @@ def batch_topk(scores: np.ndarray, k: int) -> np.ndarray:
         p, v = part[exact], ps[exact]
         # sort each row by (-score, id): lexsort on the flattened rows keeps rows apart
         rows = np.repeat(np.arange(p.shape[0]), kk)
-        order = np.lexsort((p.ravel(), -v.ravel(), rows)).reshape(p.shape[0], kk) - (np.arange(p.shape[0]) * kk)[:, None]
+        order = (
+            np.lexsort((p.ravel(), -v.ravel(), rows)).reshape(p.shape[0], kk)
+            - (np.arange(p.shape[0]) * kk)[:, None]
+        )
         out[exact, :kk] = np.take_along_axis(p, order, axis=1)
     for r in np.flatnonzero(~exact):
         ids = topk(s[r], k)

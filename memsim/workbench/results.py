@@ -14,6 +14,7 @@ Files of one run: ``queries.parquet`` (one row per query, metrics), ``footprint.
 package versions, git commit, LLM config). Timings are machine noise and live apart in
 ``timings.json`` so the other files are byte-identical for the same definition.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,10 +24,11 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -52,21 +54,34 @@ class RunDef:
         return hashlib.sha256((self.canonical() + code_fingerprint()).encode()).hexdigest()[:12]
 
     def path(self, root: Path | str) -> Path:
-        return Path(root) / "runs" / slug(self.policy) / slug(self.scenario) / f"seed{self.seed}-{self.key}"
+        return (
+            Path(root)
+            / "runs"
+            / slug(self.policy)
+            / slug(self.scenario)
+            / f"seed{self.seed}-{self.key}"
+        )
 
 
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """sha256 over the source files of the packages that make results (memsim, policies,
-    scenarios, scripted scenario files), read once per process."""
-    import memsim
-    import policies
-    import scenarios
+    """sha256 over the source files of the packages that make results, read once per process:
+    memsim itself and every top-level package that provides a registered policy, scenario
+    source or suite (the built-in ``policies`` and ``scenarios``, and any plug-in's)."""
+    import importlib
+
+    from memsim.engine.registry import ENTRY_POINT_GROUP
+    from memsim.engine.sources import SOURCE_GROUP, SUITE_GROUP
+
+    names = {"memsim"}
+    for group in (ENTRY_POINT_GROUP, SOURCE_GROUP, SUITE_GROUP):
+        names |= {ep.value.split(":")[0].split(".")[0] for ep in metadata.entry_points(group=group)}
     h = hashlib.sha256()
-    for pkg in (memsim, policies, scenarios):
-        base = Path(pkg.__file__).resolve().parent
+    for name in sorted(names):
+        pkg = importlib.import_module(name)
+        base = Path(pkg.__file__ or "").resolve().parent
         for f in sorted(p for p in base.rglob("*") if p.suffix in (".py", ".yaml") and p.is_file()):
-            h.update(f"{pkg.__name__}/{f.relative_to(base).as_posix()}\0".encode())
+            h.update(f"{name}/{f.relative_to(base).as_posix()}\0".encode())
             h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
@@ -96,11 +111,14 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n").encode())
+    atomic_write_bytes(
+        path, (json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n").encode()
+    )
 
 
 def atomic_write_parquet(path: Path, frame: pd.DataFrame) -> None:
     import io
+
     buf = io.BytesIO()
     frame.to_parquet(buf, index=False, engine="pyarrow")
     atomic_write_bytes(path, buf.getvalue())
@@ -108,6 +126,7 @@ def atomic_write_parquet(path: Path, frame: pd.DataFrame) -> None:
 
 def _json_default(o: Any) -> Any:
     import numpy as np
+
     if isinstance(o, (np.integer,)):
         return int(o)
     if isinstance(o, (np.floating,)):
@@ -130,10 +149,16 @@ def package_versions() -> dict[str, str]:
 def git_commit() -> str:
     here = Path(__file__).resolve().parent.parent
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
-                              text=True, timeout=5)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=5)
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     if head.returncode != 0:
@@ -181,17 +206,27 @@ def load(root: Path | str, d: RunDef) -> RunResult:
     )
 
 
-def manifest_for(d: RunDef, *, policy: Any, llm_config: Mapping[str, Any], stream: Any) -> dict[str, Any]:
+def manifest_for(
+    d: RunDef, *, policy: Any, llm_config: Mapping[str, Any], stream: Any
+) -> dict[str, Any]:
     spec = getattr(policy, "spec", None)
     return {
         "definition": json.loads(d.canonical()),
         "key": d.key,
-        "policy": {"id": spec.id if spec else d.policy, "version": spec.version if spec else None,
-                   "class": f"{type(policy).__module__}.{type(policy).__qualname__}",
-                   "params": policy.params.to_dict()},
-        "scenario": {"spec": d.scenario, "name": stream.name, "description": stream.description,
-                     "events": len(stream), "horizon_days": stream.horizon,
-                     "meta": {k: v for k, v in stream.meta}},
+        "policy": {
+            "id": spec.id if spec else d.policy,
+            "version": spec.version if spec else None,
+            "class": f"{type(policy).__module__}.{type(policy).__qualname__}",
+            "params": policy.params.to_dict(),
+        },
+        "scenario": {
+            "spec": d.scenario,
+            "name": stream.name,
+            "description": stream.description,
+            "events": len(stream),
+            "horizon_days": stream.horizon,
+            "meta": {k: v for k, v in stream.meta},
+        },
         "seeds": {"run": d.seed, "llm": llm_config.get("seed", d.seed)},
         "llm": dict(llm_config),
         "packages": package_versions(),

@@ -2,17 +2,19 @@
 
 A policy never sees ground truth directly: it asks the LLM to extract claims, embed them,
 classify a new claim against old ones, and summarize or synthesize. ``MockLLM``
-(memsim.mockllm) answers from the claims the stream carries, deterministically given its
+(memsim.engine.mockllm) answers from the claims the stream carries, deterministically given its
 seed, with configurable error injection; a real model can be plugged in through ``LLM``.
 
 Determinism rule: every random choice of the mock (an injected error, paraphrase noise) is
 a pure function of (seed, operation, item key), never of call order, so batched and
 one-by-one ingest see identical answers.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -52,7 +54,9 @@ class LLM(Protocol):
         """A query's unit vector (from its keys if it has any, else its text); None if the
         embedding failed."""
 
-    def classify(self, new: Claim, candidates: Sequence[Claim], *, answer: str, key: str) -> str | list[str]:
+    def classify(
+        self, new: Claim, candidates: Sequence[Claim], *, answer: str, key: str
+    ) -> str | list[str]:
         """``answer="index"``: one raw reply naming the 1-based index of the candidate that
         ``new`` directly contradicts, or ``"NONE"`` (may be an invalid string under error
         injection). ``answer="relation"``: one raw reply per candidate among RELATIONS (or
@@ -68,7 +72,7 @@ class LLM(Protocol):
 
 @dataclass(frozen=True)
 class Bands(Params):
-    """Target cosine similarities of the claims embedder (see memsim.mockllm).
+    """Target cosine similarities of the claims embedder (see memsim.engine.mockllm).
 
     Defaults sit inside the bands the seed thresholds assume: a paraphrase of the same fact
     and value above 0.85, the same fact with a changed value in 0.70-0.85, a related fact
@@ -83,9 +87,12 @@ class Bands(Params):
     def __post_init__(self) -> None:
         super().__post_init__()
         from .errors import ParamError
+
         if not (self.related < self.changed_value < self.paraphrase):
-            raise ParamError(f"Bands: need related < changed_value < paraphrase, got "
-                             f"{self.related} < {self.changed_value} < {self.paraphrase}")
+            raise ParamError(
+                f"Bands: need related < changed_value < paraphrase, got "
+                f"{self.related} < {self.changed_value} < {self.paraphrase}"
+            )
 
 
 @dataclass(frozen=True)
@@ -97,4 +104,6 @@ class Faults(Params):
     wrong_class: float = param(0.0, lo=0.0, hi=1.0, doc="a wrong (but valid) classification")
     invalid_answer: float = param(0.0, lo=0.0, hi=1.0, doc="an unparseable classification reply")
     importance_jitter: float = param(0.0, lo=0.0, hi=1.0, doc="std of noise added to importance")
-    wrong_category: float = param(0.0, lo=0.0, hi=1.0, doc="a random category instead of the true one")
+    wrong_category: float = param(
+        0.0, lo=0.0, hi=1.0, doc="a random category instead of the true one"
+    )

@@ -4,15 +4,16 @@ A user mistake (unknown id, malformed file, impossible parameter) prints one lin
 ``memsim: error: ...``, and exits with status 2. Anything else is a bug and keeps its
 traceback.
 """
+
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
-from .errors import MemsimError, ParamError
+from memsim.engine.errors import MemsimError, ParamError
 
 
 def _csv(text: str) -> list[str]:
@@ -77,13 +78,15 @@ def _typed_params(policy: str, raw: dict[str, str]) -> dict:
     """Convert KEY=VALUE strings to the types of the policy's Params fields."""
     if not raw:
         return {}
-    from .registry import spec
+    from memsim.engine.registry import spec
+
     typed = spec(policy).load().Params.from_strings(raw)
     return {k: getattr(typed, k) for k in raw}
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     from .api import list_policies, list_scenarios
+
     pol = list_policies()
     print("Policies:")
     for _, r in pol.iterrows():
@@ -98,9 +101,12 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from .api import RunDef, _overrides, execute, resolve_policy
     from .results import save
+
     params = _typed_params(args.policy, _pairs(args.param, "--param"))
     llm = _llm_overrides(args.llm)
-    d = RunDef(resolve_policy(args.policy), args.scenario, args.seed, _overrides(params), _overrides(llm))
+    d = RunDef(
+        resolve_policy(args.policy), args.scenario, args.seed, _overrides(params), _overrides(llm)
+    )
     r = execute(d)
     if args.out:
         print(f"wrote {save(args.out, r)}", file=sys.stderr)
@@ -118,12 +124,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from .api import compare, list_policies
     from .report import console_table, write_comparison
-    policies = _csv(args.policies) if args.policies and args.policies != "all" else \
-        list(list_policies()["id"])
+
+    policies = (
+        _csv(args.policies)
+        if args.policies and args.policies != "all"
+        else list(list_policies()["id"])
+    )
     specs: list[str] = []
     if args.suite:
-        import scenarios
-        specs += scenarios.suite(args.suite, locomo_path=args.locomo)
+        from memsim.engine.sources import suite
+
+        specs += suite(args.suite, locomo_path=args.locomo)
     specs += split_specs(args.scenarios)
     if args.locomo and not args.suite:
         specs.append(f"locomo:{args.locomo}")
@@ -134,21 +145,35 @@ def cmd_compare(args: argparse.Namespace) -> int:
     executor = client = None
     if args.dask:
         from dask.distributed import Client
+
         client = Client(args.dask)
         executor = client.get_executor()
     try:
-        summary, per_query = compare(policies, specs, seeds, llm=_llm_overrides(args.llm),
-                                     root=args.cache or out.parent,
-                                     jobs=args.jobs, executor=executor, resume=not args.no_resume,
-                                     progress=not args.quiet)
+        summary, per_query = compare(
+            policies,
+            specs,
+            seeds,
+            llm=_llm_overrides(args.llm),
+            root=args.cache or out.parent,
+            jobs=args.jobs,
+            executor=executor,
+            resume=not args.no_resume,
+            progress=not args.quiet,
+        )
     finally:
         if client is not None:
             client.close()
-    write_comparison(out, summary, per_query, definition={
-        "policies": policies, "scenarios": specs, "seeds": seeds, "suite": args.suite})
+    write_comparison(
+        out,
+        summary,
+        per_query,
+        definition={"policies": policies, "scenarios": specs, "seeds": seeds, "suite": args.suite},
+    )
     print(console_table(summary))
     if "group" in per_query and per_query["group"].astype(str).str.len().gt(0).any():
-        by = per_query[per_query["group"].astype(str) != ""].groupby(["scenario", "policy", "group"])["recall"]
+        by = per_query[per_query["group"].astype(str) != ""].groupby(
+            ["scenario", "policy", "group"]
+        )["recall"]
         print("\nrecall@k by group:")
         print(by.agg(["mean", "count"]).round(3).to_string())
     print(f"\nwrote {out}/summary.md, summary.csv, per_query.parquet")
@@ -157,16 +182,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_curve(args: argparse.Namespace) -> int:
     from .curves import run_curve_command
+
     return run_curve_command(args)
 
 
 def cmd_claims(args: argparse.Namespace) -> int:
     from .claims import main_claims
+
     return main_claims(args)
 
 
 def cmd_figures(args: argparse.Namespace) -> int:
     from .figures import run_figures_command
+
     return run_figures_command(args)
 
 
@@ -175,8 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .curves import add_curve_arguments
     from .figures import add_figures_arguments
 
-    p = argparse.ArgumentParser(prog="memsim", description="Replay event streams through memory "
-                                "policies of AI assistants and score them.")
+    p = argparse.ArgumentParser(
+        prog="memsim",
+        description="Replay event streams through memory policies of AI assistants and score them.",
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     s = sub.add_parser("list", help="registered policies and scenarios")
@@ -184,24 +214,44 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("run", help="run one policy on one scenario and print its metrics")
     s.add_argument("--policy", required=True, help="policy id, e.g. pai or pai-v1")
-    s.add_argument("--scenario", required=True, help="scripted/NAME, a YAML path, synthetic:PROFILE[,k=v], locomo:PATH")
+    s.add_argument(
+        "--scenario",
+        required=True,
+        help="scripted/NAME, a YAML path, synthetic:PROFILE[,k=v], locomo:PATH",
+    )
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--param", action="append", metavar="KEY=VALUE", help="override a Params field")
-    s.add_argument("--llm", action="append", metavar="KEY=VALUE", help="mock LLM override, e.g. faults.embed_fail=0.1")
+    s.add_argument(
+        "--llm",
+        action="append",
+        metavar="KEY=VALUE",
+        help="mock LLM override, e.g. faults.embed_fail=0.1",
+    )
     s.add_argument("--out", help="write the run's files under this results root")
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("compare", help="policies x scenarios x seeds -> a summary table")
     s.add_argument("--policies", default="all", help="comma list of policy ids (default: all)")
-    s.add_argument("--scenarios", "--scenario", action="append", metavar="SPEC[,SPEC...]",
-                   help="scenario specs (comma list; repeatable); a spec keeps its own ,key=value options")
+    s.add_argument(
+        "--scenarios",
+        "--scenario",
+        action="append",
+        metavar="SPEC[,SPEC...]",
+        help="scenario specs (comma list; repeatable); a spec keeps its own ,key=value options",
+    )
     s.add_argument("--suite", help="a named suite of scenarios, e.g. standard")
     s.add_argument("--locomo", metavar="PATH", help="add LoCoMo from this JSON file")
     s.add_argument("--seeds", default="0", help="comma list or START:STOP (default 0)")
     s.add_argument("--jobs", type=int, default=1, help="parallel processes (results are identical)")
-    s.add_argument("--llm", action="append", metavar="KEY=VALUE",
-                   help="mock LLM override for every run: bands.X, faults.X, text_embedder=hashed|minilm")
-    s.add_argument("--dask", metavar="SCHEDULER", help="run on a Dask cluster at this scheduler address")
+    s.add_argument(
+        "--llm",
+        action="append",
+        metavar="KEY=VALUE",
+        help="mock LLM override for every run: bands.X, faults.X, text_embedder=hashed|minilm",
+    )
+    s.add_argument(
+        "--dask", metavar="SCHEDULER", help="run on a Dask cluster at this scheduler address"
+    )
     s.add_argument("--out", help="output folder (default results/<suite>)")
     s.add_argument("--cache", help="results root for per-run files (default: parent of --out)")
     s.add_argument("--no-resume", action="store_true", help="rerun even if a run's results exist")

@@ -11,12 +11,14 @@ returned memories' provenance, per-event outcomes, the footprint after every bat
 tick, and the store's change logs. Timings are kept apart from this deterministic content,
 so two runs with the same seed have equal ``Trace.content()``.
 """
+
 from __future__ import annotations
 
 import heapq
 import time as _time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -50,9 +52,19 @@ class QueryRecord:
     stated: tuple[tuple[str, str] | None, ...] = ()
 
     def content(self) -> tuple:
-        return (self.query_id, self.time, self.ids.tobytes(), self.scores.tobytes(),
-                tuple(tuple(sorted(p)) for p in self.provenance), self.k, self.group,
-                self.footprint, self.status_log_len, self.provenance_log_len, self.stated)
+        return (
+            self.query_id,
+            self.time,
+            self.ids.tobytes(),
+            self.scores.tobytes(),
+            tuple(tuple(sorted(p)) for p in self.provenance),
+            self.k,
+            self.group,
+            self.footprint,
+            self.status_log_len,
+            self.provenance_log_len,
+            self.stated,
+        )
 
 
 @dataclass(frozen=True)
@@ -81,44 +93,59 @@ class Trace:
     status_log: list[tuple[float, int, int]] = field(default_factory=list)
     provenance_log: list[tuple[float, int, str]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
-    kinds: list[str] = field(default_factory=list)   # the kind name of every row, at the end
+    kinds: list[str] = field(default_factory=list)  # the kind name of every row, at the end
 
     def content(self) -> tuple:
         """A deterministic, comparable representation of everything but the timings.
         Arrays compare bitwise (NaN-safe)."""
-        return (self.policy_id, self.policy_version, self.stream_name, self.horizon,
-                self.statuses, tuple(q.content() for q in self.queries), tuple(self.outcomes),
-                tuple(self.footprint), tuple(self.status_log), tuple(self.provenance_log),
-                tuple(self.kinds))
+        return (
+            self.policy_id,
+            self.policy_version,
+            self.stream_name,
+            self.horizon,
+            self.statuses,
+            tuple(q.content() for q in self.queries),
+            tuple(self.outcomes),
+            tuple(self.footprint),
+            tuple(self.status_log),
+            tuple(self.provenance_log),
+            tuple(self.kinds),
+        )
 
     def queries_frame(self) -> pd.DataFrame:
-        return pd.DataFrame({
-            "query_id": [q.query_id for q in self.queries],
-            "time": np.array([q.time for q in self.queries], dtype=np.float64),
-            "k": np.array([q.k for q in self.queries], dtype=np.int64),
-            "group": [q.group for q in self.queries],
-            "returned": np.array([len(q.ids) for q in self.queries], dtype=np.int64),
-            "ids": [q.ids.tolist() for q in self.queries],
-            "scores": [q.scores.tolist() for q in self.queries],
-            "footprint": np.array([q.footprint for q in self.queries], dtype=np.int64),
-        })
+        return pd.DataFrame(
+            {
+                "query_id": [q.query_id for q in self.queries],
+                "time": np.array([q.time for q in self.queries], dtype=np.float64),
+                "k": np.array([q.k for q in self.queries], dtype=np.int64),
+                "group": [q.group for q in self.queries],
+                "returned": np.array([len(q.ids) for q in self.queries], dtype=np.int64),
+                "ids": [q.ids.tolist() for q in self.queries],
+                "scores": [q.scores.tolist() for q in self.queries],
+                "footprint": np.array([q.footprint for q in self.queries], dtype=np.int64),
+            }
+        )
 
     def outcomes_frame(self) -> pd.DataFrame:
-        return pd.DataFrame({
-            "time": np.array([o.time for o in self.outcomes], dtype=np.float64),
-            "event": [o.event for o in self.outcomes],
-            "action": [o.action for o in self.outcomes],
-            "memory": np.array([o.memory for o in self.outcomes], dtype=np.int64),
-            "detail": [o.detail for o in self.outcomes],
-        })
+        return pd.DataFrame(
+            {
+                "time": np.array([o.time for o in self.outcomes], dtype=np.float64),
+                "event": [o.event for o in self.outcomes],
+                "action": [o.action for o in self.outcomes],
+                "memory": np.array([o.memory for o in self.outcomes], dtype=np.int64),
+                "detail": [o.detail for o in self.outcomes],
+            }
+        )
 
     def footprint_frame(self) -> pd.DataFrame:
         arr = self.footprint
-        return pd.DataFrame({
-            "time": np.array([f[0] for f in arr], dtype=np.float64),
-            "retrievable": np.array([f[1] for f in arr], dtype=np.int64),
-            "rows": np.array([f[2] for f in arr], dtype=np.int64),
-        })
+        return pd.DataFrame(
+            {
+                "time": np.array([f[0] for f in arr], dtype=np.float64),
+                "retrievable": np.array([f[1] for f in arr], dtype=np.int64),
+                "rows": np.array([f[2] for f in arr], dtype=np.int64),
+            }
+        )
 
 
 def _stated(claim: object) -> tuple[str, str] | None:
@@ -127,7 +154,9 @@ def _stated(claim: object) -> tuple[str, str] | None:
     return (key, getattr(claim, "value", "")) if key else None
 
 
-def tick_times(schedule: Sequence[Job], start_after: float | None) -> Iterator[tuple[float, list[str]]]:
+def tick_times(
+    schedule: Sequence[Job], start_after: float | None
+) -> Iterator[tuple[float, list[str]]]:
     """Maintenance ticks in time order: (T, names of the jobs due at T in schedule order).
 
     Job j is due at ``offset + n * every`` for n >= 1 when offset is 0, else n >= 0. Each
@@ -165,6 +194,7 @@ def retrievable_counter(store: Any) -> Callable[[], int]:
     def count() -> int:
         st = store["status"]
         return sum(int(np.count_nonzero(st == c)) for c in codes)
+
     return count
 
 
@@ -177,26 +207,43 @@ def _check_rankings(policy: Policy, queries: Sequence[Query], rankings: Any) -> 
     live_codes = policy.store.statuses.codes(sorted(policy.store.statuses.retrievable))
     for q, r in zip(queries, rankings):
         if not isinstance(r, Ranking):
-            raise AssertionError(f"{name}.recall answered query {q.id!r} with {type(r).__name__}, not a Ranking")
+            raise AssertionError(
+                f"{name}.recall answered query {q.id!r} with {type(r).__name__}, not a Ranking"
+            )
         ids = np.asarray(r.ids)
         if len(ids) > q.k:
-            raise AssertionError(f"{name}.recall returned {len(ids)} ids for query {q.id!r} (k={q.k})")
+            raise AssertionError(
+                f"{name}.recall returned {len(ids)} ids for query {q.id!r} (k={q.k})"
+            )
         if len(np.asarray(r.scores)) != len(ids):
-            raise AssertionError(f"{name}.recall: query {q.id!r} has {len(ids)} ids but "
-                                 f"{len(np.asarray(r.scores))} scores")
+            raise AssertionError(
+                f"{name}.recall: query {q.id!r} has {len(ids)} ids but "
+                f"{len(np.asarray(r.scores))} scores"
+            )
         if len(ids):
             if ids.min() < 0 or ids.max() >= policy.store.n:
-                raise AssertionError(f"{name}.recall returned row ids {ids.tolist()} for query {q.id!r}, "
-                                     f"outside the store's {policy.store.n} rows")
+                raise AssertionError(
+                    f"{name}.recall returned row ids {ids.tolist()} for query {q.id!r}, "
+                    f"outside the store's {policy.store.n} rows"
+                )
             bad = ids[~np.isin(status[ids], live_codes)]
             if len(bad):
-                raise AssertionError(f"{name}.recall returned memories {bad.tolist()} for query {q.id!r}, "
-                                     "which are not retrievable now")
+                raise AssertionError(
+                    f"{name}.recall returned memories {bad.tolist()} for query {q.id!r}, "
+                    "which are not retrievable now"
+                )
 
 
-def run(policy: Policy, stream: Stream, *, observe: Iterable[float] = (),
-        observer: Callable[[Policy, float], Any] | None = None, progress: bool = False,
-        start_after: float | None = None, ingest_one_by_one: bool = False) -> Trace:
+def run(
+    policy: Policy,
+    stream: Stream,
+    *,
+    observe: Iterable[float] = (),
+    observer: Callable[[Policy, float], Any] | None = None,
+    progress: bool = False,
+    start_after: float | None = None,
+    ingest_one_by_one: bool = False,
+) -> Trace:
     """Drive ``policy`` through ``stream``; returns the Trace.
 
     ``observer(policy, t)`` is called at each time of ``observe`` (sorted) after every event
@@ -208,9 +255,13 @@ def run(policy: Policy, stream: Stream, *, observe: Iterable[float] = (),
     spec = getattr(policy, "spec", None)
     caps = _capabilities(policy)
     store = policy.store
-    trace = Trace(policy_id=spec.id if spec is not None else type(policy).__name__,
-                  policy_version=spec.version if spec is not None else None,
-                  stream_name=stream.name, horizon=float(stream.horizon), statuses=store.statuses)
+    trace = Trace(
+        policy_id=spec.id if spec is not None else type(policy).__name__,
+        policy_version=spec.version if spec is not None else None,
+        stream_name=stream.name,
+        horizon=float(stream.horizon),
+        statuses=store.statuses,
+    )
     timings = {"ingest": 0.0, "recall": 0.0, "maintain": 0.0, "actions": 0.0}
     observations = sorted(float(o) for o in observe)
     if observations and observer is None:
@@ -223,10 +274,13 @@ def run(policy: Policy, stream: Stream, *, observe: Iterable[float] = (),
     def record(t: float, outs: Any, default_event: str) -> None:
         for o in outs or ():
             if isinstance(o, Outcome):
-                trace.outcomes.append(OutcomeRecord(float(t), o.event, o.action, int(o.memory), o.detail))
+                trace.outcomes.append(
+                    OutcomeRecord(float(t), o.event, o.action, int(o.memory), o.detail)
+                )
             else:
-                raise AssertionError(f"{type(policy).__name__} returned {o!r} for {default_event!r}, "
-                                     "not an Outcome")
+                raise AssertionError(
+                    f"{type(policy).__name__} returned {o!r} for {default_event!r}, not an Outcome"
+                )
 
     count = retrievable_counter(store)
 
@@ -237,9 +291,12 @@ def run(policy: Policy, stream: Stream, *, observe: Iterable[float] = (),
         """Run ticks and observations up to ``until``, ticks first at equal times."""
         nonlocal next_tick, obs_i
         while True:
-            tick_ok = next_tick is not None and (next_tick[0] <= until if inclusive else next_tick[0] < until)
-            obs_ok = obs_i < len(observations) and (observations[obs_i] <= until if inclusive
-                                                     else observations[obs_i] < until)
+            tick_ok = next_tick is not None and (
+                next_tick[0] <= until if inclusive else next_tick[0] < until
+            )
+            obs_ok = obs_i < len(observations) and (
+                observations[obs_i] <= until if inclusive else observations[obs_i] < until
+            )
             if tick_ok and (not obs_ok or next_tick[0] <= observations[obs_i]):
                 T, jobs = next_tick
                 t0 = _time.perf_counter()
@@ -257,6 +314,7 @@ def run(policy: Policy, stream: Stream, *, observe: Iterable[float] = (),
     batches = stream.batches()
     if progress:
         from tqdm import tqdm
+
         batches = tqdm(batches, desc=f"{trace.policy_id} on {stream.name}", unit="batch")
     for t, kind, events in batches:
         advance(t, inclusive=False)
@@ -278,10 +336,21 @@ def run(policy: Policy, stream: Stream, *, observe: Iterable[float] = (),
             fp, slen, plen = count(), len(store.status_log), len(store.provenance_log)
             for q, r in zip(events, rankings):
                 ids = np.asarray(r.ids, dtype=np.int64).copy()
-                trace.queries.append(QueryRecord(
-                    q.id, float(t), ids, np.asarray(r.scores, dtype=np.float64).copy(),
-                    tuple(frozenset(store.provenance[i]) for i in ids.tolist()),
-                    q.k, q.group, fp, slen, plen, tuple(_stated(store.claim[i]) for i in ids.tolist())))
+                trace.queries.append(
+                    QueryRecord(
+                        q.id,
+                        float(t),
+                        ids,
+                        np.asarray(r.scores, dtype=np.float64).copy(),
+                        tuple(frozenset(store.provenance[i]) for i in ids.tolist()),
+                        q.k,
+                        q.group,
+                        fp,
+                        slen,
+                        plen,
+                        tuple(_stated(store.claim[i]) for i in ids.tolist()),
+                    )
+                )
         else:
             action = _ACTIONS[kind]
             if action in caps:
@@ -291,8 +360,15 @@ def run(policy: Policy, stream: Stream, *, observe: Iterable[float] = (),
                 record(t, outs, events[0].id)
             else:
                 for e in events:
-                    trace.outcomes.append(OutcomeRecord(float(t), e.id, "unsupported", -1,
-                                                        f"{trace.policy_id} does not declare {action}"))
+                    trace.outcomes.append(
+                        OutcomeRecord(
+                            float(t),
+                            e.id,
+                            "unsupported",
+                            -1,
+                            f"{trace.policy_id} does not declare {action}",
+                        )
+                    )
         sample(t)
     advance(end, inclusive=True)
     trace.status_log = list(store.status_log)

@@ -3,18 +3,20 @@
 Each check takes a spec (anything with ``id``, ``capabilities`` and
 ``make(params=None, *, llm=..., seed=...)``, normally a registry PolicySpec) and raises
 AssertionError naming the policy and what went wrong. ``tests/test_conformance.py`` runs
-every check on every spec of :func:`memsim.registry.specs`; the known failures are declared
+every check on every spec of :func:`memsim.engine.registry.specs`; the known failures are declared
 once in :data:`EXPECTED_FAILURES` (they become strict xfails, never silent skips).
 
 The check stream is small and built in: facts in a few topics, repeats, a changed value,
 noise, same-time batches, queries over ~60 days, then 60 quiet days of maintenance only,
 plus Forget / Protect / Recover events where the spec declares them.
 """
+
 from __future__ import annotations
 
 import copy
 import pickle
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -25,13 +27,14 @@ from .runner import Trace, run
 # xfail: if the policy starts passing, the test fails until the entry is removed.
 EXPECTED_FAILURES: dict[tuple[str, str], str] = {}
 
-QUIET_FROM = 61.0     # no event after this day: only maintenance ticks run
+QUIET_FROM = 61.0  # no event after this day: only maintenance ticks run
 HORIZON = 120.0
-SPLIT_AT = 30.5       # pickle round trip: the stream is cut here (after every user action)
+SPLIT_AT = 30.5  # pickle round trip: the stream is cut here (after every user action)
 
 
 def default_llm(seed: int) -> Any:
     from .mockllm import MockLLM
+
     return MockLLM(seed=seed)
 
 
@@ -54,7 +57,9 @@ def check_stream(capabilities: frozenset[str] | set[str] = frozenset()) -> Strea
     events: list[Any] = []
     n = 0
 
-    def ep(t: float, key: str, value: str, cat: str = "fact", imp: float = 0.5, noise: bool = False) -> str:
+    def ep(
+        t: float, key: str, value: str, cat: str = "fact", imp: float = 0.5, noise: bool = False
+    ) -> str:
         nonlocal n
         n += 1
         eid = f"e{n:02d}"
@@ -66,17 +71,17 @@ def check_stream(capabilities: frozenset[str] | set[str] = frozenset()) -> Strea
         events.append(Query(qid, t, "what is " + " and ".join(keys) + "?", keys=keys, k=k))
 
     first: dict[str, str] = {}
-    for key, value, cat, imp in _FACTS[:4]:                      # day 0: a batch of four
+    for key, value, cat, imp in _FACTS[:4]:  # day 0: a batch of four
         first[key] = ep(0.0, key, value, cat, imp)
     ep(0.0, "chat.weather", "rainy", "sentiment", 0.1, noise=True)
-    for key, value, cat, imp in _FACTS[4:]:                      # day 1: a batch of two
+    for key, value, cat, imp in _FACTS[4:]:  # day 1: a batch of two
         first[key] = ep(1.0, key, value, cat, imp)
     q(2.0, "q01", "owner.name")
     q(2.0, "q02", "food.likes", "work.role", k=3)
-    ep(3.0, "owner.name", "Dana", "fact", 0.9)                   # a repeat
+    ep(3.0, "owner.name", "Dana", "fact", 0.9)  # a repeat
     ep(3.0, "chat.sports", "the game", "sentiment", 0.1, noise=True)
     q(5.0, "q03", "owner.city")
-    ep(8.0, "owner.city", "Denver", "fact", 0.7)                 # a changed value
+    ep(8.0, "owner.city", "Denver", "fact", 0.7)  # a changed value
     q(9.0, "q04", "owner.city")
     forgettable = ep(10.0, "pets.cat", "Tom", "relationship", 0.4)
     ep(10.0, "chat.coffee", "espresso", "sentiment", 0.1, noise=True)
@@ -86,7 +91,7 @@ def check_stream(capabilities: frozenset[str] | set[str] = frozenset()) -> Strea
     if "forget" in capabilities:
         events.append(Forget("f01", 14.0, forgettable))
     q(15.0, "q06", "pets.cat")
-    ep(18.0, "food.likes", "ramen", "preference", 0.5)           # another repeat
+    ep(18.0, "food.likes", "ramen", "preference", 0.5)  # another repeat
     if "recover" in capabilities:
         events.append(Recover("r01", 20.0, forgettable))
     q(21.0, "q07", "food.likes")
@@ -94,20 +99,28 @@ def check_stream(capabilities: frozenset[str] | set[str] = frozenset()) -> Strea
         ep(day, "chat.misc", f"small talk {int(day)}", "sentiment", 0.1, noise=True)
         q(day + 0.5, f"q{int(day)}a", "owner.name", "owner.city")
         q(day + 0.5, f"q{int(day)}b", "work.employer")
-        if day >= 30.0:   # a busy stretch: repeats and chatter, enough to trigger consolidation
+        if day >= 30.0:  # a busy stretch: repeats and chatter, enough to trigger consolidation
             for j in range(8):
                 key, value, cat, imp = _FACTS[j % len(_FACTS)]
                 if key == "owner.city":
                     value = "Denver"
                 ep(day + 1.0 + j // 3, key, value, cat, imp)
-                ep(day + 1.0 + j // 3, "chat.misc", f"chatter {int(day)}-{j}", "sentiment", 0.1, noise=True)
-    ep(55.0, "work.employer", "Globex", "fact", 0.6)             # another change
-    ep(55.0, "work.employer", "Globex", "fact", 0.6)             # said twice in one batch
+                ep(
+                    day + 1.0 + j // 3,
+                    "chat.misc",
+                    f"chatter {int(day)}-{j}",
+                    "sentiment",
+                    0.1,
+                    noise=True,
+                )
+    ep(55.0, "work.employer", "Globex", "fact", 0.6)  # another change
+    ep(55.0, "work.employer", "Globex", "fact", 0.6)  # said twice in one batch
     q(60.0, "q60", "work.employer", "owner.name", "pets.dog", k=10)
     return Stream(tuple(events), name="conformance", horizon=HORIZON)
 
 
 # -- helpers --------------------------------------------------------------------------------
+
 
 def _build(spec: Any, seed: int, llm_factory: LLMFactory) -> Any:
     return spec.make(llm=llm_factory(seed), seed=seed)
@@ -118,14 +131,20 @@ def _name(spec: Any) -> str:
 
 
 def _sub_stream(stream: Stream, lo: float | None, hi: float | None, name: str) -> Stream:
-    evs = tuple(e for e in stream.events if (lo is None or e.time > lo) and (hi is None or e.time <= hi))
+    evs = tuple(
+        e for e in stream.events if (lo is None or e.time > lo) and (hi is None or e.time <= hi)
+    )
     return Stream(evs, name=name, horizon=hi if hi is not None else stream.horizon)
 
 
 def _store_state(policy: Any) -> dict[str, Any]:
     s = policy.store
-    return {"columns": {c: s[c].copy() for c in s.columns}, "embedding": s.embedding.copy(),
-            "provenance": [frozenset(p) for p in s.provenance], "n": s.n}
+    return {
+        "columns": {c: s[c].copy() for c in s.columns},
+        "embedding": s.embedding.copy(),
+        "provenance": [frozenset(p) for p in s.provenance],
+        "n": s.n,
+    }
 
 
 def _diff_states(a: dict[str, Any], b: dict[str, Any]) -> str | None:
@@ -149,8 +168,18 @@ def _diff_states(a: dict[str, Any], b: dict[str, Any]) -> str | None:
 
 def _first_diff(a: Trace, b: Trace) -> str:
     ca, cb = a.content(), b.content()
-    names = ("policy id", "version", "stream", "horizon", "statuses", "queries", "outcomes", "footprint",
-             "status log", "provenance log")
+    names = (
+        "policy id",
+        "version",
+        "stream",
+        "horizon",
+        "statuses",
+        "queries",
+        "outcomes",
+        "footprint",
+        "status log",
+        "provenance log",
+    )
     for name, x, y in zip(names, ca, cb):
         if x != y:
             if isinstance(x, tuple) and isinstance(y, tuple):
@@ -164,6 +193,7 @@ def _first_diff(a: Trace, b: Trace) -> str:
 
 # -- the checks -----------------------------------------------------------------------------
 
+
 def check_strength_finite(spec: Any, llm_factory: LLMFactory = default_llm) -> None:
     """strength(now) is finite, inside policy.strength_range and has one value per row."""
     problems: list[str] = []
@@ -172,9 +202,13 @@ def check_strength_finite(spec: Any, llm_factory: LLMFactory = default_llm) -> N
         s = np.asarray(policy.strength(t))
         lo, hi = policy.strength_range
         if s.shape != (policy.store.n,):
-            problems.append(f"day {t}: strength has shape {s.shape}, store has {policy.store.n} rows")
+            problems.append(
+                f"day {t}: strength has shape {s.shape}, store has {policy.store.n} rows"
+            )
         elif not np.isfinite(s).all():
-            problems.append(f"day {t}: strength of row {int(np.flatnonzero(~np.isfinite(s))[0])} is not finite")
+            problems.append(
+                f"day {t}: strength of row {int(np.flatnonzero(~np.isfinite(s))[0])} is not finite"
+            )
         elif len(s) and (s.min() < lo or s.max() > hi):
             r = int(np.flatnonzero((s < lo) | (s > hi))[0])
             problems.append(f"day {t}: strength of row {r} = {s[r]!r} is outside [{lo}, {hi}]")
@@ -193,15 +227,21 @@ def check_no_strength_rise_without_access(spec: Any, llm_factory: LLMFactory = d
         snaps.append((t, np.asarray(policy.strength(t), dtype=np.float64).copy()))
 
     policy = _build(spec, 0, llm_factory)
-    run(policy, check_stream(spec.capabilities), observe=np.arange(QUIET_FROM, HORIZON + 0.5, 0.5),
-        observer=look)
+    run(
+        policy,
+        check_stream(spec.capabilities),
+        observe=np.arange(QUIET_FROM, HORIZON + 0.5, 0.5),
+        observer=look,
+    )
     for (t0, a), (t1, b) in zip(snaps, snaps[1:]):
         n = min(len(a), len(b))
         rise = b[:n] - a[:n]
         tol = 1e-9 * np.maximum(1.0, np.abs(a[:n]))
         bad = np.flatnonzero(rise > tol)
-        assert not len(bad), (f"{_name(spec)}: strength of row {int(bad[0])} rose from {a[bad[0]]!r} on day "
-                              f"{t0} to {b[bad[0]]!r} on day {t1} without any access")
+        assert not len(bad), (
+            f"{_name(spec)}: strength of row {int(bad[0])} rose from {a[bad[0]]!r} on day "
+            f"{t0} to {b[bad[0]]!r} on day {t1} without any access"
+        )
 
 
 def check_same_seed_same_trace(spec: Any, llm_factory: LLMFactory = default_llm) -> None:
@@ -209,7 +249,9 @@ def check_same_seed_same_trace(spec: Any, llm_factory: LLMFactory = default_llm)
     stream = check_stream(spec.capabilities)
     a = run(_build(spec, 3, llm_factory), stream)
     b = run(_build(spec, 3, llm_factory), stream)
-    assert a.content() == b.content(), f"{_name(spec)}: same seed, different traces: {_first_diff(a, b)}"
+    assert a.content() == b.content(), (
+        f"{_name(spec)}: same seed, different traces: {_first_diff(a, b)}"
+    )
 
 
 def check_inputs_not_mutated(spec: Any, llm_factory: LLMFactory = default_llm) -> None:
@@ -221,8 +263,9 @@ def check_inputs_not_mutated(spec: Any, llm_factory: LLMFactory = default_llm) -
     for i, (x, y) in enumerate(zip(stream_before.events, stream.events)):
         assert x == y, f"{_name(spec)}: event #{i} was changed by the run: {x!r} became {y!r}"
     assert stream_before == stream, f"{_name(spec)}: the stream was changed by the run"
-    assert params_before == policy.params, \
+    assert params_before == policy.params, (
         f"{_name(spec)}: params changed by the run: {params_before!r} became {policy.params!r}"
+    )
 
 
 def check_pickle_round_trip(spec: Any, llm_factory: LLMFactory = default_llm) -> None:
@@ -235,7 +278,9 @@ def check_pickle_round_trip(spec: Any, llm_factory: LLMFactory = default_llm) ->
     try:
         clone = pickle.loads(pickle.dumps(policy))
     except Exception as exc:  # noqa: BLE001 - any failure to pickle is the finding
-        raise AssertionError(f"{_name(spec)}: cannot pickle the policy mid-stream: {exc!r}") from exc
+        raise AssertionError(
+            f"{_name(spec)}: cannot pickle the policy mid-stream: {exc!r}"
+        ) from exc
     a = run(policy, rest, start_after=SPLIT_AT)
     b = run(clone, rest, start_after=SPLIT_AT)
     assert a.content() == b.content(), f"{_name(spec)}: pickled copy diverged: {_first_diff(a, b)}"
@@ -249,8 +294,9 @@ def check_provenance_kept(spec: Any, llm_factory: LLMFactory = default_llm) -> N
     held = set().union(*policy.store.provenance) if policy.store.n else set()
     dropped = {o.event for o in trace.outcomes if o.action == "drop"}
     lost = [e.id for e in stream.episodes if e.id not in held and e.id not in dropped]
-    assert not lost, (f"{_name(spec)}: episodes {lost} are in no memory's provenance and have no "
-                      "'drop' outcome")
+    assert not lost, (
+        f"{_name(spec)}: episodes {lost} are in no memory's provenance and have no 'drop' outcome"
+    )
 
 
 def check_terminal_statuses_stay_terminal(spec: Any, llm_factory: LLMFactory = default_llm) -> None:
@@ -268,25 +314,35 @@ def check_terminal_statuses_stay_terminal(spec: Any, llm_factory: LLMFactory = d
         mismatch = np.flatnonzero(logged != st)
         if len(mismatch) and not problems:
             r = int(mismatch[0])
-            problems.append(f"day {t}: row {r} has status {store.statuses.names[st[r]]!r} but its last "
-                            f"logged status is {store.statuses.names[logged[r]] if logged[r] >= 0 else None!r}"
-                            " (status column written without set_status)")
+            problems.append(
+                f"day {t}: row {r} has status {store.statuses.names[st[r]]!r} but its last "
+                f"logged status is {store.statuses.names[logged[r]] if logged[r] >= 0 else None!r}"
+                " (status column written without set_status)"
+            )
         for r, (code, since) in terminal_since.items():
             if r < len(st) and st[r] != code and not problems:
-                problems.append(f"day {t}: row {r} left terminal status {store.statuses.names[code]!r} "
-                                f"(held since day {since}) for {store.statuses.names[st[r]]!r}")
+                problems.append(
+                    f"day {t}: row {r} left terminal status {store.statuses.names[code]!r} "
+                    f"(held since day {since}) for {store.statuses.names[st[r]]!r}"
+                )
         for r in np.flatnonzero(np.isin(st, term)).tolist():
             terminal_since.setdefault(r, (int(st[r]), t))
 
     policy = _build(spec, 0, llm_factory)
-    trace = run(policy, check_stream(spec.capabilities), observe=np.arange(0.0, HORIZON + 1, 1.0),
-                observer=look)
+    trace = run(
+        policy,
+        check_stream(spec.capabilities),
+        observe=np.arange(0.0, HORIZON + 1, 1.0),
+        observer=look,
+    )
     term = set(trace.statuses.codes(trace.statuses.terminal).tolist())
     last: dict[int, int] = {}
     for t, row, code in trace.status_log:
         if row in last and last[row] in term and code != last[row]:
-            problems.append(f"day {t}: row {row} logged leaving terminal status "
-                            f"{trace.statuses.names[last[row]]!r}")
+            problems.append(
+                f"day {t}: row {row} logged leaving terminal status "
+                f"{trace.statuses.names[last[row]]!r}"
+            )
         last[row] = code
     assert not problems, f"{_name(spec)}: " + "; ".join(problems[:3])
 
@@ -306,27 +362,34 @@ def check_recall_contract(spec: Any, llm_factory: LLMFactory = default_llm) -> N
     non-increasing, non-NaN scores."""
     trace = run(_build(spec, 0, llm_factory), check_stream(spec.capabilities))
     for rec in trace.queries:
-        assert len(rec.ids) <= rec.k, f"{_name(spec)}: query {rec.query_id} returned {len(rec.ids)} > k={rec.k}"
-        assert len(set(rec.ids.tolist())) == len(rec.ids), \
+        assert len(rec.ids) <= rec.k, (
+            f"{_name(spec)}: query {rec.query_id} returned {len(rec.ids)} > k={rec.k}"
+        )
+        assert len(set(rec.ids.tolist())) == len(rec.ids), (
             f"{_name(spec)}: query {rec.query_id} returned repeated ids {rec.ids.tolist()}"
+        )
         assert not np.isnan(rec.scores).any(), f"{_name(spec)}: query {rec.query_id} has NaN scores"
-        assert (np.diff(rec.scores) <= 0).all(), \
+        assert (np.diff(rec.scores) <= 0).all(), (
             f"{_name(spec)}: query {rec.query_id} scores are not best first: {rec.scores.tolist()}"
+        )
     answered = sum(1 for rec in trace.queries if len(rec.ids))
     assert answered, f"{_name(spec)}: no query returned any memory"
 
 
-CHECKS: dict[str, Callable[..., None]] = {f.__name__: f for f in (
-    check_strength_finite,
-    check_no_strength_rise_without_access,
-    check_same_seed_same_trace,
-    check_inputs_not_mutated,
-    check_pickle_round_trip,
-    check_provenance_kept,
-    check_terminal_statuses_stay_terminal,
-    check_batched_equals_sequential,
-    check_recall_contract,
-)}
+CHECKS: dict[str, Callable[..., None]] = {
+    f.__name__: f
+    for f in (
+        check_strength_finite,
+        check_no_strength_rise_without_access,
+        check_same_seed_same_trace,
+        check_inputs_not_mutated,
+        check_pickle_round_trip,
+        check_provenance_kept,
+        check_terminal_statuses_stay_terminal,
+        check_batched_equals_sequential,
+        check_recall_contract,
+    )
+}
 
 
 def run_checks(spec: Any, llm_factory: LLMFactory = default_llm) -> dict[str, str | None]:

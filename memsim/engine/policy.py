@@ -16,11 +16,13 @@ a policy knows about time comes through ``now`` (days).
 
 Batched ingest must give exactly the outcome of one-by-one ingest of the same episodes.
 """
+
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -66,7 +68,7 @@ class Ranking:
     scores: np.ndarray
 
     @staticmethod
-    def empty() -> "Ranking":
+    def empty() -> Ranking:
         return Ranking(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 
 
@@ -83,14 +85,19 @@ class Policy(abc.ABC):
     # claim.attrs, e.g. {"stability", "state"}: the decay-curve tool rejects any other name.
     curve_attributes: ClassVar[frozenset[str]] = frozenset()
 
-    def __init__(self, params: Params | None = None, *, llm: LLM | None = None, seed: int = 0) -> None:
+    def __init__(
+        self, params: Params | None = None, *, llm: LLM | None = None, seed: int = 0
+    ) -> None:
         if params is None:
             params = self.Params()
         if not isinstance(params, self.Params):
-            raise TypeError(f"{type(self).__name__} takes {self.Params.__qualname__}, "
-                            f"got {type(params).__qualname__}")
+            raise TypeError(
+                f"{type(self).__name__} takes {self.Params.__qualname__}, "
+                f"got {type(params).__qualname__}"
+            )
         if llm is None:
             from .mockllm import MockLLM
+
             llm = MockLLM(seed=seed)
         self.params = params
         self.llm = llm
@@ -139,19 +146,35 @@ class Policy(abc.ABC):
         return rows[-1]
 
     # -- helpers shared by policies -------------------------------------------
-    def mark_memories_of(self, events: Sequence[Forget | Recover], now: float, *, status: str,
-                         action: str, among: Sequence[str]) -> list[Outcome]:
+    def mark_memories_of(
+        self,
+        events: Sequence[Forget | Recover],
+        now: float,
+        *,
+        status: str,
+        action: str,
+        among: Sequence[str],
+    ) -> list[Outcome]:
         """Set ``status`` on every memory whose provenance holds each event's episode and
         whose current status is in ``among`` (a user forget or recover); one Outcome per
         memory changed, or a ``skip`` naming the episode when there is none."""
         out: list[Outcome] = []
         allowed = set(among)
         for ev in events:
-            rows = [r for r in self.store.rows_from(ev.episode_id).tolist()
-                    if self.store.status_of(r) in allowed]
+            rows = [
+                r
+                for r in self.store.rows_from(ev.episode_id).tolist()
+                if self.store.status_of(r) in allowed
+            ]
             if not rows:
-                out.append(Outcome(ev.id, "skip", -1, f"no {'/'.join(sorted(allowed))} memory of episode "
-                                                      f"{ev.episode_id}"))
+                out.append(
+                    Outcome(
+                        ev.id,
+                        "skip",
+                        -1,
+                        f"no {'/'.join(sorted(allowed))} memory of episode {ev.episode_id}",
+                    )
+                )
                 continue
             self.store.set_status(rows, status, now)
             out.extend(Outcome(ev.id, action, r) for r in rows)
@@ -165,4 +188,5 @@ class Policy(abc.ABC):
     def topk(scores: np.ndarray, k: int) -> np.ndarray:
         """Indices of the k largest scores, best first; ties broken by lower index."""
         from .kernels import topk
+
         return topk(scores, k)

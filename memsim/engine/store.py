@@ -14,10 +14,12 @@ Rows are never deleted (statuses do that), so a row index is a stable memory id.
 Arrays grow by amortized doubling; column views returned by ``store[name]`` are only valid
 until the next insert.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -73,7 +75,9 @@ def as_unit_vectors(vectors: Any, dim: int, what: str = "embedding") -> np.ndarr
     finite = np.isfinite(arr).all(axis=1)
     if not finite.all():
         i = int(np.flatnonzero(~finite)[0])
-        raise VectorError(f"{what} row {i} has a NaN or infinite value: {arr[i][~np.isfinite(arr[i])][:3]}")
+        raise VectorError(
+            f"{what} row {i} has a NaN or infinite value: {arr[i][~np.isfinite(arr[i])][:3]}"
+        )
     norms = np.linalg.norm(arr, axis=1)
     if (norms == 0).any():
         i = int(np.flatnonzero(norms == 0)[0])
@@ -84,8 +88,9 @@ def as_unit_vectors(vectors: Any, dim: int, what: str = "embedding") -> np.ndarr
 class MemoryStore:
     """Columnar memory table with provenance and a change log. See module docstring."""
 
-    def __init__(self, dim: int, statuses: Statuses, kinds: Sequence[str] = ("memory",),
-                 capacity: int = 64) -> None:
+    def __init__(
+        self, dim: int, statuses: Statuses, kinds: Sequence[str] = ("memory",), capacity: int = 64
+    ) -> None:
         if dim < 1:
             raise ValueError(f"dim must be >= 1, got {dim}")
         self.dim = int(dim)
@@ -99,7 +104,7 @@ class MemoryStore:
             self._new_column(name, dtype, default)
         self._emb = np.zeros((self._cap, self.dim), dtype=np.float32)
         self.text: list[str] = []
-        self.claim: list[Any] = []          # the Claim (or None) each memory states
+        self.claim: list[Any] = []  # the Claim (or None) each memory states
         self.provenance: list[set[str]] = []
         # (time, row, new status code); (time, row, episode id)
         self.status_log: list[tuple[float, int, int]] = []
@@ -150,16 +155,25 @@ class MemoryStore:
         for name, arr in self._cols.items():
             grown = np.empty(cap, dtype=arr.dtype)
             grown[: self.n] = arr[: self.n]
-            grown[self.n:] = self._defaults[name]
+            grown[self.n :] = self._defaults[name]
             self._cols[name] = grown
         emb = np.zeros((cap, self.dim), dtype=np.float32)
         emb[: self.n] = self._emb[: self.n]
         self._emb = emb
         self._cap = cap
 
-    def add(self, now: float, embeddings: Any, *, texts: Sequence[str], claims: Sequence[Any],
-            provenance: Sequence[Iterable[str]], status: str | None = None, kind: str | None = None,
-            **columns: Any) -> np.ndarray:
+    def add(
+        self,
+        now: float,
+        embeddings: Any,
+        *,
+        texts: Sequence[str],
+        claims: Sequence[Any],
+        provenance: Sequence[Iterable[str]],
+        status: str | None = None,
+        kind: str | None = None,
+        **columns: Any,
+    ) -> np.ndarray:
         """Append rows; returns their ids. ``columns`` give values (scalar or per row) for
         registered columns; unnamed columns take their defaults. Embeddings are validated
         and normalized (a NaN or zero vector raises VectorError)."""
@@ -225,8 +239,10 @@ class MemoryStore:
             if old == code:
                 continue
             if old in terminal:
-                raise AssertionError(f"memory {r} is {self.statuses.names[old]!r}, a terminal status; "
-                                     f"it cannot become {status!r}")
+                raise AssertionError(
+                    f"memory {r} is {self.statuses.names[old]!r}, a terminal status; "
+                    f"it cannot become {status!r}"
+                )
             st[r] = code
             self.status_log.append((float(now), r, code))
 
@@ -236,7 +252,9 @@ class MemoryStore:
             prov.add(e)
             self.provenance_log.append((float(now), int(row), e))
 
-    def mask(self, statuses: Iterable[str] | None = None, kinds: Iterable[str] | None = None) -> np.ndarray:
+    def mask(
+        self, statuses: Iterable[str] | None = None, kinds: Iterable[str] | None = None
+    ) -> np.ndarray:
         """Boolean mask of rows with one of ``statuses`` (default: retrievable) and ``kinds``."""
         names = self.statuses.retrievable if statuses is None else statuses
         m = np.isin(self._cols["status"][: self.n], self.statuses.codes(names))
@@ -259,7 +277,9 @@ class MemoryStore:
 
     def rows_from(self, episode_id: str) -> np.ndarray:
         """Rows whose provenance contains ``episode_id`` (a linear scan: user actions only)."""
-        return np.array([i for i, p in enumerate(self.provenance) if episode_id in p], dtype=np.int64)
+        return np.array(
+            [i for i, p in enumerate(self.provenance) if episode_id in p], dtype=np.int64
+        )
 
     def nbytes(self) -> int:
         """Bytes held by the numeric columns and embeddings (capacity included)."""

@@ -1,7 +1,7 @@
 """The table of the seed documents' worked examples: what each document states, what the
 implementation gives through its real code path, and what the document's own formula gives.
 
-Each policy's claims live in ``memsim.claims.<policy>`` and call :func:`register_claim`:
+Each policy's claims live in the module its spec names (``PolicySpec.claims``) and call :func:`register_claim`:
 
     register_claim(id="izzie.preference_30d_strength", policy="izzie", document="003_...txt",
                    section="§Memory Strength Calculation", statement="... strength = 0.9 x 0.74 = 0.67",
@@ -10,28 +10,38 @@ Each policy's claims live in ``memsim.claims.<policy>`` and call :func:`register
 
 ``documented`` is the number the document states (None when it states none: the row then
 records what the formula implies, e.g. a finding); ``measure()`` runs the implementation
-(usually :func:`memsim.curves.curve`); ``formula()`` evaluates the document's formula in plain
+(usually :func:`memsim.workbench.curves.curve`); ``formula()`` evaluates the document's formula in plain
 math. tests/test_claims.py requires implementation == formula for every claim; whether the
 document's own number agrees (``|documented - implementation| <= tol``) is a finding recorded
 in the table, not a failure.
 
 ``memsim claims`` regenerates docs/claims.md and results/claims.csv.
 """
+
 from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import pandas as pd
 
-POLICY_MODULES = ("pai", "engram", "cosmo", "izzie", "kernle")
-COLUMNS = ["id", "policy", "document", "section", "statement", "documented", "implementation",
-           "formula", "agrees", "note"]
+COLUMNS = [
+    "id",
+    "policy",
+    "document",
+    "section",
+    "statement",
+    "documented",
+    "implementation",
+    "formula",
+    "agrees",
+    "note",
+]
 
 
 @dataclass(frozen=True)
@@ -72,8 +82,11 @@ CLAIMS: list[DocClaim] = []
 def register_claim(*args: Any, **kwargs: Any) -> DocClaim:
     """Register a DocClaim (or build one from DocClaim's arguments). Re-registering an id
     replaces the old claim, so re-importing a module does not duplicate rows."""
-    claim = args[0] if len(args) == 1 and not kwargs and isinstance(args[0], DocClaim) \
+    claim = (
+        args[0]
+        if len(args) == 1 and not kwargs and isinstance(args[0], DocClaim)
         else DocClaim(*args, **kwargs)
+    )
     for i, c in enumerate(CLAIMS):
         if c.id == claim.id:
             CLAIMS[i] = claim
@@ -83,12 +96,18 @@ def register_claim(*args: Any, **kwargs: Any) -> DocClaim:
 
 
 def all_claims() -> list[DocClaim]:
-    """Every registered claim, after importing the claims module of each policy present."""
-    for name in POLICY_MODULES:
-        mod = f"{__name__}.{name}"
-        if importlib.util.find_spec(mod) is not None:
-            importlib.import_module(mod)
+    """Every registered claim, after importing the claims module each registered policy
+    declares on its spec (``PolicySpec.claims``)."""
+    for s in _claim_specs():
+        importlib.import_module(s.claims)
     return list(CLAIMS)
+
+
+def _claim_specs() -> list[Any]:
+    """Specs that declare claims, in seed-document order (then id)."""
+    from memsim.engine.registry import specs
+
+    return sorted((s for s in specs() if s.claims), key=lambda s: (s.seed_document, s.id))
 
 
 def evaluate(claim: DocClaim) -> dict[str, Any]:
@@ -102,17 +121,24 @@ def evaluate(claim: DocClaim) -> dict[str, Any]:
         except Exception as e:  # noqa: BLE001 - recorded in the table, raised by the tests
             values[what] = math.nan
             note = f"{note} [{what} failed: {type(e).__name__}: {e}]".strip()
-    return {"id": claim.id, "policy": claim.policy, "document": claim.document,
-            "section": claim.section, "statement": claim.statement,
-            "documented": math.nan if claim.documented is None else float(claim.documented),
-            "implementation": values["implementation"], "formula": values["formula"],
-            "agrees": claim.agrees(values["implementation"]), "note": note}
+    return {
+        "id": claim.id,
+        "policy": claim.policy,
+        "document": claim.document,
+        "section": claim.section,
+        "statement": claim.statement,
+        "documented": math.nan if claim.documented is None else float(claim.documented),
+        "implementation": values["implementation"],
+        "formula": values["formula"],
+        "agrees": claim.agrees(values["implementation"]),
+        "note": note,
+    }
 
 
 def claims_table(policies: Sequence[str] | None = None) -> pd.DataFrame:
     """The claims table (optionally only some policies), in registration order by policy."""
     claims = all_claims()
-    order = {p: i for i, p in enumerate(POLICY_MODULES)}
+    order = {s.id: i for i, s in enumerate(_claim_specs())}
     claims = sorted(claims, key=lambda c: order.get(c.policy, len(order)))
     if policies:
         claims = [c for c in claims if c.policy in set(policies)]
@@ -133,7 +159,7 @@ def to_markdown(table: pd.DataFrame) -> str:
     lines = [
         "# The seed documents' worked examples",
         "",
-        "Generated by `memsim claims` (memsim/claims/): do not edit by hand.",
+        "Generated by `memsim claims` (memsim/workbench/claims.py, policies/*_claims.py): do not edit by hand.",
         "",
         "`documented` is the number the document states (`-`: it states none); `implementation`",
         "is what memsim's policy gives through its real code path; `formula` is the document's own",
@@ -145,12 +171,18 @@ def to_markdown(table: pd.DataFrame) -> str:
     ]
     for rec in table.to_dict("records"):
         agrees = rec["agrees"]
-        rec["agrees"] = None if agrees is None or (isinstance(agrees, float) and math.isnan(agrees)) \
+        rec["agrees"] = (
+            None
+            if agrees is None or (isinstance(agrees, float) and math.isnan(agrees))
             else bool(agrees)
+        )
         lines.append("| " + " | ".join(_fmt(rec[c]) for c in COLUMNS) + " |")
     disagree = table[table["agrees"] == False]  # noqa: E712 - object column with None
-    lines += ["", f"{len(table)} claims; {len(disagree)} where the document's number disagrees "
-              "with its own formula."]
+    lines += [
+        "",
+        f"{len(table)} claims; {len(disagree)} where the document's number disagrees "
+        "with its own formula.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -168,8 +200,12 @@ def write_claims(out_dir: str | Path = ".") -> tuple[Path, Path]:
 
 
 def add_claims_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--root", default=".", help="repository root to write docs/claims.md and "
-                   "results/claims.csv under (default: current directory)")
+    p.add_argument(
+        "--root",
+        default=".",
+        help="repository root to write docs/claims.md and "
+        "results/claims.csv under (default: current directory)",
+    )
 
 
 def main_claims(args: argparse.Namespace | Sequence[str] | None = None) -> int:
@@ -181,6 +217,8 @@ def main_claims(args: argparse.Namespace | Sequence[str] | None = None) -> int:
     md, csv = write_claims(getattr(args, "root", "."))
     table = pd.read_csv(csv)
     n_dis = int((table["agrees"].astype(str) == "False").sum())
-    print(f"wrote {md} and {csv}: {len(table)} claims, {n_dis} where the document disagrees "
-          "with its formula")
+    print(
+        f"wrote {md} and {csv}: {len(table)} claims, {n_dis} where the document disagrees "
+        "with its formula"
+    )
     return 0

@@ -7,11 +7,13 @@ Ground truth lives in the events, never in a policy: an Episode carries the clai
 makes (fact key, value, category, importance, subject, confidence, noise flag); a Query
 names the fact keys it asks about and/or the episode ids that answer it.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Sequence, Union
+from typing import Any, Union
 
 from .errors import StreamError
 
@@ -57,12 +59,17 @@ class Claim:
         if not isinstance(self.value, str):
             raise StreamError(f"{where}: value must be a string, got {self.value!r}")
         if not isinstance(self.category, str) or not self.category:
-            raise StreamError(f"{where}: category must be a non-empty string, got {self.category!r}")
+            raise StreamError(
+                f"{where}: category must be a non-empty string, got {self.category!r}"
+            )
         _check_unit(where, "importance", self.importance)
         _check_unit(where, "confidence", self.confidence)
         if not isinstance(self.attrs, tuple) or not all(
-                isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], str) for a in self.attrs):
-            raise StreamError(f"{where}: attrs must be a tuple of (name, value) pairs, got {self.attrs!r}")
+            isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], str) for a in self.attrs
+        ):
+            raise StreamError(
+                f"{where}: attrs must be a tuple of (name, value) pairs, got {self.attrs!r}"
+            )
 
     @property
     def topic(self) -> str:
@@ -190,8 +197,10 @@ class Stream:
             if ev.id in seen:
                 raise StreamError(f"{self.name}: event #{i}: id {ev.id!r} is used twice")
             if ev.time < prev:
-                raise StreamError(f"{self.name}: event #{i} ({type(ev).__name__} {ev.id!r}) at time "
-                                  f"{ev.time!r} comes after an event at time {prev!r}: out of time order")
+                raise StreamError(
+                    f"{self.name}: event #{i} ({type(ev).__name__} {ev.id!r}) at time "
+                    f"{ev.time!r} comes after an event at time {prev!r}: out of time order"
+                )
             prev = ev.time
             seen[ev.id] = ev
             if isinstance(ev, Episode):
@@ -199,11 +208,15 @@ class Stream:
             elif isinstance(ev, Query):
                 for a in ev.answers:
                     if a not in episode_time:
-                        raise StreamError(f"{self.name}: query {ev.id!r} names answering episode {a!r}, "
-                                          "which is not an earlier episode of the stream")
+                        raise StreamError(
+                            f"{self.name}: query {ev.id!r} names answering episode {a!r}, "
+                            "which is not an earlier episode of the stream"
+                        )
             elif ev.episode_id not in episode_time:
-                raise StreamError(f"{self.name}: {type(ev).__name__.lower()} {ev.id!r} names episode "
-                                  f"{ev.episode_id!r}, which is not an earlier episode of the stream")
+                raise StreamError(
+                    f"{self.name}: {type(ev).__name__.lower()} {ev.id!r} names episode "
+                    f"{ev.episode_id!r}, which is not an earlier episode of the stream"
+                )
         last = events[-1].time if events else 0.0
         if self.horizon < last:
             object.__setattr__(self, "horizon", float(last))
@@ -234,8 +247,9 @@ class Stream:
             yield run[0].time, type(run[0]), run
 
 
-def make_stream(events: Iterable[Event], name: str = "stream", horizon: float = 0.0,
-                description: str = "") -> Stream:
+def make_stream(
+    events: Iterable[Event], name: str = "stream", horizon: float = 0.0, description: str = ""
+) -> Stream:
     return Stream(tuple(events), name=name, horizon=horizon, description=description)
 
 

@@ -11,17 +11,19 @@ older values of asked keys.
 Timelines are built once per stream and per-key states cached by prefix length, so a
 100k-episode / 10k-query stream is evaluated in seconds; per-query answers are cached.
 """
+
 from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from .events import Episode, Forget, Query, Stream
+
 from .errors import UnknownIdError
+from .events import Episode, Forget, Query, Stream
 
 
 @dataclass(frozen=True)
 class Assertion:
-    position: int   # index of the episode in the stream's events
+    position: int  # index of the episode in the stream's events
     time: float
     value: str
     episode: str
@@ -31,8 +33,8 @@ class Assertion:
 class _Answer:
     units: dict[str, frozenset[str]]
     relevant: frozenset[str]
-    current: dict[str, str]          # asked key -> its current value at the query
-    position: int                    # the query's position in the stream
+    current: dict[str, str]  # asked key -> its current value at the query
+    position: int  # the query's position in the stream
     evidence_age: float
 
 
@@ -41,7 +43,7 @@ class SupersededView:
     episode is superseded when it comes before the query, is not relevant, and asserts an
     asked key with a value other than the current one."""
 
-    def __init__(self, truth: "GroundTruth", answer: _Answer) -> None:
+    def __init__(self, truth: GroundTruth, answer: _Answer) -> None:
         self._truth, self._answer = truth, answer
 
     def __contains__(self, episode: object) -> bool:
@@ -60,8 +62,8 @@ class GroundTruth:
         self.timelines: dict[str, list[Assertion]] = {}
         self._episode_at: dict[int, Episode] = {}
         self._position: dict[str, int] = {}
-        self._asserts: dict[int, tuple[tuple[str, str], ...]] = {}   # position -> (key, value)s
-        self._forgot_at: dict[str, int] = {}                         # episode -> first Forget position
+        self._asserts: dict[int, tuple[tuple[str, str], ...]] = {}  # position -> (key, value)s
+        self._forgot_at: dict[str, int] = {}  # episode -> first Forget position
         self.queries: dict[str, Query] = {}
         self._query_pos: dict[str, int] = {}
         noise: list[str] = []
@@ -74,8 +76,10 @@ class GroundTruth:
                     noise.append(ev.id)
                 said = tuple((c.key, c.value) for c in claims if not c.noise and c.key)
                 self._asserts[pos] = said
-                for key, value in said:   # an episode naming a key twice: its last value is current
-                    self.timelines.setdefault(key, []).append(Assertion(pos, float(ev.time), value, ev.id))
+                for key, value in said:  # an episode naming a key twice: its last value is current
+                    self.timelines.setdefault(key, []).append(
+                        Assertion(pos, float(ev.time), value, ev.id)
+                    )
             elif isinstance(ev, Query):
                 self.queries[ev.id] = ev
                 self._query_pos[ev.id] = pos
@@ -99,7 +103,9 @@ class GroundTruth:
         try:
             return self.queries[query_id]
         except KeyError:
-            raise UnknownIdError(f"query {query_id!r} is not in stream {self.stream_name!r}") from None
+            raise UnknownIdError(
+                f"query {query_id!r} is not in stream {self.stream_name!r}"
+            ) from None
 
     def _qid(self, query: Query | str) -> str:
         return query if isinstance(query, str) else query.id
@@ -124,7 +130,7 @@ class GroundTruth:
         got = self._key_cache.get((key, m))
         if got is None:
             idx, eps = self._by_value[(key, self.timelines[key][m - 1].value)]
-            got = self._key_cache[(key, m)] = frozenset(eps[:bisect.bisect_left(idx, m)])
+            got = self._key_cache[(key, m)] = frozenset(eps[: bisect.bisect_left(idx, m)])
         return got
 
     def _compute(self, qid: str) -> _Answer:
@@ -169,8 +175,12 @@ class GroundTruth:
         """Episodes before the query asserting only older values of asked keys (built by a
         scan of the asked keys' timelines; metrics use :meth:`superseded_view`)."""
         a = self._get(query)
-        eps = {t.episode for key, value in a.current.items()
-               for t in self.timelines[key][: self._prefix(key, a.position)] if t.value != value}
+        eps = {
+            t.episode
+            for key, value in a.current.items()
+            for t in self.timelines[key][: self._prefix(key, a.position)]
+            if t.value != value
+        }
         return frozenset(eps - a.relevant)
 
     def current_values(self, query: Query | str) -> dict[str, str]:

@@ -4,18 +4,20 @@ Engram policy's real code paths (plant, recall, the consolidation gates).
 001 states formulas and thresholds rather than numeric examples, so most rows have no
 ``documented`` number: they record what the formula gives for a stated case.
 """
+
 from __future__ import annotations
 
 import math
 
-from . import register_claim
+from memsim.workbench.claims import register_claim
 
 DOC = "001_aacff6f19feabb69.txt"
 S0 = 7.0  # EngramParams.initial_stability (a documented choice; 001 gives none)
 
 
 def _curve(pattern: str, days, memory: dict | None = None, params: dict | None = None):
-    from memsim.curves import curve
+    from memsim.workbench.curves import curve
+
     return curve("engram", pattern, days, memory=memory or {}, params=params or {})
 
 
@@ -30,9 +32,10 @@ def _stability_after(access_day: float, memory: dict | None = None) -> float:
 
 
 def _planted(**attrs: str):
-    from memsim.curves import memory_claim
-    from memsim.events import Episode
+    from memsim.engine.events import Episode
+    from memsim.workbench.curves import memory_claim
     from policies.engram import Engram
+
     pol = Engram(seed=0)
     claim = memory_claim(Engram, attrs)
     row = pol.plant(Episode("plant", 0.0, "planted belief", claims=(claim,)), 0.0)
@@ -47,7 +50,8 @@ def _confidence(**attrs: str) -> float:
 def _contradictions_until_revision() -> float:
     """Contradicting clusters (3 episodes each) a reinforced belief (alpha 2, beta 1, evidence
     3) takes before the revision gate fires, through the policy's own evidence and gate code."""
-    from memsim.events import Claim, Episode
+    from memsim.engine.events import Claim, Episode
+
     pol, belief = _planted(alpha="2", beta="1", evidence_count="3")
     n = 0
     t = 1.0
@@ -65,48 +69,106 @@ def _contradictions_until_revision() -> float:
 
 
 register_claim(
-    id="engram.uniform_prior_confidence", policy="engram", document=DOC, section="§Belief Lifecycle 1",
+    id="engram.uniform_prior_confidence",
+    policy="engram",
+    document=DOC,
+    section="§Belief Lifecycle 1",
     statement="A new belief is created with alpha=1, beta=1 (uniform prior): confidence = alpha/(alpha+beta)",
-    documented=0.5, measure=lambda: _confidence(), formula=lambda: 1 / (1 + 1), tol=1e-12)
+    documented=0.5,
+    measure=lambda: _confidence(),
+    formula=lambda: 1 / (1 + 1),
+    tol=1e-12,
+)
 register_claim(
-    id="engram.confidence_alpha5_beta1", policy="engram", document=DOC, section="§Architecture Decisions",
+    id="engram.confidence_alpha5_beta1",
+    policy="engram",
+    document=DOC,
+    section="§Architecture Decisions",
     statement="Confidence is alpha / (alpha + beta): four supports on the prior (alpha 5, beta 1)",
-    documented=None, measure=lambda: _confidence(alpha="5", beta="1"), formula=lambda: 5 / 6, tol=1e-12,
-    note="001 gives no numeric example; '[Belief (0.85): statement]' is only the display format")
+    documented=None,
+    measure=lambda: _confidence(alpha="5", beta="1"),
+    formula=lambda: 5 / 6,
+    tol=1e-12,
+    note="001 gives no numeric example; '[Belief (0.85): statement]' is only the display format",
+)
 register_claim(
-    id="engram.retrieval_strength_t_eq_S", policy="engram", document=DOC, section="§Belief Lifecycle 7",
+    id="engram.retrieval_strength_t_eq_S",
+    policy="engram",
+    document=DOC,
+    section="§Belief Lifecycle 7",
     statement="R(t) = e^(-t/S): a never-retrieved belief at t = S days",
-    documented=None, measure=lambda: _strength(S0), formula=lambda: math.exp(-1.0), tol=1e-12,
-    note=f"initial S = {S0} days is memsim's choice (001 gives none)")
+    documented=None,
+    measure=lambda: _strength(S0),
+    formula=lambda: math.exp(-1.0),
+    tol=1e-12,
+    note=f"initial S = {S0} days is memsim's choice (001 gives none)",
+)
 register_claim(
-    id="engram.retrieval_strength_30d", policy="engram", document=DOC, section="§Belief Lifecycle 7",
+    id="engram.retrieval_strength_30d",
+    policy="engram",
+    document=DOC,
+    section="§Belief Lifecycle 7",
     statement="R(t) = e^(-t/S) after 30 days without retrieval, S = 30 planted",
-    documented=None, measure=lambda: _strength(30.0, memory={"stability": "30"}),
-    formula=lambda: math.exp(-30 / 30), tol=1e-12)
+    documented=None,
+    measure=lambda: _strength(30.0, memory={"stability": "30"}),
+    formula=lambda: math.exp(-30 / 30),
+    tol=1e-12,
+)
 register_claim(
-    id="engram.stability_after_1d_gap", policy="engram", document=DOC, section="§Belief Lifecycle 7",
+    id="engram.stability_after_1d_gap",
+    policy="engram",
+    document=DOC,
+    section="§Belief Lifecycle 7",
     statement="S *= 1 + 0.1 ln(1 + hours_since_last/24): a retrieval 24 hours after creation",
-    documented=None, measure=lambda: _stability_after(1.0), formula=lambda: S0 * (1 + 0.1 * math.log(1 + 24 / 24)),
-    tol=1e-9)
+    documented=None,
+    measure=lambda: _stability_after(1.0),
+    formula=lambda: S0 * (1 + 0.1 * math.log(1 + 24 / 24)),
+    tol=1e-9,
+)
 register_claim(
-    id="engram.stability_after_30d_gap", policy="engram", document=DOC, section="§Belief Lifecycle 7",
+    id="engram.stability_after_30d_gap",
+    policy="engram",
+    document=DOC,
+    section="§Belief Lifecycle 7",
     statement="longer gaps give larger gains: a retrieval 30 days after creation",
-    documented=None, measure=lambda: _stability_after(30.0),
-    formula=lambda: S0 * (1 + 0.1 * math.log(1 + 30 * 24 / 24)), tol=1e-9)
+    documented=None,
+    measure=lambda: _stability_after(30.0),
+    formula=lambda: S0 * (1 + 0.1 * math.log(1 + 30 * 24 / 24)),
+    tol=1e-9,
+)
 register_claim(
-    id="engram.stability_cap", policy="engram", document=DOC, section="§Belief Lifecycle 7",
+    id="engram.stability_cap",
+    policy="engram",
+    document=DOC,
+    section="§Belief Lifecycle 7",
     statement="stability capped at 365 days: S = 360 retrieved after 300 days",
-    documented=365.0, measure=lambda: _stability_after(300.0, {"stability": "360"}),
-    formula=lambda: min(365.0, 360 * (1 + 0.1 * math.log(1 + 300))), tol=1e-6)
+    documented=365.0,
+    measure=lambda: _stability_after(300.0, {"stability": "360"}),
+    formula=lambda: min(365.0, 360 * (1 + 0.1 * math.log(1 + 300))),
+    tol=1e-6,
+)
 register_claim(
-    id="engram.revision_contradictions", policy="engram", document=DOC, section="§Belief Lifecycle 4",
+    id="engram.revision_contradictions",
+    policy="engram",
+    document=DOC,
+    section="§Belief Lifecycle 4",
     statement="Revision when confidence < 0.4 after > 0.5, >= 3 contradicting episodes, evidence >= 5: "
-              "contradicting clusters a once-reinforced belief (alpha 2, beta 1) absorbs before revision",
-    documented=None, measure=_contradictions_until_revision,
-    formula=lambda: float(next(n for n in range(1, 20) if 2 / (3 + n) < 0.4)), tol=0.0,
-    note="2/(3+n) < 0.4 first at n = 3 (confidence 0.33, above the 0.3 archive line)")
+    "contradicting clusters a once-reinforced belief (alpha 2, beta 1) absorbs before revision",
+    documented=None,
+    measure=_contradictions_until_revision,
+    formula=lambda: float(next(n for n in range(1, 20) if 2 / (3 + n) < 0.4)),
+    tol=0.0,
+    note="2/(3+n) < 0.4 first at n = 3 (confidence 0.33, above the 0.3 archive line)",
+)
 register_claim(
-    id="engram.cycle_call_budget", policy="engram", document=DOC, section="§Configuration",
+    id="engram.cycle_call_budget",
+    policy="engram",
+    document=DOC,
+    section="§Configuration",
     statement="MAX_CYCLE_BUDGET_MS 120,000 with PER_CALL_TIMEOUT_MS 10,000: LLM calls per cycle",
-    documented=None, measure=lambda: float(_planted()[0].call_budget), formula=lambda: 120_000 / 10_000,
-    tol=0.0, note="memsim models every call as taking its full timeout (a choice)")
+    documented=None,
+    measure=lambda: float(_planted()[0].call_budget),
+    formula=lambda: 120_000 / 10_000,
+    tol=0.0,
+    note="memsim models every call as taking its full timeout (a choice)",
+)

@@ -1,6 +1,6 @@
 """MockLLM: a deterministic, fault-injectable stand-in for the LLM a memory system calls.
 
-It answers from the ground truth the stream's claims carry (see memsim.llm for the
+It answers from the ground truth the stream's claims carry (see memsim.engine.llm for the
 protocol). Every random decision (an injected fault, importance noise, paraphrase noise in
 embeddings) is a pure function of (seed, operation name, item key) through blake2b, never
 of call order, so batched and one-by-one calls give identical answers.
@@ -9,21 +9,33 @@ Fault keys: extract on the episode id; embed on each item key; embed_query on th
 classify on the call's ``key`` (plus ``#i`` for candidate i in relation mode);
 importance/category noise on ``"<episode id>#<claim index>"``.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
 import re
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from .embed import ClaimsEmbedder, make_text_embedder, stable_normal, stable_uniform
 from .events import Claim, Episode, Query
-from .llm import CONTRADICTS, IRRELEVANT, NONE, PARTIAL, RELATIONS, SUPPORTS, Bands, Embedded, Faults
+from .llm import (
+    CONTRADICTS,
+    IRRELEVANT,
+    NONE,
+    PARTIAL,
+    RELATIONS,
+    SUPPORTS,
+    Bands,
+    Embedded,
+    Faults,
+)
 
-# The categories ``wrong_category`` draws from (seed-neutral vocabulary of memsim.events).
+# The categories ``wrong_category`` draws from (seed-neutral vocabulary of memsim.engine.events).
 CATEGORIES = ("fact", "preference", "relationship", "decision", "event", "sentiment", "reminder")
 
 # summarize() answers "NONE" when all texts together hold fewer content words than this:
@@ -37,13 +49,15 @@ MAX_SUMMARY_SENTENCES = 3
 # indices ("0" and n + 1 + 98), which parse as integers but name no candidate.
 INVALID_REPLIES = ("I think maybe", "7x", "", "CONTRADICTS?", "Candidate two, probably")
 
-_STOPWORDS = frozenset("""
+_STOPWORDS = frozenset(
+    """
 a an the and or but if then so to of in on at by for with from as is are was were be been
 being am i me my we our you your he she it its they them their this that these those there
 here do does did done have has had not no yes ok okay oh hi hey hello thanks thank lol haha
 yeah yep sure just really very too also well um uh hmm what who how when where why which
 will would can could should shall may might must up down out about into over again same
-""".split())
+""".split()
+)
 _WORD = re.compile(r"[0-9a-z]+(?:'[0-9a-z]+)*")
 _CLAUSE_END = re.compile(r"[.;!?\n]")
 
@@ -81,30 +95,42 @@ def truth_relation(new: Claim, old: Claim) -> str:
 class MockLLM:
     """Deterministic LLM from the stream's claims; see the module docstring.
 
-    ``bands`` calibrates the claims embedder (memsim.embed.ClaimsEmbedder); ``faults`` sets
+    ``bands`` calibrates the claims embedder (memsim.engine.embed.ClaimsEmbedder); ``faults`` sets
     the error-injection rates (each fires for a given key iff its uniform draw is below the
     rate, so rate 0 never fires and rate 1 always does).
     """
 
-    def __init__(self, seed: int = 0, dim: int = 384, bands: Bands = Bands(), faults: Faults = Faults(),
-                 text_embedder: str = "hashed") -> None:
+    def __init__(
+        self,
+        seed: int = 0,
+        dim: int = 384,
+        bands: Bands = Bands(),
+        faults: Faults = Faults(),
+        text_embedder: str = "hashed",
+    ) -> None:
         if not isinstance(bands, Bands):
-            raise TypeError(f"MockLLM: bands must be a memsim.llm.Bands, got {bands!r}")
+            raise TypeError(f"MockLLM: bands must be a memsim.engine.llm.Bands, got {bands!r}")
         if not isinstance(faults, Faults):
-            raise TypeError(f"MockLLM: faults must be a memsim.llm.Faults, got {faults!r}")
+            raise TypeError(f"MockLLM: faults must be a memsim.engine.llm.Faults, got {faults!r}")
         self.seed = int(seed)
         self.dim = int(dim)
         self.bands = bands
         self.faults = faults
         self.claims_embedder = ClaimsEmbedder(self.dim, bands, self.seed)
-        # plain text (streams without claims, e.g. LoCoMo): see memsim.embed.TEXT_EMBEDDERS
+        # plain text (streams without claims, e.g. LoCoMo): see memsim.engine.embed.TEXT_EMBEDDERS
         self.text_embedder_name = text_embedder
         self.text_embedder = make_text_embedder(text_embedder, self.dim, self.seed)
 
     def config(self) -> dict[str, Any]:
         """Everything that determines this mock's answers (for result manifests)."""
-        return {"llm": "mock", "seed": self.seed, "dim": self.dim, "text_embedder": self.text_embedder_name,
-                "bands": self.bands.to_dict(), "faults": self.faults.to_dict()}
+        return {
+            "llm": "mock",
+            "seed": self.seed,
+            "dim": self.dim,
+            "text_embedder": self.text_embedder_name,
+            "bands": self.bands.to_dict(),
+            "faults": self.faults.to_dict(),
+        }
 
     def __repr__(self) -> str:
         return f"MockLLM(seed={self.seed}, dim={self.dim}, bands={self.bands!r}, faults={self.faults!r})"
@@ -123,7 +149,9 @@ class MockLLM:
         if not claims:
             speaker = episode.speaker.strip().lower()
             subject = "owner" if speaker in ("", "user") else speaker
-            claims = (Claim(key="", value=episode.text, category="fact", importance=0.5, subject=subject),)
+            claims = (
+                Claim(key="", value=episode.text, category="fact", importance=0.5, subject=subject),
+            )
         return tuple(self._noisy(c, f"{episode.id}#{i}") for i, c in enumerate(claims))
 
     def _noisy(self, claim: Claim, item: str) -> Claim:
@@ -163,10 +191,13 @@ class MockLLM:
                 text_rows.append(i)
                 texts.append(item)
             else:
-                raise TypeError(f"MockLLM.embed: item {i} ({key!r}) is neither a Claim nor a str: {item!r}")
+                raise TypeError(
+                    f"MockLLM.embed: item {i} ({key!r}) is neither a Claim nor a str: {item!r}"
+                )
         if claim_rows:
-            out[claim_rows] = self.claims_embedder.embed([items[i] for i in claim_rows],
-                                                         [keys[i] for i in claim_rows])
+            out[claim_rows] = self.claims_embedder.embed(
+                [items[i] for i in claim_rows], [keys[i] for i in claim_rows]
+            )
         if text_rows:
             out[text_rows] = self.text_embedder.embed(texts)
         return Embedded(vectors=out, ok=ok)
@@ -180,7 +211,9 @@ class MockLLM:
         return self.text_embedder.embed([query.text])[0]
 
     # -- classify --------------------------------------------------------------
-    def classify(self, new: Claim, candidates: Sequence[Claim], *, answer: str, key: str) -> str | list[str]:
+    def classify(
+        self, new: Claim, candidates: Sequence[Claim], *, answer: str, key: str
+    ) -> str | list[str]:
         """Truth from :func:`truth_relation`, then faults: ``invalid_answer`` replaces a
         reply by an unparseable one, else ``wrong_class`` by another valid one. In index
         mode with no candidates the only valid reply is NONE, so wrong_class cannot fire."""
@@ -212,7 +245,7 @@ class MockLLM:
 
     # -- summarize / synthesize -------------------------------------------------
     def summarize(self, texts: Sequence[str], *, key: str) -> str:
-        """"NONE" when the texts hold fewer than MIN_CONTENT_WORDS content words in all;
+        """ "NONE" when the texts hold fewer than MIN_CONTENT_WORDS content words in all;
         else the first clause of each of the first (up to 3) texts with content words,
         one sentence each."""
         if sum(len(content_words(t)) for t in texts) < MIN_CONTENT_WORDS:
@@ -248,13 +281,23 @@ class MockLLM:
             cat_counts = Counter(c.category for c in stating)
             cat_last = {c.category: i for i, c in enumerate(stating)}
             category = max(cat_counts, key=lambda c: (cat_counts[c], cat_last[c]))
-            return dataclasses.replace(stating[-1], category=category, importance=importance,
-                                       confidence=confidence, noise=False)
+            return dataclasses.replace(
+                stating[-1],
+                category=category,
+                importance=importance,
+                confidence=confidence,
+                noise=False,
+            )
         topic = _common_prefix([c.topic for c in claims]) or "misc"
         subjects = {c.subject for c in claims}
-        return Claim(key=topic, value="; ".join(sorted({c.value for c in claims})), category="meta",
-                     importance=importance, confidence=confidence,
-                     subject=subjects.pop() if len(subjects) == 1 else "owner")
+        return Claim(
+            key=topic,
+            value="; ".join(sorted({c.value for c in claims})),
+            category="meta",
+            importance=importance,
+            confidence=confidence,
+            subject=subjects.pop() if len(subjects) == 1 else "owner",
+        )
 
 
 def _common_prefix(topics: Sequence[str]) -> str:

@@ -14,18 +14,20 @@ An access is a Query at that day asking the memory's key (k=1), run through
 policy's scheduled maintenance runs too. Each requested day is measured at the end of that
 day: after that day's access and any maintenance due that day.
 """
+
 from __future__ import annotations
 
 import argparse
 import math
 import sys
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .errors import MemsimError
-from .events import Claim, Episode, Query, make_stream
+from memsim.engine.errors import MemsimError
+from memsim.engine.events import Claim, Episode, Query, make_stream
 
 CLAIM_FIELDS = ("key", "value", "category", "importance", "confidence", "subject")
 ALIASES = {"type": "category"}
@@ -128,8 +130,9 @@ def memory_claim(policy_cls: type, memory: Mapping[str, Any]) -> Claim:
             attrs.append((name, value))
         else:
             known = sorted(set(CLAIM_FIELDS) | set(ALIASES) | allowed)
-            raise CurveError(f"{policy_cls.__name__} has no memory attribute {name!r}; "
-                             f"known: {', '.join(known)}")
+            raise CurveError(
+                f"{policy_cls.__name__} has no memory attribute {name!r}; known: {', '.join(known)}"
+            )
     if not fields["key"]:
         raise CurveError("--memory key= must not be empty: accesses ask the memory's key")
     return Claim(attrs=tuple(attrs), **fields)
@@ -138,9 +141,14 @@ def memory_claim(policy_cls: type, memory: Mapping[str, Any]) -> Claim:
 # ---------------------------------------------------------------------------- the curve
 
 
-def curve(policy: str, pattern: str, days: str | Sequence[float],
-          memory: Mapping[str, Any] | Sequence[str] | None = None,
-          params: Any = None, seed: int = 0) -> pd.DataFrame:
+def curve(
+    policy: str,
+    pattern: str,
+    days: str | Sequence[float],
+    memory: Mapping[str, Any] | Sequence[str] | None = None,
+    params: Any = None,
+    seed: int = 0,
+) -> pd.DataFrame:
     """One row per requested day: ``day, strength, status, accessed, access_count``.
 
     ``strength`` is ``policy.strength(day)`` of the planted memory, ``status`` its status
@@ -148,8 +156,8 @@ def curve(policy: str, pattern: str, days: str | Sequence[float],
     ``access_count`` the store's count. ``params`` are the policy's Params fields (strings
     are converted with Params.from_strings); ``memory`` the planted memory's attributes.
     """
-    from . import registry, runner
-    from .params import Params
+    from memsim.engine import registry, runner
+    from memsim.engine.params import Params
 
     spec = registry.spec(policy)
     cls = spec.load()
@@ -171,16 +179,31 @@ def curve(policy: str, pattern: str, days: str | Sequence[float],
         row = pol.plant(episode, 0.0)
     except ValueError as e:
         raise CurveError(f"{policy}: cannot plant the memory: {e}") from None
-    queries = [Query(f"access-{i}", float(d), f"what is {claim.key}?", keys=(claim.key,), k=1,
-                     subject=claim.subject) for i, d in enumerate(accesses)]
+    queries = [
+        Query(
+            f"access-{i}",
+            float(d),
+            f"what is {claim.key}?",
+            keys=(claim.key,),
+            k=1,
+            subject=claim.subject,
+        )
+        for i, d in enumerate(accesses)
+    ]
     stream = make_stream(queries, name=f"curve:{pattern}", horizon=wanted[-1])
 
     rows: list[dict[str, Any]] = []
 
     def observe(policy_obj: Any, t: float) -> None:
         s = policy_obj.store
-        rows.append({"day": t, "strength": float(policy_obj.strength(t)[row]),
-                     "status": s.status_of(row), "access_count": int(s["access_count"][row])})
+        rows.append(
+            {
+                "day": t,
+                "strength": float(policy_obj.strength(t)[row]),
+                "status": s.status_of(row),
+                "access_count": int(s["access_count"][row]),
+            }
+        )
 
     trace = runner.run(pol, stream, observe=wanted, observer=observe)
     hits = {q.time for q in trace.queries if row in q.ids.tolist()}
@@ -194,19 +217,34 @@ def curve(policy: str, pattern: str, days: str | Sequence[float],
 
 def add_curve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("policy", help="policy id, e.g. izzie or kernle-v1")
-    p.add_argument("--pattern", default="never", help="never | every:N | at:D1,D2,... (default never)")
-    p.add_argument("--days", required=True, help="comma list of days or START:END:STEP (END inclusive)")
-    p.add_argument("--memory", action="append", metavar="KEY=VALUE",
-                   help="planted memory attribute, e.g. category=preference, importance=0.9, stability=2")
-    p.add_argument("--param", action="append", metavar="KEY=VALUE",
-                   help="policy parameter, e.g. half_life=14")
+    p.add_argument(
+        "--pattern", default="never", help="never | every:N | at:D1,D2,... (default never)"
+    )
+    p.add_argument(
+        "--days", required=True, help="comma list of days or START:END:STEP (END inclusive)"
+    )
+    p.add_argument(
+        "--memory",
+        action="append",
+        metavar="KEY=VALUE",
+        help="planted memory attribute, e.g. category=preference, importance=0.9, stability=2",
+    )
+    p.add_argument(
+        "--param", action="append", metavar="KEY=VALUE", help="policy parameter, e.g. half_life=14"
+    )
     p.add_argument("--seed", type=int, default=0)
 
 
 def run_curve_command(args: argparse.Namespace) -> int:
     """Write the curve as CSV to stdout (floats in full precision)."""
-    frame = curve(args.policy, args.pattern, args.days, memory=args.memory or [],
-                  params=args.param or [], seed=args.seed)
+    frame = curve(
+        args.policy,
+        args.pattern,
+        args.days,
+        memory=args.memory or [],
+        params=args.param or [],
+        seed=args.seed,
+    )
     out = sys.stdout
     out.write(",".join(frame.columns) + "\n")
     for rec in frame.itertuples(index=False):
@@ -233,5 +271,13 @@ def main_curve(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-__all__ = ["curve", "parse_days", "access_days", "memory_claim", "add_curve_arguments",
-           "run_curve_command", "main_curve", "CurveError"]
+__all__ = [
+    "curve",
+    "parse_days",
+    "access_days",
+    "memory_claim",
+    "add_curve_arguments",
+    "run_curve_command",
+    "main_curve",
+    "CurveError",
+]

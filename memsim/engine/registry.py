@@ -3,13 +3,18 @@
 ``register(id="pai", version=1, entry_point="policies.pai:PersonalAI", ...)`` records a spec;
 the class is imported only when a policy is made. An id with a version (``"pai-v1"``)
 selects that version; a bare id (``"pai"``) the newest. Bump the version when behaviour
-changes so old results stay interpretable. Third-party packages add policies through the
-``memsim.policies`` entry-point group: each entry point is a callable that calls
-``register`` (or a PolicySpec).
+changes so old results stay interpretable.
+
+Every policy, built-in or third-party, arrives through the ``memsim.policies`` entry-point
+group of its distribution's ``pyproject.toml``: the entry point's name is the policy id and
+its object a PolicySpec (or a callable that calls ``register``). Entry points are loaded by
+name, only when that id is asked for; listing every policy loads them all. The engine
+imports no policy package.
 
 Capabilities that differ between policies (forget, protect, recover, ...) are declared on
 the spec; the engine never branches on a policy's name or probes with hasattr.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -23,6 +28,7 @@ from .params import Params
 
 CAPABILITIES = frozenset({"forget", "protect", "recover"})
 ENTRY_POINT_GROUP = "memsim.policies"
+_ID = re.compile(r"^[a-z][a-z0-9_.]*(-[a-z0-9_.]+)*$")
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,15 @@ class PolicySpec:
     seed_document: str = ""
     capabilities: frozenset[str] = field(default_factory=frozenset)
     baseline: bool = False
+    claims: str = ""  # module that registers the seed document's worked examples, if any
+
+    def __post_init__(self) -> None:
+        if not _ID.match(self.id) or re.search(r"-v\d+$", self.id):
+            raise ValueError(f"bad policy id {self.id!r}: lowercase words, no trailing -vN")
+        unknown = set(self.capabilities) - CAPABILITIES
+        if unknown:
+            raise ValueError(f"unknown capabilities {sorted(unknown)}")
+        object.__setattr__(self, "capabilities", frozenset(self.capabilities))
 
     @property
     def full_id(self) -> str:
@@ -55,35 +70,54 @@ class PolicySpec:
 
 _SPECS: dict[str, PolicySpec] = {}
 _loaded_plugins = False
-_ID = re.compile(r"^[a-z][a-z0-9_.]*(-[a-z0-9_.]+)*$")
+_loaded_names: set[str] = set()
 
 
-def register(id: str, version: int, entry_point: str, *, description: str = "",
-             seed_document: str = "", capabilities: frozenset[str] | set[str] = frozenset(),
-             baseline: bool = False) -> PolicySpec:
-    if not _ID.match(id) or re.search(r"-v\d+$", id):
-        raise ValueError(f"bad policy id {id!r}: lowercase words, no trailing -vN")
-    unknown = set(capabilities) - CAPABILITIES
-    if unknown:
-        raise ValueError(f"unknown capabilities {sorted(unknown)}")
-    spec = PolicySpec(id, int(version), entry_point, description, seed_document,
-                      frozenset(capabilities), baseline)
+def register(
+    id: str,
+    version: int,
+    entry_point: str,
+    *,
+    description: str = "",
+    seed_document: str = "",
+    capabilities: frozenset[str] | set[str] = frozenset(),
+    baseline: bool = False,
+) -> PolicySpec:
+    spec = PolicySpec(
+        id, int(version), entry_point, description, seed_document, frozenset(capabilities), baseline
+    )
     _SPECS[spec.full_id] = spec
     return spec
 
 
-def _load_plugins() -> None:
+def _add(obj: Any) -> None:
+    if isinstance(obj, PolicySpec):
+        _SPECS[obj.full_id] = obj
+    elif callable(obj):
+        obj()
+    else:
+        raise TypeError(
+            f"entry point of group {ENTRY_POINT_GROUP!r} must give a PolicySpec or "
+            f"a callable that registers one, got {obj!r}"
+        )
+
+
+def _load_plugins(name: str | None = None) -> None:
+    """Load the entry points named ``name`` (every one when None), each once."""
     global _loaded_plugins
     if _loaded_plugins:
         return
-    _loaded_plugins = True
-    import policies  # noqa: F401  (registers the built-in policies)
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        obj = ep.load()
-        if isinstance(obj, PolicySpec):
-            _SPECS[obj.full_id] = obj
-        elif callable(obj):
-            obj()
+        ep_name = getattr(ep, "name", None)
+        if name is not None and ep_name != name:
+            continue
+        key = ep_name or repr(ep)
+        if key in _loaded_names:
+            continue
+        _loaded_names.add(key)
+        _add(ep.load())
+    if name is None:
+        _loaded_plugins = True
 
 
 def specs() -> list[PolicySpec]:
@@ -98,12 +132,15 @@ def specs() -> list[PolicySpec]:
 
 def spec(policy_id: str) -> PolicySpec:
     """The spec for ``"pai"`` (newest) or ``"pai-v1"``; UnknownIdError names the choices."""
-    _load_plugins()
+    _load_plugins(re.sub(r"-v\d+$", "", policy_id))
     if policy_id in _SPECS:
         return _SPECS[policy_id]
     versions = [s for s in _SPECS.values() if s.id == policy_id]
     if versions:
         return max(versions, key=lambda s: s.version)
+    if not _loaded_plugins:  # an id registered under another entry-point name
+        _load_plugins()
+        return spec(policy_id)
     known = ", ".join(s.id for s in specs())
     raise UnknownIdError(f"unknown policy id {policy_id!r}; known policies: {known}")
 

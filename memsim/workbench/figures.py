@@ -9,6 +9,7 @@ A policy has the same colour in every figure (``PALETTE``, keyed by policy id); 
 drawn dashed. Figures use ``Figure`` objects directly (no pyplot state), so they are safe in
 tests, notebooks and worker processes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,26 +18,27 @@ import json
 import math
 import re
 import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .errors import MemsimError
+from memsim.engine.errors import MemsimError
 
 DPI = 120
 
 # One colour per policy id, used by every figure (matplotlib's tab10 colours).
 PALETTE: dict[str, str] = {
-    "keep-all": "#7f7f7f",   # grey
-    "recency": "#000000",    # black
-    "pai": "#1f77b4",        # blue
-    "izzie": "#ff7f0e",      # orange
-    "kernle": "#2ca02c",     # green
-    "engram": "#d62728",     # red
-    "cosmo": "#9467bd",      # purple
+    "keep-all": "#7f7f7f",  # grey
+    "recency": "#000000",  # black
+    "pai": "#1f77b4",  # blue
+    "izzie": "#ff7f0e",  # orange
+    "kernle": "#2ca02c",  # green
+    "engram": "#d62728",  # red
+    "cosmo": "#9467bd",  # purple
 }
 _SPARE = ("#8c564b", "#e377c2", "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a")
 BASELINES = ("keep-all", "recency")
@@ -54,9 +56,12 @@ CURVE_DAYS = "0:120:1"
 # The planted memory of each policy's curve: the memory of the document's own worked example
 # where there is one, so the example points can sit on the lines. Other policies: defaults.
 CURVE_MEMORY: dict[str, dict[str, Any]] = {
-    "izzie": {"category": "preference", "importance": 0.9},   # 003 Memory Strength Calculation
-    "cosmo": {"state": "active"},      # 002 Decay Formula: recall_frequency 0, no candidate penalty
-    "kernle": {"confidence": 0.9, "times_accessed": 1},  # 004: log(0 + 1) = 0 would never show decay
+    "izzie": {"category": "preference", "importance": 0.9},  # 003 Memory Strength Calculation
+    "cosmo": {"state": "active"},  # 002 Decay Formula: recall_frequency 0, no candidate penalty
+    "kernle": {
+        "confidence": 0.9,
+        "times_accessed": 1,
+    },  # 004: log(0 + 1) = 0 would never show decay
 }
 
 # Evidence-age bins (days) of the LoCoMo figure.
@@ -91,6 +96,7 @@ def ordered_policies(names: Iterable[str]) -> list[str]:
 
 def _new_figure(width: float, height: float):
     from matplotlib.figure import Figure
+
     return Figure(figsize=(width, height), dpi=DPI, layout="constrained")
 
 
@@ -99,21 +105,23 @@ def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
         raise MemsimError(f"{what}: expected a DataFrame, got {type(frame).__name__}")
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise MemsimError(f"{what}: missing column(s) {', '.join(missing)} "
-                          f"(has {', '.join(map(str, frame.columns))})")
+        raise MemsimError(
+            f"{what}: missing column(s) {', '.join(missing)} "
+            f"(has {', '.join(map(str, frame.columns))})"
+        )
 
 
 def short_scenario(spec: str) -> str:
     """A readable label: ``locomo:/long/path/locomo-dev.json,sample=x`` -> ``locomo:locomo-dev.json,sample=x``."""
     s = str(spec)
     if s.startswith("locomo:"):
-        head, _, rest = s[len("locomo:"):].partition(",")
+        head, _, rest = s[len("locomo:") :].partition(",")
         s = "locomo:" + Path(head).name + ("," + rest if rest else "")
     return s
 
 
-
 # ------------------------------------------------------------------ 1. decay curves
+
 
 @dataclass(frozen=True)
 class WorkedExample:
@@ -126,20 +134,50 @@ class WorkedExample:
     value: float
     source: str
     label: str
-    claim: str = ""   # the id of the same example in the claims table (memsim.claims), if any
+    claim: str = (
+        ""  # the id of the same example in the claims table (memsim.workbench.claims), if any
+    )
 
 
 # The documents' decay examples that map to (policy, day, value), for when the claims table
 # carries no day column. Values as the documents print them.
 WORKED_EXAMPLES: tuple[WorkedExample, ...] = (
-    WorkedExample("pai", 30, 0.6, 0.3, "000 §7 Decay Formula",
-                  "pai: confidence 0.6 -> 0.3 after 30 days (stability 1.0)", "pai.decay_stability1_30d"),
-    WorkedExample("izzie", 30, 0.9, 0.67, "003 Memory Strength Calculation",
-                  "izzie: preference 0.9 -> 0.67 after 30 days", "izzie.preference_30d_strength"),
-    WorkedExample("cosmo", 35, 0.5, 0.25, "002 Access Pattern Examples (one-off mention)",
-                  "cosmo: salience 0.5 -> 0.25 after 35 days unused", "cosmo.one_off_factor_35d"),
-    WorkedExample("cosmo", 70, 1.0, 0.25, "002 Decay Formula with Recall Frequency",
-                  "cosmo: salience x 0.25 after 70 days unused (recall_frequency 0)", "cosmo.rf0_factor_70d"),
+    WorkedExample(
+        "pai",
+        30,
+        0.6,
+        0.3,
+        "000 §7 Decay Formula",
+        "pai: confidence 0.6 -> 0.3 after 30 days (stability 1.0)",
+        "pai.decay_stability1_30d",
+    ),
+    WorkedExample(
+        "izzie",
+        30,
+        0.9,
+        0.67,
+        "003 Memory Strength Calculation",
+        "izzie: preference 0.9 -> 0.67 after 30 days",
+        "izzie.preference_30d_strength",
+    ),
+    WorkedExample(
+        "cosmo",
+        35,
+        0.5,
+        0.25,
+        "002 Access Pattern Examples (one-off mention)",
+        "cosmo: salience 0.5 -> 0.25 after 35 days unused",
+        "cosmo.one_off_factor_35d",
+    ),
+    WorkedExample(
+        "cosmo",
+        70,
+        1.0,
+        0.25,
+        "002 Decay Formula with Recall Frequency",
+        "cosmo: salience x 0.25 after 70 days unused (recall_frequency 0)",
+        "cosmo.rf0_factor_70d",
+    ),
 )
 
 
@@ -151,17 +189,38 @@ def worked_examples(claims: pd.DataFrame | None = None) -> pd.DataFrame:
     if claims is not None and {"policy", "day", "documented"} <= set(claims.columns):
         start_col = next((c for c in ("start", "initial", "day0") if c in claims.columns), None)
         for _, r in claims.iterrows():
-            day, value = pd.to_numeric(r["day"], errors="coerce"), pd.to_numeric(r["documented"], errors="coerce")
+            day, value = (
+                pd.to_numeric(r["day"], errors="coerce"),
+                pd.to_numeric(r["documented"], errors="coerce"),
+            )
             start = pd.to_numeric(r[start_col], errors="coerce") if start_col else np.nan
             if not (np.isfinite(day) and np.isfinite(value) and np.isfinite(start) and start > 0):
                 continue
             src = " ".join(str(r[c]) for c in ("document", "section") if c in claims.columns)
-            rows.append({"policy": policy_id(r["policy"]), "day": float(day), "start": float(start),
-                         "value": float(value), "source": src.strip(),
-                         "label": str(r.get("statement", r.get("id", ""))), "claim": str(r.get("id", ""))})
+            rows.append(
+                {
+                    "policy": policy_id(r["policy"]),
+                    "day": float(day),
+                    "start": float(start),
+                    "value": float(value),
+                    "source": src.strip(),
+                    "label": str(r.get("statement", r.get("id", ""))),
+                    "claim": str(r.get("id", "")),
+                }
+            )
     if not rows:
-        rows = [{"policy": e.policy, "day": float(e.day), "start": e.start, "value": e.value,
-                 "source": e.source, "label": e.label, "claim": e.claim} for e in WORKED_EXAMPLES]
+        rows = [
+            {
+                "policy": e.policy,
+                "day": float(e.day),
+                "start": e.start,
+                "value": e.value,
+                "source": e.source,
+                "label": e.label,
+                "claim": e.claim,
+            }
+            for e in WORKED_EXAMPLES
+        ]
     out = pd.DataFrame(rows)
     out["ratio"] = out["value"] / out["start"]
     return out
@@ -176,15 +235,24 @@ def normalise_curves(curves: pd.DataFrame) -> pd.DataFrame:
     for _, g in out.groupby(["policy", "pattern"], sort=False):
         g = g.sort_values("day")
         s = g["strength"].to_numpy(dtype=np.float64)
-        ref = s[0] if len(s) and np.isfinite(s[0]) and s[0] > 0 else np.nanmax(np.where(np.isfinite(s), s, np.nan), initial=0.0)
+        ref = (
+            s[0]
+            if len(s) and np.isfinite(s[0]) and s[0] > 0
+            else np.nanmax(np.where(np.isfinite(s), s, np.nan), initial=0.0)
+        )
         rel[out.index.get_indexer(g.index)] = s / ref if ref and ref > 0 else np.nan
     out["relative"] = rel
     return out
 
 
-def decay_curves_figure(curves: pd.DataFrame, examples: pd.DataFrame | None = None, *,
-                        patterns: Mapping[str, str] | None = None, normalise: bool = True,
-                        y_max: float | None = 2.2):
+def decay_curves_figure(
+    curves: pd.DataFrame,
+    examples: pd.DataFrame | None = None,
+    *,
+    patterns: Mapping[str, str] | None = None,
+    normalise: bool = True,
+    y_max: float | None = 2.2,
+):
     """Figure 1: strength vs days, one panel per access pattern, one line per policy.
 
     ``curves``: columns policy, pattern, day, strength. Each policy's strength is in its own
@@ -209,38 +277,83 @@ def decay_curves_figure(curves: pd.DataFrame, examples: pd.DataFrame | None = No
             if g.empty:
                 continue
             mem = str(g["memory"].iloc[0]) if "memory" in g and g["memory"].iloc[0] else ""
-            ax.plot(g["day"], g["relative"], label=f"{p} ({mem})" if mem else p, linewidth=1.8,
-                    **policy_style(p))
+            ax.plot(
+                g["day"],
+                g["relative"],
+                label=f"{p} ({mem})" if mem else p,
+                linewidth=1.8,
+                **policy_style(p),
+            )
             if "retrievable" in g:
                 gone = g[~g["retrievable"].astype(bool)]
                 if len(gone):
                     first = gone.iloc[0]
-                    ax.plot([first["day"]], [min(first["relative"], y_max or np.inf)], marker="X",
-                            markersize=9, color=policy_color(p), linestyle="none", zorder=6)
+                    ax.plot(
+                        [first["day"]],
+                        [min(first["relative"], y_max or np.inf)],
+                        marker="X",
+                        markersize=9,
+                        color=policy_color(p),
+                        linestyle="none",
+                        zorder=6,
+                    )
             peak = float(np.nanmax(g["relative"])) if g["relative"].notna().any() else np.nan
             if y_max is not None and peak > y_max:
                 off_scale.append(f"{p} peaks at {peak:.1f}×")
         if off_scale:
             ax.set_ylim(top=y_max)
-            ax.text(0.98, 0.97, "off scale: " + "; ".join(off_scale), transform=ax.transAxes,
-                    ha="right", va="top", fontsize=8, color="0.2",
-                    bbox={"facecolor": "white", "edgecolor": "0.7", "alpha": 0.9})
+            ax.text(
+                0.98,
+                0.97,
+                "off scale: " + "; ".join(off_scale),
+                transform=ax.transAxes,
+                ha="right",
+                va="top",
+                fontsize=8,
+                color="0.2",
+                bbox={"facecolor": "white", "edgecolor": "0.7", "alpha": 0.9},
+            )
         if pat == "never" and examples is not None and len(examples):
             for _, e in examples.iterrows():
                 y = e["ratio"] if normalise else e["value"]
-                ax.plot([e["day"]], [y], marker="o", markersize=8, linestyle="none",
-                        markerfacecolor="white", markeredgewidth=2,
-                        markeredgecolor=policy_color(e["policy"]), zorder=5)
-            ax.plot([], [], marker="o", linestyle="none", markerfacecolor="white",
-                    markeredgecolor="0.2", markeredgewidth=2, label="document's worked example")
+                ax.plot(
+                    [e["day"]],
+                    [y],
+                    marker="o",
+                    markersize=8,
+                    linestyle="none",
+                    markerfacecolor="white",
+                    markeredgewidth=2,
+                    markeredgecolor=policy_color(e["policy"]),
+                    zorder=5,
+                )
+            ax.plot(
+                [],
+                [],
+                marker="o",
+                linestyle="none",
+                markerfacecolor="white",
+                markeredgecolor="0.2",
+                markeredgewidth=2,
+                label="document's worked example",
+            )
         if "retrievable" in sub and (~sub["retrievable"].astype(bool)).any():
-            ax.plot([], [], marker="X", linestyle="none", color="0.2", markersize=8,
-                    label="no longer retrievable (pruned / forgotten / archived)")
+            ax.plot(
+                [],
+                [],
+                marker="X",
+                linestyle="none",
+                color="0.2",
+                markersize=8,
+                label="no longer retrievable (pruned / forgotten / archived)",
+            )
         ax.set_title(f"{titles.get(pat, pat)}  ({pat})", fontsize=10)
         ax.set_xlabel("days since the memory was created")
         ax.grid(alpha=0.3)
         ax.set_xlim(left=0)
-    axes[0].set_ylabel("strength ÷ day-0 strength" if normalise else "strength (each policy's own units)")
+    axes[0].set_ylabel(
+        "strength ÷ day-0 strength" if normalise else "strength (each policy's own units)"
+    )
     handles, labels = [], []
     for ax in axes:
         for h, l in zip(*ax.get_legend_handles_labels()):
@@ -248,8 +361,12 @@ def decay_curves_figure(curves: pd.DataFrame, examples: pd.DataFrame | None = No
                 handles.append(h)
                 labels.append(l)
     fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 5), fontsize=8)
-    note = (" Each policy's documented strength divided by its value at day 0 (units differ: "
-            "confidence, salience, retrieval strength)." if normalise else "")
+    note = (
+        " Each policy's documented strength divided by its value at day 0 (units differ: "
+        "confidence, salience, retrieval strength)."
+        if normalise
+        else ""
+    )
     fig.suptitle("Decay curves of one memory under three access patterns." + note, fontsize=10)
     return fig
 
@@ -258,6 +375,7 @@ def curve_function() -> Callable[..., pd.DataFrame]:
     """``memsim.curve`` the function (unwrapped if a module of the same name, as the tool's
     module once was, has shadowed it on the package)."""
     import memsim
+
     fn = memsim.curve
     return fn if callable(fn) else fn.curve
 
@@ -266,10 +384,14 @@ def memory_label(memory: Mapping[str, Any] | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in (memory or {}).items())
 
 
-def compute_curves(policies: Sequence[str], patterns: Iterable[str] = tuple(CURVE_PATTERNS),
-                   days: str | Sequence[float] = CURVE_DAYS, *,
-                   memories: Mapping[str, Mapping[str, Any]] | None = None,
-                   notice: Callable[[str], None] | None = None) -> pd.DataFrame:
+def compute_curves(
+    policies: Sequence[str],
+    patterns: Iterable[str] = tuple(CURVE_PATTERNS),
+    days: str | Sequence[float] = CURVE_DAYS,
+    *,
+    memories: Mapping[str, Mapping[str, Any]] | None = None,
+    notice: Callable[[str], None] | None = None,
+) -> pd.DataFrame:
     """Decay curves of ``policies`` (seed 0) under ``patterns`` via ``memsim.curve``, each
     planting ``memories[policy]`` (default ``CURVE_MEMORY``; policies not named get the
     policy's default memory); a policy the curve tool rejects is left out with a notice.
@@ -281,7 +403,8 @@ def compute_curves(policies: Sequence[str], patterns: Iterable[str] = tuple(CURV
     for p in policies:
         memory = {k: str(v) for k, v in (memories.get(policy_id(p)) or {}).items()}
         try:
-            from .registry import spec
+            from memsim.engine.registry import spec
+
             retrievable = frozenset(spec(p).load().statuses.retrievable)
         except (MemsimError, ImportError, AttributeError):
             retrievable = None
@@ -292,20 +415,30 @@ def compute_curves(policies: Sequence[str], patterns: Iterable[str] = tuple(CURV
                 if notice:
                     notice(f"decay curve of {p} under {pat} skipped: {e}")
                 break
-            frames.append(pd.DataFrame({"policy": policy_id(p), "pattern": pat,
-                                        "day": c["day"].to_numpy(np.float64),
-                                        "strength": c["strength"].to_numpy(np.float64),
-                                        "status": c["status"].astype(str).to_numpy() if "status" in c else "",
-                                        "memory": memory_label(memory)}))
-            frames[-1]["retrievable"] = (frames[-1]["status"].isin(retrievable) if retrievable is not None
-                                         else True)
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "policy": policy_id(p),
+                        "pattern": pat,
+                        "day": c["day"].to_numpy(np.float64),
+                        "strength": c["strength"].to_numpy(np.float64),
+                        "status": c["status"].astype(str).to_numpy() if "status" in c else "",
+                        "memory": memory_label(memory),
+                    }
+                )
+            )
+            frames[-1]["retrievable"] = (
+                frames[-1]["status"].isin(retrievable) if retrievable is not None else True
+            )
     if not frames:
-        return pd.DataFrame(columns=["policy", "pattern", "day", "strength", "status", "memory",
-                                     "retrievable"])
+        return pd.DataFrame(
+            columns=["policy", "pattern", "day", "strength", "status", "memory", "retrievable"]
+        )
     return pd.concat(frames, ignore_index=True)
 
 
 # ------------------------------------------------------------------ 2. recall and footprint over time
+
 
 def rolling_by_time(frame: pd.DataFrame, value: str, window: float) -> pd.DataFrame:
     """Time-based rolling mean of ``value`` over every row (all seeds and queries) in a
@@ -332,7 +465,9 @@ def overlapping_series(series: Mapping[str, pd.Series], tol: float = 0.02) -> li
         for g in groups:
             ref = series[g[0]]
             a, b = s.align(ref, join="inner")
-            if len(a) and np.all(np.abs(a - b) <= tol * np.maximum(np.maximum(np.abs(a), np.abs(b)), 1.0)):
+            if len(a) and np.all(
+                np.abs(a - b) <= tol * np.maximum(np.maximum(np.abs(a), np.abs(b)), 1.0)
+            ):
                 g.append(name)
                 break
         else:
@@ -341,15 +476,20 @@ def overlapping_series(series: Mapping[str, pd.Series], tol: float = 0.02) -> li
 
 
 def synthetic_scenarios(per_query: pd.DataFrame) -> list[str]:
-    return [s for s in dict.fromkeys(per_query["scenario"].astype(str)) if s.startswith("synthetic:")]
+    return [
+        s for s in dict.fromkeys(per_query["scenario"].astype(str)) if s.startswith("synthetic:")
+    ]
 
 
-def recall_footprint_over_time_figure(per_query: pd.DataFrame, scenarios: Sequence[str] | None = None, *,
-                                      window: float = 14.0):
+def recall_footprint_over_time_figure(
+    per_query: pd.DataFrame, scenarios: Sequence[str] | None = None, *, window: float = 14.0
+):
     """Figure 2: per scenario (rows), recall@k over simulated time as a trailing ``window``-day
     rolling mean over queries and seeds (left) beside the footprint, the number of
     retrievable memories at each query, averaged over seeds (right)."""
-    _require(per_query, ("policy", "scenario", "seed", "time", "recall", "footprint"), "per-query table")
+    _require(
+        per_query, ("policy", "scenario", "seed", "time", "recall", "footprint"), "per-query table"
+    )
     scen = list(scenarios) if scenarios is not None else synthetic_scenarios(per_query)
     if not scen:
         raise MemsimError("per-query table: no synthetic scenario to plot over time")
@@ -376,14 +516,18 @@ def recall_footprint_over_time_figure(per_query: pd.DataFrame, scenarios: Sequen
         left.set_ylabel(f"{klabel} ({window:g}-day rolling mean)")
         right.set_ylabel("retrievable memories")
         nseeds = sub["seed"].nunique()
-        left.set_title(f"{s}: recall over time ({nseeds} seed{'s' if nseeds != 1 else ''})", fontsize=10)
+        left.set_title(
+            f"{s}: recall over time ({nseeds} seed{'s' if nseeds != 1 else ''})", fontsize=10
+        )
         right.set_title(f"{s}: footprint at query times", fontsize=10)
         for ax in (left, right):
             ax.grid(alpha=0.3)
             ax.set_xlabel("simulated time (days)")
-        if same:   # say which footprint lines hide which (within 2%)
-            right.set_xlabel("simulated time (days)\nsame line: " + "; ".join(" = ".join(g) for g in same),
-                             fontsize=9)
+        if same:  # say which footprint lines hide which (within 2%)
+            right.set_xlabel(
+                "simulated time (days)\nsame line: " + "; ".join(" = ".join(g) for g in same),
+                fontsize=9,
+            )
     axes[0, 1].legend(loc="upper left", fontsize=8, framealpha=0.9)
     fig.suptitle("Recall and memory footprint over simulated time", fontsize=11)
     return fig
@@ -391,9 +535,12 @@ def recall_footprint_over_time_figure(per_query: pd.DataFrame, scenarios: Sequen
 
 # ------------------------------------------------------------------ summary helpers
 
+
 def metric_table(summary: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Rows of the tidy summary for one metric: scenario, policy, mean, ci_low, ci_high, n."""
-    _require(summary, ("scenario", "policy", "metric", "mean", "ci_low", "ci_high"), "summary table")
+    _require(
+        summary, ("scenario", "policy", "metric", "mean", "ci_low", "ci_high"), "summary table"
+    )
     t = summary[summary["metric"] == metric]
     cols = [c for c in ("scenario", "policy", "mean", "ci_low", "ci_high", "n") if c in t.columns]
     return t[cols].reset_index(drop=True)
@@ -407,6 +554,7 @@ def _err(t: pd.DataFrame) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ 3. recall vs footprint
+
 
 def recall_vs_footprint_figure(summary: pd.DataFrame, *, footprint_metric: str = "footprint_mean"):
     """Figure 3: one point per (policy, scenario): mean recall@k against mean footprint, with
@@ -427,34 +575,56 @@ def recall_vs_footprint_figure(summary: pd.DataFrame, *, footprint_metric: str =
         same = _same_points(g)
         for p in ordered_policies(g["policy"]):
             r = g[g["policy"] == p]
-            xerr = _err(r.rename(columns={"mean_f": "mean", "ci_low_f": "ci_low", "ci_high_f": "ci_high"}))
-            yerr = _err(r.rename(columns={"mean_r": "mean", "ci_low_r": "ci_low", "ci_high_r": "ci_high"}))
-            ax.errorbar(r["mean_f"], r["mean_r"], xerr=xerr, yerr=yerr, fmt="o", markersize=7,
-                        color=policy_color(p), ecolor=policy_color(p), elinewidth=1.2, capsize=3,
-                        label=p, mfc="white" if policy_id(p) in BASELINES else policy_color(p))
+            xerr = _err(
+                r.rename(columns={"mean_f": "mean", "ci_low_f": "ci_low", "ci_high_f": "ci_high"})
+            )
+            yerr = _err(
+                r.rename(columns={"mean_r": "mean", "ci_low_r": "ci_low", "ci_high_r": "ci_high"})
+            )
+            ax.errorbar(
+                r["mean_f"],
+                r["mean_r"],
+                xerr=xerr,
+                yerr=yerr,
+                fmt="o",
+                markersize=7,
+                color=policy_color(p),
+                ecolor=policy_color(p),
+                elinewidth=1.2,
+                capsize=3,
+                label=p,
+                mfc="white" if policy_id(p) in BASELINES else policy_color(p),
+            )
         lo_f, hi_f = g["mean_f"].min(), g["mean_f"].max()
-        if lo_f > 0 and hi_f / lo_f > 20:   # keep-all can hold 100x what a pruning policy keeps
+        if lo_f > 0 and hi_f / lo_f > 20:  # keep-all can hold 100x what a pruning policy keeps
             ax.set_xscale("log")
         ax.set_title(short_scenario(s), fontsize=9)
         note = ("\nsame point: " + "; ".join(" = ".join(x) for x in same)) if same else ""
-        ax.set_xlabel("mean footprint (memories" + (", log scale)" if ax.get_xscale() == "log" else ")") + note,
-                      fontsize=8)
+        ax.set_xlabel(
+            "mean footprint (memories"
+            + (", log scale)" if ax.get_xscale() == "log" else ")")
+            + note,
+            fontsize=8,
+        )
         if i % ncols == 0:
             ax.set_ylabel("recall@k (mean over queries)", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.set_ylim(-0.03, 1.03)
         ax.grid(alpha=0.3)
-    for ax in axes[len(scen):]:
+    for ax in axes[len(scen) :]:
         ax.set_visible(False)
     handles, labels = [], []
-    for ax in axes[:len(scen)]:
+    for ax in axes[: len(scen)]:
         for h, l in zip(*ax.get_legend_handles_labels()):
             if l not in labels:
                 handles.append(h)
                 labels.append(l)
     fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 7), fontsize=8)
-    fig.suptitle("Recall vs footprint: up and to the left is better (whiskers: 95% bootstrap CI; "
-                 "hollow = baseline)", fontsize=10)
+    fig.suptitle(
+        "Recall vs footprint: up and to the left is better (whiskers: 95% bootstrap CI; "
+        "hollow = baseline)",
+        fontsize=10,
+    )
     return fig
 
 
@@ -470,8 +640,14 @@ def _same_points(g: pd.DataFrame) -> list[list[str]]:
 
 # ------------------------------------------------------------------ 4. stale@k
 
-def grouped_bars(ax, table: pd.DataFrame, groups: Sequence[str], policies: Sequence[str],
-                 group_col: str = "scenario") -> None:
+
+def grouped_bars(
+    ax,
+    table: pd.DataFrame,
+    groups: Sequence[str],
+    policies: Sequence[str],
+    group_col: str = "scenario",
+) -> None:
     """Bars of ``mean`` with CI whiskers: one group per value of ``group_col``, one bar per policy."""
     width = 0.8 / max(len(policies), 1)
     x = np.arange(len(groups))
@@ -479,10 +655,19 @@ def grouped_bars(ax, table: pd.DataFrame, groups: Sequence[str], policies: Seque
         t = table[table["policy"] == p].set_index(group_col).reindex(groups)
         means = t["mean"].to_numpy(np.float64)
         err = _err(t.reset_index()) if {"ci_low", "ci_high"} <= set(t.columns) else None
-        ax.bar(x - 0.4 + width * (i + 0.5), np.nan_to_num(means), width, yerr=err, capsize=2,
-               color=policy_color(p), label=p, edgecolor="white", linewidth=0.5,
-               hatch="//" if policy_id(p) in BASELINES else None,
-               error_kw={"elinewidth": 0.9, "ecolor": "0.35"})
+        ax.bar(
+            x - 0.4 + width * (i + 0.5),
+            np.nan_to_num(means),
+            width,
+            yerr=err,
+            capsize=2,
+            color=policy_color(p),
+            label=p,
+            edgecolor="white",
+            linewidth=0.5,
+            hatch="//" if policy_id(p) in BASELINES else None,
+            error_kw={"elinewidth": 0.9, "ecolor": "0.35"},
+        )
     ax.set_xticks(x, [short_scenario(g) for g in groups], rotation=25, ha="right", fontsize=8)
     ax.grid(axis="y", alpha=0.3)
 
@@ -495,8 +680,14 @@ def stale_figure(summary: pd.DataFrame):
         raise MemsimError("summary table: no stale@k rows")
     all_scen = list(dict.fromkeys(t["scenario"]))
     # a scenario where no policy ever returns a stale memory is a row of empty bars: name it instead
-    clean = [sc for sc in all_scen if not (t.loc[t["scenario"] == sc, "ci_high"].fillna(0).max() > 0
-                                           or t.loc[t["scenario"] == sc, "mean"].max() > 0)]
+    clean = [
+        sc
+        for sc in all_scen
+        if not (
+            t.loc[t["scenario"] == sc, "ci_high"].fillna(0).max() > 0
+            or t.loc[t["scenario"] == sc, "mean"].max() > 0
+        )
+    ]
     scen = [sc for sc in all_scen if sc not in clean] or all_scen
     t = t[t["scenario"].isin(scen)]
     fig = _new_figure(min(16.0, max(7.0, 1.3 * len(scen) + 3)), 5.2 if clean else 4.8)
@@ -505,10 +696,15 @@ def stale_figure(summary: pd.DataFrame):
     ax.set_ylabel("stale@k: share of returned memories\nasserting only superseded values")
     ax.set_xlabel("scenario")
     ax.set_ylim(bottom=0)
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", fontsize=8, title="policy")
-    ax.set_title("Stale memories in the top k (lower is better; whiskers: 95% bootstrap CI)", fontsize=10)
+    fig.legend(
+        *ax.get_legend_handles_labels(), loc="outside right upper", fontsize=8, title="policy"
+    )
+    ax.set_title(
+        "Stale memories in the top k (lower is better; whiskers: 95% bootstrap CI)", fontsize=10
+    )
     if clean and scen is not all_scen:
         import textwrap
+
         loco = [sc for sc in clean if str(sc).startswith("locomo")]
         names = [short_scenario(sc) for sc in clean if sc not in loco]
         if loco:
@@ -520,6 +716,7 @@ def stale_figure(summary: pd.DataFrame):
 
 # ------------------------------------------------------------------ 5. LoCoMo
 
+
 def age_bin_labels(bins: Sequence[float] = AGE_BINS) -> list[str]:
     out = []
     for lo, hi in zip(bins[:-1], bins[1:]):
@@ -529,6 +726,7 @@ def age_bin_labels(bins: Sequence[float] = AGE_BINS) -> list[str]:
 
 def _mean_ci(values: np.ndarray) -> tuple[float, float, float, int]:
     from .api import bootstrap_ci
+
     v = np.asarray(values, dtype=np.float64)
     v = v[np.isfinite(v)]
     if not len(v):
@@ -537,16 +735,22 @@ def _mean_ci(values: np.ndarray) -> tuple[float, float, float, int]:
     return (float(v.mean()), lo, hi, len(v))
 
 
-def locomo_tables(per_query: pd.DataFrame, bins: Sequence[float] = AGE_BINS) -> tuple[pd.DataFrame, pd.DataFrame]:
+def locomo_tables(
+    per_query: pd.DataFrame, bins: Sequence[float] = AGE_BINS
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """LoCoMo recall@k by question category (``group``) and by evidence-age bin: columns
     policy, category|age, mean, ci_low, ci_high, n."""
-    _require(per_query, ("policy", "scenario", "recall", "group", "evidence_age"), "per-query table")
+    _require(
+        per_query, ("policy", "scenario", "recall", "group", "evidence_age"), "per-query table"
+    )
     lq = per_query[per_query["scenario"].astype(str).str.startswith("locomo")]
     if lq.empty:
         raise MemsimError("per-query table: no LoCoMo scenario")
     labels = age_bin_labels(bins)
-    lq = lq.assign(age=pd.cut(lq["evidence_age"], list(bins), right=False, labels=labels),
-                   category=lq["group"].astype(str).replace("", "(none)"))
+    lq = lq.assign(
+        age=pd.cut(lq["evidence_age"], list(bins), right=False, labels=labels),
+        category=lq["group"].astype(str).replace("", "(none)"),
+    )
     by_cat, by_age = [], []
     for (p, c), g in lq.groupby(["policy", "category"], sort=True):
         m, lo, hi, n = _mean_ci(g["recall"].to_numpy())
@@ -566,23 +770,37 @@ def locomo_figure(per_query: pd.DataFrame):
     cats = sorted(by_cat["category"].unique())
     n_cat = by_cat.groupby("category")["n"].max().reindex(cats)
     grouped_bars(left, by_cat, cats, policies, group_col="category")
-    left.set_xticks(np.arange(len(cats)), [f"{c}\n(n={int(n)})" for c, n in n_cat.items()],
-                    rotation=0, ha="center", fontsize=8)
+    left.set_xticks(
+        np.arange(len(cats)),
+        [f"{c}\n(n={int(n)})" for c, n in n_cat.items()],
+        rotation=0,
+        ha="center",
+        fontsize=8,
+    )
     left.set_xlabel("question category")
     left.set_title("LoCoMo recall@k by question category", fontsize=10)
     ages = [a for a in age_bin_labels() if a in set(by_age["age"])]
     n_age = by_age.groupby("age")["n"].max().reindex(ages)
     grouped_bars(right, by_age, ages, policies, group_col="age")
-    right.set_xticks(np.arange(len(ages)), [f"{a}\n(n={int(n)})" for a, n in n_age.items()],
-                     rotation=0, ha="center", fontsize=8)
+    right.set_xticks(
+        np.arange(len(ages)),
+        [f"{a}\n(n={int(n)})" for a, n in n_age.items()],
+        rotation=0,
+        ha="center",
+        fontsize=8,
+    )
     right.set_xlabel("evidence age at question time (days since the newest evidence)")
     right.set_title("LoCoMo recall@k by evidence age", fontsize=10)
     for ax in (left, right):
         ax.set_ylabel("recall@k (mean over questions)")
         ax.set_ylim(0, 1.05)
-    fig.legend(*right.get_legend_handles_labels(), loc="outside right upper", fontsize=8, title="policy")
-    fig.suptitle("LoCoMo (whiskers: 95% bootstrap CI; n = questions per bar, largest over policies)",
-                 fontsize=10)
+    fig.legend(
+        *right.get_legend_handles_labels(), loc="outside right upper", fontsize=8, title="policy"
+    )
+    fig.suptitle(
+        "LoCoMo (whiskers: 95% bootstrap CI; n = questions per bar, largest over policies)",
+        fontsize=10,
+    )
     return fig
 
 
@@ -593,7 +811,7 @@ _N_KEYS = ("n_memories", "memories", "n", "size", "rows", "n_rows", "store_size"
 SERIES_LABELS = {
     "bare_matvec": "bare X @ q",
     "numpy": "numpy: full scores + top-k",
-    "fused": "fused kernel (memsim.fastscore)",
+    "fused": "fused kernel (policies.pai_fastscore)",
     "policy": "pai recall, as written",
     "wired": "pai recall, fastscore wired",
 }
@@ -658,17 +876,23 @@ def benchmark_frame(data: Any) -> pd.DataFrame:
         group = str(r.get("group") or "")
         operation = _operation(flat.get("operation") or flat.get("op") or group)
         per_variant = flat.get("seconds")
-        if isinstance(per_variant, Mapping):       # interleaved timings of several variants at n
+        if isinstance(per_variant, Mapping):  # interleaved timings of several variants at n
             # only timings measured beside the floor are latencies at n memories (an ingest
             # target's n counts episodes, a batch target's times cover many queries)
             if n and any(_is_floor(v) for v in per_variant):
                 for variant, secs in per_variant.items():
                     if isinstance(secs, (int, float)) and secs > 0:
-                        rows.append({"series": SERIES_LABELS.get(str(variant), str(variant)),
-                                     "operation": "" if operation in ("targets", "") else operation,
-                                     "n": n, "seconds": float(secs), "floor": _is_floor(variant)})
+                        rows.append(
+                            {
+                                "series": SERIES_LABELS.get(str(variant), str(variant)),
+                                "operation": "" if operation in ("targets", "") else operation,
+                                "n": n,
+                                "seconds": float(secs),
+                                "floor": _is_floor(variant),
+                            }
+                        )
             continue
-        if "target" in extra or group == "targets":   # a ratio record, or a time not at n
+        if "target" in extra or group == "targets":  # a ratio record, or a time not at n
             continue
         stats = r.get("stats") if isinstance(r.get("stats"), Mapping) else flat
         seconds = None
@@ -683,16 +907,24 @@ def benchmark_frame(data: Any) -> pd.DataFrame:
                     break
         if n is None or seconds is None or not (n > 0 and seconds > 0):
             continue
-        series = str(flat.get("policy") or flat.get("series") or flat.get("variant") or flat.get("impl") or
-                     re.sub(r"\[.*\]$", "", name).removeprefix("test_") or "?")
+        series = str(
+            flat.get("policy")
+            or flat.get("series")
+            or flat.get("variant")
+            or flat.get("impl")
+            or re.sub(r"\[.*\]$", "", name).removeprefix("test_")
+            or "?"
+        )
         series = SERIES_LABELS.get(series, series)
         floor = bool(flat.get("floor")) or _is_floor(series, name, flat.get("kind", ""))
-        rows.append({"series": series, "operation": operation, "n": n, "seconds": seconds, "floor": floor})
+        rows.append(
+            {"series": series, "operation": operation, "n": n, "seconds": seconds, "floor": floor}
+        )
     out = pd.DataFrame(rows, columns=["series", "operation", "n", "seconds", "floor"])
     named = [o for o in dict.fromkeys(out["operation"]) if o]
-    if len(named) == 1:     # operation-less rows belong to the only operation there is
+    if len(named) == 1:  # operation-less rows belong to the only operation there is
         out.loc[out["operation"] == "", "operation"] = named[0]
-    elif not named:         # the floor is a one-query scan: these are one-query recall latencies
+    elif not named:  # the floor is a one-query scan: these are one-query recall latencies
         out["operation"] = "recall of one query"
     return out
 
@@ -713,31 +945,62 @@ def latency_figure(bench: pd.DataFrame):
         sub = bench[(~bench["floor"]) & (bench["operation"] == op)]
         # the floor of this operation, or an operation-less floor (it bounds every scan)
         mine = floors[floors["operation"] == op]
-        floor = (mine if len(mine) else floors[floors["operation"] == ""]).groupby("n")["seconds"].median()
+        floor = (
+            (mine if len(mine) else floors[floors["operation"] == ""])
+            .groupby("n")["seconds"]
+            .median()
+        )
         for i, s in enumerate(ordered_policies(sub["series"])):
             g = sub[sub["series"] == s].groupby("n")["seconds"].median().sort_index()
             first = s.split()[0] if s.split() else s
             # a series named after a policy ("pai recall, ...") wears the policy's colour
             color = PALETTE[first] if first in PALETTE else _SPARE[i % len(_SPARE)]
-            ax.plot(g.index, g.to_numpy() * 1e3, marker=MARKERS[i % len(MARKERS)],
-                    markersize=7, label=s, color=color, linestyle="-" if len(g) > 1 else "none")
+            ax.plot(
+                g.index,
+                g.to_numpy() * 1e3,
+                marker=MARKERS[i % len(MARKERS)],
+                markersize=7,
+                label=s,
+                color=color,
+                linestyle="-" if len(g) > 1 else "none",
+            )
         if len(floor):
-            ax.plot(floor.index, floor.to_numpy() * 1e3, color="black", linestyle="none", marker="x",
-                    markersize=9, markeredgewidth=2, label="bandwidth floor: bare X @ q (measured)")
+            ax.plot(
+                floor.index,
+                floor.to_numpy() * 1e3,
+                color="black",
+                linestyle="none",
+                marker="x",
+                markersize=9,
+                markeredgewidth=2,
+                label="bandwidth floor: bare X @ q (measured)",
+            )
             lo = min(sub["n"].min() if len(sub) else floor.index.min(), floor.index.min())
             hi = max(sub["n"].max() if len(sub) else floor.index.max(), floor.index.max())
             xs = np.geomspace(max(lo / 3, 1.0), hi * 3, 50)
             # X @ q reads every byte of X once: its time grows in proportion to n
             per_row = float(np.median(floor.to_numpy() / floor.index.to_numpy(dtype=np.float64)))
-            ax.plot(xs, per_row * xs * 1e3, color="black", linewidth=1.2, linestyle=":",
-                    label="floor extended in proportion to n")
+            ax.plot(
+                xs,
+                per_row * xs * 1e3,
+                color="black",
+                linewidth=1.2,
+                linestyle=":",
+                label="floor extended in proportion to n",
+            )
         ax.set_xscale("log")
         ax.set_yscale("log")
         from matplotlib.ticker import FuncFormatter
+
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
+        ax.yaxis.set_minor_formatter(
+            FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else "")
+        )
         sizes = sorted(set(bench.loc[bench["operation"].isin([op, ""]), "n"]))
-        ax.set_xlabel("memories in the store" + (f" (one size measured: {sizes[0]:,.0f})" if len(sizes) == 1 else ""))
+        ax.set_xlabel(
+            "memories in the store"
+            + (f" (one size measured: {sizes[0]:,.0f})" if len(sizes) == 1 else "")
+        )
         ax.set_ylabel("latency per call (ms, median)")
         ax.set_title(op or "latency", fontsize=10)
         ax.grid(alpha=0.3, which="both")
@@ -748,8 +1011,14 @@ def latency_figure(bench: pd.DataFrame):
 
 # ------------------------------------------------------------------ the command
 
-FIGURES = ("decay_curves", "recall_footprint_over_time", "recall_vs_footprint", "stale",
-           "locomo", "latency")
+FIGURES = (
+    "decay_curves",
+    "recall_footprint_over_time",
+    "recall_vs_footprint",
+    "stale",
+    "locomo",
+    "latency",
+)
 
 
 def _read_table(path: Path) -> pd.DataFrame | None:
@@ -758,11 +1027,15 @@ def _read_table(path: Path) -> pd.DataFrame | None:
     return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
 
 
-def build_figures(*, results: str | Path | None = "results/standard",
-                  benchmarks: str | Path | None = "results/benchmarks.json",
-                  claims: str | Path | None = "results/claims.csv", curves: bool = True,
-                  only: Sequence[str] | None = None,
-                  notice: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
+def build_figures(
+    *,
+    results: str | Path | None = "results/standard",
+    benchmarks: str | Path | None = "results/benchmarks.json",
+    claims: str | Path | None = "results/claims.csv",
+    curves: bool = True,
+    only: Sequence[str] | None = None,
+    notice: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+) -> dict[str, Any]:
     """Every figure whose inputs exist, by name; a missing input gives one notice line."""
     wanted = [f for f in FIGURES if not only or f in only]
     figs: dict[str, Any] = {}
@@ -773,22 +1046,34 @@ def build_figures(*, results: str | Path | None = "results/standard",
         per_query = _read_table(root / "per_query.parquet")
     builders: dict[str, Callable[[], Any]] = {}
     if "decay_curves" in wanted:
+
         def _curves():
             from .api import list_policies
+
             claims_df = _read_table(Path(claims)) if claims else None
             data = compute_curves(list(list_policies()["id"]), notice=notice)
             if data.empty:
                 raise MemsimError("no policy produced a decay curve")
             return decay_curves_figure(data, worked_examples(claims_df))
+
         if curves:
             builders["decay_curves"] = _curves
         else:
             notice("skipped decay_curves: disabled (--no-curves)")
-    needs = {"recall_footprint_over_time": ("per_query.parquet", per_query,
-                                            lambda: recall_footprint_over_time_figure(per_query)),
-             "recall_vs_footprint": ("summary.csv", summary, lambda: recall_vs_footprint_figure(summary)),
-             "stale": ("summary.csv", summary, lambda: stale_figure(summary)),
-             "locomo": ("per_query.parquet", per_query, lambda: locomo_figure(per_query))}
+    needs = {
+        "recall_footprint_over_time": (
+            "per_query.parquet",
+            per_query,
+            lambda: recall_footprint_over_time_figure(per_query),
+        ),
+        "recall_vs_footprint": (
+            "summary.csv",
+            summary,
+            lambda: recall_vs_footprint_figure(summary),
+        ),
+        "stale": ("summary.csv", summary, lambda: stale_figure(summary)),
+        "locomo": ("per_query.parquet", per_query, lambda: locomo_figure(per_query)),
+    }
     for name, (file, frame, make) in needs.items():
         if name not in wanted:
             continue
@@ -833,27 +1118,50 @@ def write_figures(out: str | Path = "results/figures", **kwargs: Any) -> list[Pa
 
 
 def add_figures_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default="results/figures", help="folder for the PNGs (default results/figures)")
-    p.add_argument("--results", default="results/standard",
-                   help="comparison folder with summary.csv and per_query.parquet (default results/standard)")
-    p.add_argument("--benchmarks", default="results/benchmarks.json",
-                   help="latency benchmark JSON (default results/benchmarks.json)")
-    p.add_argument("--claims", default="results/claims.csv", help="claims table CSV (worked examples)")
+    p.add_argument(
+        "--out", default="results/figures", help="folder for the PNGs (default results/figures)"
+    )
+    p.add_argument(
+        "--results",
+        default="results/standard",
+        help="comparison folder with summary.csv and per_query.parquet (default results/standard)",
+    )
+    p.add_argument(
+        "--benchmarks",
+        default="results/benchmarks.json",
+        help="latency benchmark JSON (default results/benchmarks.json)",
+    )
+    p.add_argument(
+        "--claims", default="results/claims.csv", help="claims table CSV (worked examples)"
+    )
     p.add_argument("--only", help=f"comma list of figures to make: {', '.join(FIGURES)}")
-    p.add_argument("--no-curves", action="store_true", help="skip the decay curves (they run the policies)")
+    p.add_argument(
+        "--no-curves", action="store_true", help="skip the decay curves (they run the policies)"
+    )
 
 
 def run_figures_command(args: argparse.Namespace) -> int:
     import matplotlib
+
     matplotlib.use("Agg")
-    only = [t.strip() for t in args.only.split(",") if t.strip()] if getattr(args, "only", None) else None
+    only = (
+        [t.strip() for t in args.only.split(",") if t.strip()]
+        if getattr(args, "only", None)
+        else None
+    )
     unknown = [o for o in only or () if o not in FIGURES]
     if unknown:
-        from .errors import UnknownIdError
+        from memsim.engine.errors import UnknownIdError
+
         raise UnknownIdError(f"unknown figure {unknown[0]!r}; known: {', '.join(FIGURES)}")
-    written = write_figures(args.out, results=args.results, benchmarks=args.benchmarks,
-                            claims=getattr(args, "claims", None), curves=not getattr(args, "no_curves", False),
-                            only=only)
+    written = write_figures(
+        args.out,
+        results=args.results,
+        benchmarks=args.benchmarks,
+        claims=getattr(args, "claims", None),
+        curves=not getattr(args, "no_curves", False),
+        only=only,
+    )
     for path in written:
         print(f"wrote {path}")
     if not written:

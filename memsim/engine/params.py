@@ -6,25 +6,40 @@ section it comes from; :class:`Params` validates every field on construction, so
 impossible value (a probability of 1.5, a negative half-life) fails at once with a message
 naming the field and the value.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .errors import ParamError
 
 
-def param(default: Any, *, lo: float | None = None, hi: float | None = None,
-          lo_open: bool = False, hi_open: bool = False, choices: tuple | None = None,
-          doc: str = "") -> Any:
+def param(
+    default: Any,
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    hi_open: bool = False,
+    choices: tuple | None = None,
+    doc: str = "",
+) -> Any:
     """A Params field: ``default`` plus its legal range and the seed section it cites.
 
     ``lo``/``hi`` bound numeric values (closed unless ``lo_open``/``hi_open``); ``choices``
     restricts to a set of values. ``doc`` names the seed document section.
     """
-    meta = {"lo": lo, "hi": hi, "lo_open": lo_open, "hi_open": hi_open,
-            "choices": choices, "doc": doc}
+    meta = {
+        "lo": lo,
+        "hi": hi,
+        "lo_open": lo_open,
+        "hi_open": hi_open,
+        "choices": choices,
+        "doc": doc,
+    }
     if isinstance(default, (list, dict, set)):
         raise TypeError("mutable defaults are not allowed in Params; use a tuple")
     return dataclasses.field(default=default, metadata=meta)
@@ -38,28 +53,32 @@ class Params:
         for f in dataclasses.fields(self):
             check_field(type(self).__qualname__, f, getattr(self, f.name))
 
-    def replace(self, **changes: Any) -> "Params":
+    def replace(self, **changes: Any) -> Params:
         """A copy with some fields changed (validated); unknown names are an error."""
         known = {f.name for f in dataclasses.fields(self)}
         unknown = sorted(set(changes) - known)
         if unknown:
-            raise ParamError(f"{type(self).__qualname__} has no parameter {unknown[0]!r}; "
-                             f"known: {', '.join(sorted(known))}")
+            raise ParamError(
+                f"{type(self).__qualname__} has no parameter {unknown[0]!r}; "
+                f"known: {', '.join(sorted(known))}"
+            )
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     @classmethod
-    def from_strings(cls, values: Mapping[str, str]) -> "Params":
+    def from_strings(cls, values: Mapping[str, str]) -> Params:
         """Build from ``KEY=VALUE`` strings (CLI), converting each to the field's type."""
         fields = {f.name: f for f in dataclasses.fields(cls)}
         default = cls()
         kwargs: dict[str, Any] = {}
         for name, text in values.items():
             if name not in fields:
-                raise ParamError(f"{cls.__qualname__} has no parameter {name!r}; "
-                                 f"known: {', '.join(sorted(fields))}")
+                raise ParamError(
+                    f"{cls.__qualname__} has no parameter {name!r}; "
+                    f"known: {', '.join(sorted(fields))}"
+                )
             kwargs[name] = coerce(f"{cls.__qualname__}.{name}", getattr(default, name), text)
         return cls(**kwargs)
 

