@@ -18,6 +18,28 @@ ACTIVE = {"state": "active"}
 NIGHTLY = {"decay_mode": "nightly"}
 NO_CONSOLIDATION = {"consolidate_salience": "0"}
 
+# The figure's decay curve plants an active memory: 002 Decay Formula, recall_frequency 0,
+# no candidate penalty; and marks the document's decay examples.
+CURVE_MEMORY = {"state": "active"}
+DECAY_EXAMPLES = (
+    {
+        "day": 35,
+        "start": 0.5,
+        "value": 0.25,
+        "source": "002 Access Pattern Examples (one-off mention)",
+        "label": "cosmo: salience 0.5 -> 0.25 after 35 days unused",
+        "claim": "cosmo.one_off_factor_35d",
+    },
+    {
+        "day": 70,
+        "start": 1.0,
+        "value": 0.25,
+        "source": "002 Decay Formula with Recall Frequency",
+        "label": "cosmo: salience x 0.25 after 70 days unused (recall_frequency 0)",
+        "claim": "cosmo.rf0_factor_70d",
+    },
+)
+
 
 def _curve(pattern: str, days, memory: dict, params: dict | None = None):
     from memsim.workbench.curves import curve

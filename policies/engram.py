@@ -208,7 +208,6 @@ class Engram(Policy):
         self.queue: list[
             tuple[int, ...]
         ] = []  # clusters read but not yet processed (budget carry-over)
-        self.cycles = 0
         self._bm25_cache: tuple[tuple[int, ...], Any] | None = None
 
     @property
@@ -472,7 +471,6 @@ class Engram(Policy):
         new = len(set(self.arrival_episodes[self.checkpoint :]))
         if new < p.episode_threshold and not self.queue:
             return [Outcome(ev, "skip", -1, f"{new} new episodes < {p.episode_threshold}")]
-        self.cycles += 1
         out: list[Outcome] = []
         if new >= p.episode_threshold:
             live = [r for r in self.arrivals[self.checkpoint :] if s.status_of(r) == "active"]

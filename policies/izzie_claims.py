@@ -14,6 +14,20 @@ NAME_PREFERENCE = {
     "value": "Masa",
 }
 
+# The figure's decay curve plants the memory of the document's worked example, and marks it.
+# 003 Memory Strength Calculation
+CURVE_MEMORY = {"category": "preference", "importance": 0.9}
+DECAY_EXAMPLES = (
+    {
+        "day": 30,
+        "start": 0.9,
+        "value": 0.67,
+        "source": "003 Memory Strength Calculation",
+        "label": "izzie: preference 0.9 -> 0.67 after 30 days",
+        "claim": "izzie.preference_30d_strength",
+    },
+)
+
 
 def _strength(day: float, memory: dict | None = None, **kw) -> float:
     from memsim.workbench.curves import curve

@@ -15,6 +15,10 @@ HALF_LIFE = 30.0  # KernleParams.half_life default (004 gives no value)
 FORGETTING_EVERY = 7.0  # KernleParams.forgetting_every default (004 gives no cadence)
 THRESHOLD = 0.3  # 004 §Forgetting Cycle
 
+# The figure's decay curve plants an accessed memory: 004 uses log(times_accessed + 1), and
+# log(0 + 1) = 0 would never show decay.
+CURVE_MEMORY = {"confidence": 0.9, "times_accessed": 1}
+
 
 def salience(
     confidence: float, times_accessed: float, days_since_access: float, half_life: float = HALF_LIFE

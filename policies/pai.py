@@ -329,7 +329,6 @@ class PersonalAI(Policy):
         self._turns: dict[str, list[Episode]] = {}  # pending turns per conversation
         self._chunks: dict[str, int] = {}
         self._tokens: list[frozenset[str]] = []  # FTS-like token sets per row
-        self.last_reflection: dict[str, list] = {"duplicates": [], "stale": []}
         self._placeholder = np.full(
             self.store.dim, 1.0 / math.sqrt(self.store.dim), dtype=np.float32
         )
@@ -754,7 +753,6 @@ class PersonalAI(Policy):
 
     def _job_reflect(self, now: float) -> list[Outcome]:
         clusters, stale = self.reflect(now)
-        self.last_reflection = {"duplicates": clusters, "stale": stale}
         out = self.merge_duplicates(clusters, now)
         return out or [Outcome("reflect", "skip", -1, f"no duplicates; {len(stale)} stale beliefs")]
 

@@ -9,6 +9,18 @@ from memsim.workbench.claims import register_claim
 
 DOC = "000_ec17278fb0252727.txt"
 
+# Decay examples drawn on the decay-curve figure (memsim.workbench.figures).
+DECAY_EXAMPLES = (
+    {
+        "day": 30,
+        "start": 0.6,
+        "value": 0.3,
+        "source": "000 §7 Decay Formula",
+        "label": "pai: confidence 0.6 -> 0.3 after 30 days (stability 1.0)",
+        "claim": "pai.decay_stability1_30d",
+    },
+)
+
 
 # -- measurements through the policy ------------------------------------------------------------
 

@@ -132,7 +132,7 @@ def legend_colors(fig) -> dict[str, str]:
     for leg in legends:
         for h, t in zip(leg.legend_handles, leg.get_texts()):
             c = h.get_color() if hasattr(h, "get_color") else h.get_facecolor()
-            if hasattr(h, "get_markeredgecolor") and t.get_text() not in F.PALETTE:
+            if hasattr(h, "get_markeredgecolor") and t.get_text() not in F.palette():
                 continue
             if isinstance(c, np.ndarray) and c.ndim == 2:
                 c = c[0]
@@ -154,9 +154,12 @@ def summary(per_query):
 
 
 def test_palette_fixed_distinct_and_version_blind():
-    assert set(POLICIES) <= set(F.PALETTE)
-    assert len(set(F.PALETTE.values())) == len(F.PALETTE)
-    assert F.policy_color("pai-v1") == F.policy_color("pai") == F.PALETTE["pai"]
+    palette = F.palette()
+    assert set(POLICIES) <= set(palette)
+    assert len(set(palette.values())) == len(palette)
+    assert {palette["keep-all"], palette["recency"]} <= set(F.GREYS)  # baselines grey
+    assert not set(palette.values()) - set(F.GREYS) & set(F.GREYS)
+    assert F.policy_color("pai-v1") == F.policy_color("pai") == F.palette()["pai"]
     assert F.policy_color("my-policy") == F.policy_color("my-policy")  # stable spare colour
     assert (
         F.policy_style("keep-all")["linestyle"] == "--"
@@ -168,10 +171,10 @@ def test_ordered_policies_baselines_first():
     assert F.ordered_policies(["cosmo", "zeta", "pai", "recency", "keep-all"]) == [
         "keep-all",
         "recency",
-        "pai",
         "cosmo",
+        "pai",
         "zeta",
-    ]
+    ]  # registry order: baselines first, then by id; unregistered ids last
 
 
 # ------------------------------------------------------------------ 1. decay curves
@@ -202,7 +205,7 @@ def test_worked_examples_from_claims_table_with_day_column():
     ex = F.worked_examples(claims)
     assert list(ex.policy) == ["pai"] and ex.ratio.iloc[0] == pytest.approx(0.5)
     # a claims table without a day column falls back to the explicit table
-    assert len(F.worked_examples(claims.drop(columns="day"))) == len(F.WORKED_EXAMPLES)
+    assert len(F.worked_examples(claims.drop(columns="day"))) == len(F.declared_worked_examples())
 
 
 def test_normalise_curves_by_day0_or_max():
@@ -221,7 +224,7 @@ def test_decay_curves_figure_panels_and_examples():
     assert "document's worked example" in t
     colors = legend_colors(fig)
     for p in POLICIES:
-        assert colors[p] == F.PALETTE[p], p
+        assert colors[p] == F.palette()[p], p
     never = fig.axes[0]
     # the pai worked example point sits at (30, 0.5) on the never panel
     pts = [tuple(np.ravel(l.get_xydata())[:2]) for l in never.lines if len(l.get_xdata()) == 1]
@@ -252,7 +255,7 @@ def test_recall_footprint_over_time_rows_per_synthetic_scenario(per_query):
     t = " | ".join(texts(fig))
     assert "recall@5 (14-day rolling mean)" in t and "retrievable memories" in t
     assert "simulated time (days)" in t
-    assert legend_colors(fig)["cosmo"] == F.PALETTE["cosmo"]
+    assert legend_colors(fig)["cosmo"] == F.palette()["cosmo"]
 
 
 def test_over_time_without_synthetic_scenario_is_a_memsim_error(per_query):
@@ -477,15 +480,11 @@ def test_decay_curves_off_scale_note_and_unretrievable_marker():
 
 
 def test_compute_curves_with_the_real_curve_tool():
-    """Integration with memsim.curve: every registered policy gives a curve (skip until the
-    curve tool and the policies exist)."""
-    pytest.importorskip("policies.pai")
+    """Integration with memsim.curve: every registered policy gives a curve (a missing curve
+    tool or policy is a failure, not a skip)."""
     import memsim
 
-    try:
-        F.curve_function()
-    except (ImportError, AttributeError):
-        pytest.skip("memsim.curve not available yet")
+    F.curve_function()
     notes: list[str] = []
     c = F.compute_curves(["pai", "izzie"], patterns=["never"], days="0:30:15", notice=notes.append)
     assert not notes

@@ -691,7 +691,8 @@ def test_batched_ingest_equals_one_by_one(faults):
 
 
 def test_runner_smoke_and_determinism():
-    runner = pytest.importorskip("memsim.engine.runner")
+    from memsim.engine import runner
+
     eps = _episodes()
     evs = (
         eps[:20]

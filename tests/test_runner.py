@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from memsim.engine.errors import PolicyContractError
 from memsim.engine.events import Claim, Episode, Forget, Protect, Query, Stream
 from memsim.engine.llm import Embedded
 from memsim.engine.policy import Job, Outcome, Policy, Ranking
@@ -207,7 +208,7 @@ def test_recall_contract_violations_name_policy_and_query(cls, words):
     stream = Stream(
         (ep("e1", 0.0), ep("e2", 0.0), ep("e3", 0.0), Query("q1", 1.0, "?", keys=("a.b",), k=2))
     )
-    with pytest.raises(AssertionError) as err:
+    with pytest.raises(PolicyContractError) as err:
         run(cls(llm=StubLLM()), stream)
     assert cls.__name__ in str(err.value) and words in str(err.value)
 
@@ -220,7 +221,7 @@ def test_recall_of_non_retrievable_memory_is_rejected():
 
     stream = Stream((ep("e1", 0.0), Query("q1", 1.0, "?", keys=("a.b",))))
     with pytest.raises(
-        AssertionError,
+        PolicyContractError,
         match=r"Forgets.recall returned memories \[0\] for query 'q1'.*not retrievable",
     ):
         run(Forgets(llm=StubLLM()), stream)

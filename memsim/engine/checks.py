@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import PolicyContractError
 from .events import Claim, Episode, Forget, Protect, Query, Recover, Stream
 from .runner import Trace, run
 
@@ -278,7 +279,7 @@ def check_pickle_round_trip(spec: Any, llm_factory: LLMFactory = default_llm) ->
     try:
         clone = pickle.loads(pickle.dumps(policy))
     except Exception as exc:  # noqa: BLE001 - any failure to pickle is the finding
-        raise AssertionError(
+        raise PolicyContractError(
             f"{_name(spec)}: cannot pickle the policy mid-stream: {exc!r}"
         ) from exc
     a = run(policy, rest, start_after=SPLIT_AT)

@@ -30,3 +30,11 @@ class UnknownIdError(MemsimError, KeyError):
 
 class VectorError(MemsimError):
     """A NaN, infinite or zero-norm vector, or a vector of the wrong shape."""
+
+
+class PolicyContractError(AssertionError):
+    """A policy broke the engine's contract (a ranking longer than k, a memory that is not
+    retrievable, an illegal status change, an answer that is not an Outcome). The message
+    names the policy class, the call and the offending value. A bug in the policy, not in
+    user input, so it is not a MemsimError and keeps its traceback; it subclasses
+    AssertionError so conformance checks that expect an assertion still catch it."""

@@ -148,3 +148,8 @@ def spec(policy_id: str) -> PolicySpec:
 def make(policy_id: str, params: Params | dict[str, Any] | None = None, **services: Any) -> Any:
     """Build a policy by id: ``make("pai", llm=MockLLM(seed=1), seed=1)``."""
     return spec(policy_id).make(params, **services)
+
+
+def baseline_ids() -> frozenset[str]:
+    """Ids of the registered policies whose spec says ``baseline=True``."""
+    return frozenset(s.id for s in specs() if s.baseline)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .errors import PolicyContractError
 from .events import Episode, Forget, Protect, Query, Recover, Stream
 from .policy import Job, Outcome, Policy, Ranking
 from .store import Statuses
@@ -202,33 +203,35 @@ def _check_rankings(policy: Policy, queries: Sequence[Query], rankings: Any) -> 
     name = type(policy).__name__
     if not isinstance(rankings, (list, tuple)) or len(rankings) != len(queries):
         got = len(rankings) if isinstance(rankings, (list, tuple)) else type(rankings).__name__
-        raise AssertionError(f"{name}.recall returned {got} rankings for {len(queries)} queries")
+        raise PolicyContractError(
+            f"{name}.recall returned {got} rankings for {len(queries)} queries"
+        )
     status = policy.store["status"]
     live_codes = policy.store.statuses.codes(sorted(policy.store.statuses.retrievable))
     for q, r in zip(queries, rankings):
         if not isinstance(r, Ranking):
-            raise AssertionError(
+            raise PolicyContractError(
                 f"{name}.recall answered query {q.id!r} with {type(r).__name__}, not a Ranking"
             )
         ids = np.asarray(r.ids)
         if len(ids) > q.k:
-            raise AssertionError(
+            raise PolicyContractError(
                 f"{name}.recall returned {len(ids)} ids for query {q.id!r} (k={q.k})"
             )
         if len(np.asarray(r.scores)) != len(ids):
-            raise AssertionError(
+            raise PolicyContractError(
                 f"{name}.recall: query {q.id!r} has {len(ids)} ids but "
                 f"{len(np.asarray(r.scores))} scores"
             )
         if len(ids):
             if ids.min() < 0 or ids.max() >= policy.store.n:
-                raise AssertionError(
+                raise PolicyContractError(
                     f"{name}.recall returned row ids {ids.tolist()} for query {q.id!r}, "
                     f"outside the store's {policy.store.n} rows"
                 )
             bad = ids[~np.isin(status[ids], live_codes)]
             if len(bad):
-                raise AssertionError(
+                raise PolicyContractError(
                     f"{name}.recall returned memories {bad.tolist()} for query {q.id!r}, "
                     "which are not retrievable now"
                 )
@@ -278,7 +281,7 @@ def run(
                     OutcomeRecord(float(t), o.event, o.action, int(o.memory), o.detail)
                 )
             else:
-                raise AssertionError(
+                raise PolicyContractError(
                     f"{type(policy).__name__} returned {o!r} for {default_event!r}, not an Outcome"
                 )
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import VectorError
+from .errors import PolicyContractError, VectorError
 
 CORE_COLUMNS: dict[str, tuple[Any, Any]] = {
     "created": (np.float64, np.nan),
@@ -239,7 +239,7 @@ class MemoryStore:
             if old == code:
                 continue
             if old in terminal:
-                raise AssertionError(
+                raise PolicyContractError(
                     f"memory {r} is {self.statuses.names[old]!r}, a terminal status; "
                     f"it cannot become {status!r}"
                 )

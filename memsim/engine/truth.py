@@ -110,11 +110,6 @@ class GroundTruth:
     def _qid(self, query: Query | str) -> str:
         return query if isinstance(query, str) else query.id
 
-    def current_value(self, key: str, query: Query | str) -> str | None:
-        """The value of ``key`` asserted last before the query (None if never asserted)."""
-        m = self._prefix(key, self._query_pos[self._qid(query)])
-        return self.timelines[key][m - 1].value if m else None
-
     def _prefix(self, key: str, qpos: int) -> int:
         """How many assertions of ``key`` come before stream position ``qpos``."""
         tl_pos = self._timeline_pos.get(key)

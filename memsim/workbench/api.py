@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import functools
+import re
 import multiprocessing
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -355,18 +356,20 @@ def summarize(per_query: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     return _mark_baselines(table)
 
 
-BASELINES = ("keep-all", "recency")
-
-
 def _mark_baselines(table: pd.DataFrame) -> pd.DataFrame:
     """beats_baselines: True when the mean is strictly better than every baseline present
     (direction-aware); None for the baselines themselves or when none is present."""
+    from memsim.engine.registry import baseline_ids
+
+    baselines = [
+        p for p in table["policy"].unique() if re.sub(r"-v\d+$", "", str(p)) in baseline_ids()
+    ]
     out = []
     for (scenario, metric), g in table.groupby(["scenario", "metric"], sort=False):
-        base = g[g["policy"].isin(BASELINES)]
+        base = g[g["policy"].isin(baselines)]
         sign = 1.0 if g["better"].iloc[0] == "higher" else -1.0
         for _, row in g.iterrows():
-            if row["policy"] in BASELINES or base.empty or not np.isfinite(row["mean"]):
+            if row["policy"] in baselines or base.empty or not np.isfinite(row["mean"]):
                 beats = None
             else:
                 beats = bool(
@@ -399,8 +402,3 @@ def paired(per_query: pd.DataFrame, metric: str, scenario: str | None = None) ->
                 mat.loc[a, b] = float((sign * (both[a] - both[b]) > 0).mean())
     mat.index.name = f"{metric}: A beats B"
     return mat
-
-
-def check_known_metric(name: str) -> None:
-    if name not in QUERY_METRICS:
-        raise UnknownIdError(f"unknown metric {name!r}; known: {', '.join(QUERY_METRICS)}")

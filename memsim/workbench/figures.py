@@ -5,7 +5,7 @@ Every figure is a function that takes DataFrames and returns a ``matplotlib.figu
 under results/ and write ``results/figures/*.png``. A figure whose input is missing is
 skipped with a one-line notice, not an error.
 
-A policy has the same colour in every figure (``PALETTE``, keyed by policy id); baselines are
+A policy has the same colour in every figure (``palette()``, from the registry); baselines are
 drawn dashed. Figures use ``Figure`` objects directly (no pyplot state), so they are safe in
 tests, notebooks and worker processes.
 """
@@ -30,19 +30,23 @@ from memsim.engine.errors import MemsimError
 
 DPI = 120
 
-# One colour per policy id, used by every figure (matplotlib's tab10 colours).
-PALETTE: dict[str, str] = {
-    "keep-all": "#7f7f7f",  # grey
-    "recency": "#000000",  # black
-    "pai": "#1f77b4",  # blue
-    "izzie": "#ff7f0e",  # orange
-    "kernle": "#2ca02c",  # green
-    "engram": "#d62728",  # red
-    "cosmo": "#9467bd",  # purple
-}
-_SPARE = ("#8c564b", "#e377c2", "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a")
-BASELINES = ("keep-all", "recency")
-POLICY_ORDER = ("keep-all", "recency", "pai", "izzie", "kernle", "engram", "cosmo")
+# Colours come from the registry, never from a list of names: baselines wear greys, every
+# other policy a colour of a fixed qualitative palette (matplotlib's tab10 minus its grey),
+# picked by a blake2b hash of its id (stable across runs and processes, unlike hash()).
+# Registered policies are coloured in registry order; a collision moves to the next free
+# colour, so the registered policies' colours are distinct.
+COLOURS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#bcbd22",
+    "#17becf",
+)
+GREYS = ("#7f7f7f", "#000000", "#bfbfbf", "#404040")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h")
 
 # Access patterns of figure 1: no access, a steady rhythm, and three bursts a month apart.
@@ -53,16 +57,11 @@ CURVE_PATTERNS: dict[str, str] = {
 }
 CURVE_DAYS = "0:120:1"
 
-# The planted memory of each policy's curve: the memory of the document's own worked example
-# where there is one, so the example points can sit on the lines. Other policies: defaults.
-CURVE_MEMORY: dict[str, dict[str, Any]] = {
-    "izzie": {"category": "preference", "importance": 0.9},  # 003 Memory Strength Calculation
-    "cosmo": {"state": "active"},  # 002 Decay Formula: recall_frequency 0, no candidate penalty
-    "kernle": {
-        "confidence": 0.9,
-        "times_accessed": 1,
-    },  # 004: log(0 + 1) = 0 would never show decay
-}
+# The planted memory of each policy's curve is declared beside the policy: the module its
+# spec names in ``claims`` may set ``CURVE_MEMORY`` (a dict of memory attributes, e.g. the
+# memory of the document's own worked example, so the example points sit on the lines).
+# Policies that declare none plant their default memory.
+
 
 # Evidence-age bins (days) of the LoCoMo figure.
 AGE_BINS = (0.0, 1.0, 7.0, 30.0, 90.0, math.inf)
@@ -73,24 +72,56 @@ def policy_id(name: str) -> str:
     return re.sub(r"-v\d+$", "", str(name))
 
 
+def _hash_index(pid: str, n: int) -> int:
+    return int.from_bytes(hashlib.blake2b(pid.encode(), digest_size=4).digest(), "big") % n
+
+
+def _registered() -> list[Any]:
+    from memsim.engine.registry import specs
+
+    return specs()
+
+
+def palette() -> dict[str, str]:
+    """Policy id -> colour for every registered policy (see ``COLOURS``)."""
+    out: dict[str, str] = {}
+    for spec_ in _registered():
+        colours = GREYS if spec_.baseline else COLOURS
+        used = set(out.values())
+        i = _hash_index(spec_.id, len(colours))
+        for k in range(len(colours)):
+            c = colours[(i + k) % len(colours)]
+            if c not in used:
+                break
+        out[spec_.id] = c
+    return out
+
+
+def is_baseline(name: str) -> bool:
+    """Does the registry declare the policy a baseline (``PolicySpec.baseline``)?"""
+    from memsim.engine.registry import baseline_ids
+
+    return policy_id(name) in baseline_ids()
+
+
 def policy_color(name: str) -> str:
-    """The policy's fixed colour; an unknown policy gets a stable spare (blake2b, not hash())."""
+    """The policy's fixed colour; an unregistered id gets a stable colour from its hash."""
     pid = policy_id(name)
-    if pid in PALETTE:
-        return PALETTE[pid]
-    h = int.from_bytes(hashlib.blake2b(pid.encode(), digest_size=4).digest(), "big")
-    return _SPARE[h % len(_SPARE)]
+    known = palette()
+    if pid in known:
+        return known[pid]
+    return COLOURS[_hash_index(pid, len(COLOURS))]
 
 
 def policy_style(name: str) -> dict[str, Any]:
     """Line style of a policy: its colour; baselines dashed."""
-    return {"color": policy_color(name), "linestyle": "--" if policy_id(name) in BASELINES else "-"}
+    return {"color": policy_color(name), "linestyle": "--" if is_baseline(name) else "-"}
 
 
 def ordered_policies(names: Iterable[str]) -> list[str]:
-    """Baselines first, then the seed policies in a fixed order, then anything else sorted."""
+    """Registry order (baselines first, then by id), then anything unregistered sorted."""
     names = list(dict.fromkeys(str(n) for n in names))
-    rank = {p: i for i, p in enumerate(POLICY_ORDER)}
+    rank = {s.id: i for i, s in enumerate(_registered())}
     return sorted(names, key=lambda n: (rank.get(policy_id(n), len(rank)), n))
 
 
@@ -139,51 +170,39 @@ class WorkedExample:
     )
 
 
-# The documents' decay examples that map to (policy, day, value), for when the claims table
-# carries no day column. Values as the documents print them.
-WORKED_EXAMPLES: tuple[WorkedExample, ...] = (
-    WorkedExample(
-        "pai",
-        30,
-        0.6,
-        0.3,
-        "000 §7 Decay Formula",
-        "pai: confidence 0.6 -> 0.3 after 30 days (stability 1.0)",
-        "pai.decay_stability1_30d",
-    ),
-    WorkedExample(
-        "izzie",
-        30,
-        0.9,
-        0.67,
-        "003 Memory Strength Calculation",
-        "izzie: preference 0.9 -> 0.67 after 30 days",
-        "izzie.preference_30d_strength",
-    ),
-    WorkedExample(
-        "cosmo",
-        35,
-        0.5,
-        0.25,
-        "002 Access Pattern Examples (one-off mention)",
-        "cosmo: salience 0.5 -> 0.25 after 35 days unused",
-        "cosmo.one_off_factor_35d",
-    ),
-    WorkedExample(
-        "cosmo",
-        70,
-        1.0,
-        0.25,
-        "002 Decay Formula with Recall Frequency",
-        "cosmo: salience x 0.25 after 70 days unused (recall_frequency 0)",
-        "cosmo.rf0_factor_70d",
-    ),
-)
+def _declared(attr: str) -> dict[str, Any]:
+    """Policy id -> ``attr`` of the module its spec names in ``claims``, where it is set."""
+    import importlib
+
+    out: dict[str, Any] = {}
+    for spec_ in _registered():
+        if spec_.claims:
+            value = getattr(importlib.import_module(spec_.claims), attr, None)
+            if value is not None:
+                out[spec_.id] = value
+    return out
+
+
+def declared_worked_examples() -> tuple[WorkedExample, ...]:
+    """The documents' decay examples that map to (policy, day, value), for when the claims
+    table carries no day column: each policy's claims module may set ``DECAY_EXAMPLES``, a
+    tuple of dicts with day, start, value, source, label and claim (values as the documents
+    print them)."""
+    return tuple(
+        WorkedExample(pid, **e)
+        for pid, examples in _declared("DECAY_EXAMPLES").items()
+        for e in examples
+    )
+
+
+def curve_memories() -> dict[str, dict[str, Any]]:
+    """Policy id -> the memory its decay curve plants (``CURVE_MEMORY`` beside the policy)."""
+    return {pid: dict(m) for pid, m in _declared("CURVE_MEMORY").items()}
 
 
 def worked_examples(claims: pd.DataFrame | None = None) -> pd.DataFrame:
     """The worked examples to mark on the decay curves: rows of the claims table that name a
-    (policy, day, value) when it has such columns, else ``WORKED_EXAMPLES``. Columns: policy,
+    (policy, day, value) when it has such columns, else ``declared_worked_examples()``. Columns: policy,
     day, start, value, ratio (value / start), source, label, claim (claims-table id or "")."""
     rows: list[dict[str, Any]] = []
     if claims is not None and {"policy", "day", "documented"} <= set(claims.columns):
@@ -219,7 +238,7 @@ def worked_examples(claims: pd.DataFrame | None = None) -> pd.DataFrame:
                 "label": e.label,
                 "claim": e.claim,
             }
-            for e in WORKED_EXAMPLES
+            for e in declared_worked_examples()
         ]
     out = pd.DataFrame(rows)
     out["ratio"] = out["value"] / out["start"]
@@ -393,12 +412,12 @@ def compute_curves(
     notice: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
     """Decay curves of ``policies`` (seed 0) under ``patterns`` via ``memsim.curve``, each
-    planting ``memories[policy]`` (default ``CURVE_MEMORY``; policies not named get the
+    planting ``memories[policy]`` (default ``curve_memories()``; policies not named get the
     policy's default memory); a policy the curve tool rejects is left out with a notice.
     Columns: policy, pattern, day, strength, status, memory (the planted attributes),
     retrievable (the status is one the policy can still recall)."""
     curve = curve_function()
-    memories = CURVE_MEMORY if memories is None else memories
+    memories = curve_memories() if memories is None else memories
     frames = []
     for p in policies:
         memory = {k: str(v) for k, v in (memories.get(policy_id(p)) or {}).items()}
@@ -593,7 +612,7 @@ def recall_vs_footprint_figure(summary: pd.DataFrame, *, footprint_metric: str =
                 elinewidth=1.2,
                 capsize=3,
                 label=p,
-                mfc="white" if policy_id(p) in BASELINES else policy_color(p),
+                mfc="white" if is_baseline(p) else policy_color(p),
             )
         lo_f, hi_f = g["mean_f"].min(), g["mean_f"].max()
         if lo_f > 0 and hi_f / lo_f > 20:  # keep-all can hold 100x what a pruning policy keeps
@@ -665,7 +684,7 @@ def grouped_bars(
             label=p,
             edgecolor="white",
             linewidth=0.5,
-            hatch="//" if policy_id(p) in BASELINES else None,
+            hatch="//" if is_baseline(p) else None,
             error_kw={"elinewidth": 0.9, "ecolor": "0.35"},
         )
     ax.set_xticks(x, [short_scenario(g) for g in groups], rotation=25, ha="right", fontsize=8)
@@ -954,7 +973,8 @@ def latency_figure(bench: pd.DataFrame):
             g = sub[sub["series"] == s].groupby("n")["seconds"].median().sort_index()
             first = s.split()[0] if s.split() else s
             # a series named after a policy ("pai recall, ...") wears the policy's colour
-            color = PALETTE[first] if first in PALETTE else _SPARE[i % len(_SPARE)]
+            known = palette()
+            color = known[first] if first in known else COLOURS[i % len(COLOURS)]
             ax.plot(
                 g.index,
                 g.to_numpy() * 1e3,

@@ -74,7 +74,7 @@ def markdown(summary: pd.DataFrame) -> str:
         lines.append(
             f"n = {int(nq.max()) if len(nq) else 0} evaluated queries per policy ({same}); "
             f"{int(nr.max()) if len(nr) else 0} run(s) per policy. "
-            "Mean [95% percentile-bootstrap CI]; † = does not beat both baselines (keep-all, recency)."
+            f"Mean [95% percentile-bootstrap CI]; † = does not beat {_baselines_phrase()}."
         )
         lines.append("")
     return "\n".join(lines)
@@ -115,3 +115,12 @@ def console_table(
         row["queries"] = int(n.max()) if len(n) else 0
         rows.append(row)
     return pd.DataFrame(rows).to_string(index=False)
+
+
+def _baselines_phrase() -> str:
+    """``both baselines (keep-all, recency)``, read off the registry's baseline specs."""
+    from memsim.engine.registry import specs
+
+    ids = [s.id for s in specs() if s.baseline]
+    quantity = "both" if len(ids) == 2 else "every"
+    return f"{quantity} baseline{'s' if len(ids) != 1 else ''} ({', '.join(ids)})"
