@@ -1,0 +1,324 @@
+"""Mutation check: how many small, plausible bugs in the policies do the tests catch?
+
+    .venv/bin/python -m scripts.mutation                 # every policy, 2 workers
+    .venv/bin/python -m scripts.mutation --policy pai --jobs 1 --list
+
+For every policy module named by a registered spec's entry point (policies/<module>.py), two
+kinds of mutant are made from the source, one at a time (AST-located, text-edited, so the
+rest of the file stays byte for byte):
+
+- every ``Params`` default declared with ``param(<number or bool>, ...)``: a number moves by
+  10% (0.01 when it is 0; an int by 1), inside the field's declared range; a bool flips;
+- every threshold comparison ``<``, ``<=``, ``>``, ``>=`` whose other side is a Params field
+  (``p.x``, ``self.params.x``, ``params.x``) or a number: ``<`` <-> ``<=``, ``>`` <-> ``>=``.
+
+Each mutant is written into a private copy of the repository (one per worker) and that
+policy's tests run there with ``pytest -x``: tests/test_<module>*.py and the policy's row of
+tests/test_defaults.py. A mutant is killed when the tests fail (or time out). The script
+prints each survivor and the kill rate per policy and overall. It is not part of the test
+command (it takes a while).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import concurrent.futures as cf
+import dataclasses
+import importlib
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+COPY = ("memsim", "policies", "scenarios", "tests", "pyproject.toml")
+FLIP = {ast.Lt: "<=", ast.LtE: "<", ast.Gt: ">=", ast.GtE: ">"}
+TOKEN = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    policy: str  # module stem, e.g. "pai" or "baselines"
+    path: str  # relative to the repository
+    start: int  # character offsets of the replaced text
+    end: int
+    new: str
+    line: int
+    what: str
+
+
+def _offsets(text: str) -> list[int]:
+    out, pos = [0], 0
+    for line in text.splitlines(keepends=True):
+        pos += len(line)
+        out.append(pos)
+    return out
+
+
+def _number(node: ast.expr) -> float | int | bool | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
+        return node.value
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and isinstance(node.operand.value, (int, float))
+        and not isinstance(node.operand.value, bool)
+    ):
+        return -node.operand.value
+    return None
+
+
+def _perturb(value: float | int | bool, meta: dict[str, Any]) -> float | int | bool | None:
+    """A nearby legal value: +10% (0.01 from 0; ints by 1), else -10%, else None."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        tries: list[Any] = [value + 1, value - 1]
+    else:
+        step = abs(value) * 0.1 or 0.01
+        tries = [value + step, value - step]
+    lo, hi = meta.get("lo"), meta.get("hi")
+    for v in tries:
+        if lo is not None and (v < lo or (meta.get("lo_open") and v == lo)):
+            continue
+        if hi is not None and (v > hi or (meta.get("hi_open") and v == hi)):
+            continue
+        return v
+    return None
+
+
+def _is_param_ref(node: ast.expr) -> bool:
+    """``p.x``, ``params.x``, ``self.params.x``, ``self.p.x``."""
+    if not isinstance(node, ast.Attribute):
+        return False
+    base = node.value
+    if isinstance(base, ast.Name):
+        return base.id in ("p", "params")
+    return isinstance(base, ast.Attribute) and base.attr in ("params", "p")
+
+
+def mutants_of(path: Path, policy: str) -> list[Mutant]:
+    text = path.read_text()
+    tree = ast.parse(text)
+    offs = _offsets(text)
+    rel = str(path.relative_to(ROOT))
+    module = importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
+
+    def at(line: int, col: int) -> int:
+        # ast columns are UTF-8 byte offsets
+        line_text = text[offs[line - 1] : offs[line]]
+        return offs[line - 1] + len(line_text.encode()[:col].decode())
+
+    out: list[Mutant] = []
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        params_cls = getattr(module, cls.name, None)
+        if not (isinstance(params_cls, type) and dataclasses.is_dataclass(params_cls)):
+            continue
+        if not cls.name.endswith("Params"):
+            continue
+        meta = {f.name: dict(f.metadata) for f in dataclasses.fields(params_cls)}
+        for stmt in cls.body:
+            if not (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and isinstance(stmt.value, ast.Call)
+                and getattr(stmt.value.func, "id", "") == "param"
+                and stmt.value.args
+            ):
+                continue
+            arg = stmt.value.args[0]
+            value = _number(arg)
+            if value is None or stmt.target.id not in meta:
+                continue
+            new = _perturb(value, meta[stmt.target.id])
+            if new is None:
+                continue
+            start = at(arg.lineno, arg.col_offset)
+            end = at(arg.end_lineno or arg.lineno, arg.end_col_offset or 0)
+            out.append(
+                Mutant(
+                    policy,
+                    rel,
+                    start,
+                    end,
+                    repr(new),
+                    arg.lineno,
+                    f"{cls.name}.{stmt.target.id} default {value!r} -> {new!r}",
+                )
+            )
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        for i, op in enumerate(node.ops):
+            if type(op) not in FLIP:
+                continue
+            left, right = operands[i], operands[i + 1]
+            if not any(_is_param_ref(x) or _number(x) is not None for x in (left, right)):
+                continue
+            a = at(left.end_lineno or left.lineno, left.end_col_offset or 0)
+            b = at(right.lineno, right.col_offset)
+            gap = text[a:b]
+            token = TOKEN[type(op)]
+            k = gap.find(token if len(token) == 2 else token)
+            # skip the two-character token when looking for a one-character one
+            while k >= 0 and len(token) == 1 and gap[k + 1 : k + 2] == "=":
+                k = gap.find(token, k + 2)
+            if k < 0:
+                continue
+            seg = ast.get_source_segment(text, node) or ""
+            out.append(
+                Mutant(
+                    policy,
+                    rel,
+                    a + k,
+                    a + k + len(token),
+                    FLIP[type(op)],
+                    left.lineno,
+                    f"{seg.splitlines()[0][:70]!s}: {token} -> {FLIP[type(op)]}",
+                )
+            )
+    return out
+
+
+def policy_modules() -> dict[str, Path]:
+    """Module stem -> file of every registered policy whose code lives in policies/."""
+    from memsim.engine import registry
+
+    out = {}
+    for spec in registry.specs():
+        module = spec.entry_point.partition(":")[0]
+        path = ROOT / Path(*module.split(".")).with_suffix(".py")
+        if path.is_file():
+            out[path.stem] = path
+    return out
+
+
+def tests_for(stem: str) -> list[str]:
+    """The fast subset of tests that guards one policy module."""
+    from memsim.engine import registry
+
+    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob(f"test_{stem}*.py"))
+    ids = [
+        s.id for s in registry.specs() if s.entry_point.partition(":")[0].rsplit(".", 1)[-1] == stem
+    ]
+    defaults = [
+        f"tests/test_defaults.py::test_params_defaults_equal_the_documented_table[{i}]" for i in ids
+    ]
+    return defaults + files  # the table first: a changed default fails in seconds
+
+
+def _make_copy(base: Path) -> Path:
+    for name in COPY:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, base / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(src, base / name)
+    return base
+
+
+def run_tests(copy: Path, tests: list[str], timeout: float) -> tuple[bool, float]:
+    """(passed, seconds) of the tests in a copy of the repository."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(copy),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MPLBACKEND": "Agg",
+    }
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    t0 = time.monotonic()
+    try:
+        done = subprocess.run(
+            cmd,
+            cwd=copy,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=timeout,
+        )
+        ok = done.returncode == 0
+    except subprocess.TimeoutExpired:
+        ok = False
+    return ok, time.monotonic() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--policy", action="append", help="module stem (pai, baselines, ...)")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--list", action="store_true", help="list the mutants, run nothing")
+    ap.add_argument("--timeout-factor", type=float, default=5.0)
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    modules = policy_modules()
+    chosen = args.policy or sorted(modules)
+    unknown = sorted(set(chosen) - set(modules))
+    if unknown:
+        print(f"mutation: unknown policy module {unknown[0]!r}; known: {', '.join(modules)}")
+        return 2
+    mutants = [m for stem in chosen for m in mutants_of(modules[stem], stem)]
+    if args.list:
+        for m in mutants:
+            print(f"{m.path}:{m.line}: {m.what}")
+        print(f"{len(mutants)} mutants")
+        return 0
+
+    tmp = Path(tempfile.mkdtemp(prefix="memsim-mutation-"))
+    copies: queue.Queue[Path] = queue.Queue()
+    for j in range(max(1, args.jobs)):
+        copies.put(_make_copy(tmp / f"w{j}"))
+    baseline: dict[str, float] = {}
+    for stem in chosen:  # the unmutated tests must pass, and give the timeout
+        ok, secs = run_tests(tmp / "w0", tests_for(stem), timeout=1800)
+        if not ok:
+            print(f"mutation: the tests of {stem} fail without any mutant; fix them first")
+            return 1
+        baseline[stem] = secs
+        print(f"{stem}: {len(tests_for(stem))} test files, {secs:.0f} s unmutated", flush=True)
+
+    def one(m: Mutant) -> tuple[Mutant, bool]:
+        copy = copies.get()
+        target = copy / m.path
+        original = (ROOT / m.path).read_text()
+        try:
+            target.write_text(original[: m.start] + m.new + original[m.end :])
+            timeout = max(60.0, args.timeout_factor * baseline[m.policy])
+            ok, _ = run_tests(copy, tests_for(m.policy), timeout)
+            return m, not ok
+        finally:
+            target.write_text(original)
+            copies.put(copy)
+
+    killed: dict[str, int] = defaultdict(int)
+    total: dict[str, int] = defaultdict(int)
+    try:
+        with cf.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            for m, dead in pool.map(one, mutants):
+                total[m.policy] += 1
+                killed[m.policy] += dead
+                if not dead:
+                    print(f"survived  {m.path}:{m.line}: {m.what}", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print()
+    for stem in chosen:
+        n, k = total[stem], killed[stem]
+        print(f"{stem:10s} {k:4d} / {n:4d} killed  {100 * k / max(n, 1):5.1f}%")
+    n, k = sum(total.values()), sum(killed.values())
+    print(f"{'overall':10s} {k:4d} / {n:4d} killed  {100 * k / max(n, 1):5.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
