@@ -268,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mutation: unknown policy module {unknown[0]!r}; known: {', '.join(modules)}")
         return 2
     mutants = [m for stem in chosen for m in mutants_of(modules[stem], stem)]
+    # the sources as they were when the mutants were made (the checkout may change meanwhile)
+    sources = {m.path: (ROOT / m.path).read_text() for m in mutants}
     if args.list:
         for m in mutants:
             print(f"{m.path}:{m.line}: {m.what}")
@@ -290,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     def one(m: Mutant) -> tuple[Mutant, bool]:
         copy = copies.get()
         target = copy / m.path
-        original = (ROOT / m.path).read_text()
+        original = sources[m.path]
         try:
             target.write_text(original[: m.start] + m.new + original[m.end :])
             timeout = max(60.0, args.timeout_factor * baseline[m.policy])
