@@ -148,12 +148,12 @@ class Recency(_CosineBase):
     )
 
     def _last_use(self) -> np.ndarray:
+        """Time of the last access, else of creation: the LRU order of eviction."""
         la = self.store["last_access"]
         return np.where(np.isnan(la), self.store["created"], la)
 
     def _weights(self, now: float) -> np.ndarray:
-        dt = np.maximum(now - self._last_use(), 0.0)
-        return np.exp(-self.params.rate * dt)
+        return np.exp(-self.params.rate * self.store.days_since_access(now))
 
     def strength(self, now: float) -> np.ndarray:
         return np.where(self._live(), self._weights(now), 0.0)

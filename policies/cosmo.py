@@ -229,10 +229,6 @@ class Cosmo(Policy):
         self.macros_of: dict[int, list[int]] = {}  # storyline -> macros grouping it
 
     # -- helpers ------------------------------------------------------------------
-    def _last_access(self) -> np.ndarray:
-        s = self.store
-        return np.where(np.isnan(s["last_access"]), s["created"], s["last_access"])
-
     def rates(self) -> np.ndarray:
         """Every row's current decay rate (002 §Offline/Nightly Decay Job step 2)."""
         s, p = self.store, self.params
@@ -500,7 +496,7 @@ class Cosmo(Policy):
             return
         s, p = self.store, self.params
         current = self.salience_at(now)[rows]
-        interval = now - self._last_access()[rows]
+        interval = s.days_since_access(now)[rows]
         old = s["last_recall_interval"][rows]
         g = s["decay_gradient"][rows]
         s["decay_gradient"][rows] = np.where(
@@ -547,7 +543,7 @@ class Cosmo(Policy):
         if self.params.decay_mode == "closed_form":
             s["salience"][live] = self.salience_at(now)[live]
         else:
-            days = np.maximum(now - self._last_access(), 0.0)
+            days = s.days_since_access(now)
             s["salience"][live] = s["salience"][live] * np.exp(-self.rates()[live] * days[live])
         forever = s["ttl"] == TTL_CODE["keep_forever"]
         s["salience"][forever & live] = 1.0

@@ -279,9 +279,7 @@ class Engram(Policy):
         return kernels.beta_mean(a, b)
 
     def _since_access(self, now: float) -> np.ndarray:
-        s = self.store
-        last = np.where(np.isnan(s["last_access"]), s["created"], s["last_access"])
-        return np.maximum(now - last, 0.0)
+        return self.store.days_since_access(now)
 
     def strength(self, now: float) -> np.ndarray:
         """R(t) = exp(-t/S) for every row (beliefs and episode bites alike), t from the last

@@ -18,12 +18,13 @@ from typing import ClassVar
 
 import numpy as np
 
+from memsim.engine import kernels
 from memsim.engine.events import Claim, Episode, Forget, Query
 from memsim.engine.llm import NONE
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Job, Outcome, Policy, Ranking
 from memsim.engine.store import Statuses
-from policies.pai_fastscore import PaiColumns, pai_topk_from_cos
+from policies.pai_fastscore import PaiColumns, pai_topk_from_cos, score_weights
 
 DOC = "000"
 
@@ -234,8 +235,8 @@ def effective_confidence(
 ) -> np.ndarray:
     """§7: confidence * 0.5 ** (daysSinceUpdate / (half_life_days * stability))."""
     days = np.maximum(now - np.asarray(updated, dtype=np.float64), 0.0)
-    return np.asarray(confidence, dtype=np.float64) * np.power(
-        0.5, days / (half_life_days * np.asarray(stability, dtype=np.float64))
+    return kernels.half_life_decay(
+        confidence, days, half_life_days * np.asarray(stability, dtype=np.float64)
     )
 
 
@@ -248,16 +249,18 @@ def recall_scores(
     is_insight: np.ndarray,
     p: PaiParams,
 ) -> np.ndarray:
-    """§2 multi-factor score of every row (no floor applied): one vectorized expression."""
+    """§2 multi-factor score of every row (no floor applied): ``kernels.pai_score`` with the
+    recency ``exp(-recency_rate * daysSinceAccess)``."""
     recency = np.exp(-p.recency_rate * days_since_access)
-    score = (
-        p.w_cosine * cosine
-        + p.w_importance * (importance / p.importance_scale)
-        + p.w_recency * recency
-        + p.w_stability * (stability / p.stability_scale)
-        + p.w_subject * subject_match
+    return kernels.pai_score(
+        cosine,
+        importance,
+        recency,
+        stability,
+        subject_match,
+        **score_weights(p),
+        insight=is_insight,
     )
-    return np.where(is_insight, score * p.insight_multiplier, score)
 
 
 def is_reinforce(similarity: float, p: PaiParams) -> bool:
@@ -623,12 +626,10 @@ class PersonalAI(Policy):
         s = self.store
         p = self.params
         cos = self._cosine(vec) if cosine is None else cosine
-        last = s["last_access"]
-        since = now - np.where(np.isnan(last), s["created"], last)
         score = recall_scores(
             cos,
             s["importance"],
-            since,
+            s.days_since_access(now),
             s["stability"],
             self._subject_match(query),
             s["type"] == TYPE_CODE["insight"],

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from memsim.engine import kernels, kernels_ref
 from memsim.engine.kernels import topk
 
 # Slack (in cosine units) of the bound prefilter, far above float rounding of the bound.
@@ -82,8 +83,22 @@ class PaiColumns:
 
 
 def _days_since_access(cols: PaiColumns, now: float) -> np.ndarray:
-    last = cols.last_access
-    return now - np.where(np.isnan(last), cols.created, last)
+    return kernels.days_since_access(now, cols.last_access, cols.created)
+
+
+def score_weights(p: Any) -> dict[str, float]:
+    """The §2 constants of ``kernels.pai_score`` / ``kernels_ref.pai_score``, read off any
+    object with PaiParams' attribute names."""
+    return {
+        "w_cos": p.w_cosine,
+        "w_importance": p.w_importance,
+        "w_recency": p.w_recency,
+        "w_stability": p.w_stability,
+        "w_subject": p.w_subject,
+        "importance_scale": p.importance_scale,
+        "stability_scale": p.stability_scale,
+        "insight_multiplier": p.insight_multiplier,
+    }
 
 
 def _subject_match(subject: np.ndarray, codes: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -93,16 +108,17 @@ def _subject_match(subject: np.ndarray, codes: Sequence[int] | np.ndarray) -> np
 def _score_terms(
     cos64: np.ndarray, cols: PaiColumns, since: np.ndarray, match: np.ndarray, p: Any
 ) -> np.ndarray:
-    """The §2 score, in the operation order of policies.pai.recall_scores (bit-identical)."""
+    """The §2 score: the one kernel (``kernels.pai_score``), as policies.pai.recall_scores."""
     recency = np.exp(-p.recency_rate * since)
-    score = (
-        p.w_cosine * cos64
-        + p.w_importance * (cols.importance / p.importance_scale)
-        + p.w_recency * recency
-        + p.w_stability * (cols.stability / p.stability_scale)
-        + p.w_subject * match
+    return kernels.pai_score(
+        cos64,
+        cols.importance,
+        recency,
+        cols.stability,
+        match,
+        **score_weights(p),
+        insight=cols.insight,
     )
-    return np.where(cols.insight, score * p.insight_multiplier, score)
 
 
 # -- straightforward and scalar references ----------------------------------------------------
@@ -155,15 +171,16 @@ def pai_score_scalar(
     cos = float(np.dot(x, q))
     if not allowed or cos < p.cosine_floor:
         return -math.inf
-    since = now - (created if math.isnan(last_access) else last_access)
-    score = (
-        p.w_cosine * cos
-        + p.w_importance * importance / p.importance_scale
-        + p.w_recency * math.exp(-p.recency_rate * since)
-        + p.w_stability * stability / p.stability_scale
-        + p.w_subject * (1.0 if subject in subject_codes else 0.0)
+    since = kernels_ref.days_since_access(now, last_access, created)
+    return kernels_ref.pai_score(
+        cos,
+        importance,
+        math.exp(-p.recency_rate * since),
+        stability,
+        1.0 if subject in subject_codes else 0.0,
+        **score_weights(p),
+        insight=insight,
     )
-    return score * p.insight_multiplier if insight else score
 
 
 def pai_topk_scalar(

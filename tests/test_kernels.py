@@ -176,6 +176,27 @@ def test_pai_score(cols):  # 000 multi-factor recall
     assert K.pai_score(0.8, 5.0, 0.5, 2.0, 0.0) == pytest.approx(0.4 + 0.1 + 0.05 + 0.02, rel=RTOL)
 
 
+
+def test_pai_score_insight_multiplier():  # 000 §2: insight-type beliefs score * 0.5
+    args = (np.array([0.8, 0.8]), np.array([5.0, 5.0]), 0.5, 2.0, 0.0)
+    got = K.pai_score(*args, insight=np.array([False, True]), insight_multiplier=0.5)
+    plain = K.pai_score(*args)
+    assert got[0] == plain[0] and got[1] == plain[1] * 0.5
+    ref = R.pai_score(0.8, 5.0, 0.5, 2.0, 0.0, insight=True, insight_multiplier=0.5)
+    assert ref == pytest.approx(got[1], rel=RTOL)
+
+
+def test_days_since_access_is_the_one_clock():
+    """Since the last access, else since creation (NaN last access), never negative."""
+    now = 10.0
+    last = np.array([np.nan, 4.0, 12.0, np.nan])
+    created = np.array([1.0, 0.0, 0.0, 11.0])
+    got = K.days_since_access(now, last, created)
+    np.testing.assert_array_equal(got, [9.0, 6.0, 0.0, 0.0])
+    for i in range(len(last)):
+        assert R.days_since_access(now, float(last[i]), float(created[i])) == got[i]
+
+
 # -- top-k -------------------------------------------------------------------------------
 
 score_values = st.sampled_from([0.0, 0.5, 1.0, -1.0, np.nan, -np.inf, np.inf]) | floats(-3, 3)

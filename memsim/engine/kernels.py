@@ -25,6 +25,13 @@ def exp_decay(x0, rate, dt) -> np.ndarray:
     return _f(x0) * np.exp(-_f(rate) * _f(dt))
 
 
+def days_since_access(now, last_access, created) -> np.ndarray:
+    """The one clock of every policy: days since the last access, counting from creation
+    until the first one (``last_access`` NaN), never negative."""
+    last = _f(last_access)
+    return np.maximum(_f(now) - np.where(np.isnan(last), _f(created), last), 0.0)
+
+
 def half_life_decay(c, dt, half_life) -> np.ndarray:
     """``c * 0.5 ** (dt / half_life)``: PAI effective confidence (half_life = 30 * stability)."""
     return _f(c) * np.power(0.5, _f(dt) / _f(half_life))
@@ -112,10 +119,14 @@ def pai_score(
     w_subject=0.15,
     importance_scale=10.0,
     stability_scale=5.0,
+    insight=None,
+    insight_multiplier=1.0,
 ) -> np.ndarray:
-    """PAI multi-factor recall score (000): ``0.50 cos + 0.20 importance/10 + 0.10 recency
-    + 0.05 stability/5 + 0.15 subject_match``."""
-    return weighted_sum(
+    """PAI multi-factor recall score (000 §2): ``0.50 cos + 0.20 importance/10 + 0.10 recency
+    + 0.05 stability/5 + 0.15 subject_match``, times ``insight_multiplier`` where ``insight``
+    is true. The terms are added left to right (the operation order every caller relies on
+    for bit-identical scores)."""
+    score = weighted_sum(
         (w_cos, w_importance, w_recency, w_stability, w_subject),
         (
             cos,
@@ -125,6 +136,9 @@ def pai_score(
             subject_match,
         ),
     )
+    if insight is None:
+        return score
+    return np.where(insight, score * insight_multiplier, score)
 
 
 # -- top-k --------------------------------------------------------------------------------

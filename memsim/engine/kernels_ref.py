@@ -13,6 +13,10 @@ def exp_decay(x0: float, rate: float, dt: float) -> float:
     return x0 * math.exp(-rate * dt)
 
 
+def days_since_access(now: float, last_access: float, created: float) -> float:
+    return max(now - (created if math.isnan(last_access) else last_access), 0.0)
+
+
 def half_life_decay(c: float, dt: float, half_life: float) -> float:
     return c * 0.5 ** (dt / half_life)
 
@@ -79,14 +83,17 @@ def pai_score(
     w_subject=0.15,
     importance_scale=10.0,
     stability_scale=5.0,
+    insight: bool = False,
+    insight_multiplier=1.0,
 ) -> float:
-    return (
+    score = (
         w_cos * cos
         + w_importance * (importance / importance_scale)
         + w_recency * recency
         + w_stability * (stability / stability_scale)
         + w_subject * subject_match
     )
+    return score * insight_multiplier if insight else score
 
 
 def topk(scores: Sequence[float], k: int) -> list[int]:

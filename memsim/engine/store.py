@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from . import kernels
 from .errors import PolicyContractError, VectorError
 
 CORE_COLUMNS: dict[str, tuple[Any, Any]] = {
@@ -271,9 +272,9 @@ class MemoryStore:
     def days_since_access(self, now: float) -> np.ndarray:
         """Days since each row's last access, counting from creation until its first one
         (never negative)."""
-        last = self._cols["last_access"][: self.n]
-        since = now - np.where(np.isnan(last), self._cols["created"][: self.n], last)
-        return np.maximum(since, 0.0)
+        return kernels.days_since_access(
+            now, self._cols["last_access"][: self.n], self._cols["created"][: self.n]
+        )
 
     def rows_from(self, episode_id: str) -> np.ndarray:
         """Rows whose provenance contains ``episode_id`` (a linear scan: user actions only)."""
