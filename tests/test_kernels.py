@@ -176,7 +176,6 @@ def test_pai_score(cols):  # 000 multi-factor recall
     assert K.pai_score(0.8, 5.0, 0.5, 2.0, 0.0) == pytest.approx(0.4 + 0.1 + 0.05 + 0.02, rel=RTOL)
 
 
-
 def test_pai_score_insight_multiplier():  # 000 §2: insight-type beliefs score * 0.5
     args = (np.array([0.8, 0.8]), np.array([5.0, 5.0]), 0.5, 2.0, 0.0)
     got = K.pai_score(*args, insight=np.array([False, True]), insight_multiplier=0.5)
