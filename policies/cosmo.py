@@ -166,7 +166,10 @@ class CosmoParams(Params):
     )
     owner_node: bool = param(
         True,
-        doc="002 §Phase 2 Step 2: owner Person node per user (confidence 1, salience 1, core, keep_forever)",
+        doc=(
+            "002 §Phase 2 Step 2: owner Person node per user (confidence 1, salience 1, core, "
+            "keep_forever)"
+        ),
     )
 
 
@@ -794,7 +797,8 @@ class Cosmo(Policy):
         state = str(c.attr("state", "candidate"))
         if state not in ("candidate", "active", "core", "archived"):
             raise MemsimError(
-                f"cosmo: memory attribute state={state!r} is not one of candidate, active, core, archived"
+                f"cosmo: memory attribute state={state!r} is not one of candidate, active, core, "
+                "archived"
             )
         ttl = self.ttl_of(c)
 

@@ -123,7 +123,10 @@ class EngramParams(Params):
         10.0,
         lo=0.0,
         lo_open=True,
-        doc="001 §Configuration PER_CALL_TIMEOUT_MS: modelled time per LLM call (choice: every call takes its timeout)",
+        doc=(
+            "001 §Configuration PER_CALL_TIMEOUT_MS: modelled time per LLM call (choice: every "
+            "call takes its timeout)"
+        ),
     )
     cycle_every_days: float = param(
         1.0 / 6.0, lo=0.0, lo_open=True, doc="001 §How It Works: the 4-hour cold cycle"
@@ -147,7 +150,10 @@ class EngramParams(Params):
     episode_w_similarity: float = param(
         0.5,
         lo=0.0,
-        doc="choice: episode bites = 0.5 cos + 0.3 R (001 leaves episode scoring to handleMemoryRecall)",
+        doc=(
+            "choice: episode bites = 0.5 cos + 0.3 R (001 leaves episode scoring to "
+            "handleMemoryRecall)"
+        ),
     )
     episode_w_retrieval: float = param(0.3, lo=0.0, doc="choice: see episode_w_similarity")
     prior_alpha: float = param(
@@ -756,8 +762,8 @@ class Engram(Policy):
         """Seed one belief as if a consolidation cycle had produced it from this episode.
 
         Attributes (``claim.attrs``): alpha, beta (default: prior 1/1), or belief_confidence c
-        (alpha = 2c, beta = 2(1 - c); Claim.confidence is extraction confidence, unused); stability (default ``initial_stability``);
-        evidence_count (default 1)."""
+        (alpha = 2c, beta = 2(1 - c); Claim.confidence is extraction confidence, unused);
+        stability (default ``initial_stability``); evidence_count (default 1)."""
         claim = episode.claims[0] if episode.claims else self._claims_of(episode)[0]
         given = dict(claim.attrs)
         p = self.params

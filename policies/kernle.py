@@ -98,11 +98,16 @@ class KernleParams(Params):
     )
     belief_categories: tuple[str, ...] = param(
         ("fact", "preference", "observation", "relationship"),
-        doc="004 §3 Beliefs belief_type fact/preference/observation (+relationship: memsim's choice)",
+        doc=(
+            "004 §3 Beliefs belief_type fact/preference/observation (+relationship: memsim's "
+            "choice)"
+        ),
     )
     note_categories: tuple[str, ...] = param(
         ("decision", "insight", "quote", "note", "reminder", "procedural"),
-        doc="004 §6 Notes note_type decision/insight/quote (+reminder, procedural: memsim's choice)",
+        doc=(
+            "004 §6 Notes note_type decision/insight/quote (+reminder, procedural: memsim's choice)"
+        ),
     )
     protected_kinds: tuple[str, ...] = param(
         ("value", "drive"), doc="004 §4 Values / §7 Drives: is_protected=True by default"

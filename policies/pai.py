@@ -193,7 +193,8 @@ class PaiParams(Params):
 
         if not self.grey_lo <= self.reinforce_above:
             raise ParamError(
-                f"PaiParams: grey_lo={self.grey_lo} must be <= reinforce_above={self.reinforce_above}"
+                f"PaiParams: grey_lo={self.grey_lo} must be <= "
+                f"reinforce_above={self.reinforce_above}"
             )
         if not self.link_lo <= self.link_hi:
             raise ParamError(f"PaiParams: link_lo={self.link_lo} must be <= link_hi={self.link_hi}")

@@ -21,7 +21,7 @@ from statistics import NormalDist
 import numpy as np
 
 from .errors import ParamError
-from .llm import Bands
+from .llm import DEFAULT_BANDS, Bands
 
 _SEP = "\x1f"  # separates the fields hashed together, so ("a", "bc") != ("ab", "c")
 
@@ -80,7 +80,7 @@ class ClaimsEmbedder:
 
     CACHE_LIMIT = 200_000  # cached block vectors (~dim/4 float64 each) before starting over
 
-    def __init__(self, dim: int = 384, bands: Bands = Bands(), seed: int = 0) -> None:
+    def __init__(self, dim: int = 384, bands: Bands = DEFAULT_BANDS, seed: int = 0) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 4:
             raise ParamError(f"ClaimsEmbedder: dim must be an integer >= 4, got {dim!r}")
         self.dim = dim

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from .errors import StreamError
 
@@ -166,7 +166,7 @@ class Recover:
         _check_time("recover", self.id, self.time)
 
 
-Event = Union[Episode, Query, Forget, Protect, Recover]
+Event = Episode | Query | Forget | Protect | Recover
 EVENT_TYPES = (Episode, Query, Forget, Protect, Recover)
 
 

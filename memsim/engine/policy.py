@@ -105,7 +105,7 @@ class Policy(abc.ABC):
         self.store = MemoryStore(dim=llm.dim, statuses=self.statuses, kinds=self.kinds)
         self.setup()
 
-    def setup(self) -> None:
+    def setup(self) -> None:  # noqa: B027 optional hook, deliberately empty: not abstract
         """Register policy columns on ``self.store`` and create other learned state."""
 
     @abc.abstractmethod

@@ -362,7 +362,7 @@ def _mark_baselines(table: pd.DataFrame) -> pd.DataFrame:
     """beats_baselines: True when the mean is strictly better than every baseline present
     (direction-aware); None for the baselines themselves or when none is present."""
     out = []
-    for (scenario, metric), g in table.groupby(["scenario", "metric"], sort=False):
+    for _, g in table.groupby(["scenario", "metric"], sort=False):
         base = g[g["policy"].isin(BASELINES)]
         sign = 1.0 if g["better"].iloc[0] == "higher" else -1.0
         for _, row in g.iterrows():

@@ -112,7 +112,8 @@ def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
 
 
 def short_scenario(spec: str) -> str:
-    """A readable label: ``locomo:/long/path/locomo-dev.json,sample=x`` -> ``locomo:locomo-dev.json,sample=x``."""
+    """A readable label: ``locomo:/long/path/locomo-dev.json,sample=x`` ->
+    ``locomo:locomo-dev.json,sample=x``."""
     s = str(spec)
     if s.startswith("locomo:"):
         head, _, rest = s[len("locomo:") :].partition(",")
@@ -356,10 +357,10 @@ def decay_curves_figure(
     )
     handles, labels = [], []
     for ax in axes:
-        for h, l in zip(*ax.get_legend_handles_labels()):
-            if l not in labels:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
                 handles.append(h)
-                labels.append(l)
+                labels.append(label)
     fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 5), fontsize=8)
     note = (
         " Each policy's documented strength divided by its value at day 0 (units differ: "
@@ -437,7 +438,7 @@ def compute_curves(
     return pd.concat(frames, ignore_index=True)
 
 
-# ------------------------------------------------------------------ 2. recall and footprint over time
+# ---------------------------------------------------------------- 2. recall and footprint over time
 
 
 def rolling_by_time(frame: pd.DataFrame, value: str, window: float) -> pd.DataFrame:
@@ -615,10 +616,10 @@ def recall_vs_footprint_figure(summary: pd.DataFrame, *, footprint_metric: str =
         ax.set_visible(False)
     handles, labels = [], []
     for ax in axes[: len(scen)]:
-        for h, l in zip(*ax.get_legend_handles_labels()):
-            if l not in labels:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
                 handles.append(h)
-                labels.append(l)
+                labels.append(label)
     fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 7), fontsize=8)
     fig.suptitle(
         "Recall vs footprint: up and to the left is better (whiskers: 95% bootstrap CI; "
@@ -648,7 +649,8 @@ def grouped_bars(
     policies: Sequence[str],
     group_col: str = "scenario",
 ) -> None:
-    """Bars of ``mean`` with CI whiskers: one group per value of ``group_col``, one bar per policy."""
+    """Bars of ``mean`` with CI whiskers: one group per value of ``group_col``, one bar per
+    policy."""
     width = 0.8 / max(len(policies), 1)
     x = np.arange(len(groups))
     for i, p in enumerate(policies):
@@ -835,7 +837,8 @@ def _n_from_text(text: str) -> float | None:
 
 
 def _operation(text: str) -> str:
-    """A benchmark group without its size tokens: ``recall 1 query n=100k`` -> ``recall 1 query``."""
+    """A benchmark group without its size tokens: ``recall 1 query n=100k`` ->
+    ``recall 1 query``."""
     return re.sub(r"\s*\b(?:n|size|memories)\s*=\s*\S+", "", str(text)).strip(" ,;-")
 
 

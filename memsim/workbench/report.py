@@ -74,7 +74,8 @@ def markdown(summary: pd.DataFrame) -> str:
         lines.append(
             f"n = {int(nq.max()) if len(nq) else 0} evaluated queries per policy ({same}); "
             f"{int(nr.max()) if len(nr) else 0} run(s) per policy. "
-            "Mean [95% percentile-bootstrap CI]; † = does not beat both baselines (keep-all, recency)."
+            "Mean [95% percentile-bootstrap CI]; † = does not beat both baselines (keep-all, "
+            "recency)."
         )
         lines.append("")
     return "\n".join(lines)
