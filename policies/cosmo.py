@@ -173,7 +173,7 @@ class CosmoParams(Params):
     )
 
 
-class Cosmo(Policy):
+class Cosmo(Policy[CosmoParams]):
     """Cosmo's salience-decay graph memory (seed 002). See the module docstring."""
 
     Params: ClassVar[type[Params]] = CosmoParams
@@ -183,7 +183,6 @@ class Cosmo(Policy):
         retrievable=frozenset({"candidate", "active", "core"}),
     )
     kinds: ClassVar[tuple[str, ...]] = ("source",) + SEMANTIC + ("storyline", "macro")
-    schedule: ClassVar[tuple[Job, ...]] = (Job("nightly", 1.0), Job("weekly", 7.0))
     curve_attributes: ClassVar[frozenset[str]] = frozenset(
         {
             "salience",
@@ -201,6 +200,7 @@ class Cosmo(Policy):
 
     def setup(self) -> None:
         p, s = self.params, self.store
+        self.schedule = (Job("nightly", 1.0), Job("weekly", 7.0))
         s.add_column("salience", np.float64, p.initial_salience)  # stored salience
         s.add_column(
             "salience0", np.float64, p.initial_salience

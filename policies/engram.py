@@ -167,7 +167,7 @@ class EngramParams(Params):
     )
 
 
-class Engram(Policy):
+class Engram(Policy[EngramParams]):
     """Engram's dual episodic/semantic memory (seed 001). See the module docstring."""
 
     Params: ClassVar[type[Params]] = EngramParams
@@ -177,7 +177,6 @@ class Engram(Policy):
         retrievable=frozenset({"active"}),
     )
     kinds: ClassVar[tuple[str, ...]] = ("episode", "belief")
-    schedule: ClassVar[tuple[Job, ...]] = (Job("consolidate", 1.0 / 6.0),)
     curve_attributes: ClassVar[frozenset[str]] = frozenset(
         {"alpha", "beta", "stability", "belief_confidence", "evidence_count"}
     )
@@ -187,9 +186,7 @@ class Engram(Policy):
     # -- set-up -----------------------------------------------------------------
     def setup(self) -> None:
         p = self.params
-        if abs(p.cycle_every_days - 1.0 / 6.0) > 1e-12:
-            # the schedule is a class attribute the runner reads; keep it per instance
-            self.schedule = (Job("consolidate", p.cycle_every_days),)
+        self.schedule = (Job("consolidate", p.cycle_every_days),)
         s = self.store
         s.add_column("alpha", np.float64, p.prior_alpha)
         s.add_column("beta", np.float64, p.prior_beta)

@@ -131,7 +131,7 @@ def salience_vector(
     return kernels.hyperbolic_salience(confidence, times_accessed, days_since_access, half_life)
 
 
-class Kernle(Policy):
+class Kernle(Policy[KernleParams]):
     """004's memory model. See the module docstring for the document sections."""
 
     Params: ClassVar[type[Params]] = KernleParams
@@ -145,12 +145,9 @@ class Kernle(Policy):
     # Seed-named attributes the decay-curve tool may set on a planted memory.
     curve_attributes: ClassVar[frozenset[str]] = frozenset({"protected", "times_accessed"})
 
-    # Class default from the default Params; setup() replaces it with the instance's cadences.
-    schedule: ClassVar[tuple[Job, ...]] = (Job("consolidate", 1.0), Job("forget", 7.0))
-
     def setup(self) -> None:
         self.schedule = (
-            Job("consolidate", self.params.consolidation_every),  # type: ignore[misc]
+            Job("consolidate", self.params.consolidation_every),
             Job("forget", self.params.forgetting_every),
         )
         s = self.store

@@ -286,7 +286,7 @@ def importance_1_10(importance01: float, p: PaiParams) -> int:
 # ---------------------------------------------------------------------------- policy
 
 
-class PersonalAI(Policy):
+class PersonalAI(Policy[PaiParams]):
     """Personal AI memory lifecycle (document 000). See module docstring."""
 
     Params: ClassVar[type[Params]] = PaiParams
@@ -296,11 +296,6 @@ class PersonalAI(Policy):
         retrievable=frozenset({"active"}),
     )
     kinds: ClassVar[tuple[str, ...]] = ("belief",)
-    schedule: ClassVar[tuple[Job, ...]] = (
-        Job("reflect", PaiParams.reflect_every),
-        Job("synthesize", PaiParams.synthesize_every),
-        Job("prune", PaiParams.prune_every),
-    )
     strength_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
     curve_attributes: ClassVar[frozenset[str]] = frozenset({"stability"})
 
