@@ -235,7 +235,7 @@ class Stream:
     def queries(self) -> list[Query]:
         return [e for e in self.events if isinstance(e, Query)]
 
-    def batches(self) -> Iterator[tuple[float, type, list[Event]]]:
+    def batches(self) -> Iterator[tuple[float, type[Event], list[Event]]]:
         """Runs of consecutive events of one type that share a time, in stream order."""
         run: list[Event] = []
         for ev in self.events:

@@ -213,7 +213,8 @@ class MockLLM:
             return None
         if query.keys:
             return self.claims_embedder.embed_query(query.keys)
-        return self.text_embedder.embed([query.text])[0]
+        row: np.ndarray = self.text_embedder.embed([query.text])[0]
+        return row
 
     # -- classify --------------------------------------------------------------
     def classify(
