@@ -296,7 +296,8 @@ class Cosmo(Policy[CosmoParams]):
         ttl = "decay" if c is None else c.attr("ttl_policy", "decay")
         if ttl not in TTL_CODE:
             raise MemsimError(
-                f"claim {c.key!r}: ttl_policy {ttl!r} is not one of {list(TTL_POLICIES)}"
+                f"claim {None if c is None else c.key!r}: ttl_policy {ttl!r} is not one of "
+                f"{list(TTL_POLICIES)}"
             )
         return ttl
 

@@ -241,7 +241,9 @@ class Engram(Policy[EngramParams]):
         ok = np.array(emb.ok, dtype=bool, copy=True)
         if not ok.all():
             bad = np.flatnonzero(~ok)
-            retry = self.llm.embed([texts[i] for i in bad], keys=[keys[i] + ":text" for i in bad])
+            retry = self.llm.embed(
+                [texts[i] for i in bad.tolist()], keys=[keys[i] + ":text" for i in bad.tolist()]
+            )
             vecs[bad] = retry.vectors
             ok[bad] = retry.ok
         return vecs, ok

@@ -385,7 +385,7 @@ class PersonalAI(Policy[PaiParams]):
         row = int(
             self.store.add(
                 now,
-                (vec if has else self._placeholder)[None, :],
+                (vec if vec is not None else self._placeholder)[None, :],
                 texts=[text],
                 claims=[claim],
                 provenance=[provenance],
@@ -451,6 +451,7 @@ class PersonalAI(Policy[PaiParams]):
         for ep, beliefs, drops in plans:
             out.extend(drops)
             for i, b in enumerate(beliefs):
+                assert vectors is not None and ok is not None  # a belief, so items were embedded
                 vec = vectors[j] if ok[j] else None
                 out.extend(self._process_new_belief(ep, i, b, vec, now))
                 j += 1

@@ -26,7 +26,7 @@ version (the operation order of ``policies.pai.recall_scores``) and
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,7 +147,7 @@ def pai_score_scalar(
     insight: bool,
     allowed: bool,
     now: float,
-    subject_codes: Sequence[int],
+    subject_codes: Collection[int],
     p: Any,
 ) -> float:
     """One memory's §2 score in plain Python (-inf when it cannot be returned), the way a

@@ -20,7 +20,7 @@ Batched ingest must give exactly the outcome of one-by-one ingest of the same ep
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Generic, TypeVar, cast
 
@@ -158,7 +158,7 @@ class Policy(abc.ABC, Generic[P]):
         *,
         status: str,
         action: str,
-        among: Sequence[str],
+        among: Iterable[str],
     ) -> list[Outcome]:
         """Set ``status`` on every memory whose provenance holds each event's episode and
         whose current status is in ``among`` (a user forget or recover); one Outcome per

@@ -13,6 +13,7 @@ tests, notebooks and worker processes.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import math
@@ -654,7 +655,7 @@ def grouped_bars(
     width = 0.8 / max(len(policies), 1)
     x = np.arange(len(groups))
     for i, p in enumerate(policies):
-        t = table[table["policy"] == p].set_index(group_col).reindex(groups)
+        t = table[table["policy"] == p].set_index(group_col).reindex(list(groups))
         means = t["mean"].to_numpy(np.float64)
         err = _err(t.reset_index()) if {"ci_low", "ci_high"} <= set(t.columns) else None
         ax.bar(
@@ -869,8 +870,8 @@ def benchmark_frame(data: Any) -> pd.DataFrame:
     for r in records:
         if not isinstance(r, Mapping):
             continue
-        params = r.get("params") if isinstance(r.get("params"), Mapping) else {}
-        extra = r.get("extra_info") if isinstance(r.get("extra_info"), Mapping) else {}
+        params = r["params"] if isinstance(r.get("params"), Mapping) else {}
+        extra = r["extra_info"] if isinstance(r.get("extra_info"), Mapping) else {}
         flat = {**r, **params, **extra}
         name = str(r.get("name", "") or "")
         n = _find_n(flat)
@@ -897,7 +898,7 @@ def benchmark_frame(data: Any) -> pd.DataFrame:
             continue
         if "target" in extra or group == "targets":  # a ratio record, or a time not at n
             continue
-        stats = r.get("stats") if isinstance(r.get("stats"), Mapping) else flat
+        stats = r["stats"] if isinstance(r.get("stats"), Mapping) else flat
         seconds = None
         for k in _TIME_KEYS:
             if k in stats and isinstance(stats[k], (int, float)) and not isinstance(stats[k], bool):
@@ -1063,19 +1064,15 @@ def build_figures(
             builders["decay_curves"] = _curves
         else:
             notice("skipped decay_curves: disabled (--no-curves)")
-    needs = {
+    needs: dict[str, tuple[str, pd.DataFrame | None, Callable[[pd.DataFrame], Any]]] = {
         "recall_footprint_over_time": (
             "per_query.parquet",
             per_query,
-            lambda: recall_footprint_over_time_figure(per_query),
+            recall_footprint_over_time_figure,
         ),
-        "recall_vs_footprint": (
-            "summary.csv",
-            summary,
-            lambda: recall_vs_footprint_figure(summary),
-        ),
-        "stale": ("summary.csv", summary, lambda: stale_figure(summary)),
-        "locomo": ("per_query.parquet", per_query, lambda: locomo_figure(per_query)),
+        "recall_vs_footprint": ("summary.csv", summary, recall_vs_footprint_figure),
+        "stale": ("summary.csv", summary, stale_figure),
+        "locomo": ("per_query.parquet", per_query, locomo_figure),
     }
     for name, (file, frame, make) in needs.items():
         if name not in wanted:
@@ -1083,7 +1080,7 @@ def build_figures(
         if frame is None:
             notice(f"skipped {name}: no {Path(results or '.') / file}")
         else:
-            builders[name] = make
+            builders[name] = functools.partial(make, frame)
     if "latency" in wanted:
         bpath = Path(benchmarks) if benchmarks else None
         if bpath is None or not bpath.exists():
