@@ -120,7 +120,8 @@ def build(raw: dict, command: str, returncode: int | None) -> tuple[str, dict]:
             )
         if "peak_bytes" in t:
             bits.append(
-                f"peak {t['peak_bytes'] / 2**20:,.0f} MiB, baseline {t['baseline_bytes'] / 2**20:,.0f} MiB, "
+                f"peak {t['peak_bytes'] / 2**20:,.0f} MiB, baseline "
+                f"{t['baseline_bytes'] / 2**20:,.0f} MiB, "
                 f"raw {t['raw_bytes'] / 2**20:,.0f} MiB"
             )
         if "build" in t:
@@ -154,7 +155,8 @@ def build(raw: dict, command: str, returncode: int | None) -> tuple[str, dict]:
     if profiles:
         lines += [
             "",
-            "## Simulation profiles (cProfile of the 1/10-year probe, top entries by cumulative time)",
+            "## Simulation profiles (cProfile of the 1/10-year probe, top entries by cumulative "
+            "time)",
             "",
         ]
         for t in profiles:

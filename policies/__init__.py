@@ -29,7 +29,9 @@ PAI = PolicySpec(
     1,
     "policies.pai:PersonalAI",
     seed_document="000_ec17278fb0252727.txt",
-    description="Personal AI: fixed half-life decay, reinforce/contradict bands, multi-factor recall",
+    description=(
+        "Personal AI: fixed half-life decay, reinforce/contradict bands, multi-factor recall"
+    ),
     claims="policies.pai_claims",
     capabilities=frozenset({"forget"}),
 )

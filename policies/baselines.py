@@ -16,7 +16,7 @@ import numpy as np
 
 from memsim.engine.events import Claim, Episode, Forget, Query
 from memsim.engine.params import Params, param
-from memsim.engine.policy import Outcome, Policy, Ranking
+from memsim.engine.policy import Outcome, P, Policy, Ranking
 from memsim.engine.store import Statuses
 
 
@@ -24,7 +24,7 @@ def claim_text(c: Claim) -> str:
     return c.value if not c.key else f"{c.subject} {c.key} = {c.value}"
 
 
-class _CosineBase(Policy):
+class _CosineBase(Policy[P]):
     """Shared ingest (one memory per claim), cosine scoring and forget."""
 
     def _live(self) -> np.ndarray:
@@ -117,7 +117,7 @@ class KeepAllParams(Params):
     """KeepAll has no parameters."""
 
 
-class KeepAll(_CosineBase):
+class KeepAll(_CosineBase[KeepAllParams]):
     """Stores every extracted claim, never decays, ranks by cosine."""
 
     Params = KeepAllParams
@@ -137,7 +137,7 @@ class RecencyParams(Params):
     budget: int = param(10000, lo=1, doc="baseline: most retrievable memories before LRU eviction")
 
 
-class Recency(_CosineBase):
+class Recency(_CosineBase[RecencyParams]):
     """score = cosine x exp(-rate x days since last access or creation); LRU eviction."""
 
     Params = RecencyParams

@@ -166,11 +166,14 @@ class CosmoParams(Params):
     )
     owner_node: bool = param(
         True,
-        doc="002 §Phase 2 Step 2: owner Person node per user (confidence 1, salience 1, core, keep_forever)",
+        doc=(
+            "002 §Phase 2 Step 2: owner Person node per user (confidence 1, salience 1, core, "
+            "keep_forever)"
+        ),
     )
 
 
-class Cosmo(Policy):
+class Cosmo(Policy[CosmoParams]):
     """Cosmo's salience-decay graph memory (seed 002). See the module docstring."""
 
     Params: ClassVar[type[Params]] = CosmoParams
@@ -180,7 +183,6 @@ class Cosmo(Policy):
         retrievable=frozenset({"candidate", "active", "core"}),
     )
     kinds: ClassVar[tuple[str, ...]] = ("source",) + SEMANTIC + ("storyline", "macro")
-    schedule: ClassVar[tuple[Job, ...]] = (Job("nightly", 1.0), Job("weekly", 7.0))
     curve_attributes: ClassVar[frozenset[str]] = frozenset(
         {
             "salience",
@@ -198,6 +200,7 @@ class Cosmo(Policy):
 
     def setup(self) -> None:
         p, s = self.params, self.store
+        self.schedule = (Job("nightly", 1.0), Job("weekly", 7.0))
         s.add_column("salience", np.float64, p.initial_salience)  # stored salience
         s.add_column(
             "salience0", np.float64, p.initial_salience
@@ -289,7 +292,8 @@ class Cosmo(Policy):
         ttl = "decay" if c is None else c.attr("ttl_policy", "decay")
         if ttl not in TTL_CODE:
             raise MemsimError(
-                f"claim {c.key!r}: ttl_policy {ttl!r} is not one of {list(TTL_POLICIES)}"
+                f"claim {None if c is None else c.key!r}: ttl_policy {ttl!r} is not one of "
+                f"{list(TTL_POLICIES)}"
             )
         return ttl
 
@@ -790,7 +794,8 @@ class Cosmo(Policy):
         state = str(c.attr("state", "candidate"))
         if state not in ("candidate", "active", "core", "archived"):
             raise MemsimError(
-                f"cosmo: memory attribute state={state!r} is not one of candidate, active, core, archived"
+                f"cosmo: memory attribute state={state!r} is not one of candidate, active, core, "
+                "archived"
             )
         ttl = self.ttl_of(c)
 

@@ -103,7 +103,10 @@ for days, documented in ((35, 0.5), (70, 0.25), (105, 0.125)):
         policy="cosmo",
         document=DOC,
         section="§Decay Formula with Recall Frequency",
-        statement=f"recall_frequency=0, decay_gradient=1.0: after {days} days unused salience x {documented}",
+        statement=(
+            f"recall_frequency=0, decay_gradient=1.0: after {days} days unused salience x "
+            f"{documented}"
+        ),
         documented=documented,
         measure=lambda d=days: _factor(d, ACTIVE),
         formula=lambda d=days: math.exp(-0.02 * d),
@@ -115,13 +118,18 @@ for days, documented in ((35, 0.5), (70, 0.25), (105, 0.125)):
         policy="cosmo",
         document=DOC,
         section="§Offline/Nightly Decay Job (literal, compounding)",
-        statement=f"the same example under the literal nightly job: after {days} days salience x {documented}",
+        statement=(
+            f"the same example under the literal nightly job: after {days} days salience x "
+            f"{documented}"
+        ),
         documented=documented,
         measure=lambda d=days: _factor(d, ACTIVE, NIGHTLY),
         formula=lambda d=days: math.exp(-0.02 * d * (d + 1) / 2),
         tol=0.005,
-        note="the nightly job multiplies by exp(-rate x days since last access) every night, so the "
-        "exponent grows as N(N+1)/2: the document's examples only hold for the closed form",
+        note=(
+            "the nightly job multiplies by exp(-rate x days since last access) every night, so "
+            "the exponent grows as N(N+1)/2: the document's examples only hold for the closed form"
+        ),
     )
 
 register_claim(
@@ -165,7 +173,9 @@ for days, documented in ((35, 0.95), (70, 0.90)):
         policy="cosmo",
         document=DOC,
         section="§Decay Formula with Recall Frequency",
-        statement=f"recall_frequency=5, decay_gradient=1.5: after {days} days salience x {documented}",
+        statement=(
+            f"recall_frequency=5, decay_gradient=1.5: after {days} days salience x {documented}"
+        ),
         documented=documented,
         measure=lambda d=days: _factor(d, RF5),
         formula=lambda d=days: math.exp(-0.02 / (1 + 5**1.5) * d),
@@ -192,7 +202,9 @@ register_claim(
     policy="cosmo",
     document=DOC,
     section="§Decay Formula / Examples with confidence",
-    statement="confidence=0.5 candidate: after 17 days unused salience x 0.5 (half-life cut in half)",
+    statement=(
+        "confidence=0.5 candidate: after 17 days unused salience x 0.5 (half-life cut in half)"
+    ),
     documented=0.5,
     measure=lambda: _factor(17, C05),
     formula=lambda: math.exp(-0.04 * 17),
@@ -227,7 +239,9 @@ register_claim(
     policy="cosmo",
     document=DOC,
     section="§Decay Formula / Examples with confidence",
-    statement="state=active, confidence=0.4: confidence no longer matters, after 35 days salience x 0.5",
+    statement=(
+        "state=active, confidence=0.4: confidence no longer matters, after 35 days salience x 0.5"
+    ),
     documented=0.5,
     measure=lambda: _factor(35, {"state": "active", "confidence": "0.4"}),
     formula=lambda: math.exp(-0.02 * 35),
@@ -238,7 +252,10 @@ register_claim(
     policy="cosmo",
     document=DOC,
     section="§Access Pattern Examples",
-    statement="High-confidence candidate (confidence 0.9, never accessed): no decay, persists indefinitely",
+    statement=(
+        "High-confidence candidate (confidence 0.9, never accessed): no decay, persists "
+        "indefinitely"
+    ),
     documented=1.0,
     measure=lambda: _factor(365, {"confidence": "0.9"}),
     formula=lambda: 1.0,
@@ -258,8 +275,11 @@ register_claim(
     measure=lambda: _strength(35, SOURCE),
     formula=lambda: 0.5 * math.exp(-0.02 * 35),
     tol=0.005,
-    note="a base-rate decay needs a node the candidate rule does not touch: a Source (no extraction "
-    "confidence); a semantic candidate at confidence < 0.8 decays faster, >= 0.8 not at all",
+    note=(
+        "a base-rate decay needs a node the candidate rule does not touch: a Source (no "
+        "extraction "
+        "confidence); a semantic candidate at confidence < 0.8 decays faster, >= 0.8 not at all"
+    ),
 )
 register_claim(
     id="cosmo.one_off_archived_day",
@@ -279,8 +299,10 @@ register_claim(
     policy="cosmo",
     document=DOC,
     section="§Memory Consolidation",
-    statement="One-off Source, default settings: archived by episodic consolidation (older than 7 days, "
-    "salience < 0.2) before the salience rule",
+    statement=(
+        "One-off Source, default settings: archived by episodic consolidation (older than 7 "
+        "days, salience < 0.2) before the salience rule"
+    ),
     documented=100.0,
     measure=lambda: _first_day("archived", "never", 120, SOURCE),
     formula=lambda: float(math.ceil(math.log(0.5 / 0.2) / 0.02)),
@@ -305,7 +327,9 @@ register_claim(
     policy="cosmo",
     document=DOC,
     section="§Access Pattern Examples",
-    statement="Low-confidence candidate (confidence=0.4): salience 0.5 -> 0.25 in ~17 days (2x faster)",
+    statement=(
+        "Low-confidence candidate (confidence=0.4): salience 0.5 -> 0.25 in ~17 days (2x faster)"
+    ),
     documented=17.0,
     measure=lambda: math.log(2) / _rate(C04),
     formula=lambda: math.log(2) / (0.02 * 2.2),
@@ -317,7 +341,10 @@ register_claim(
     policy="cosmo",
     document=DOC,
     section="§Access Pattern Examples",
-    statement="Low-confidence candidate (confidence=0.4, never accessed): archived after ~50 days (salience < 0.01)",
+    statement=(
+        "Low-confidence candidate (confidence=0.4, never accessed): archived after ~50 days "
+        "(salience < 0.01)"
+    ),
     documented=50.0,
     measure=lambda: _first_day("archived", "never", 100, C04),
     formula=lambda: float(math.ceil(math.log(0.5 / 0.01) / 0.044)),
@@ -342,7 +369,10 @@ register_claim(
     policy="cosmo",
     document=DOC,
     section="§Access Pattern Examples",
-    statement="High-frequency topic (accessed every 3 days): candidate -> active -> core (10+ accesses, ~30 days)",
+    statement=(
+        "High-frequency topic (accessed every 3 days): candidate -> active -> core (10+ "
+        "accesses, ~30 days)"
+    ),
     documented=30.0,
     measure=lambda: _first_day("core", "every:3", 40, FREQUENT),
     formula=lambda: 3.0 * 10,
@@ -358,7 +388,10 @@ register_claim(
     measure=lambda: float(_curve("every:3", [30.0], FREQUENT)["strength"].iloc[0]),
     formula=lambda: _frequent_salience(30, 3, 0.9),
     tol=0.01,
-    note="with alpha = 0.1 (the top of the documented [0.05, 0.1]); alpha = 0.05 gives 0.93 at day 30",
+    note=(
+        "with alpha = 0.1 (the top of the documented [0.05, 0.1]); alpha = 0.05 gives 0.93 at day "
+        "30"
+    ),
 )
 register_claim(
     id="cosmo.high_frequency_core_day_nightly",

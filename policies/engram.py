@@ -123,7 +123,10 @@ class EngramParams(Params):
         10.0,
         lo=0.0,
         lo_open=True,
-        doc="001 §Configuration PER_CALL_TIMEOUT_MS: modelled time per LLM call (choice: every call takes its timeout)",
+        doc=(
+            "001 §Configuration PER_CALL_TIMEOUT_MS: modelled time per LLM call (choice: every "
+            "call takes its timeout)"
+        ),
     )
     cycle_every_days: float = param(
         1.0 / 6.0, lo=0.0, lo_open=True, doc="001 §How It Works: the 4-hour cold cycle"
@@ -147,7 +150,10 @@ class EngramParams(Params):
     episode_w_similarity: float = param(
         0.5,
         lo=0.0,
-        doc="choice: episode bites = 0.5 cos + 0.3 R (001 leaves episode scoring to handleMemoryRecall)",
+        doc=(
+            "choice: episode bites = 0.5 cos + 0.3 R (001 leaves episode scoring to "
+            "handleMemoryRecall)"
+        ),
     )
     episode_w_retrieval: float = param(0.3, lo=0.0, doc="choice: see episode_w_similarity")
     prior_alpha: float = param(
@@ -161,7 +167,7 @@ class EngramParams(Params):
     )
 
 
-class Engram(Policy):
+class Engram(Policy[EngramParams]):
     """Engram's dual episodic/semantic memory (seed 001). See the module docstring."""
 
     Params: ClassVar[type[Params]] = EngramParams
@@ -171,7 +177,6 @@ class Engram(Policy):
         retrievable=frozenset({"active"}),
     )
     kinds: ClassVar[tuple[str, ...]] = ("episode", "belief")
-    schedule: ClassVar[tuple[Job, ...]] = (Job("consolidate", 1.0 / 6.0),)
     curve_attributes: ClassVar[frozenset[str]] = frozenset(
         {"alpha", "beta", "stability", "belief_confidence", "evidence_count"}
     )
@@ -181,9 +186,7 @@ class Engram(Policy):
     # -- set-up -----------------------------------------------------------------
     def setup(self) -> None:
         p = self.params
-        if abs(p.cycle_every_days - 1.0 / 6.0) > 1e-12:
-            # the schedule is a class attribute the runner reads; keep it per instance
-            self.schedule = (Job("consolidate", p.cycle_every_days),)
+        self.schedule = (Job("consolidate", p.cycle_every_days),)
         s = self.store
         s.add_column("alpha", np.float64, p.prior_alpha)
         s.add_column("beta", np.float64, p.prior_beta)
@@ -237,7 +240,9 @@ class Engram(Policy):
         ok = np.array(emb.ok, dtype=bool, copy=True)
         if not ok.all():
             bad = np.flatnonzero(~ok)
-            retry = self.llm.embed([texts[i] for i in bad], keys=[keys[i] + ":text" for i in bad])
+            retry = self.llm.embed(
+                [texts[i] for i in bad.tolist()], keys=[keys[i] + ":text" for i in bad.tolist()]
+            )
             vecs[bad] = retry.vectors
             ok[bad] = retry.ok
         return vecs, ok
@@ -752,8 +757,8 @@ class Engram(Policy):
         """Seed one belief as if a consolidation cycle had produced it from this episode.
 
         Attributes (``claim.attrs``): alpha, beta (default: prior 1/1), or belief_confidence c
-        (alpha = 2c, beta = 2(1 - c); Claim.confidence is extraction confidence, unused); stability (default ``initial_stability``);
-        evidence_count (default 1)."""
+        (alpha = 2c, beta = 2(1 - c); Claim.confidence is extraction confidence, unused);
+        stability (default ``initial_stability``); evidence_count (default 1)."""
         claim = episode.claims[0] if episode.claims else self._claims_of(episode)[0]
         given = dict(claim.attrs)
         p = self.params

@@ -73,7 +73,10 @@ register_claim(
     policy="engram",
     document=DOC,
     section="§Belief Lifecycle 1",
-    statement="A new belief is created with alpha=1, beta=1 (uniform prior): confidence = alpha/(alpha+beta)",
+    statement=(
+        "A new belief is created with alpha=1, beta=1 (uniform prior): confidence = "
+        "alpha/(alpha+beta)"
+    ),
     documented=0.5,
     measure=lambda: _confidence(),
     formula=lambda: 1 / (1 + 1),
@@ -152,8 +155,11 @@ register_claim(
     policy="engram",
     document=DOC,
     section="§Belief Lifecycle 4",
-    statement="Revision when confidence < 0.4 after > 0.5, >= 3 contradicting episodes, evidence >= 5: "
-    "contradicting clusters a once-reinforced belief (alpha 2, beta 1) absorbs before revision",
+    statement=(
+        "Revision when confidence < 0.4 after > 0.5, >= 3 contradicting episodes, evidence "
+        ">= 5: "
+        "contradicting clusters a once-reinforced belief (alpha 2, beta 1) absorbs before revision"
+    ),
     documented=None,
     measure=_contradictions_until_revision,
     formula=lambda: float(next(n for n in range(1, 20) if 2 / (3 + n) < 0.4)),

@@ -129,7 +129,7 @@ def strength_vector(
     return kernels.exp_decay(importance, decay_rate, days_since_access)
 
 
-class Izzie(Policy):
+class Izzie(Policy[IzzieParams]):
     """003's memory model. See the module docstring for the document sections."""
 
     Params: ClassVar[type[Params]] = IzzieParams
@@ -139,7 +139,6 @@ class Izzie(Policy):
         retrievable=frozenset({"active"}),
     )
     kinds: ClassVar[tuple[str, ...]] = ("memory",)
-    schedule = ()
     strength_range = (0.0, 1.0)
     curve_attributes: ClassVar[frozenset[str]] = frozenset()
 

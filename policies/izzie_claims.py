@@ -67,12 +67,17 @@ register_claim(
     policy="izzie",
     document=DOC,
     section="§Memory Strength Calculation",
-    statement="Preference (importance 0.9) after 30 days: strength = 0.9 x 0.74 = 0.67 (still strong)",
+    statement=(
+        "Preference (importance 0.9) after 30 days: strength = 0.9 x 0.74 = 0.67 (still strong)"
+    ),
     documented=0.67,
     measure=lambda: _strength(30.0),
     formula=lambda: 0.9 * math.exp(-0.01 * 30),
     tol=0.005,
-    note="the document multiplies the rounded factor: 0.9 x 0.74 = 0.666 and 0.9 x e^-0.3 = 0.6667 both round to 0.67",
+    note=(
+        "the document multiplies the rounded factor: 0.9 x 0.74 = 0.666 and 0.9 x e^-0.3 = 0.6667 "
+        "both round to 0.67"
+    ),
 )
 
 register_claim(
@@ -112,5 +117,7 @@ register_claim(
     measure=lambda: _planted("importance"),
     formula=lambda: 0.9,
     tol=0.0,
-    note="so the LLM's explicit importance overrides the category default (importance_source=claim)",
+    note=(
+        "so the LLM's explicit importance overrides the category default (importance_source=claim)"
+    ),
 )

@@ -98,11 +98,16 @@ class KernleParams(Params):
     )
     belief_categories: tuple[str, ...] = param(
         ("fact", "preference", "observation", "relationship"),
-        doc="004 §3 Beliefs belief_type fact/preference/observation (+relationship: memsim's choice)",
+        doc=(
+            "004 §3 Beliefs belief_type fact/preference/observation (+relationship: memsim's "
+            "choice)"
+        ),
     )
     note_categories: tuple[str, ...] = param(
         ("decision", "insight", "quote", "note", "reminder", "procedural"),
-        doc="004 §6 Notes note_type decision/insight/quote (+reminder, procedural: memsim's choice)",
+        doc=(
+            "004 §6 Notes note_type decision/insight/quote (+reminder, procedural: memsim's choice)"
+        ),
     )
     protected_kinds: tuple[str, ...] = param(
         ("value", "drive"), doc="004 §4 Values / §7 Drives: is_protected=True by default"
@@ -126,7 +131,7 @@ def salience_vector(
     return kernels.hyperbolic_salience(confidence, times_accessed, days_since_access, half_life)
 
 
-class Kernle(Policy):
+class Kernle(Policy[KernleParams]):
     """004's memory model. See the module docstring for the document sections."""
 
     Params: ClassVar[type[Params]] = KernleParams
@@ -140,12 +145,9 @@ class Kernle(Policy):
     # Seed-named attributes the decay-curve tool may set on a planted memory.
     curve_attributes: ClassVar[frozenset[str]] = frozenset({"protected", "times_accessed"})
 
-    # Class default from the default Params; setup() replaces it with the instance's cadences.
-    schedule: ClassVar[tuple[Job, ...]] = (Job("consolidate", 1.0), Job("forget", 7.0))
-
     def setup(self) -> None:
         self.schedule = (
-            Job("consolidate", self.params.consolidation_every),  # type: ignore[misc]
+            Job("consolidate", self.params.consolidation_every),
             Job("forget", self.params.forgetting_every),
         )
         s = self.store

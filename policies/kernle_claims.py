@@ -84,7 +84,10 @@ register_claim(
     measure=lambda: float(_curve("never", [0.0], confidence=0.9)["strength"].iloc[0]),
     formula=lambda: salience(0.9, 0, 0.0),
     tol=0.0,
-    note="THE FINDING: the formula gives 0 to every memory never accessed, however confident and recent",
+    note=(
+        "THE FINDING: the formula gives 0 to every memory never accessed, however confident and "
+        "recent"
+    ),
 )
 
 register_claim(
@@ -92,12 +95,17 @@ register_claim(
     policy="kernle",
     document=DOC,
     section="§Forgetting Cycle (threshold=0.3)",
-    statement="A memory of confidence 1.0, never accessed, is tombstoned at the first forgetting cycle",
+    statement=(
+        "A memory of confidence 1.0, never accessed, is tombstoned at the first forgetting cycle"
+    ),
     documented=None,
     measure=lambda: _first_forgotten("never", 30, confidence=1.0),
     formula=lambda: _formula_first_forgotten(1.0, 30),
     tol=0.0,
-    note="first cycle = forgetting_every (7 days, memsim's choice): salience 0 < 0.3 at any confidence",
+    note=(
+        "first cycle = forgetting_every (7 days, memsim's choice): salience 0 < 0.3 at any "
+        "confidence"
+    ),
 )
 
 register_claim(

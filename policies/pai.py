@@ -194,7 +194,8 @@ class PaiParams(Params):
 
         if not self.grey_lo <= self.reinforce_above:
             raise ParamError(
-                f"PaiParams: grey_lo={self.grey_lo} must be <= reinforce_above={self.reinforce_above}"
+                f"PaiParams: grey_lo={self.grey_lo} must be <= "
+                f"reinforce_above={self.reinforce_above}"
             )
         if not self.link_lo <= self.link_hi:
             raise ParamError(f"PaiParams: link_lo={self.link_lo} must be <= link_hi={self.link_hi}")
@@ -288,7 +289,7 @@ def importance_1_10(importance01: float, p: PaiParams) -> int:
 # ---------------------------------------------------------------------------- policy
 
 
-class PersonalAI(Policy):
+class PersonalAI(Policy[PaiParams]):
     """Personal AI memory lifecycle (document 000). See module docstring."""
 
     Params: ClassVar[type[Params]] = PaiParams
@@ -298,11 +299,6 @@ class PersonalAI(Policy):
         retrievable=frozenset({"active"}),
     )
     kinds: ClassVar[tuple[str, ...]] = ("belief",)
-    schedule: ClassVar[tuple[Job, ...]] = (
-        Job("reflect", PaiParams.reflect_every),
-        Job("synthesize", PaiParams.synthesize_every),
-        Job("prune", PaiParams.prune_every),
-    )
     strength_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
     curve_attributes: ClassVar[frozenset[str]] = frozenset({"stability"})
 
@@ -391,7 +387,7 @@ class PersonalAI(Policy):
         row = int(
             self.store.add(
                 now,
-                (vec if has else self._placeholder)[None, :],
+                (vec if vec is not None else self._placeholder)[None, :],
                 texts=[text],
                 claims=[claim],
                 provenance=[provenance],
@@ -457,6 +453,7 @@ class PersonalAI(Policy):
         for ep, beliefs, drops in plans:
             out.extend(drops)
             for i, b in enumerate(beliefs):
+                assert vectors is not None and ok is not None  # a belief, so items were embedded
                 vec = vectors[j] if ok[j] else None
                 out.extend(self._process_new_belief(ep, i, b, vec, now))
                 j += 1

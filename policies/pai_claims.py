@@ -38,7 +38,7 @@ def _strength(day: float, **memory) -> float:
 def _half_life(stability: float | None = None, probe: float = 30.0) -> float:
     """Half-life (days) of a planted belief, read off its decay between day 0 and ``probe``."""
     memory = {} if stability is None else {"stability": stability}
-    frame = _curve([0.0, probe], **memory)
+    frame = _curve([0.0, probe], "never", **memory)
     s0, s1 = frame["strength"].tolist()
     return probe * math.log(0.5) / math.log(s1 / s0)
 

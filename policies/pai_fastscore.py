@@ -26,7 +26,7 @@ version (the operation order of ``policies.pai.recall_scores``) and
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,7 +163,7 @@ def pai_score_scalar(
     insight: bool,
     allowed: bool,
     now: float,
-    subject_codes: Sequence[int],
+    subject_codes: Collection[int],
     p: Any,
 ) -> float:
     """One memory's §2 score in plain Python (-inf when it cannot be returned), the way a
@@ -382,9 +382,9 @@ def pai_topk_batch(
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Fused recall of a batch of independent queries (rows of Q, each with its subject
     codes), state unchanged between them: per chunk of rows one matrix-matrix product
-    (compute-bound BLAS, ``X_chunk @ Q.T``), then the floor/bound prefilter per query against its running
-    k-th best score, exact scores of the survivors and a vectorized merge into the running
-    top-k. Equal bit for bit to ``topk(pai_scores(batch_cosines(X, Q, chunk)[b], ...))``
+    (compute-bound BLAS, ``X_chunk @ Q.T``), then the floor/bound prefilter per query against
+    its running k-th best score, exact scores of the survivors and a vectorized merge into the
+    running top-k. Equal bit for bit to ``topk(pai_scores(batch_cosines(X, Q, chunk)[b], ...))``
     for each query b (and to ``pai_topk`` up to float32 rounding of the cosines)."""
     Q = np.ascontiguousarray(Q, dtype=np.float32)
     QT = Q.T

@@ -240,7 +240,8 @@ def _sample_events(
         if start <= last_end:
             report.sessions_moved += 1
             report.note(
-                f"{sid} {key} dated {conv[dkey]!r} before the previous session ended: moved after it"
+                f"{sid} {key} dated {conv[dkey]!r} before the previous session ended: moved after "
+                "it"
             )
             start = last_end + TURN_GAP_DAYS
         report.sessions += 1

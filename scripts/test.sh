@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set everything up, then run the whole test suite (unit, property-based, conformance,
 # scenario expectations, notebooks) after a one-shot smoke run of every benchmark
-# (MEMSIM_BENCH_SMOKE=1: tiny sizes, timing disabled, so benchmarks cannot rot).
+# (MEMSIM_BENCH_SMOKE=1: tiny sizes, timing disabled, so benchmarks cannot rot) and the lint
+# and type checks (ruff check, ruff format --check, mypy), each failing the script on an error.
 # pytest's exit code 5 (no tests collected) counts as a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,5 +20,9 @@ run_pytest() {  # run_pytest WHAT ARGS...: fail on errors and on "no tests colle
 
 echo "== benchmarks, smoke mode =="
 MEMSIM_BENCH_SMOKE=1 run_pytest benchmarks benchmarks --benchmark-disable
+echo "== lint and types (ruff, mypy; config in pyproject.toml) =="
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/python -m mypy
 echo "== test suite =="
 run_pytest tests tests "$@"

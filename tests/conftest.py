@@ -5,8 +5,8 @@ from pathlib import Path
 
 # Small matrices dominate simulations: one BLAS thread is faster than two fighting for a
 # shared 2-core machine (set before numpy loads; benchmarks choose their own threads).
-for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import matplotlib
 from hypothesis import HealthCheck, settings

@@ -83,7 +83,8 @@ def test_user_mistakes_print_one_line_and_exit_2(args, message):
 def test_malformed_scenario_file_names_file_path_and_value(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(
-        "name: bad\nepisodes:\n  - {id: e1, time: 1, text: hi, claims: [{key: a.b, value: x, importance: 7}]}\n"
+        "name: bad\nepisodes:\n  - "
+        "{id: e1, time: 1, text: hi, claims: [{key: a.b, value: x, importance: 7}]}\n"
     )
     r = _cli("run", "--policy", "keep-all", "--scenario", str(bad))
     assert r.returncode == 2

@@ -107,7 +107,7 @@ def test_category_maps_to_node_kind():
     assert ("user", "person", "a.b") in pol.node_of and ("user", "concept", "c.d") in pol.node_of
 
 
-# -- §Salience Updates and §Transition Rules ---------------------------------------------------------
+# -- §Salience Updates and §Transition Rules -------------------------------------------------------
 def test_retrieval_updates_and_state_transitions():
     pol = make()
     n = plant(pol, confidence=0.9)
@@ -141,7 +141,7 @@ def test_archived_reaccess_only_on_include_archived_path():
         assert (n in r.ids.tolist()) is include
 
 
-# -- §Offline/Nightly Decay Job and §Candidate Semantics ------------------------------------------------
+# -- §Offline/Nightly Decay Job and §Candidate Semantics -------------------------------------------
 def test_decay_rate_boundaries():
     kw = dict(base_rate=0.02, confident=0.8, penalty=2.0)
     rf = np.array([0, 0, 0, 0, 5])
@@ -216,7 +216,7 @@ def test_strength_never_rises_at_archival():
     assert pol.strength(89.0)[n] <= before + 1e-15 and pol.strength(90.0)[n] < pol.strength(89.0)[n]
 
 
-# -- §TTL Policy Table -----------------------------------------------------------------------------------
+# -- §TTL Policy Table -----------------------------------------------------------------------------
 def test_ttl_precedence():
     pol = make()
     forever = plant(pol, 0, key="a.x", confidence=0.3, ttl_policy="keep_forever", salience=0.001)
@@ -242,7 +242,7 @@ def test_bad_ttl_policy_is_a_clear_error():
         make().ingest([ep(0, 0.0, ttl_policy="sometimes")], 0.0)
 
 
-# -- §Hierarchical Memory Promotion ------------------------------------------------------------------------
+# -- §Hierarchical Memory Promotion ----------------------------------------------------------------
 def _mentions(pol, days, key="topic.fact", start=0):
     for j, d in enumerate(days):
         pol.ingest([ep(start + j, d, key)], d)
@@ -325,7 +325,7 @@ def test_granularity_selects_level():
     assert r.ids.tolist() == [st]
 
 
-# -- §Memory Consolidation (episodic -> semantic) ---------------------------------------------------------
+# -- §Memory Consolidation (episodic -> semantic) --------------------------------------------------
 def test_episodic_consolidation():
     pol = make()
     pol.ingest([ep(0, 0.0)], 0.0)
@@ -339,7 +339,7 @@ def test_episodic_consolidation():
     assert "e0" in pol.store.provenance[n] and pol.store["is_dirty"][n]
 
 
-# -- user actions, batching, planting ---------------------------------------------------------------------
+# -- user actions, batching, planting --------------------------------------------------------------
 def test_forget_deletes_rows_holding_the_episode():
     pol = make()
     pol.ingest([ep(0, 0.0), ep(1, 0.0, "other.x")], 0.0)

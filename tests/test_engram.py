@@ -11,13 +11,23 @@ another key; ``relations`` overrides the answer by candidate key.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
+import pytest
 
-from memsim.engine.events import Claim, Episode, Query
-from memsim.engine.llm import CONTRADICTS, IRRELEVANT, SUPPORTS, Embedded
+from memsim.engine.errors import MemsimError
+from memsim.engine.events import Claim, Episode, Forget, Query
+from memsim.engine.llm import CONTRADICTS, IRRELEVANT, PARTIAL, SUPPORTS, Embedded
+from policies.engram import (
+    Engram,
+    EngramParams,
+    belief_score,
+    retrieval_strength,
+    updated_stability,
+)
 
 
 def _vec(dim: int, *parts: str) -> np.ndarray:
@@ -101,20 +111,6 @@ class StubLLM:
 
 
 # ------------------------------------------------------------------------------- tests
-import math  # noqa: E402
-
-import pytest  # noqa: E402
-
-from memsim.engine.errors import MemsimError  # noqa: E402
-from memsim.engine.events import Forget  # noqa: E402
-from memsim.engine.llm import PARTIAL  # noqa: E402
-from policies.engram import (
-    Engram,
-    EngramParams,
-    belief_score,
-    retrieval_strength,
-    updated_stability,
-)  # noqa: E402
 
 DIM = 64
 
@@ -427,7 +423,7 @@ def test_merge_needs_confidence_above_06_and_same_scope():
     assert pol.merge_pair(10.0) is None
 
 
-# -- §Belief Lifecycle 7: retrieval strength and stability -------------------------------------------
+# -- §Belief Lifecycle 7: retrieval strength and stability -----------------------------------------
 def test_retrieval_strength_and_stability_update():
     pol = make(initial_stability=10.0)
     b = plant(pol)
@@ -454,7 +450,7 @@ def test_storage_strength_never_decreases_through_cycles():
     assert pol.store["evidence"][b] >= ev
 
 
-# -- recall -----------------------------------------------------------------------------------------------
+# -- recall ----------------------------------------------------------------------------------------
 def test_recall_at_most_2_beliefs_and_k_rows_confidence_filter():
     pol = make()
     rows = [plant(pol, i, key="topic.fact", value=f"v{i}") for i in range(4)]
@@ -490,7 +486,7 @@ def test_bm25_normalized_per_query():
     assert sc.max() == 1.0 and sc.min() >= 0.0 and sc[0] == 1.0
 
 
-# -- batching, forgetting, planting ------------------------------------------------------------------------
+# -- batching, forgetting, planting ----------------------------------------------------------------
 def _state(pol: Engram):
     s = pol.store
     return (

@@ -227,7 +227,7 @@ def test_decay_curves_figure_panels_and_examples():
         assert colors[p] == F.palette()[p], p
     never = fig.axes[0]
     # the pai worked example point sits at (30, 0.5) on the never panel
-    pts = [tuple(np.ravel(l.get_xydata())[:2]) for l in never.lines if len(l.get_xdata()) == 1]
+    pts = [tuple(np.ravel(ln.get_xydata())[:2]) for ln in never.lines if len(ln.get_xdata()) == 1]
     assert (30.0, 0.5) in pts
 
 
@@ -472,8 +472,8 @@ def test_decay_curves_off_scale_note_and_unretrievable_marker():
     c.loc[boost, "strength"] = c.loc[boost, "strength"] * np.linspace(1, 8, boost.sum())
     fig = F.decay_curves_figure(c, None, y_max=2.0)
     never, every = fig.axes[0], fig.axes[1]
-    crosses = [l for l in never.lines if l.get_marker() == "X" and len(l.get_xdata()) == 1]
-    assert [float(l.get_xdata()[0]) for l in crosses] == [100.0]
+    crosses = [ln for ln in never.lines if ln.get_marker() == "X" and len(ln.get_xdata()) == 1]
+    assert [float(ln.get_xdata()[0]) for ln in crosses] == [100.0]
     assert every.get_ylim()[1] == 2.0
     assert any(t.get_text().startswith("off scale: izzie peaks at") for t in every.texts)
     assert not never.texts
@@ -599,7 +599,7 @@ def test_benchmark_frame_report_targets_only():
     assert set(b.operation) == {"recall of one query"} and set(b.n) == {1000000}
     fig = F.latency_figure(b)
     floor_line = [
-        l for l in fig.axes[0].lines if l.get_label() == "floor extended in proportion to n"
+        ln for ln in fig.axes[0].lines if ln.get_label() == "floor extended in proportion to n"
     ][0]
     x, y = floor_line.get_xdata(), floor_line.get_ydata()
     assert y[-1] / y[0] == pytest.approx(x[-1] / x[0])  # slope 1 on log-log

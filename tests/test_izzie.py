@@ -92,7 +92,8 @@ def test_category_table_defaults():
 
 
 def test_preference_example_after_30_days():
-    """003 §Memory Strength Calculation: importance 0.9, rate 0.01, 30 days -> 0.9 e^-0.3 (doc: 0.67)."""
+    """003 §Memory Strength Calculation: importance 0.9, rate 0.01, 30 days -> 0.9 e^-0.3
+    (doc: 0.67)."""
     pol = Izzie(llm=FakeLLM())
     pol.ingest([ep("e1", 0.0, "owner.name", "Masa", "preference", 0.9)], 0.0)
     assert pol.strength(30.0)[0] == pytest.approx(0.9 * math.exp(-0.3), rel=1e-12)
@@ -207,7 +208,8 @@ def test_batched_ingest_equals_one_by_one():
 
 
 def test_llm_failures_drop_the_item():
-    """memsim choice: an unparseable LLM response saves nothing; a failed embedding cannot be saved."""
+    """memsim choice: an unparseable LLM response saves nothing; a failed embedding cannot be
+    saved."""
     pol = Izzie(llm=FakeLLM(fail_extract={"e1"}, fail_embed={"e2#0"}))
     outs = pol.ingest([ep("e1", 0.0, "a.x"), ep("e2", 0.0, "a.y"), ep("e3", 0.0, "a.z")], 0.0)
     assert [o.action for o in outs] == ["drop", "drop", "create"]

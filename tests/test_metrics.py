@@ -4,6 +4,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memsim.engine import metrics as M
 from memsim.engine.events import Claim, Episode, Query, Stream
@@ -212,9 +214,6 @@ def test_evaluate_and_summarize_on_a_hand_trace():
     assert s["noise_retention"] == 0.5
     assert set(s) == {m for m, spec in M.METRICS.items() if spec.level == "run"}
 
-
-from hypothesis import given  # noqa: E402
-from hypothesis import strategies as st
 
 _eps = st.frozensets(st.sampled_from([f"e{i}" for i in range(8)]), max_size=3)
 

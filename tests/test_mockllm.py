@@ -269,7 +269,8 @@ def test_summarize():
     s = llm.summarize(texts, key="s")
     assert s == (
         "We adopted a puppy named Rex last week, he is lovely. "
-        "My sister moved to Lisbon for a new design job. Planning a hiking trip to the Alps in July."
+        "My sister moved to Lisbon for a new design job. Planning a hiking trip to the Alps in "
+        "July."
     )
     assert s == MockLLM(seed=9).summarize(texts, key="other")
     # the threshold is the documented constant

@@ -7,6 +7,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memsim.engine.errors import PolicyContractError
 from memsim.engine.events import Claim, Episode, Forget, Protect, Query, Stream
@@ -314,10 +316,6 @@ def test_continuing_a_run_equals_one_run():
 def test_observe_without_observer_is_an_error():
     with pytest.raises(ValueError, match="observer"):
         run(Recorder(llm=StubLLM()), Stream((ep("e1", 0.0),)), observe=[1.0])
-
-
-from hypothesis import given  # noqa: E402
-from hypothesis import strategies as st
 
 
 @given(

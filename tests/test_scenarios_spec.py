@@ -62,7 +62,9 @@ def test_unknown_names_list_the_choices():
         scenarios.load("scripted/nope")
     with pytest.raises(UnknownIdError, match="known: steady, churn, noisy, longgap"):
         scenarios.load("synthetic:nope")
-    with pytest.raises(UnknownIdError, match="unknown suite 'nope'; known: quick, scripted, standard"):
+    with pytest.raises(
+        UnknownIdError, match="unknown suite 'nope'; known: quick, scripted, standard"
+    ):
         scenarios.suite("nope")
     with pytest.raises(ScenarioError, match="take no options"):
         scenarios.load("scripted/duplicates", episodes=3)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from collections import Counter, defaultdict
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import scenarios
 from memsim.engine.errors import ParamError, ScenarioError, UnknownIdError
@@ -188,7 +191,7 @@ def test_bad_seed():
 
 def test_params_are_frozen_and_ranged():
     p = SyntheticParams()
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         p.episodes = 3  # type: ignore[misc]
     with pytest.raises(ParamError):
         SyntheticParams(horizon=0.5)
@@ -215,10 +218,6 @@ def test_every_event_passes_the_validating_constructors(profile):
         rebuilt = type(ev)(**fields)
         assert rebuilt == ev and type(ev.time) is float
     assert Stream(tuple(s.events), name=s.name).events == s.events
-
-
-from hypothesis import given  # noqa: E402
-from hypothesis import strategies as st
 
 
 @given(

@@ -29,7 +29,7 @@ def cosmo(**p) -> Cosmo:
     return Cosmo(CosmoParams(**p), llm=StubLLM(DIM))
 
 
-# -- Engram ------------------------------------------------------------------------------------------
+# -- Engram ----------------------------------------------------------------------------------------
 @settings(max_examples=30)
 @given(
     alpha=st.floats(0.1, 50),
@@ -201,7 +201,7 @@ EngramMachine.TestCase.settings = settings(max_examples=30, stateful_step_count=
 TestEngramMachine = EngramMachine.TestCase
 
 
-# -- Cosmo ---------------------------------------------------------------------------------------------
+# -- Cosmo -----------------------------------------------------------------------------------------
 @settings(max_examples=30)
 @given(
     state=st.sampled_from(["candidate", "active", "core", "archived"]),

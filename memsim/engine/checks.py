@@ -270,7 +270,8 @@ def check_inputs_not_mutated(spec: Any, llm_factory: LLMFactory = default_llm) -
 
 
 def check_pickle_round_trip(spec: Any, llm_factory: LLMFactory = default_llm) -> None:
-    """Pickling a policy mid-stream and continuing gives the same trace as continuing the original."""
+    """Pickling a policy mid-stream and continuing gives the same trace as continuing the
+    original."""
     stream = check_stream(spec.capabilities)
     first = _sub_stream(stream, None, SPLIT_AT, "conformance-1")
     rest = _sub_stream(stream, SPLIT_AT, None, "conformance-2")

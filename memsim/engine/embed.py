@@ -17,11 +17,12 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
 from .errors import ParamError
-from .llm import Bands
+from .llm import DEFAULT_BANDS, Bands
 
 _SEP = "\x1f"  # separates the fields hashed together, so ("a", "bc") != ("ab", "c")
 
@@ -49,7 +50,8 @@ def stable_rng(seed: int, *parts: str) -> np.random.Generator:
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
-    return v / np.linalg.norm(v)
+    out: np.ndarray = v / np.linalg.norm(v)
+    return out
 
 
 class ClaimsEmbedder:
@@ -80,7 +82,7 @@ class ClaimsEmbedder:
 
     CACHE_LIMIT = 200_000  # cached block vectors (~dim/4 float64 each) before starting over
 
-    def __init__(self, dim: int = 384, bands: Bands = Bands(), seed: int = 0) -> None:
+    def __init__(self, dim: int = 384, bands: Bands = DEFAULT_BANDS, seed: int = 0) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 4:
             raise ParamError(f"ClaimsEmbedder: dim must be an integer >= 4, got {dim!r}")
         self.dim = dim
@@ -100,7 +102,7 @@ class ClaimsEmbedder:
         self._cache: dict[tuple[str, str], np.ndarray] = {}
 
     # picklable without dragging the (re-creatable) cache along
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_cache"] = {}
         return state
@@ -135,7 +137,7 @@ class ClaimsEmbedder:
             out[lo:hi] = w[i] * self._block_vector(i, role, name)
         return out
 
-    def embed(self, claims: Sequence, item_keys: Sequence[str]) -> np.ndarray:
+    def embed(self, claims: Sequence[Any], item_keys: Sequence[str]) -> np.ndarray:
         """(n, dim) float32 unit rows for claims (anything with ``key`` and ``value``)."""
         if len(claims) != len(item_keys):
             raise ValueError(
@@ -191,7 +193,7 @@ class TextEmbedder:
             np.float32
         )
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_word_cache"] = {}
         state["_bigram_cache"] = {}
@@ -275,12 +277,13 @@ class TextEmbedder:
         # all features of a text may cancel in a tiny dim: treat like empty text
         empty |= norms == 0
         norms[empty] = 1.0
-        out = (out / norms[:, None]).astype(np.float32)
-        out[empty] = self._empty
-        return out
+        unit: np.ndarray = (out / norms[:, None]).astype(np.float32)
+        unit[empty] = self._empty
+        return unit
 
     def embed_one(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+        row: np.ndarray = self.embed([text])[0]
+        return row
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -308,10 +311,10 @@ class SentenceEmbedder:
         self._model = None
         self._cache: dict[str, np.ndarray] = {}
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {"dim": self.dim, "_model": None, "_cache": {}}
 
-    def _load(self):
+    def _load(self) -> Any:  # a sentence_transformers model (an untyped library)
         if self._model is None:
             import os
 
@@ -366,7 +369,7 @@ TEXT_EMBEDDERS = {
 }
 
 
-def make_text_embedder(name: str, dim: int, seed: int):
+def make_text_embedder(name: str, dim: int, seed: int) -> TextEmbedder | SentenceEmbedder:
     """The text embedder called ``name`` (see TEXT_EMBEDDERS)."""
     if name == "hashed":
         return TextEmbedder(dim, seed)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from .errors import StreamError
 
@@ -166,7 +166,7 @@ class Recover:
         _check_time("recover", self.id, self.time)
 
 
-Event = Union[Episode, Query, Forget, Protect, Recover]
+Event = Episode | Query | Forget | Protect | Recover
 EVENT_TYPES = (Episode, Query, Forget, Protect, Recover)
 
 
@@ -235,7 +235,7 @@ class Stream:
     def queries(self) -> list[Query]:
         return [e for e in self.events if isinstance(e, Query)]
 
-    def batches(self) -> Iterator[tuple[float, type, list[Event]]]:
+    def batches(self) -> Iterator[tuple[float, type[Event], list[Event]]]:
         """Runs of consecutive events of one type that share a time, in stream order."""
         run: list[Event] = []
         for ev in self.events:

@@ -11,7 +11,8 @@ Results: ``(sims (q, k) float32, ids (q, k) int64)``, best first, padded with ``
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -162,7 +163,7 @@ class FaissIndex:
     Ties between equal scores come back in faiss's order, not necessarily lower id first.
     """
 
-    KNOBS = {
+    KNOBS: ClassVar[dict[str, dict[str, int | None]]] = {
         "flat": {},
         "hnsw": {"M": 32, "ef_construction": 80, "ef_search": 64},
         "ivf": {"nlist": 100, "nprobe": 8, "min_train": None},
@@ -183,7 +184,7 @@ class FaissIndex:
                 f"faiss-{kind} index has no knob {unknown[0]!r}; "
                 f"known: {', '.join(self.KNOBS[kind]) or '(none)'}"
             )
-        cfg = {**self.KNOBS[kind], **knobs}
+        cfg: dict[str, Any] = {**self.KNOBS[kind], **knobs}
         for name, value in cfg.items():
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
@@ -205,7 +206,7 @@ class FaissIndex:
         self._pending: _Rows | None = _Rows(dim) if kind == "ivf" else None
         self._index = self._build(faiss)
 
-    def _build(self, faiss):
+    def _build(self, faiss: Any) -> Any:  # faiss module in, a faiss index out
         cfg, ip = self.knobs, faiss.METRIC_INNER_PRODUCT
         if self._kind == "flat":
             return faiss.IndexFlatIP(self.dim)
@@ -220,7 +221,7 @@ class FaissIndex:
     def __len__(self) -> int:
         return self._n
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         import faiss
 
         state = self.__dict__.copy()
@@ -228,7 +229,7 @@ class FaissIndex:
         state.pop("_quantizer", None)
         return state
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         import faiss
 
         state["_index"] = faiss.deserialize_index(state["_index"])
@@ -238,7 +239,7 @@ class FaissIndex:
     def trained(self) -> bool:
         return self._pending is None
 
-    def _single_thread(self, fn, *args) -> None:
+    def _single_thread(self, fn: Callable[..., object], *args: Any) -> None:
         import faiss
 
         threads = faiss.omp_get_max_threads()
@@ -283,7 +284,7 @@ class FaissIndex:
             exact = ExactIndex(self.dim)
             exact._rows = self._pending
             return exact.search(q, k, m)
-        params = None
+        params: Any = None
         bitmap = None
         if m is not None:
             bitmap = np.packbits(m, bitorder="little")
@@ -291,9 +292,13 @@ class FaissIndex:
         else:
             sel = None
         if self._kind == "hnsw":
-            params = faiss.SearchParametersHNSW(efSearch=max(self.knobs["ef_search"], k))
+            # faiss's bundled stubs lack SearchParametersHNSW
+            params = faiss.SearchParametersHNSW(  # type: ignore[attr-defined]
+                efSearch=max(self.knobs["ef_search"], k)
+            )
         elif self._kind == "ivf":
-            params = faiss.SearchParametersIVF(nprobe=self.knobs["nprobe"])
+            # faiss's bundled stubs lack the nprobe keyword of SearchParametersIVF
+            params = faiss.SearchParametersIVF(nprobe=self.knobs["nprobe"])  # type: ignore[call-arg]
         elif sel is not None:
             params = faiss.SearchParameters()
         if sel is not None:

@@ -10,52 +10,57 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 
-def _f(x) -> np.ndarray:
+def _f(x: ArrayLike) -> NDArray[np.float64]:
     return np.asarray(x, dtype=np.float64)
 
 
 # -- decay curves ----------------------------------------------------------------------
 
 
-def exp_decay(x0, rate, dt) -> np.ndarray:
+def exp_decay(x0: ArrayLike, rate: ArrayLike, dt: ArrayLike) -> np.ndarray:
     """``x0 * exp(-rate * dt)``: Izzie strength, Cosmo salience (closed form of the nightly
     multiplicative job), PAI recency (rate 0.023)."""
     return _f(x0) * np.exp(-_f(rate) * _f(dt))
 
 
-def days_since_access(now, last_access, created) -> np.ndarray:
+def days_since_access(now: ArrayLike, last_access: ArrayLike, created: ArrayLike) -> np.ndarray:
     """The one clock of every policy: days since the last access, counting from creation
     until the first one (``last_access`` NaN), never negative."""
     last = _f(last_access)
     return np.maximum(_f(now) - np.where(np.isnan(last), _f(created), last), 0.0)
 
 
-def half_life_decay(c, dt, half_life) -> np.ndarray:
+def half_life_decay(c: ArrayLike, dt: ArrayLike, half_life: ArrayLike) -> np.ndarray:
     """``c * 0.5 ** (dt / half_life)``: PAI effective confidence (half_life = 30 * stability)."""
     return _f(c) * np.power(0.5, _f(dt) / _f(half_life))
 
 
-def beta_mean(alpha, beta) -> np.ndarray:
+def beta_mean(alpha: ArrayLike, beta: ArrayLike) -> np.ndarray:
     """``alpha / (alpha + beta)``: Engram belief confidence (Beta posterior mean)."""
     a = _f(alpha)
     return a / (a + _f(beta))
 
 
-def retrieval_strength(dt, stability) -> np.ndarray:
+def retrieval_strength(dt: ArrayLike, stability: ArrayLike) -> np.ndarray:
     """``exp(-dt / S)``: Engram retrieval strength R(t), S the stability in days."""
     return np.exp(-_f(dt) / _f(stability))
 
 
-def stability_update(stability, hours_since_last, cap, bonus=0.1) -> np.ndarray:
+def stability_update(
+    stability: ArrayLike, hours_since_last: ArrayLike, cap: ArrayLike, bonus: ArrayLike = 0.1
+) -> np.ndarray:
     """``min(cap, S * (1 + bonus * ln(1 + hours / 24)))``: Engram spaced-repetition bonus
     on each retrieval (bonus 0.1, cap 365 days in the seed)."""
     grown = _f(stability) * (1.0 + _f(bonus) * np.log1p(_f(hours_since_last) / 24.0))
     return np.minimum(_f(cap), grown)
 
 
-def hyperbolic_salience(confidence, times_accessed, dt, half_life) -> np.ndarray:
+def hyperbolic_salience(
+    confidence: ArrayLike, times_accessed: ArrayLike, dt: ArrayLike, half_life: ArrayLike
+) -> np.ndarray:
     """``confidence * ln(times_accessed + 1) / (dt / half_life + 1)``: Kernle salience.
 
     The seed writes ``log``; Kernle is Python, where ``math.log`` is the natural log, so
@@ -66,13 +71,13 @@ def hyperbolic_salience(confidence, times_accessed, dt, half_life) -> np.ndarray
 
 
 def cosmo_decay_rate(
-    recall_frequency,
-    decay_gradient,
-    base_rate=0.02,
-    state_is_candidate=False,
-    confidence=1.0,
-    penalty_threshold=0.8,
-    penalty_slope=2.0,
+    recall_frequency: ArrayLike,
+    decay_gradient: ArrayLike,
+    base_rate: ArrayLike = 0.02,
+    state_is_candidate: ArrayLike = False,
+    confidence: ArrayLike = 1.0,
+    penalty_threshold: float = 0.8,
+    penalty_slope: ArrayLike = 2.0,
 ) -> np.ndarray:
     """Cosmo's nightly decay rate (002 §Candidate Semantics / Offline decay job).
 
@@ -93,7 +98,7 @@ def cosmo_decay_rate(
 # -- score combinations -----------------------------------------------------------------
 
 
-def weighted_sum(weights: Sequence[float], columns: Sequence) -> np.ndarray:
+def weighted_sum(weights: Sequence[float], columns: Sequence[ArrayLike]) -> np.ndarray:
     """``sum_i weights[i] * columns[i]``, accumulated left to right."""
     if len(weights) != len(columns):
         raise ValueError(f"weighted_sum: {len(weights)} weights but {len(columns)} columns")
@@ -106,21 +111,21 @@ def weighted_sum(weights: Sequence[float], columns: Sequence) -> np.ndarray:
 
 
 def pai_score(
-    cos,
-    importance,
-    recency,
-    stability,
-    subject_match,
+    cos: ArrayLike,
+    importance: ArrayLike,
+    recency: ArrayLike,
+    stability: ArrayLike,
+    subject_match: ArrayLike,
     *,
-    w_cos=0.50,
-    w_importance=0.20,
-    w_recency=0.10,
-    w_stability=0.05,
-    w_subject=0.15,
-    importance_scale=10.0,
-    stability_scale=5.0,
-    insight=None,
-    insight_multiplier=1.0,
+    w_cos: float = 0.50,
+    w_importance: float = 0.20,
+    w_recency: float = 0.10,
+    w_stability: float = 0.05,
+    w_subject: float = 0.15,
+    importance_scale: float = 10.0,
+    stability_scale: float = 5.0,
+    insight: ArrayLike | None = None,
+    insight_multiplier: float = 1.0,
 ) -> np.ndarray:
     """PAI multi-factor recall score (000 §2): ``0.50 cos + 0.20 importance/10 + 0.10 recency
     + 0.05 stability/5 + 0.15 subject_match``, times ``insight_multiplier`` where ``insight``

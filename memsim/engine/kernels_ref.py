@@ -18,7 +18,8 @@ def days_since_access(now: float, last_access: float, created: float) -> float:
 
 
 def half_life_decay(c: float, dt: float, half_life: float) -> float:
-    return c * 0.5 ** (dt / half_life)
+    factor: float = 0.5 ** (dt / half_life)
+    return c * factor
 
 
 def beta_mean(alpha: float, beta: float) -> float:
@@ -76,15 +77,15 @@ def pai_score(
     stability: float,
     subject_match: float,
     *,
-    w_cos=0.50,
-    w_importance=0.20,
-    w_recency=0.10,
-    w_stability=0.05,
-    w_subject=0.15,
-    importance_scale=10.0,
-    stability_scale=5.0,
+    w_cos: float = 0.50,
+    w_importance: float = 0.20,
+    w_recency: float = 0.10,
+    w_stability: float = 0.05,
+    w_subject: float = 0.15,
+    importance_scale: float = 10.0,
+    stability_scale: float = 5.0,
     insight: bool = False,
-    insight_multiplier=1.0,
+    insight_multiplier: float = 1.0,
 ) -> float:
     score = (
         w_cos * cos

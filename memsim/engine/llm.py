@@ -107,3 +107,8 @@ class Faults(Params):
     wrong_category: float = param(
         0.0, lo=0.0, hi=1.0, doc="a random category instead of the true one"
     )
+
+
+# Shared defaults (frozen, so one instance can serve as every argument default).
+DEFAULT_BANDS = Bands()
+DEFAULT_FAULTS = Faults()

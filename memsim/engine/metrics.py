@@ -80,14 +80,14 @@ METRICS: dict[str, Metric] = {
     )
 }
 
-Units = Mapping[str, frozenset]
-Prov = Sequence[frozenset]
+Units = Mapping[str, frozenset[str]]
+Prov = Sequence[frozenset[str]]
 
 
 # -- per-query metric functions (pure; unit-tested on hand-computed cases) ---------------
 
 
-def _covers(p: frozenset, units: Units) -> set[str]:
+def _covers(p: frozenset[str], units: Units) -> set[str]:
     return {u for u, eps in units.items() if not p.isdisjoint(eps)}
 
 
@@ -133,7 +133,11 @@ def ndcg_at_k(prov: Prov, units: Units, k: int) -> float:
 
 
 def stale_at_k(
-    prov: Prov, relevant: frozenset, superseded: Container, k: int, misstated: Sequence[bool] = ()
+    prov: Prov,
+    relevant: frozenset[str],
+    superseded: Container[str],
+    k: int,
+    misstated: Sequence[bool] = (),
 ) -> float:
     """``superseded`` needs only ``in`` (a set, or GroundTruth.superseded_view).
     ``misstated[i]``: memory i states a superseded value of an asked key (stale outright)."""
@@ -150,8 +154,8 @@ def stale_at_k(
 
 
 def judge_statements(
-    prov: Prov, stated: Sequence, units: Units, current: Mapping[str, str]
-) -> tuple[list[frozenset], list[bool]]:
+    prov: Prov, stated: Sequence[tuple[str, str] | None], units: Units, current: Mapping[str, str]
+) -> tuple[list[frozenset[str]], list[bool]]:
     """Provenance as the metrics should see it, and which memories misstate an asked key:
     a memory stating key K with a value other than K's current one loses K's relevant
     episodes from its provenance (it does not answer K) and is flagged."""
@@ -202,7 +206,7 @@ class LogIndex:
         out[has] = self._codes[self._order[self._hi[has] - 1]]
         return out
 
-    def needed_forgotten(self, relevant: frozenset, rec: QueryRecord) -> float:
+    def needed_forgotten(self, relevant: frozenset[str], rec: QueryRecord) -> float:
         """1.0 if some row held a relevant episode by the query but none of them is
         retrievable then (stops at the first retrievable one)."""
         existed = False

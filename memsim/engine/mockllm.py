@@ -25,6 +25,8 @@ from .embed import ClaimsEmbedder, make_text_embedder, stable_normal, stable_uni
 from .events import Claim, Episode, Query
 from .llm import (
     CONTRADICTS,
+    DEFAULT_BANDS,
+    DEFAULT_FAULTS,
     IRRELEVANT,
     NONE,
     PARTIAL,
@@ -104,8 +106,8 @@ class MockLLM:
         self,
         seed: int = 0,
         dim: int = 384,
-        bands: Bands = Bands(),
-        faults: Faults = Faults(),
+        bands: Bands = DEFAULT_BANDS,
+        faults: Faults = DEFAULT_FAULTS,
         text_embedder: str = "hashed",
     ) -> None:
         if not isinstance(bands, Bands):
@@ -133,7 +135,10 @@ class MockLLM:
         }
 
     def __repr__(self) -> str:
-        return f"MockLLM(seed={self.seed}, dim={self.dim}, bands={self.bands!r}, faults={self.faults!r})"
+        return (
+            f"MockLLM(seed={self.seed}, dim={self.dim}, bands={self.bands!r}, "
+            f"faults={self.faults!r})"
+        )
 
     def _fires(self, rate: float, op: str, key: str) -> bool:
         return rate > 0.0 and stable_uniform(self.seed, op, key) < rate
@@ -208,7 +213,8 @@ class MockLLM:
             return None
         if query.keys:
             return self.claims_embedder.embed_query(query.keys)
-        return self.text_embedder.embed([query.text])[0]
+        row: np.ndarray = self.text_embedder.embed([query.text])[0]
+        return row
 
     # -- classify --------------------------------------------------------------
     def classify(

@@ -24,7 +24,7 @@ def param(
     hi: float | None = None,
     lo_open: bool = False,
     hi_open: bool = False,
-    choices: tuple | None = None,
+    choices: tuple[Any, ...] | None = None,
     doc: str = "",
 ) -> Any:
     """A Params field: ``default`` plus its legal range and the seed section it cites.
@@ -112,7 +112,7 @@ def coerce(where: str, like: Any, text: str) -> Any:
         raise ParamError(f"{where}: cannot read {text!r} as {type(like).__name__}") from None
 
 
-def check_field(owner: str, f: dataclasses.Field, value: Any) -> None:
+def check_field(owner: str, f: dataclasses.Field[Any], value: Any) -> None:
     meta = f.metadata
     where = f"{owner}.{f.name}"
     choices = meta.get("choices")

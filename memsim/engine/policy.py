@@ -20,9 +20,9 @@ Batched ingest must give exactly the outcome of one-by-one ingest of the same ep
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Generic, TypeVar, cast
 
 import numpy as np
 
@@ -72,24 +72,29 @@ class Ranking:
         return Ranking(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 
 
-class Policy(abc.ABC):
+# A policy's own Params type: ``class PersonalAI(Policy[PaiParams])`` makes ``self.params``
+# a PaiParams for the type checker (``Params`` below names the same class at run time).
+P = TypeVar("P", bound=Params)
+
+
+class Policy(abc.ABC, Generic[P]):
     """Base class. Subclasses set the class attributes and implement the abstract methods."""
 
     Params: ClassVar[type[Params]] = Params
     statuses: ClassVar[Statuses] = Statuses(("active",), retrievable=frozenset({"active"}))
     kinds: ClassVar[tuple[str, ...]] = ("memory",)
-    schedule: ClassVar[tuple[Job, ...]] = ()
+    # The maintenance jobs, read by the runner from the instance: a policy whose cadences are
+    # parameters sets ``self.schedule`` in ``setup()``; the default is no jobs.
+    schedule: tuple[Job, ...] = ()
     # Documented range of strength(now); upper may be inf (e.g. Kernle's salience).
     strength_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
     # Seed-named memory attributes (beyond Claim's own fields) that plant() reads from
     # claim.attrs, e.g. {"stability", "state"}: the decay-curve tool rejects any other name.
     curve_attributes: ClassVar[frozenset[str]] = frozenset()
 
-    def __init__(
-        self, params: Params | None = None, *, llm: LLM | None = None, seed: int = 0
-    ) -> None:
+    def __init__(self, params: P | None = None, *, llm: LLM | None = None, seed: int = 0) -> None:
         if params is None:
-            params = self.Params()
+            params = cast(P, self.Params())
         if not isinstance(params, self.Params):
             raise TypeError(
                 f"{type(self).__name__} takes {self.Params.__qualname__}, "
@@ -99,13 +104,13 @@ class Policy(abc.ABC):
             from .mockllm import MockLLM
 
             llm = MockLLM(seed=seed)
-        self.params = params
+        self.params: P = params
         self.llm = llm
         self.seed = int(seed)
         self.store = MemoryStore(dim=llm.dim, statuses=self.statuses, kinds=self.kinds)
         self.setup()
 
-    def setup(self) -> None:
+    def setup(self) -> None:  # noqa: B027 optional hook, deliberately empty: not abstract
         """Register policy columns on ``self.store`` and create other learned state."""
 
     @abc.abstractmethod
@@ -153,7 +158,7 @@ class Policy(abc.ABC):
         *,
         status: str,
         action: str,
-        among: Sequence[str],
+        among: Iterable[str],
     ) -> list[Outcome]:
         """Set ``status`` on every memory whose provenance holds each event's episode and
         whose current status is in ``among`` (a user forget or recover); one Outcome per

@@ -21,10 +21,13 @@ import importlib
 import re
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import UnknownIdError
 from .params import Params
+
+if TYPE_CHECKING:
+    from .policy import Policy
 
 CAPABILITIES = frozenset({"forget", "protect", "recover"})
 ENTRY_POINT_GROUP = "memsim.policies"
@@ -54,16 +57,16 @@ class PolicySpec:
     def full_id(self) -> str:
         return f"{self.id}-v{self.version}"
 
-    def load(self) -> type:
+    def load(self) -> type[Policy[Any]]:
         module, _, name = self.entry_point.partition(":")
-        cls = getattr(importlib.import_module(module), name)
+        cls: type[Policy[Any]] = getattr(importlib.import_module(module), name)
         return cls
 
     def make(self, params: Params | dict[str, Any] | None = None, **services: Any) -> Any:
         cls = self.load()
         if isinstance(params, dict):
             params = cls.Params(**params)
-        policy = cls(params, **services)
+        policy: Any = cls(params, **services)
         policy.spec = self
         return policy
 

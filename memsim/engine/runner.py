@@ -18,18 +18,18 @@ import heapq
 import time as _time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from .errors import PolicyContractError
-from .events import Episode, Forget, Protect, Query, Recover, Stream
+from .events import Episode, Event, Forget, Protect, Query, Recover, Stream
 from .policy import Job, Outcome, Policy, Ranking
 from .store import Statuses
 
 # user-action event type -> (capability, policy method name)
-_ACTIONS = {Forget: "forget", Protect: "protect", Recover: "recover"}
+_ACTIONS: dict[type[Event], str] = {Forget: "forget", Protect: "protect", Recover: "recover"}
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class QueryRecord:
     # (key, value) each returned memory states at recall time; None for text-only memories
     stated: tuple[tuple[str, str] | None, ...] = ()
 
-    def content(self) -> tuple:
+    def content(self) -> tuple[Any, ...]:
         return (
             self.query_id,
             self.time,
@@ -96,7 +96,7 @@ class Trace:
     timings: dict[str, float] = field(default_factory=dict)
     kinds: list[str] = field(default_factory=list)  # the kind name of every row, at the end
 
-    def content(self) -> tuple:
+    def content(self) -> tuple[Any, ...]:
         """A deterministic, comparable representation of everything but the timings.
         Arrays compare bitwise (NaN-safe)."""
         return (
@@ -182,7 +182,7 @@ def tick_times(
         yield t, [schedule[p].name for p in sorted(due)]
 
 
-def _capabilities(policy: Policy) -> frozenset[str]:
+def _capabilities(policy: Policy[Any]) -> frozenset[str]:
     spec = getattr(policy, "spec", None)  # a policy built without the registry has no spec
     return frozenset(spec.capabilities) if spec is not None else frozenset()
 
@@ -199,7 +199,7 @@ def retrievable_counter(store: Any) -> Callable[[], int]:
     return count
 
 
-def _check_rankings(policy: Policy, queries: Sequence[Query], rankings: Any) -> None:
+def _check_rankings(policy: Policy[Any], queries: Sequence[Query], rankings: Any) -> None:
     name = type(policy).__name__
     if not isinstance(rankings, (list, tuple)) or len(rankings) != len(queries):
         got = len(rankings) if isinstance(rankings, (list, tuple)) else type(rankings).__name__
@@ -238,11 +238,11 @@ def _check_rankings(policy: Policy, queries: Sequence[Query], rankings: Any) -> 
 
 
 def run(
-    policy: Policy,
+    policy: Policy[Any],
     stream: Stream,
     *,
     observe: Iterable[float] = (),
-    observer: Callable[[Policy, float], Any] | None = None,
+    observer: Callable[[Policy[Any], float], Any] | None = None,
     progress: bool = False,
     start_after: float | None = None,
     ingest_one_by_one: bool = False,
@@ -300,7 +300,11 @@ def run(
             obs_ok = obs_i < len(observations) and (
                 observations[obs_i] <= until if inclusive else observations[obs_i] < until
             )
-            if tick_ok and (not obs_ok or next_tick[0] <= observations[obs_i]):
+            if (
+                tick_ok
+                and next_tick is not None  # (tick_ok says so: for the type checker)
+                and (not obs_ok or next_tick[0] <= observations[obs_i])
+            ):
                 T, jobs = next_tick
                 t0 = _time.perf_counter()
                 outs = policy.maintain(T, jobs)
@@ -322,22 +326,24 @@ def run(
     for t, kind, events in batches:
         advance(t, inclusive=False)
         if kind is Episode:
+            episodes = cast("list[Episode]", events)
             t0 = _time.perf_counter()
             if ingest_one_by_one:
-                outs = []
-                for e in events:
+                outs: list[Outcome] = []
+                for e in episodes:
                     outs.extend(policy.ingest([e], t) or ())
             else:
-                outs = policy.ingest(list(events), t)
+                outs = policy.ingest(list(episodes), t)
             timings["ingest"] += _time.perf_counter() - t0
             record(t, outs, events[0].id)
         elif kind is Query:
+            queries = cast("list[Query]", events)
             t0 = _time.perf_counter()
-            rankings = policy.recall(list(events), t)
+            rankings = policy.recall(list(queries), t)
             timings["recall"] += _time.perf_counter() - t0
-            _check_rankings(policy, events, rankings)
+            _check_rankings(policy, queries, rankings)
             fp, slen, plen = count(), len(store.status_log), len(store.provenance_log)
-            for q, r in zip(events, rankings):
+            for q, r in zip(queries, rankings):
                 ids = np.asarray(r.ids, dtype=np.int64).copy()
                 trace.queries.append(
                     QueryRecord(
@@ -362,11 +368,11 @@ def run(
                 timings["actions"] += _time.perf_counter() - t0
                 record(t, outs, events[0].id)
             else:
-                for e in events:
+                for ev in events:
                     trace.outcomes.append(
                         OutcomeRecord(
                             float(t),
-                            e.id,
+                            ev.id,
                             "unsupported",
                             -1,
                             f"{trace.policy_id} does not declare {action}",

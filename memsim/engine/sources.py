@@ -90,9 +90,9 @@ def parse(spec: str) -> Spec:
         return Spec(head, target.strip(), _pairs(spec, items))
     for kind in kinds():
         accepts = source(kind).accepts
-        target = accepts(spec) if accepts else None
-        if target is not None:
-            return Spec(kind, target)
+        accepted = accepts(spec) if accepts else None
+        if accepted is not None:
+            return Spec(kind, accepted)
     forms = ", ".join(f"{k}:..." for k in kinds())
     raise ScenarioError(
         f"unknown scenario spec {spec!r}: use scripted/NAME, a .yaml file path or one of "

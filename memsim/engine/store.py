@@ -83,7 +83,8 @@ def as_unit_vectors(vectors: Any, dim: int, what: str = "embedding") -> np.ndarr
     if (norms == 0).any():
         i = int(np.flatnonzero(norms == 0)[0])
         raise VectorError(f"{what} row {i} has zero norm: it cannot be compared by cosine")
-    return (arr / norms[:, None]).astype(np.float32)
+    unit: np.ndarray = (arr / norms[:, None]).astype(np.float32)
+    return unit
 
 
 class MemoryStore:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import functools
-import re
 import multiprocessing
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memsim.engine.errors import MemsimError, ParamError, UnknownIdError
+from memsim.engine.errors import MemsimError, ParamError
 
 from .results import RunDef, RunResult, is_complete, load, manifest_for, save
 
@@ -365,7 +365,7 @@ def _mark_baselines(table: pd.DataFrame) -> pd.DataFrame:
         p for p in table["policy"].unique() if re.sub(r"-v\d+$", "", str(p)) in baseline_ids()
     ]
     out = []
-    for (scenario, metric), g in table.groupby(["scenario", "metric"], sort=False):
+    for _, g in table.groupby(["scenario", "metric"], sort=False):
         base = g[g["policy"].isin(baselines)]
         sign = 1.0 if g["better"].iloc[0] == "higher" else -1.0
         for _, row in g.iterrows():

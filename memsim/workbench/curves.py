@@ -1,6 +1,7 @@
 """Decay curves: how one memory's strength evolves under an access pattern.
 
-    memsim curve izzie --pattern never --days 0:90:10 --memory category=preference --memory importance=0.9
+    memsim curve izzie --pattern never --days 0:90:10 \
+        --memory category=preference --memory importance=0.9
     memsim curve kernle --pattern every:7 --days 0:60:1 --param half_life=14
 
 One memory is planted at day 0 from one episode (``policy.plant``); its claim is built from

@@ -13,6 +13,7 @@ tests, notebooks and worker processes.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import math
@@ -143,7 +144,8 @@ def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
 
 
 def short_scenario(spec: str) -> str:
-    """A readable label: ``locomo:/long/path/locomo-dev.json,sample=x`` -> ``locomo:locomo-dev.json,sample=x``."""
+    """A readable label: ``locomo:/long/path/locomo-dev.json,sample=x`` ->
+    ``locomo:locomo-dev.json,sample=x``."""
     s = str(spec)
     if s.startswith("locomo:"):
         head, _, rest = s[len("locomo:") :].partition(",")
@@ -202,8 +204,9 @@ def curve_memories() -> dict[str, dict[str, Any]]:
 
 def worked_examples(claims: pd.DataFrame | None = None) -> pd.DataFrame:
     """The worked examples to mark on the decay curves: rows of the claims table that name a
-    (policy, day, value) when it has such columns, else ``declared_worked_examples()``. Columns: policy,
-    day, start, value, ratio (value / start), source, label, claim (claims-table id or "")."""
+    (policy, day, value) when it has such columns, else ``declared_worked_examples()``.
+    Columns: policy, day, start, value, ratio (value / start), source, label, claim
+    (claims-table id or "")."""
     rows: list[dict[str, Any]] = []
     if claims is not None and {"policy", "day", "documented"} <= set(claims.columns):
         start_col = next((c for c in ("start", "initial", "day0") if c in claims.columns), None)
@@ -375,10 +378,10 @@ def decay_curves_figure(
     )
     handles, labels = [], []
     for ax in axes:
-        for h, l in zip(*ax.get_legend_handles_labels()):
-            if l not in labels:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
                 handles.append(h)
-                labels.append(l)
+                labels.append(label)
     fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 5), fontsize=8)
     note = (
         " Each policy's documented strength divided by its value at day 0 (units differ: "
@@ -456,7 +459,7 @@ def compute_curves(
     return pd.concat(frames, ignore_index=True)
 
 
-# ------------------------------------------------------------------ 2. recall and footprint over time
+# ---------------------------------------------------------------- 2. recall and footprint over time
 
 
 def rolling_by_time(frame: pd.DataFrame, value: str, window: float) -> pd.DataFrame:
@@ -634,10 +637,10 @@ def recall_vs_footprint_figure(summary: pd.DataFrame, *, footprint_metric: str =
         ax.set_visible(False)
     handles, labels = [], []
     for ax in axes[: len(scen)]:
-        for h, l in zip(*ax.get_legend_handles_labels()):
-            if l not in labels:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
                 handles.append(h)
-                labels.append(l)
+                labels.append(label)
     fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 7), fontsize=8)
     fig.suptitle(
         "Recall vs footprint: up and to the left is better (whiskers: 95% bootstrap CI; "
@@ -667,11 +670,12 @@ def grouped_bars(
     policies: Sequence[str],
     group_col: str = "scenario",
 ) -> None:
-    """Bars of ``mean`` with CI whiskers: one group per value of ``group_col``, one bar per policy."""
+    """Bars of ``mean`` with CI whiskers: one group per value of ``group_col``, one bar per
+    policy."""
     width = 0.8 / max(len(policies), 1)
     x = np.arange(len(groups))
     for i, p in enumerate(policies):
-        t = table[table["policy"] == p].set_index(group_col).reindex(groups)
+        t = table[table["policy"] == p].set_index(group_col).reindex(list(groups))
         means = t["mean"].to_numpy(np.float64)
         err = _err(t.reset_index()) if {"ci_low", "ci_high"} <= set(t.columns) else None
         ax.bar(
@@ -854,7 +858,8 @@ def _n_from_text(text: str) -> float | None:
 
 
 def _operation(text: str) -> str:
-    """A benchmark group without its size tokens: ``recall 1 query n=100k`` -> ``recall 1 query``."""
+    """A benchmark group without its size tokens: ``recall 1 query n=100k`` ->
+    ``recall 1 query``."""
     return re.sub(r"\s*\b(?:n|size|memories)\s*=\s*\S+", "", str(text)).strip(" ,;-")
 
 
@@ -885,8 +890,8 @@ def benchmark_frame(data: Any) -> pd.DataFrame:
     for r in records:
         if not isinstance(r, Mapping):
             continue
-        params = r.get("params") if isinstance(r.get("params"), Mapping) else {}
-        extra = r.get("extra_info") if isinstance(r.get("extra_info"), Mapping) else {}
+        params = r["params"] if isinstance(r.get("params"), Mapping) else {}
+        extra = r["extra_info"] if isinstance(r.get("extra_info"), Mapping) else {}
         flat = {**r, **params, **extra}
         name = str(r.get("name", "") or "")
         n = _find_n(flat)
@@ -913,7 +918,7 @@ def benchmark_frame(data: Any) -> pd.DataFrame:
             continue
         if "target" in extra or group == "targets":  # a ratio record, or a time not at n
             continue
-        stats = r.get("stats") if isinstance(r.get("stats"), Mapping) else flat
+        stats = r["stats"] if isinstance(r.get("stats"), Mapping) else flat
         seconds = None
         for k in _TIME_KEYS:
             if k in stats and isinstance(stats[k], (int, float)) and not isinstance(stats[k], bool):
@@ -1080,19 +1085,15 @@ def build_figures(
             builders["decay_curves"] = _curves
         else:
             notice("skipped decay_curves: disabled (--no-curves)")
-    needs = {
+    needs: dict[str, tuple[str, pd.DataFrame | None, Callable[[pd.DataFrame], Any]]] = {
         "recall_footprint_over_time": (
             "per_query.parquet",
             per_query,
-            lambda: recall_footprint_over_time_figure(per_query),
+            recall_footprint_over_time_figure,
         ),
-        "recall_vs_footprint": (
-            "summary.csv",
-            summary,
-            lambda: recall_vs_footprint_figure(summary),
-        ),
-        "stale": ("summary.csv", summary, lambda: stale_figure(summary)),
-        "locomo": ("per_query.parquet", per_query, lambda: locomo_figure(per_query)),
+        "recall_vs_footprint": ("summary.csv", summary, recall_vs_footprint_figure),
+        "stale": ("summary.csv", summary, stale_figure),
+        "locomo": ("per_query.parquet", per_query, locomo_figure),
     }
     for name, (file, frame, make) in needs.items():
         if name not in wanted:
@@ -1100,7 +1101,7 @@ def build_figures(
         if frame is None:
             notice(f"skipped {name}: no {Path(results or '.') / file}")
         else:
-            builders[name] = make
+            builders[name] = functools.partial(make, frame)
     if "latency" in wanted:
         bpath = Path(benchmarks) if benchmarks else None
         if bpath is None or not bpath.exists():

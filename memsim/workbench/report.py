@@ -55,11 +55,11 @@ def markdown(summary: pd.DataFrame) -> str:
         for policy, gp in g.groupby("policy", sort=False):
             cells = []
             for m in metrics:
-                r = gp[gp.metric == m]
-                if r.empty:
+                rows = gp[gp.metric == m]
+                if rows.empty:
                     cells.append("–")
                     continue
-                r = r.iloc[0]
+                r = rows.iloc[0]
                 cell = _fmt(r["mean"])
                 if np.isfinite(r["ci_low"]) and r["ci_low"] != r["ci_high"]:
                     cell += f" [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]"
