@@ -46,7 +46,7 @@ IZZIE = PolicySpec(
 )
 KERNLE = PolicySpec(
     "kernle",
-    1,
+    2,
     "policies.kernle:Kernle",
     seed_document="004_e8e020057e4a0858.txt",
     description="Kernle: hyperbolic salience, protection, tombstoning forgetting cycle",

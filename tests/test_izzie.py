@@ -62,6 +62,12 @@ class FakeLLM:
     def synthesize(self, claims, *, key):
         return claims[-1]
 
+    def classify(self, new, candidates, *, answer, key):
+        from memsim.engine.mockllm import truth_relation
+
+        assert answer == "relation"
+        return [truth_relation(new, c) for c in candidates]
+
 
 def ep(id, t, key, value="v", category="fact", importance=0.7, conversation=""):
     return Episode(
