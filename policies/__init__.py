@@ -37,7 +37,7 @@ PAI = PolicySpec(
 )
 IZZIE = PolicySpec(
     "izzie",
-    1,
+    2,
     "policies.izzie:Izzie",
     seed_document="003_29547c4578628b7b.txt",
     description="Izzie: per-category exponential decay, relevance x strength",

@@ -424,7 +424,11 @@ class PersonalAI(Policy[PaiParams]):
                 continue
             type_name = CATEGORY_TO_TYPE.get(c.category.lower(), "factual")
             subject = c.subject.strip().lower() or p.fallback_subject
-            out.append((c, statement(c), type_name, importance_1_10(c.importance, p), subject))
+            # §1: an importance the LLM did not give is the parse-failure default (5).
+            imp = (
+                p.fallback_importance if c.importance is None else importance_1_10(c.importance, p)
+            )
+            out.append((c, statement(c), type_name, imp, subject))
         if not claims:
             drops.append(Outcome(episode.id, "drop", -1, "extraction found no claim"))
         return out, drops

@@ -170,7 +170,11 @@ def _claim(ctx: _Ctx, raw: Any, path: str) -> Claim:
         key=ctx.string(raw["key"], f"{path}.key"),
         value=ctx.string(_scalar_text(raw.get("value", "")), f"{path}.value"),
         category=ctx.string(raw.get("category", "fact"), f"{path}.category", empty=False),
-        importance=ctx.number(raw.get("importance", 0.5), f"{path}.importance", 0.0, 1.0),
+        importance=(
+            None
+            if raw.get("importance") is None
+            else ctx.number(raw["importance"], f"{path}.importance", 0.0, 1.0)
+        ),
         subject=ctx.string(raw.get("subject", "owner"), f"{path}.subject", empty=False),
         confidence=ctx.number(raw.get("confidence", 0.9), f"{path}.confidence", 0.0, 1.0),
         noise=ctx.boolean(raw.get("noise", False), f"{path}.noise"),

@@ -107,6 +107,15 @@ def test_s1_create_first_belief_at_default_confidence_06():
     assert s.status_of(0) == "active" and s.provenance[0] == {"e1"}
 
 
+def test_s1_unset_importance_is_the_parse_failure_default_5():
+    """000 §1 (importance 1-10, default 5 when the LLM gives none): a claim whose extraction
+    set no importance (None) is stored at importance 5."""
+    pol = PersonalAI(llm=mock())
+    pol.ingest([ep("e1", 0, Claim("owner.name", "Alex"))], 0.0)
+    assert Claim("owner.name", "Alex").importance is None
+    assert pol.store["importance"][0] == 5
+
+
 def test_s1_reinforce_above_085():
     pol = PersonalAI(llm=mock())
     pol.ingest([ep("e1", 0, Claim("owner.name", "Alex"))], 0.0)

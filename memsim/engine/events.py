@@ -36,7 +36,9 @@ class Claim:
 
     ``category`` is the seed-neutral kind of fact (fact, preference, relationship, decision,
     event, sentiment, reminder, procedural, value, drive, ...): each policy maps it onto its
-    own vocabulary. ``importance`` and ``confidence`` are in [0, 1]. ``noise`` marks chatter
+    own vocabulary. ``importance`` and ``confidence`` are in [0, 1]; ``importance`` is None
+    when the statement sets none (each policy then uses its documented default, e.g. Izzie's
+    per-category table). ``noise`` marks chatter
     nobody will ask about. ``attrs`` holds extra seed-named attributes as (name, value)
     pairs, e.g. ``(("ttl_policy", "keep_forever"),)``. The topic is the key's prefix before
     its last dot: claims of one topic are related, which the mock embedder reflects.
@@ -46,7 +48,7 @@ class Claim:
     key: str
     value: str = ""
     category: str = "fact"
-    importance: float = 0.5
+    importance: float | None = None
     subject: str = "owner"
     confidence: float = 0.9
     noise: bool = False
@@ -62,7 +64,8 @@ class Claim:
             raise StreamError(
                 f"{where}: category must be a non-empty string, got {self.category!r}"
             )
-        _check_unit(where, "importance", self.importance)
+        if self.importance is not None:
+            _check_unit(where, "importance", self.importance)
         _check_unit(where, "confidence", self.confidence)
         if not isinstance(self.attrs, tuple) or not all(
             isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], str) for a in self.attrs
