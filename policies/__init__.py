@@ -26,7 +26,7 @@ RECENCY = PolicySpec(
 )
 PAI = PolicySpec(
     "pai",
-    1,
+    2,
     "policies.pai:PersonalAI",
     seed_document="000_ec17278fb0252727.txt",
     description=(
