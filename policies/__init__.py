@@ -55,7 +55,7 @@ KERNLE = PolicySpec(
 )
 ENGRAM = PolicySpec(
     "engram",
-    1,
+    2,
     "policies.engram:Engram",
     seed_document="001_aacff6f19feabb69.txt",
     description="Engram: Beta-Bernoulli beliefs from cold consolidation, spaced-repetition "

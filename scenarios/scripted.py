@@ -39,9 +39,21 @@ _TOP = {
     "recovers",
     "expect",
 }
-_EPISODE = {"id", "time", "text", "claims", "speaker", "conversation", "repeat", "every"}
+_EPISODE = {"id", "time", "text", "claims", "speaker", "conversation", "project", "repeat", "every"}
 _CLAIM = {"key", "value", "category", "importance", "subject", "confidence", "noise", "attrs"}
-_QUERY = {"id", "time", "text", "keys", "answers", "k", "subject", "group", "repeat", "every"}
+_QUERY = {
+    "id",
+    "time",
+    "text",
+    "keys",
+    "answers",
+    "k",
+    "subject",
+    "group",
+    "project",
+    "repeat",
+    "every",
+}
 _ACTION = {"id", "time", "episode"}
 # Same-time events run in this order: what a user says, then what they do, then questions.
 _RANK = {Episode: 0, Protect: 1, Forget: 1, Recover: 1, Query: 2}
@@ -197,6 +209,7 @@ def _episode(ctx: _Ctx, raw: dict, path: str) -> Episode:
         claims=tuple(_claim(ctx, c, f"{path}.claims[{j}]") for j, c in enumerate(claims)),
         speaker=ctx.string(raw.get("speaker", "user"), f"{path}.speaker", empty=False),
         conversation=ctx.string(raw.get("conversation", ""), f"{path}.conversation"),
+        project=ctx.string(raw.get("project", ""), f"{path}.project"),
     )
 
 
@@ -215,6 +228,7 @@ def _query(ctx: _Ctx, raw: dict, path: str) -> Query:
         k=ctx.integer(raw.get("k", 10), f"{path}.k", lo=1),
         subject=ctx.string(raw.get("subject", ""), f"{path}.subject"),
         group=ctx.string(raw.get("group", ""), f"{path}.group"),
+        project=ctx.string(raw.get("project", ""), f"{path}.project"),
     )
 
 

@@ -87,7 +87,9 @@ class Claim:
 
 @dataclass(frozen=True)
 class Episode:
-    """Something the user said or did at ``time`` (days). ``conversation`` groups turns."""
+    """Something the user said or did at ``time`` (days). ``conversation`` groups turns;
+    ``project`` (optional, "" = none) names the project it belongs to, for the policies
+    whose documents scope memories by project."""
 
     id: str
     time: float
@@ -95,10 +97,15 @@ class Episode:
     claims: tuple[Claim, ...] = ()
     speaker: str = "user"
     conversation: str = ""
+    project: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
             raise StreamError(f"episode id must be a non-empty string, got {self.id!r}")
+        if not isinstance(self.project, str):
+            raise StreamError(
+                f"episode {self.id!r}: project must be a string, got {self.project!r}"
+            )
         _check_time("episode", self.id, self.time)
         if not isinstance(self.text, str):
             raise StreamError(f"episode {self.id!r}: text must be a string, got {self.text!r}")
@@ -110,7 +117,8 @@ class Episode:
 class Query:
     """A question at ``time``: asks about fact ``keys`` and/or is answered by ``answers``
     (episode ids, for real data). ``group`` labels it for breakdowns (a LoCoMo category).
-    ``subject`` names who the question is about, when the text names someone."""
+    ``subject`` names who the question is about, when the text names someone. ``project``
+    (optional) is the project the question is asked in."""
 
     id: str
     time: float
@@ -120,10 +128,13 @@ class Query:
     k: int = 10
     subject: str = ""
     group: str = ""
+    project: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
             raise StreamError(f"query id must be a non-empty string, got {self.id!r}")
+        if not isinstance(self.project, str):
+            raise StreamError(f"query {self.id!r}: project must be a string, got {self.project!r}")
         _check_time("query", self.id, self.time)
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
             raise StreamError(f"query {self.id!r}: k must be an integer >= 1, got {self.k!r}")
