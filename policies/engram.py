@@ -338,10 +338,10 @@ class Engram(Policy[EngramParams]):
         if self.episode_project:
             # 001 §Testing: project-scoped beliefs surface only within their project;
             # global beliefs everywhere.
-            for r in np.flatnonzero(b_ok).tolist():
-                proj = self.project_of(r)
+            for row in np.flatnonzero(b_ok).tolist():
+                proj = self.project_of(row)
                 if proj and proj != q.project:
-                    b_ok[r] = False
+                    b_ok[row] = False
         b_rows = np.flatnonzero(b_ok)
         bm = np.zeros(n)
         bm[b_rows] = self._bm25_scores(b_rows, tokenize(q.text))

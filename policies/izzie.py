@@ -184,13 +184,14 @@ class Izzie(Policy[IzzieParams]):
     # -- ingest ----------------------------------------------------------------
     def _importance(self, claim: Claim, category: str) -> float:
         p = self.params
-        if p.importance_source == "category" or claim.importance is None:
+        imp = claim.importance
+        if p.importance_source == "category" or imp is None:
             # 003 §Memory Categories: the LLM set no importance -> the category default.
             return p.default_importance(category)
         if p.importance_source == "level":
             levels = (p.importance_high, p.importance_med, p.importance_low)
-            return min(levels, key=lambda v: (abs(v - claim.importance), -v))
-        return float(claim.importance)
+            return min(levels, key=lambda v: (abs(v - imp), -v))
+        return float(imp)
 
     def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
         out: list[Outcome] = []

@@ -154,9 +154,7 @@ class MockLLM:
         if not claims:
             speaker = episode.speaker.strip().lower()
             subject = "owner" if speaker in ("", "user") else speaker
-            claims = (
-                Claim(key="", value=episode.text, category="fact", subject=subject),
-            )
+            claims = (Claim(key="", value=episode.text, category="fact", subject=subject),)
         return tuple(self._noisy(c, f"{episode.id}#{i}") for i, c in enumerate(claims))
 
     def _noisy(self, claim: Claim, item: str) -> Claim:
