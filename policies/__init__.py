@@ -73,3 +73,22 @@ COSMO = PolicySpec(
     claims="policies.cosmo_claims",
     capabilities=frozenset({"forget"}),
 )
+
+# -- reference memory models beside the seeds (issue 14): published models, no seed document
+ACTR = PolicySpec(
+    "actr",
+    1,
+    "policies.actr:ACTR",
+    seed_document="",
+    description="reference: ACT-R base-level activation (Anderson & Schooler 1991; Pavlik & "
+    "Anderson 2005 spacing variant), logistic recall probability",
+    capabilities=frozenset({"forget"}),
+)
+FSRS = PolicySpec(
+    "fsrs",
+    1,
+    "policies.fsrs6:FSRS",
+    seed_document="",
+    description="reference: FSRS-6 (fsrs package 6.3.2 default parameters), every review Good",
+    capabilities=frozenset({"forget"}),
+)

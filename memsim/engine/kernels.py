@@ -214,3 +214,104 @@ def scores_matvec(embeddings: np.ndarray, queries: np.ndarray) -> np.ndarray:
     E = np.asarray(embeddings, dtype=np.float32)
     qv = np.asarray(queries, dtype=np.float32)
     return E @ qv
+
+
+# -- reference memory models (issue 14) ----------------------------------------------------
+
+
+def actr_activation(times, now, decay=0.5, min_age=0.0) -> np.ndarray:
+    """ACT-R base-level activation ``B = ln(sum_j (now - t_j) ^ -d)`` (Anderson & Schooler
+    1991) per row of ``times`` (n, m), NaN-padded presentation times; ages are floored at
+    ``min_age``. A row with no presentation gets -inf."""
+    t = _f(times)
+    age = np.maximum(_f(now) - t, _f(min_age))
+    with np.errstate(divide="ignore"):
+        terms = np.where(np.isnan(t), 0.0, np.power(np.where(np.isnan(t), 1.0, age), -_f(decay)))
+        return np.log(terms.sum(axis=-1))
+
+
+def actr_activation_spacing(times, now, a=0.1768, c=0.2170, min_age=0.0) -> np.ndarray:
+    """Pavlik & Anderson (2005) base-level activation with spacing-dependent decay: the j-th
+    presentation decays with ``d_j = c * exp(m_{j-1}) + a``, m_{j-1} the activation at t_j
+    from the earlier presentations (m = -inf before the first, so d_1 = a). ``times`` (n, m)
+    NaN-padded, presentations in time order."""
+    t = _f(times)
+    n, m = t.shape
+    d = np.zeros((n, m))
+    a_, c_, floor = _f(a), _f(c), _f(min_age)
+    for j in range(m):
+        if j == 0:
+            mj = np.full(n, -np.inf)
+        else:
+            age = np.maximum(t[:, j : j + 1] - t[:, :j], floor)
+            terms = np.where(
+                np.isnan(t[:, :j]), 0.0, np.power(np.where(np.isnan(t[:, :j]), 1.0, age), -d[:, :j])
+            )
+            with np.errstate(divide="ignore"):
+                mj = np.log(terms.sum(axis=1))
+        d[:, j] = c_ * np.exp(mj) + a_
+    age = np.maximum(_f(now) - t, floor)
+    terms = np.where(np.isnan(t), 0.0, np.power(np.where(np.isnan(t), 1.0, age), -d))
+    with np.errstate(divide="ignore"):
+        return np.log(terms.sum(axis=1))
+
+
+def logistic_recall(activation, tau, s) -> np.ndarray:
+    """ACT-R recall probability ``1 / (1 + exp(-(A - tau) / s))``."""
+    z = -(_f(activation) - _f(tau)) / _f(s)
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(z))
+
+
+def fsrs_retrievability(elapsed, stability, w20) -> np.ndarray:
+    """FSRS-6 ``R = (1 + F * t / S) ^ -w20``, ``F = 0.9 ^ (-1 / w20) - 1``."""
+    decay = -_f(w20)
+    factor = 0.9 ** (1.0 / decay) - 1.0
+    return (1.0 + factor * _f(elapsed) / _f(stability)) ** decay
+
+
+def fsrs_review_good(stability, difficulty, elapsed, w: Sequence[float]):
+    """One FSRS-6 review rated Good of cards with (stability, difficulty) after ``elapsed``
+    whole days: short-term stability when elapsed < 1, else the recall-stability update;
+    difficulty by mean reversion (Good's delta is 0). Returns (stability, difficulty), as the
+    ``fsrs`` package's Scheduler.review_card (clamps S >= 0.001, 1 <= D <= 10)."""
+    S, D, t = _f(stability), _f(difficulty), _f(elapsed)
+    rating = 3.0
+    short = S * np.maximum(np.e ** (w[17] * (rating - 3 + w[18])) * S ** -w[19], 1.0)
+    R = fsrs_retrievability(t, S, w[20])
+    recall = S * (1 + np.e ** w[8] * (11 - D) * S ** -w[9] * (np.e ** ((1 - R) * w[10]) - 1))
+    S2 = np.maximum(np.where(t < 1, short, recall), 0.001)
+    d0_easy = w[4] - np.e ** (w[5] * (4 - 1)) + 1
+    delta = -(w[6] * (rating - 3))
+    D2 = w[7] * d0_easy + (1 - w[7]) * (D + (10.0 - D) * delta / 9.0)
+    return S2, np.clip(D2, 1.0, 10.0)
+
+
+def ebisu_predict_recall(alpha, beta, half_life, elapsed) -> np.ndarray:
+    """Ebisu 2 ``predictRecall(exact=True)``: ``B(alpha + dt, beta) / B(alpha, beta)`` with
+    ``dt = elapsed / half_life`` (B the Beta function, in logs)."""
+    from scipy.special import betaln
+
+    a, b = _f(alpha), _f(beta)
+    dt = _f(elapsed) / _f(half_life)
+    return np.exp(betaln(a + dt, b) - betaln(a, b))
+
+
+def minmax_normalize(x) -> np.ndarray:
+    """``(x - min) / (max - min)`` over the last axis; 0.5 everywhere when max == min (as
+    Generative Agents' released ``normalize_dict_floats``)."""
+    v = _f(x)
+    if v.shape[-1] == 0:
+        return v.copy()
+    lo = v.min(axis=-1, keepdims=True)
+    span = v.max(axis=-1, keepdims=True) - lo
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(span == 0, 0.5, (v - lo) / np.where(span == 0, 1.0, span))
+
+
+def generative_agents_score(recency, importance, relevance, w=(1.0, 1.0, 1.0)) -> np.ndarray:
+    """Park et al. (2023) retrieval score: ``w0 * norm(recency) + w1 * norm(importance) +
+    w2 * norm(relevance)``, each min-max normalized over the candidates."""
+    return weighted_sum(
+        w, (minmax_normalize(recency), minmax_normalize(importance), minmax_normalize(relevance))
+    )
