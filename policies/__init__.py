@@ -92,3 +92,30 @@ FSRS = PolicySpec(
     description="reference: FSRS-6 (fsrs package 6.3.2 default parameters), every review Good",
     capabilities=frozenset({"forget"}),
 )
+EBISU = PolicySpec(
+    "ebisu",
+    1,
+    "policies.ebisu_model:Ebisu",
+    seed_document="",
+    description="reference: Ebisu 2 (ebisu package 2.2.0), Beta prior on recall at a "
+    "half-life, every review a successful quiz",
+    capabilities=frozenset({"forget"}),
+)
+MEMORYBANK = PolicySpec(
+    "memorybank",
+    1,
+    "policies.memorybank:MemoryBank",
+    seed_document="",
+    description="reference: MemoryBank (Zhong et al. AAAI 2024), Ebbinghaus R = exp(-t/S), "
+    "S + 1 per recall",
+    capabilities=frozenset({"forget"}),
+)
+GENERATIVE_AGENTS = PolicySpec(
+    "generative-agents",
+    1,
+    "policies.generative_agents:GenerativeAgents",
+    seed_document="",
+    description="reference: Generative Agents (Park et al. 2023), min-max normalized "
+    "recency + importance + relevance, no forgetting",
+    capabilities=frozenset({"forget"}),
+)
