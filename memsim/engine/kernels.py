@@ -219,14 +219,28 @@ def scores_matvec(embeddings: np.ndarray, queries: np.ndarray) -> np.ndarray:
 # -- reference memory models (issue 14) ----------------------------------------------------
 
 
+def _power_neg(x: np.ndarray, d) -> np.ndarray:
+    """``x ** -d`` in place (x > 0 or inf, d > 0); d = 0.5 goes through sqrt (faster)."""
+    if np.ndim(d) == 0 and float(d) == 0.5:
+        np.sqrt(x, out=x)
+        return np.reciprocal(x, out=x)
+    return np.power(x, -_f(d), out=x)
+
+
+def _ages(times: np.ndarray, now, floor) -> np.ndarray:
+    """``max(now - t, floor)`` with NaN (no presentation) as +inf, whose power is 0."""
+    age = np.asarray(_f(now) - times)
+    np.maximum(age, floor, out=age)
+    np.copyto(age, np.inf, where=np.isnan(age))
+    return age
+
+
 def actr_activation(times, now, decay=0.5, min_age=0.0) -> np.ndarray:
     """ACT-R base-level activation ``B = ln(sum_j (now - t_j) ^ -d)`` (Anderson & Schooler
     1991) per row of ``times`` (n, m), NaN-padded presentation times; ages are floored at
-    ``min_age``. A row with no presentation gets -inf."""
-    t = _f(times)
-    age = np.maximum(_f(now) - t, _f(min_age))
+    ``min_age``. A row with no presentation gets -inf. d must be > 0."""
+    terms = _power_neg(_ages(_f(times), now, _f(min_age)), decay)
     with np.errstate(divide="ignore"):
-        terms = np.where(np.isnan(t), 0.0, np.power(np.where(np.isnan(t), 1.0, age), -_f(decay)))
         return np.log(terms.sum(axis=-1))
 
 
@@ -234,40 +248,41 @@ def actr_activation_spacing(times, now, a=0.1768, c=0.2170, min_age=0.0) -> np.n
     """Pavlik & Anderson (2005) base-level activation with spacing-dependent decay: the j-th
     presentation decays with ``d_j = c * exp(m_{j-1}) + a``, m_{j-1} the activation at t_j
     from the earlier presentations (m = -inf before the first, so d_1 = a). ``times`` (n, m)
-    NaN-padded, presentations in time order."""
+    in time order, NaN-padded at the end of each row."""
     t = _f(times)
     n, m = t.shape
-    d = np.zeros((n, m))
-    a_, c_, floor = _f(a), _f(c), _f(min_age)
-    for j in range(m):
-        if j == 0:
-            mj = np.full(n, -np.inf)
-        else:
-            age = np.maximum(t[:, j : j + 1] - t[:, :j], floor)
-            terms = np.where(
-                np.isnan(t[:, :j]), 0.0, np.power(np.where(np.isnan(t[:, :j]), 1.0, age), -d[:, :j])
-            )
-            with np.errstate(divide="ignore"):
-                mj = np.log(terms.sum(axis=1))
-        d[:, j] = c_ * np.exp(mj) + a_
-    age = np.maximum(_f(now) - t, floor)
-    terms = np.where(np.isnan(t), 0.0, np.power(np.where(np.isnan(t), 1.0, age), -d))
+    a_, c_, floor = float(a), float(c), float(min_age)
+    d = np.full((n, m), a_)  # padded columns keep a (> 0): inf ** -a = 0
+    for j in range(1, m):
+        rows = np.flatnonzero(~np.isnan(t[:, j]))  # rows with a j-th presentation
+        if not len(rows):
+            continue
+        age = t[rows, j : j + 1] - t[rows, :j]
+        np.maximum(age, floor, out=age)
+        np.power(age, -d[rows, :j], out=age)
+        d[rows, j] = c_ * np.exp(np.log(age.sum(axis=1))) + a_
+    terms = np.power(_ages(t, now, floor), -d)
     with np.errstate(divide="ignore"):
         return np.log(terms.sum(axis=1))
 
 
 def logistic_recall(activation, tau, s) -> np.ndarray:
     """ACT-R recall probability ``1 / (1 + exp(-(A - tau) / s))``."""
-    z = -(_f(activation) - _f(tau)) / _f(s)
+    z = np.asarray(np.subtract(_f(tau), _f(activation)))
+    z /= _f(s)
     with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(z))
+        np.exp(z, out=z)
+    z += 1.0
+    return np.reciprocal(z, out=z)
 
 
 def fsrs_retrievability(elapsed, stability, w20) -> np.ndarray:
     """FSRS-6 ``R = (1 + F * t / S) ^ -w20``, ``F = 0.9 ^ (-1 / w20) - 1``."""
-    decay = -_f(w20)
+    decay = -float(w20)
     factor = 0.9 ** (1.0 / decay) - 1.0
-    return (1.0 + factor * _f(elapsed) / _f(stability)) ** decay
+    x = np.asarray(factor * _f(elapsed) / _f(stability))
+    x += 1.0
+    return np.power(x, decay, out=x)
 
 
 def fsrs_review_good(stability, difficulty, elapsed, w: Sequence[float]):
@@ -275,26 +290,41 @@ def fsrs_review_good(stability, difficulty, elapsed, w: Sequence[float]):
     whole days: short-term stability when elapsed < 1, else the recall-stability update;
     difficulty by mean reversion (Good's delta is 0). Returns (stability, difficulty), as the
     ``fsrs`` package's Scheduler.review_card (clamps S >= 0.001, 1 <= D <= 10)."""
-    S, D, t = _f(stability), _f(difficulty), _f(elapsed)
-    rating = 3.0
-    short = S * np.maximum(np.e ** (w[17] * (rating - 3 + w[18])) * S ** -w[19], 1.0)
+    S, D, t = np.broadcast_arrays(_f(stability), _f(difficulty), _f(elapsed))
     R = fsrs_retrievability(t, S, w[20])
-    recall = S * (1 + np.e ** w[8] * (11 - D) * S ** -w[9] * (np.e ** ((1 - R) * w[10]) - 1))
-    S2 = np.maximum(np.where(t < 1, short, recall), 0.001)
+    # S * (1 + e^w8 * (11 - D) * S^-w9 * (e^((1 - R) * w10) - 1))
+    g = np.subtract(1.0, R, out=R)
+    g *= w[10]
+    np.exp(g, out=g)
+    g -= 1.0
+    g *= np.power(S, -w[9])
+    g *= np.subtract(11.0, D)
+    g *= np.e ** w[8]
+    g += 1.0
+    S2 = np.multiply(S, g, out=g)
+    short = t < 1
+    if short.any():  # same day: S * max(e^(w17 * (G - 3 + w18)) * S^-w19, 1)
+        Ss = S[short]
+        S2[short] = Ss * np.maximum(np.e ** (w[17] * (0 + w[18])) * Ss ** -w[19], 1.0)
+    np.maximum(S2, 0.001, out=S2)
     d0_easy = w[4] - np.e ** (w[5] * (4 - 1)) + 1
-    delta = -(w[6] * (rating - 3))
-    D2 = w[7] * d0_easy + (1 - w[7]) * (D + (10.0 - D) * delta / 9.0)
+    D2 = w[7] * d0_easy + (1 - w[7]) * D  # Good: delta difficulty -w6 * (3 - 3) = 0
     return S2, np.clip(D2, 1.0, 10.0)
 
 
 def ebisu_predict_recall(alpha, beta, half_life, elapsed) -> np.ndarray:
     """Ebisu 2 ``predictRecall(exact=True)``: ``B(alpha + dt, beta) / B(alpha, beta)`` with
-    ``dt = elapsed / half_life`` (B the Beta function, in logs)."""
-    from scipy.special import betaln
+    ``dt = elapsed / half_life`` (B the Beta function, through log-gamma)."""
+    from scipy.special import gammaln
 
     a, b = _f(alpha), _f(beta)
     dt = _f(elapsed) / _f(half_life)
-    return np.exp(betaln(a + dt, b) - betaln(a, b))
+    ab = a + b
+    x = np.asarray(gammaln(a + dt))
+    x -= gammaln(ab + dt)
+    x += gammaln(ab)
+    x -= gammaln(a)
+    return np.exp(x, out=x)
 
 
 def minmax_normalize(x) -> np.ndarray:
@@ -303,6 +333,13 @@ def minmax_normalize(x) -> np.ndarray:
     v = _f(x)
     if v.shape[-1] == 0:
         return v.copy()
+    if v.ndim == 1:
+        lo, hi = v.min(), v.max()
+        if hi == lo:
+            return np.full(v.shape, 0.5)
+        out = v - lo
+        out /= hi - lo
+        return out
     lo = v.min(axis=-1, keepdims=True)
     span = v.max(axis=-1, keepdims=True) - lo
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -312,6 +349,10 @@ def minmax_normalize(x) -> np.ndarray:
 def generative_agents_score(recency, importance, relevance, w=(1.0, 1.0, 1.0)) -> np.ndarray:
     """Park et al. (2023) retrieval score: ``w0 * norm(recency) + w1 * norm(importance) +
     w2 * norm(relevance)``, each min-max normalized over the candidates."""
-    return weighted_sum(
-        w, (minmax_normalize(recency), minmax_normalize(importance), minmax_normalize(relevance))
-    )
+    out = minmax_normalize(recency)
+    out *= float(w[0])
+    for wi, col in ((w[1], importance), (w[2], relevance)):
+        c = minmax_normalize(col)
+        c *= float(wi)
+        out += c
+    return out
