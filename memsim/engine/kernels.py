@@ -335,7 +335,8 @@ def ebisu_predict_recall(alpha, beta, half_life, elapsed) -> np.ndarray:
     x -= gammaln(ab + dt)
     x += gammaln(ab)
     x -= gammaln(a)
-    return np.exp(x, out=x)
+    np.exp(x, out=x)
+    return np.minimum(x, 1.0, out=x)  # a probability: log-gamma rounding can give 1 + eps
 
 
 def minmax_normalize(x) -> np.ndarray:

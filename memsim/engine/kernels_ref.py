@@ -170,7 +170,7 @@ def ebisu_predict_recall(alpha: float, beta: float, half_life: float, elapsed: f
     def lbeta(x: float, y: float) -> float:
         return math.lgamma(x) + math.lgamma(y) - math.lgamma(x + y)
 
-    return math.exp(lbeta(alpha + dt, beta) - lbeta(alpha, beta))
+    return min(1.0, math.exp(lbeta(alpha + dt, beta) - lbeta(alpha, beta)))
 
 
 def minmax_normalize(x: Sequence[float]) -> list[float]:
