@@ -63,7 +63,7 @@ class GenerativeAgents(ReferencePolicy):
 
     Params: ClassVar[type[Params]] = GenerativeAgentsParams
     params: GenerativeAgentsParams
-    schedule: ClassVar[tuple[Job, ...]] = ()
+    schedule: tuple[Job, ...] = ()
 
     def setup(self) -> None:
         self.store.add_column("importance", np.float64, 0.0)

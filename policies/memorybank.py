@@ -66,7 +66,10 @@ class MemoryBank(ReferencePolicy):
         s.add_column("last_recall", np.float64, 0.0)
 
     def _create(self, claim: Claim, now: float) -> dict[str, float]:
-        return {"memory_strength": self._cap(self.params.initial_strength), "last_recall": now}
+        return {
+            "memory_strength": float(self._cap(self.params.initial_strength)),
+            "last_recall": now,
+        }
 
     def _cap(self, s: float | np.ndarray) -> float | np.ndarray:
         return np.minimum(s, self.params.max_strength) if self.params.variant == "code" else s

@@ -42,7 +42,7 @@ class ReferencePolicy(Policy):
         terminal=frozenset({"decayed", "forgotten"}),
         retrievable=frozenset({"active"}),
     )
-    schedule: ClassVar[tuple[Job, ...]] = (Job("decay", 1.0),)
+    schedule: tuple[Job, ...] = (Job("decay", 1.0),)
     strength_range = (0.0, 1.0)
 
     # -- hooks -------------------------------------------------------------------
@@ -111,7 +111,7 @@ class ReferencePolicy(Policy):
                     texts=[claim_text(c)],
                     claims=[c],
                     provenance=[(ep.id,)],
-                    **self._create(c, now),
+                    **self._create(c, now),  # type: ignore[arg-type]
                 )[0]
             )
             self._after_create(row, now)

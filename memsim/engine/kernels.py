@@ -219,15 +219,15 @@ def scores_matvec(embeddings: np.ndarray, queries: np.ndarray) -> np.ndarray:
 # -- reference memory models (issue 14) ----------------------------------------------------
 
 
-def _power_neg(x: np.ndarray, d) -> np.ndarray:
+def _power_neg(x: np.ndarray, d: ArrayLike) -> np.ndarray:
     """``x ** -d`` in place (x > 0 or inf, d > 0); d = 0.5 goes through sqrt (faster)."""
-    if np.ndim(d) == 0 and float(d) == 0.5:
+    if np.ndim(d) == 0 and float(_f(d)) == 0.5:
         np.sqrt(x, out=x)
-        return np.reciprocal(x, out=x)
-    return np.power(x, -_f(d), out=x)
+        return _f(np.reciprocal(x, out=x))
+    return _f(np.power(x, -_f(d), out=x))
 
 
-def _ages(times: np.ndarray, now, floor) -> np.ndarray:
+def _ages(times: np.ndarray, now: ArrayLike, floor: ArrayLike) -> np.ndarray:
     """``max(now - t, floor)`` with NaN (no presentation) as +inf, whose power is 0."""
     age = np.asarray(_f(now) - times)
     np.maximum(age, floor, out=age)
@@ -239,23 +239,27 @@ def _rowsum(x: np.ndarray) -> np.ndarray:
     """Sum over the last axis of a (n, m) array with small m, column by column (numpy's
     row-wise reduction pays a per-row overhead that dominates when m is 2-8)."""
     if x.ndim != 2 or x.shape[1] == 0:
-        return x.sum(axis=-1)
+        return _f(x.sum(axis=-1))
     out = x[:, 0].copy()
     for j in range(1, x.shape[1]):
         out += x[:, j]
     return out
 
 
-def actr_activation(times, now, decay=0.5, min_age=0.0) -> np.ndarray:
+def actr_activation(
+    times: ArrayLike, now: ArrayLike, decay: ArrayLike = 0.5, min_age: ArrayLike = 0.0
+) -> np.ndarray:
     """ACT-R base-level activation ``B = ln(sum_j (now - t_j) ^ -d)`` (Anderson & Schooler
     1991) per row of ``times`` (n, m), NaN-padded presentation times; ages are floored at
     ``min_age``. A row with no presentation gets -inf. d must be > 0."""
     terms = _power_neg(_ages(_f(times), now, _f(min_age)), decay)
     with np.errstate(divide="ignore"):
-        return np.log(_rowsum(terms))
+        return _f(np.log(_rowsum(terms)))
 
 
-def actr_activation_spacing(times, now, a=0.1768, c=0.2170, min_age=0.0) -> np.ndarray:
+def actr_activation_spacing(
+    times: ArrayLike, now: ArrayLike, a: float = 0.1768, c: float = 0.2170, min_age: float = 0.0
+) -> np.ndarray:
     """Pavlik & Anderson (2005) base-level activation with spacing-dependent decay: the j-th
     presentation decays with ``d_j = c * exp(m_{j-1}) + a``, m_{j-1} the activation at t_j
     from the earlier presentations (m = -inf before the first, so d_1 = a). ``times`` (n, m)
@@ -274,29 +278,31 @@ def actr_activation_spacing(times, now, a=0.1768, c=0.2170, min_age=0.0) -> np.n
         d[rows, j] = c_ * _rowsum(age) + a_  # c * exp(m), m = ln(sum)
     terms = np.power(_ages(t, now, floor), -d)
     with np.errstate(divide="ignore"):
-        return np.log(_rowsum(terms))
+        return _f(np.log(_rowsum(terms)))
 
 
-def logistic_recall(activation, tau, s) -> np.ndarray:
+def logistic_recall(activation: ArrayLike, tau: ArrayLike, s: ArrayLike) -> np.ndarray:
     """ACT-R recall probability ``1 / (1 + exp(-(A - tau) / s))``."""
     z = np.asarray(np.subtract(_f(tau), _f(activation)))
     z /= _f(s)
     with np.errstate(over="ignore"):
         np.exp(z, out=z)
     z += 1.0
-    return np.reciprocal(z, out=z)
+    return _f(np.reciprocal(z, out=z))
 
 
-def fsrs_retrievability(elapsed, stability, w20) -> np.ndarray:
+def fsrs_retrievability(elapsed: ArrayLike, stability: ArrayLike, w20: float) -> np.ndarray:
     """FSRS-6 ``R = (1 + F * t / S) ^ -w20``, ``F = 0.9 ^ (-1 / w20) - 1``."""
     decay = -float(w20)
     factor = 0.9 ** (1.0 / decay) - 1.0
     x = np.asarray(factor * _f(elapsed) / _f(stability))
     x += 1.0
-    return np.power(x, decay, out=x)
+    return _f(np.power(x, decay, out=x))
 
 
-def fsrs_review_good(stability, difficulty, elapsed, w: Sequence[float]):
+def fsrs_review_good(
+    stability: ArrayLike, difficulty: ArrayLike, elapsed: ArrayLike, w: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray]:
     """One FSRS-6 review rated Good of cards with (stability, difficulty) after ``elapsed``
     whole days: short-term stability when elapsed < 1, else the recall-stability update;
     difficulty by mean reversion (Good's delta is 0). Returns (stability, difficulty), as the
@@ -320,10 +326,12 @@ def fsrs_review_good(stability, difficulty, elapsed, w: Sequence[float]):
     np.maximum(S2, 0.001, out=S2)
     d0_easy = w[4] - np.e ** (w[5] * (4 - 1)) + 1
     D2 = w[7] * d0_easy + (1 - w[7]) * D  # Good: delta difficulty -w6 * (3 - 3) = 0
-    return S2, np.clip(D2, 1.0, 10.0)
+    return _f(S2), _f(np.clip(D2, 1.0, 10.0))
 
 
-def ebisu_predict_recall(alpha, beta, half_life, elapsed) -> np.ndarray:
+def ebisu_predict_recall(
+    alpha: ArrayLike, beta: ArrayLike, half_life: ArrayLike, elapsed: ArrayLike
+) -> np.ndarray:
     """Ebisu 2 ``predictRecall(exact=True)``: ``B(alpha + dt, beta) / B(alpha, beta)`` with
     ``dt = elapsed / half_life`` (B the Beta function, through log-gamma)."""
     from scipy.special import gammaln
@@ -336,10 +344,10 @@ def ebisu_predict_recall(alpha, beta, half_life, elapsed) -> np.ndarray:
     x += gammaln(ab)
     x -= gammaln(a)
     np.exp(x, out=x)
-    return np.minimum(x, 1.0, out=x)  # a probability: log-gamma rounding can give 1 + eps
+    return _f(np.minimum(x, 1.0, out=x))  # a probability: log-gamma rounding can give 1 + eps
 
 
-def minmax_normalize(x) -> np.ndarray:
+def minmax_normalize(x: ArrayLike) -> np.ndarray:
     """``(x - min) / (max - min)`` over the last axis; 0.5 everywhere when max == min (as
     Generative Agents' released ``normalize_dict_floats``)."""
     v = _f(x)
@@ -351,14 +359,19 @@ def minmax_normalize(x) -> np.ndarray:
             return np.full(v.shape, 0.5)
         out = v - lo
         out /= hi - lo
-        return out
+        return _f(out)
     lo = v.min(axis=-1, keepdims=True)
     span = v.max(axis=-1, keepdims=True) - lo
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(span == 0, 0.5, (v - lo) / np.where(span == 0, 1.0, span))
+        return _f(np.where(span == 0, 0.5, (v - lo) / np.where(span == 0, 1.0, span)))
 
 
-def generative_agents_score(recency, importance, relevance, w=(1.0, 1.0, 1.0)) -> np.ndarray:
+def generative_agents_score(
+    recency: ArrayLike,
+    importance: ArrayLike,
+    relevance: ArrayLike,
+    w: Sequence[float] = (1.0, 1.0, 1.0),
+) -> np.ndarray:
     """Park et al. (2023) retrieval score: ``w0 * norm(recency) + w1 * norm(importance) +
     w2 * norm(relevance)``, each min-max normalized over the candidates."""
     out = minmax_normalize(recency)

@@ -113,13 +113,15 @@ def scores_matvec(embeddings: Sequence[Sequence[float]], query: Sequence[float])
 # -- reference memory models (issue 14) ------------------------------------------------------
 
 
-def actr_activation(times: Sequence[float], now: float, decay=0.5, min_age=0.0) -> float:
+def actr_activation(
+    times: Sequence[float], now: float, decay: float = 0.5, min_age: float = 0.0
+) -> float:
     total = sum(max(now - t, min_age) ** -decay for t in times)
     return math.log(total) if total > 0 else -math.inf
 
 
 def actr_activation_spacing(
-    times: Sequence[float], now: float, a=0.1768, c=0.2170, min_age=0.0
+    times: Sequence[float], now: float, a: float = 0.1768, c: float = 0.2170, min_age: float = 0.0
 ) -> float:
     decays: list[float] = []
     for j, tj in enumerate(times):
@@ -141,8 +143,9 @@ def logistic_recall(activation: float, tau: float, s: float) -> float:
 
 
 def fsrs_retrievability(elapsed: float, stability: float, w20: float) -> float:
-    factor = 0.9 ** (1 / -w20) - 1
-    return (1 + factor * elapsed / stability) ** -w20
+    factor: float = 0.9 ** (1 / -w20) - 1
+    r: float = (1 + factor * elapsed / stability) ** -w20
+    return r
 
 
 def fsrs_review_good(
