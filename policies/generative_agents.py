@@ -69,7 +69,9 @@ class GenerativeAgents(ReferencePolicy):
         self.store.add_column("importance", np.float64, 0.0)
 
     def _create(self, claim: Claim, now: float) -> dict[str, float]:
-        return {"importance": float(claim.importance)}
+        # no importance from the LLM: the middle of the scale (min-max normalizes anyway)
+        imp = claim.importance
+        return {"importance": 0.5 if imp is None else float(imp)}
 
     def _review(self, rows: np.ndarray, now: float) -> None:
         self.store["last_access"][rows] = now
