@@ -156,3 +156,119 @@ def test_target2_topk_vs_scalar(benchmark):
     benchmark.group = "kernels"
     benchmark.pedantic(lambda: kernels.topk(s, 10), rounds=size(5, 1), iterations=1)
     assert_target_in_full_mode(benchmark)
+
+
+# -- reference models (issue 14): kernel over 1M rows vs its scalar twin looped ---------------
+
+_W = (
+    0.212, 1.2931, 2.3065, 8.2956, 6.4133, 0.8334, 3.0194, 0.001, 1.8722, 0.1666, 0.796,
+    1.4835, 0.0614, 0.2629, 1.6483, 0.6014, 1.8729, 0.5425, 0.0912, 0.0658, 0.1542,
+)  # fmt: skip
+
+
+def _times(n: int, rng: np.random.Generator) -> np.ndarray:
+    """Presentation histories: 1-4 presentations in [0, 300) days, NaN-padded, sorted."""
+    t = np.sort(rng.uniform(0, 300, (n, 4)), axis=1)
+    t[rng.random((n, 4)) < np.array([0.0, 0.5, 0.7, 0.85])] = np.nan
+    return np.sort(t, axis=1)  # NaN last
+
+
+def _rows(t: np.ndarray) -> list[list[float]]:
+    return [[x for x in r if x == x] for r in t.tolist()]
+
+
+def _reference_case(name: str, n: int, rng: np.random.Generator):
+    """(vectorized call, scalar loop over the first m rows) for kernel ``name``."""
+    u = lambda lo, hi: rng.uniform(lo, hi, n)  # noqa: E731
+    if name in ("actr_activation", "actr_activation_spacing"):
+        t = _times(n, rng)
+        fast = getattr(kernels, name)
+        ref = getattr(kernels_ref, name)
+        if name == "actr_activation":
+            return (
+                lambda: fast(t, 300.0, 0.5, 1 / 24),
+                lambda m: [ref(r, 300.0, 0.5, 1 / 24) for r in _rows(t[:m])],
+            )
+        return (
+            lambda: fast(t, 300.0, 0.1768, 0.2170, 1 / 24),
+            lambda m: [ref(r, 300.0, 0.1768, 0.2170, 1 / 24) for r in _rows(t[:m])],
+        )
+    if name == "logistic_recall":
+        b = u(-6, 3)
+        return (
+            lambda: kernels.logistic_recall(b, -0.704, 0.255),
+            lambda m: [kernels_ref.logistic_recall(x, -0.704, 0.255) for x in b[:m]],
+        )
+    if name == "fsrs_retrievability":
+        t, s = np.floor(u(0, 365)), u(0.1, 365)
+        return (
+            lambda: kernels.fsrs_retrievability(t, s, _W[20]),
+            lambda m: [kernels_ref.fsrs_retrievability(a, b, _W[20]) for a, b in zip(t[:m], s[:m])],
+        )
+    if name == "fsrs_review_good":
+        s, d, t = u(0.1, 365), u(1, 10), np.floor(u(0, 365))
+        return (
+            lambda: kernels.fsrs_review_good(s, d, t, _W)[0],
+            lambda m: [
+                kernels_ref.fsrs_review_good(a, b, c, _W)[0] for a, b, c in zip(s[:m], d[:m], t[:m])
+            ],
+        )
+    if name == "ebisu_predict_recall":
+        a, b, h, t = u(1, 20), u(1, 20), u(0.5, 30), u(0, 100)
+        return (
+            lambda: kernels.ebisu_predict_recall(a, b, h, t),
+            lambda m: [
+                kernels_ref.ebisu_predict_recall(*r) for r in zip(a[:m], b[:m], h[:m], t[:m])
+            ],
+        )
+    if name == "generative_agents_score":
+        r, i, c = u(0, 1), u(0, 1), u(-1, 1)
+        w = (0.5, 2.0, 3.0)
+        return (
+            lambda: kernels.generative_agents_score(r, i, c, w),
+            # normalization is over all candidates: the loop gets the kernel's min/max rows
+            lambda m: kernels_ref.generative_agents_score(
+                np.r_[r[:m], r.min(), r.max()].tolist(),
+                np.r_[i[:m], i.min(), i.max()].tolist(),
+                np.r_[c[:m], c.min(), c.max()].tolist(),
+                w,
+            )[:m],
+        )
+    raise KeyError(name)
+
+
+REFERENCE_KERNELS = [
+    "actr_activation",
+    "actr_activation_spacing",
+    "logistic_recall",
+    "fsrs_retrievability",
+    "fsrs_review_good",
+    "ebisu_predict_recall",
+    "generative_agents_score",
+]
+
+
+@pytest.mark.parametrize("name", REFERENCE_KERNELS)
+def test_target2_reference_kernel_vs_scalar(benchmark, name):
+    rng = np.random.default_rng([7, REFERENCE_KERNELS.index(name)])
+    fast, loop_of = _reference_case(name, N, rng)
+    t0 = time.perf_counter()
+    looped = np.asarray(loop_of(N_LOOP), dtype=np.float64)
+    loop = time.perf_counter() - t0
+    np.testing.assert_allclose(fast()[:N_LOOP], looped, rtol=1e-12, atol=1e-12)
+    t = interleaved({"kernel": fast}, rounds=size(7, 1))
+    scaled = loop * N / N_LOOP
+    record_target(
+        benchmark,
+        target=f"2 kernel {name}",
+        ratio=scaled / t["kernel"],
+        limit=100.0,
+        better="higher",
+        n=N,
+        what=f"scalar twin looped (timed at {size_id(N_LOOP)}, scaled) / kernel",
+        loop_seconds_scaled=scaled,
+        kernel_seconds=t["kernel"],
+    )
+    benchmark.group = "kernels"
+    benchmark.pedantic(fast, rounds=size(5, 1), iterations=1)
+    assert_target_in_full_mode(benchmark)

@@ -26,7 +26,7 @@ RECENCY = PolicySpec(
 )
 PAI = PolicySpec(
     "pai",
-    1,
+    2,
     "policies.pai:PersonalAI",
     seed_document="000_ec17278fb0252727.txt",
     description=(
@@ -37,7 +37,7 @@ PAI = PolicySpec(
 )
 IZZIE = PolicySpec(
     "izzie",
-    1,
+    2,
     "policies.izzie:Izzie",
     seed_document="003_29547c4578628b7b.txt",
     description="Izzie: per-category exponential decay, relevance x strength",
@@ -46,7 +46,7 @@ IZZIE = PolicySpec(
 )
 KERNLE = PolicySpec(
     "kernle",
-    1,
+    2,
     "policies.kernle:Kernle",
     seed_document="004_e8e020057e4a0858.txt",
     description="Kernle: hyperbolic salience, protection, tombstoning forgetting cycle",
@@ -55,7 +55,7 @@ KERNLE = PolicySpec(
 )
 ENGRAM = PolicySpec(
     "engram",
-    1,
+    2,
     "policies.engram:Engram",
     seed_document="001_aacff6f19feabb69.txt",
     description="Engram: Beta-Bernoulli beliefs from cold consolidation, spaced-repetition "
@@ -71,5 +71,51 @@ COSMO = PolicySpec(
     description="Cosmo: salience decay with recall frequency and spacing effect, "
     "candidate/active/core/archived",
     claims="policies.cosmo_claims",
+    capabilities=frozenset({"forget"}),
+)
+
+# -- reference memory models beside the seeds (issue 14): published models, no seed document
+ACTR = PolicySpec(
+    "actr",
+    1,
+    "policies.actr:ACTR",
+    seed_document="",
+    description="reference: ACT-R base-level activation (Anderson & Schooler 1991; Pavlik & "
+    "Anderson 2005 spacing variant), logistic recall probability",
+    capabilities=frozenset({"forget"}),
+)
+FSRS = PolicySpec(
+    "fsrs",
+    1,
+    "policies.fsrs6:FSRS",
+    seed_document="",
+    description="reference: FSRS-6 (fsrs package 6.3.2 default parameters), every review Good",
+    capabilities=frozenset({"forget"}),
+)
+EBISU = PolicySpec(
+    "ebisu",
+    1,
+    "policies.ebisu_model:Ebisu",
+    seed_document="",
+    description="reference: Ebisu 2 (ebisu package 2.2.0), Beta prior on recall at a "
+    "half-life, every review a successful quiz",
+    capabilities=frozenset({"forget"}),
+)
+MEMORYBANK = PolicySpec(
+    "memorybank",
+    1,
+    "policies.memorybank:MemoryBank",
+    seed_document="",
+    description="reference: MemoryBank (Zhong et al. AAAI 2024), Ebbinghaus R = exp(-t/S), "
+    "S + 1 per recall",
+    capabilities=frozenset({"forget"}),
+)
+GENERATIVE_AGENTS = PolicySpec(
+    "generative-agents",
+    1,
+    "policies.generative_agents:GenerativeAgents",
+    seed_document="",
+    description="reference: Generative Agents (Park et al. 2023), min-max normalized "
+    "recency + importance + relevance, no forgetting",
     capabilities=frozenset({"forget"}),
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from memsim.workbench.claims import register_claim
+from memsim.workbench.claims import KIND_READING, KIND_SELF, register_claim
 
 DOC = "002_79c73a48129ece5d.txt"
 ACTIVE = {"state": "active"}
@@ -126,6 +126,7 @@ for days, documented in ((35, 0.5), (70, 0.25), (105, 0.125)):
         measure=lambda d=days: _factor(d, ACTIVE, NIGHTLY),
         formula=lambda d=days: math.exp(-0.02 * d * (d + 1) / 2),
         tol=0.005,
+        kind=KIND_READING,
         note=(
             "the nightly job multiplies by exp(-rate x days since last access) every night, so "
             "the exponent grows as N(N+1)/2: the document's examples only hold for the closed form"
@@ -141,6 +142,7 @@ register_claim(
     documented=35.0,
     measure=lambda: _first_day_below(0.5, ACTIVE, NIGHTLY, 40),
     formula=lambda: float(_nights_below(0.02, 0.5)),
+    kind=KIND_READING,
     tol=1.0,
     note="first night at which salience is below half its initial value",
 )
@@ -292,22 +294,24 @@ register_claim(
     formula=lambda: float(math.ceil(math.log(0.5 / 0.01) / 0.02)),
     tol=1.0,
     note="0.5 exp(-0.02 t) < 0.01 needs t > 195.6 days: the formula archives at day 196, not 100 "
-    "(episodic consolidation switched off to isolate the salience rule)",
+    "(episodic consolidation switched off to isolate the salience rule). The reading used "
+    "everywhere: the example's node is the one that halves in 35 days (base rate 0.02: a Source, "
+    "or a semantic node the candidate rule does not slow or speed), archived on day 196",
 )
 register_claim(
     id="cosmo.one_off_consolidated_day",
     policy="cosmo",
     document=DOC,
     section="§Memory Consolidation",
-    statement=(
-        "One-off Source, default settings: archived by episodic consolidation (older than 7 "
-        "days, salience < 0.2) before the salience rule"
-    ),
-    documented=100.0,
+    statement="(implied) a one-off Source under default settings is archived by episodic "
+    "consolidation (older than 7 days, salience < 0.2) before the salience rule can archive it",
+    documented=None,
     measure=lambda: _first_day("archived", "never", 120, SOURCE),
     formula=lambda: float(math.ceil(math.log(0.5 / 0.2) / 0.02)),
     tol=1.0,
-    note="0.5 exp(-0.02 t) < 0.2 at t > 45.8: a Source is consolidated on night 46",
+    note="0.5 exp(-0.02 t) < 0.2 at t > 45.8: a Source is consolidated on night 46; 002 makes no "
+    "claim about this day (its '100 days' is the salience < 0.01 rule, "
+    "cosmo.one_off_archived_day)",
 )
 register_claim(
     id="cosmo.one_off_archived_day_nightly",
@@ -318,6 +322,7 @@ register_claim(
     documented=100.0,
     measure=lambda: _first_day("archived", "never", 60, SOURCE, {**NIGHTLY, **NO_CONSOLIDATION}),
     formula=lambda: float(_nights_below(0.02, 0.01 / 0.5)),
+    kind=KIND_READING,
     tol=1.0,
     note="compounding: 0.5 exp(-0.02 N(N+1)/2) < 0.01 at N = 20",
 )
@@ -360,6 +365,7 @@ register_claim(
     documented=50.0,
     measure=lambda: _first_day("archived", "never", 60, C04, NIGHTLY),
     formula=lambda: float(_nights_below(0.044, 0.01 / 0.5)),
+    kind=KIND_READING,
     tol=5.0,
     note="compounding: 0.5 exp(-0.044 N(N+1)/2) < 0.01 at N = 13",
 )
@@ -402,6 +408,97 @@ register_claim(
     documented=30.0,
     measure=lambda: _first_day("core", "every:3", 40, FREQUENT, NIGHTLY),
     formula=lambda: 3.0 * 10,
+    kind=KIND_READING,
     tol=3.0,
     note="state changes count retrievals only: both modes agree",
+)
+
+
+# -- contradictions inside 002 -------------------------------------------------------------------
+def _min_kept_candidate_confidence() -> float:
+    """The lowest extraction confidence whose claim still makes a semantic node, through the
+    policy's own extraction filter (searched on a 0.01 grid)."""
+    from memsim.engine.events import Claim
+    from policies.cosmo import Cosmo
+
+    pol = Cosmo(seed=0)
+    for i in range(101):
+        c = i / 100
+        if pol.passes_extraction(Claim("topic.fact", "v", confidence=c)):
+            return c
+    return math.inf
+
+
+register_claim(
+    id="cosmo.low_confidence_candidate_exists",
+    policy="cosmo",
+    document=DOC,
+    section="§Access Pattern Examples vs §Phase 2 Step 1",
+    statement="Low-confidence candidate (confidence=0.4): a node extracted at confidence 0.4",
+    documented=0.4,
+    measure=_min_kept_candidate_confidence,
+    formula=lambda: 0.7,
+    tol=1e-12,
+    kind=KIND_SELF,
+    note="the extraction filter keeps only claims with confidence >= 7/10, so no candidate below "
+    "0.7 can exist; the example's 0.4 candidate is planted by hand in memsim's claims",
+)
+
+
+def _penalty_ratio(confidence: float) -> float:
+    """Decay rate of a never-accessed semantic candidate at ``confidence`` over a Source's."""
+    return _rate({"confidence": str(confidence)}) / _rate(SOURCE)
+
+
+for conf in (0.7, 0.79):
+    register_claim(
+        id=f"cosmo.semantic_vs_episodic_rate_{conf:.2f}",
+        policy="cosmo",
+        document=DOC,
+        section="§Salience and Decay (semantic nodes decay more slowly) vs §Candidate Semantics",
+        statement="semantic nodes decay more slowly than episodic ones (rate ratio semantic / "
+        f"episodic <= 1), for a never-accessed candidate at confidence {conf:.2f}",
+        documented=1.0,
+        measure=lambda c=conf: _penalty_ratio(c),
+        formula=lambda c=conf: 1.0 + (1.0 - c) * 2.0,  # 002 candidate penalty, slope 2
+        tol=0.0,
+        kind=KIND_SELF,
+        note="documented 1.0 stands for 'not faster'; by the document's own candidate penalty a "
+        "semantic candidate at confidence 0.7-0.8 decays 1.4-1.6x faster than a Source",
+    )
+
+
+def _max_storylines_per_anchor() -> float:
+    """Through the documented jobs (nightly Storyline promotion), the most Storylines any
+    anchor gets in 120 days of daily mentions and daily recalls of one topic."""
+    from memsim.engine.events import Claim, Episode, Query, make_stream
+    from memsim.engine.runner import run
+    from policies.cosmo import Cosmo
+
+    events: list = []
+    for d in range(120):
+        for j in range(2):
+            c = Claim("work.project", f"update {d}.{j}", category="fact", confidence=0.9)
+            events.append(Episode(f"e{d}.{j}", d + 0.1 * j, f"project update {d}.{j}", (c,)))
+        events.append(Query(f"q{d}", d + 0.5, "project?", keys=("work.project",), k=5))
+    pol = Cosmo(seed=0)
+    run(pol, make_stream(events, name="one-anchor", horizon=121.0))
+    counts = [len(v) for v in pol.storylines_of.values()]
+    return float(max(counts, default=0))
+
+
+register_claim(
+    id="cosmo.macro_reachable",
+    policy="cosmo",
+    document=DOC,
+    section="§Weekly Macro promotion vs §Nightly Storyline promotion (has_meso)",
+    statement="a Macro forms over 2+ Storylines about one anchor (storylines one anchor can get)",
+    documented=2.0,
+    measure=_max_storylines_per_anchor,
+    formula=lambda: 1.0,
+    tol=0.0,
+    kind=KIND_SELF,
+    note="Storyline promotion requires has_meso = false and sets it, so an anchor gets at most one "
+    "Storyline and no Macro can form through the documented jobs (120 days of daily mentions "
+    "and recalls of one topic give one Storyline)",
 )

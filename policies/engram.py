@@ -111,6 +111,13 @@ class EngramParams(Params):
         90.0, lo=0.0, doc="001 §Configuration ARCHIVE_STALE_DAYS (>=; choice)"
     )
     archive_min_evidence: int = param(5, lo=0, doc="001 §Configuration ARCHIVE_MIN_EVIDENCE (<)")
+    gate_scope: str = param(
+        "affected",
+        choices=("affected", "all"),
+        doc="001 §How It Works 5 'rule-based gates for revision, split, merge, and archival on "
+        "affected beliefs': merge needs an affected belief in the pair and only affected "
+        "beliefs are archived; 'all' (engram v1) scans every active belief",
+    )
     max_belief_bites: int = param(2, lo=0, doc="001 §Configuration MAX_BELIEF_BITES")
     max_clusters_per_cycle: int = param(10, lo=1, doc="001 §Configuration MAX_CLUSTERS_PER_CYCLE")
     max_classifications: int = param(
@@ -205,6 +212,7 @@ class Engram(Policy[EngramParams]):
             int, dict[str, list[int]]
         ] = {}  # belief -> {"support"/"contra"/"partial": episode rows}
         self.episode_row_of: dict[str, list[int]] = {}
+        self.episode_project: dict[str, str] = {}  # episode id -> project ("" = global)
         self.arrivals: list[int] = []  # episode rows in arrival order
         self.arrival_episodes: list[str] = []  # the episode id of each arrival row
         self.checkpoint = 0  # arrivals[:checkpoint] have been read by a cycle
@@ -248,6 +256,8 @@ class Engram(Policy[EngramParams]):
         return vecs, ok
 
     def _ingest_one(self, ep: Episode, now: float) -> list[Outcome]:
+        if ep.project:
+            self.episode_project[ep.id] = ep.project
         claims = self._claims_of(ep)
         keys = [f"{ep.id}#{i}" for i in range(len(claims))]
         vecs, ok = self._embed_claims(claims, keys, [ep.text] * len(claims))
@@ -322,6 +332,13 @@ class Engram(Policy[EngramParams]):
         active = s.mask(["active"])
         is_belief = s["kind"] == s.kind_code("belief")
         b_ok = active & is_belief & (conf >= p.min_confidence_for_recall)
+        if self.episode_project:
+            # 001 §Testing: project-scoped beliefs surface only within their project;
+            # global beliefs everywhere.
+            for row in np.flatnonzero(b_ok).tolist():
+                proj = self.project_of(row)
+                if proj and proj != q.project:
+                    b_ok[row] = False
         b_rows = np.flatnonzero(b_ok)
         bm = np.zeros(n)
         bm[b_rows] = self._bm25_scores(b_rows, tokenize(q.text))
@@ -450,6 +467,9 @@ class Engram(Policy[EngramParams]):
         for r in rows:
             if leaders:
                 sims = emb[leaders].astype(np.float64) @ emb[r].astype(np.float64)
+                if self.episode_project:  # 001: episodes are consolidated per project
+                    proj = self.project_of(r)
+                    sims[[self.project_of(x) != proj for x in leaders]] = -np.inf
                 j = int(np.argmax(sims))
                 if sims[j] >= p.cluster_similarity:
                     members[j].append(r)
@@ -602,10 +622,19 @@ class Engram(Policy[EngramParams]):
         )
         return active & ((conf < p.archive_confidence) | stale)
 
-    def merge_pair(self, now: float) -> tuple[int, int] | None:
+    def project_of(self, row: int) -> str:
+        """001 scopes beliefs by project: the one project all of a row's episodes share,
+        else "" (global)."""
+        if not self.episode_project:
+            return ""
+        projects = {self.episode_project.get(e, "") for e in self.store.provenance[row]}
+        return projects.pop() if len(projects) == 1 else ""
+
+    def merge_pair(self, now: float, among: Sequence[int] | None = None) -> tuple[int, int] | None:
         """The most similar pair of active beliefs passing the merge gate, or None:
-        cosine > 0.92, same scope (subject), both confidence > 0.6, both unchanged for
-        >= 7 days. Returns (survivor, absorbed): the survivor has more evidence."""
+        cosine > 0.92, same scope (subject) and project, both confidence > 0.6, both
+        unchanged for >= 7 days; with ``among``, one of the pair must be in it. Returns
+        (survivor, absorbed): the survivor has more evidence."""
         p, s = self.params, self.store
         conf = self.confidence()
         rows = np.flatnonzero(
@@ -617,9 +646,15 @@ class Engram(Policy[EngramParams]):
             return None
         e = s.embedding[rows].astype(np.float64)
         sim = e @ e.T
-        scope = np.array([self.fields.get(int(r), ("",))[0] for r in rows], dtype=object)
+        scope = np.array(
+            [f"{self.fields.get(int(r), ('',))[0]}\x00{self.project_of(int(r))}" for r in rows],
+            dtype=object,
+        )
         ok = (sim > p.merge_min_similarity) & (scope[:, None] == scope[None, :])
         ok &= np.triu(np.ones_like(ok, dtype=bool), 1)
+        if among is not None:
+            inside = np.isin(rows, np.asarray(list(among), dtype=np.int64))
+            ok &= inside[:, None] | inside[None, :]
         if not ok.any():
             return None
         cand = np.argwhere(ok)
@@ -640,15 +675,19 @@ class Engram(Policy[EngramParams]):
                 out.extend(self._revise(b, now))
             elif self.should_split(b):
                 out.extend(self._split(b, now))
+        scoped = p.gate_scope == "affected"
         for _ in range(p.merges_per_cycle):
-            pair = self.merge_pair(now)
+            pair = self.merge_pair(now, affected if scoped else None)
             if pair is None:
                 break
             keep, gone = pair
             self._absorb(keep, gone, now)
             out.append(Outcome(ev, "merge", gone, f"merged into belief {keep}"))
         reinforced = np.flatnonzero(s["last_reinforced"] == now).tolist()
-        for b in np.flatnonzero(self.archive_mask(now, reinforced)).tolist():
+        archive = self.archive_mask(now, reinforced)
+        if scoped:
+            archive &= np.isin(np.arange(s.n), np.asarray(list(affected), dtype=np.int64))
+        for b in np.flatnonzero(archive).tolist():
             s.set_status(b, "archived", now)
             out.append(
                 Outcome(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from memsim.workbench.claims import register_claim
+from memsim.workbench.claims import KIND_SELF, register_claim
 
 DOC = "001_aacff6f19feabb69.txt"
 S0 = 7.0  # EngramParams.initial_stability (a documented choice; 001 gives none)
@@ -177,4 +177,90 @@ register_claim(
     formula=lambda: 120_000 / 10_000,
     tol=0.0,
     note="memsim models every call as taking its full timeout (a choice)",
+)
+
+
+# -- contradictions inside 001 -------------------------------------------------------------------
+def _archived_at_evidence(evidence: int) -> float:
+    """1 if a stale belief (not reinforced for 200 days, confident) with this much evidence is
+    archived by the policy's archival gate, else 0."""
+    pol, row = _planted(alpha="9", beta="1", evidence_count=str(evidence))
+    return float(bool(pol.archive_mask(200.0)[row]))
+
+
+register_claim(
+    id="engram.archive_min_evidence_boundary",
+    policy="engram",
+    document=DOC,
+    section="§Configuration ARCHIVE_MIN_EVIDENCE vs §Belief Lifecycle 8",
+    statement="a stale belief with exactly 5 pieces of evidence is archived (1) or kept (0): "
+    "§Configuration 'Evidence count above which stale beliefs are not archived' archives it",
+    documented=1.0,
+    measure=lambda: _archived_at_evidence(5),
+    formula=lambda: 0.0,
+    tol=0.0,
+    kind=KIND_SELF,
+    note="§Belief Lifecycle 8 archives only beliefs with 'fewer than 5 pieces of evidence', so "
+    "evidence 5 is kept; §Configuration protects only evidence above 5. memsim follows the "
+    "lifecycle section (evidence < 5)",
+)
+
+
+def _beliefs_deleted_by_forget() -> float:
+    """Beliefs deleted when the user forgets one of a belief's episodes (the forget handler)."""
+    from memsim.engine.events import Forget
+
+    pol, row = _planted()
+    (episode,) = sorted(pol.store.provenance[row])
+    pol.forget([Forget("f1", 1.0, episode)], 1.0)
+    kinds = pol.store["kind"][: pol.store.n] == pol.store.kind_code("belief")
+    return float((kinds & pol.store.mask(["deleted"])).sum())
+
+
+register_claim(
+    id="engram.beliefs_never_deleted",
+    policy="engram",
+    document=DOC,
+    section="§Architecture Decisions (never deleted) vs §Files Changed handleMemoryForget",
+    statement="Beliefs are never deleted, only deprioritized (beliefs deleted by a forget)",
+    documented=0.0,
+    measure=_beliefs_deleted_by_forget,
+    formula=lambda: 1.0,
+    tol=0.0,
+    kind=KIND_SELF,
+    note="the same document's handleMemoryForget 'deletes belief' (and §Testing: 'verify the "
+    "belief is deleted'); memsim follows the forget handler (forget_deletes_beliefs = True)",
+)
+
+
+def _merges_in_affected_scope() -> float:
+    """Merges the default gate scope (affected beliefs) performs on two near-identical,
+    confident beliefs that the cycle has just reinforced (they are its affected beliefs)."""
+    pol, a = _planted(alpha="9", beta="1")
+    from memsim.engine.events import Episode
+    from memsim.workbench.curves import memory_claim
+    from policies.engram import Engram
+
+    b = pol.plant(Episode("plant2", 0.0, "planted", (memory_claim(Engram, {}),)), 0.0)
+    pol.store["alpha"][b] = 9.0
+    for r in (a, b):
+        pol.store["updated"][r] = 30.0  # touched by this cycle's evidence
+    out = pol._gates([a, b], 30.0)
+    return float(sum(o.action == "merge" for o in out))
+
+
+register_claim(
+    id="engram.merge_on_affected_beliefs",
+    policy="engram",
+    document=DOC,
+    section="§How It Works 5 (gates on affected beliefs) vs §Belief Lifecycle 6 (7-day cooldown)",
+    statement="(implied) merge can fire: two affected beliefs at cosine > 0.92, confidence > 0.6",
+    documented=1.0,
+    measure=_merges_in_affected_scope,
+    formula=lambda: 0.0,
+    tol=0.0,
+    kind=KIND_SELF,
+    note="an affected belief gained evidence in this cycle, so it is inside the 7-day merge "
+    "cooldown: under the document's scope merge can never fire (gate_scope='all' is the "
+    "variant that makes it reachable)",
 )

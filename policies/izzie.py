@@ -11,8 +11,15 @@ Seed document: ../shared/seeds/003_29547c4578628b7b.txt ("Memory Persistence Flo
 - §Importance Levels: high 0.9 / med 0.7 / low 0.6.
 - §Memory Strength Calculation: ``strength = importance * exp(-decayRate * daysSinceAccess)``,
   where days since access count from ``lastAccessed`` (= ``createdAt`` until first retrieved).
-- §Context Retrieval: semantic search, temporal decay, rank by ``relevance * strength``.
+- §Context Retrieval: "Semantic search for relevant memories; Apply temporal decay; Rank by
+  relevance x strength": the semantic search returns the ``search_limit`` most similar
+  memories, which are then ranked by ``relevance * strength`` (``ranking`` names the
+  variants: ``one_stage`` over the whole store, izzie v1; ``search_then_strength``).
   A retrieval refreshes ``lastAccessed`` (the stored record carries it) and counts accesses.
+- §Chat API route step 2 (context retrieval for every incoming message) is a variant
+  (``message_context_k``), off by default: see docs/policies/izzie.md.
+- importance: a claim the LLM gave no importance (None) takes its category's default
+  importance (§Memory Categories & Decay Rates).
 
 memsim choices (the document is silent; see docs/policies/izzie.md):
 - importance: the claim's own importance is what the LLM "set" (the document's LLM sets 0.9
@@ -89,6 +96,29 @@ class IzzieParams(Params):
     fallback_category: str = param(
         "fact", choices=CATEGORIES, doc="memsim choice: any other category"
     )
+    ranking: str = param(
+        "search_then_score",
+        choices=("search_then_score", "one_stage", "search_then_strength"),
+        doc="003 §Context Retrieval: 'Semantic search for relevant memories; Apply temporal "
+        "decay; Rank by relevance x strength' = search_then_score (the top search_limit by "
+        "cosine, then relevance x strength). Variants: one_stage (relevance x strength over "
+        "the whole store, izzie v1) and search_then_strength (the top search_limit by cosine, "
+        "then strength alone)",
+    )
+    search_limit: int = param(
+        20,
+        lo=1,
+        doc="003 §Context Retrieval semantic search limit (no value given: memsim's choice, "
+        "20; never fewer than the query's k)",
+    )
+    message_context_k: int = param(
+        0,
+        lo=0,
+        doc="003 §Chat API route step 2 'Build context (retrieve existing memories)' per "
+        "message: k > 0 retrieves the k best memories for each incoming message (embedded "
+        "from its text) and refreshes their lastAccessed; 0 (default) = not modelled, see "
+        "docs/policies/izzie.md",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -154,15 +184,18 @@ class Izzie(Policy[IzzieParams]):
     # -- ingest ----------------------------------------------------------------
     def _importance(self, claim: Claim, category: str) -> float:
         p = self.params
-        if p.importance_source == "category":
+        imp = claim.importance
+        if p.importance_source == "category" or imp is None:
+            # 003 §Memory Categories: the LLM set no importance -> the category default.
             return p.default_importance(category)
         if p.importance_source == "level":
             levels = (p.importance_high, p.importance_med, p.importance_low)
-            return min(levels, key=lambda v: (abs(v - claim.importance), -v))
-        return float(claim.importance)
+            return min(levels, key=lambda v: (abs(v - imp), -v))
+        return float(imp)
 
     def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
         out: list[Outcome] = []
+        self._message_context(episodes, now)
         items: list[tuple[Episode, Claim, str]] = []
         for ep in episodes:
             claims = self.llm.extract(ep)
@@ -244,14 +277,53 @@ class Izzie(Policy[IzzieParams]):
             if qvecs[qi] is None or not retrievable.any():
                 out.append(Ranking.empty())
                 continue
-            scores = np.where(retrievable, sims[qi] * strength, -np.inf)
-            ids = self.topk(scores, q.k)
-            out.append(Ranking(ids, scores[ids].astype(np.float64)))
-            if len(ids):
-                s["last_access"][ids] = now
-                s["access_count"][ids] += 1
-                strength[ids] = s["importance"][ids]  # days since access is now 0
+            ids, scores = self._rank(sims[qi], strength, retrievable, q.k)
+            out.append(Ranking(ids, scores))
+            self._touch(ids, now, strength)
         return out
+
+    def _rank(
+        self, sims: np.ndarray, strength: np.ndarray, retrievable: np.ndarray, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """003 §Context Retrieval, in the reading ``ranking`` names (see IzzieParams)."""
+        p = self.params
+        if p.ranking == "one_stage":
+            scores = np.where(retrievable, sims * strength, -np.inf)
+            ids = self.topk(scores, k)
+            return ids, scores[ids].astype(np.float64)
+        # Semantic search first: the search_limit most similar retrievable memories.
+        found = self.topk(np.where(retrievable, sims, -np.inf), max(p.search_limit, k))
+        found = found[retrievable[found]]
+        if p.ranking == "search_then_score":
+            stage2 = sims[found].astype(np.float64) * strength[found]
+        else:
+            stage2 = strength[found].astype(np.float64)
+        order = self.topk(stage2, k)
+        return found[order], stage2[order]
+
+    def _touch(self, ids: np.ndarray, now: float, strength: np.ndarray) -> None:
+        if len(ids):
+            s = self.store
+            s["last_access"][ids] = now
+            s["access_count"][ids] += 1
+            strength[ids] = s["importance"][ids]  # days since access is now 0
+
+    def _message_context(self, episodes: Sequence[Episode], now: float) -> None:
+        """003 §Chat API step 2, per message (when message_context_k > 0): the memories the
+        message retrieves for its context have their lastAccessed refreshed."""
+        s = self.store
+        k = self.params.message_context_k
+        if k == 0 or s.n == 0 or not episodes:
+            return
+        emb = self.llm.embed([ep.text for ep in episodes], [f"{ep.id}:context" for ep in episodes])
+        strength = self.strength(now)
+        for i in range(len(episodes)):
+            retrievable = s.retrievable()
+            if not emb.ok[i] or not retrievable.any():
+                continue
+            sims = s.embedding @ np.asarray(emb.vectors[i], dtype=np.float32)
+            ids, _ = self._rank(sims, strength, retrievable, k)
+            self._touch(ids, now, strength)
 
     # -- user actions ------------------------------------------------------------
     def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:

@@ -20,15 +20,21 @@ Seed document: ../shared/seeds/004_e8e020057e4a0858.txt ("Kernle Memory Model").
   (natural log). §Forgetting Cycle: memories with salience below ``forgetting_threshold``
   (0.3) are tombstoned (status ``forgotten``, recoverable with Recover); ``dry_run`` only
   reports the candidates.
-- §Consolidation Process: agent-driven. The mock LLM plays the agent: it reads the
-  reflection scaffold (unreflected episodes, existing beliefs) once at least
-  ``min_episodes`` (``--min-episodes 3``) are waiting, and for each fact key seen in at least
-  ``pattern_min_episodes`` of them synthesizes a statement: the same value as an active
-  belief reinforces it (``times_reinforced + 1``); a different value adds a new belief that
-  supersedes the old ones; no belief of that key adds one at ``belief_confidence`` (0.8,
-  the document's ``belief add ... --confidence 0.8``).
+- §Consolidation Process: agent-driven. The mock LLM plays the agent and everything it
+  knows comes through the LLM protocol (never a claim's key or value as the stream states
+  them): it reads the reflection scaffold (unreflected episodes, existing beliefs) once at
+  least ``min_episodes`` (``--min-episodes 3``) are waiting, groups the episodes that are
+  about the same thing (cosine >= ``pattern_similarity``), and for each group of at least
+  ``pattern_min_episodes`` synthesizes a statement (``llm.synthesize``); it then asks the
+  LLM how the statement relates to each similar active belief (``llm.classify``, relation
+  mode): SUPPORTS reinforces the belief (``times_reinforced + 1``), CONTRADICTS has a new
+  belief at ``belief_confidence`` (0.8, ``belief add ... --confidence 0.8``) supersede it.
+  Beliefs captured directly since the last run are in the scaffold too: one that an older
+  similar belief CONTRADICTS supersedes it (the agent revises what it believed).
 - §Search Functionality: search ranks by relevance (cosine); each returned memory counts
-  one access (``times_accessed``) and refreshes its last access.
+  one access (``times_accessed``) and refreshes its last access. When the query cannot be
+  embedded, local search "falls back to text matching": memories ranked by the share of the
+  query's words their text contains.
 
 THE FINDING (docs/policies/kernle.md): a memory never accessed has ``times_accessed = 0``,
 ``log(0 + 1) = 0``, so its salience is 0 however confident and recent it is, and the first
@@ -39,6 +45,7 @@ non-default variant that counts every memory as accessed at least that many time
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -47,6 +54,7 @@ import numpy as np
 
 from memsim.engine import kernels, kernels_ref
 from memsim.engine.events import Claim, Episode, Forget, Protect, Query, Recover
+from memsim.engine.llm import CONTRADICTS, IRRELEVANT, RELATIONS, SUPPORTS
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Job, Outcome, Policy, Ranking
 from memsim.engine.store import Statuses
@@ -56,6 +64,7 @@ _CYCLE = "004 §Forgetting Cycle"
 _CONS = "004 §Consolidation Process"
 _META = "004 §Meta-Memory System"
 KINDS = ("episode", "note", "belief", "value", "drive")
+_WORD = re.compile(r"[0-9a-z]+")
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,14 @@ class KernleParams(Params):
     min_episodes: int = param(3, lo=1, doc=f"{_CONS} kernle consolidate --min-episodes 3")
     pattern_min_episodes: int = param(
         2, lo=1, doc=f"{_CONS} (memsim's choice: a pattern needs a repeat)"
+    )
+    pattern_similarity: float = param(
+        0.70,
+        lo=-1.0,
+        hi=1.0,
+        doc=f"{_CONS} (memsim's choice: cosine at which the agent sees two episodes, or a "
+        "statement and a belief, as about the same thing; the same-fact band 0.70 the other "
+        "documents use)",
     )
     belief_confidence: float = param(
         0.8, lo=0.0, hi=1.0, doc=f"{_CONS} belief add ... --confidence 0.8"
@@ -284,16 +301,35 @@ class Kernle(Policy[KernleParams]):
         emb = s.embedding  # float32; each query's cosines are cast after the product
         for q in queries:
             v = self.llm.embed_query(q)
-            if v is None or not retrievable.any():
+            if not retrievable.any():
                 out.append(Ranking.empty())
                 continue
-            scores = np.where(
-                retrievable, (emb @ np.asarray(v, dtype=np.float32)).astype(np.float64), -np.inf
-            )
+            if v is None:
+                # §Search Functionality: "falls back to text matching".
+                scores = np.where(retrievable, self.text_match(q.text), -np.inf)
+                scores[scores <= 0.0] = -np.inf  # no shared word: not a match
+            else:
+                scores = np.where(
+                    retrievable,
+                    (emb @ np.asarray(v, dtype=np.float32)).astype(np.float64),
+                    -np.inf,
+                )
             ids = self.topk(scores, q.k)
+            ids = ids[np.isfinite(scores[ids])]
             out.append(Ranking(ids, scores[ids]))
             s["access_count"][ids] += 1
             s["last_access"][ids] = now
+        return out
+
+    def text_match(self, text: str) -> np.ndarray:
+        """Per row, the share of the query's distinct words that occur in the row's text
+        (004 §Search Functionality text fallback; case-insensitive, whole words)."""
+        words = set(_WORD.findall(text.lower()))
+        out = np.zeros(self.store.n, dtype=np.float64)
+        if not words:
+            return out
+        for r, t in enumerate(self.store.text):
+            out[r] = len(words & set(_WORD.findall(t.lower()))) / len(words)
         return out
 
     # -- maintenance -----------------------------------------------------------
@@ -335,53 +371,99 @@ class Kernle(Policy[KernleParams]):
 
     def consolidate(self, now: float) -> list[Outcome]:
         s = self.store
+        out = self._revise_new_beliefs(now)
         waiting = np.flatnonzero(s.mask(("active",), ("episode",)) & ~s["reflected"])
         if len(waiting) < self.params.min_episodes:
-            return [
+            return out + [
                 Outcome(
                     "consolidate",
                     "skip",
                     detail=f"{len(waiting)} unreflected episodes < min_episodes",
                 )
             ]
-        by_key: dict[str, list[int]] = {}
-        for r in waiting.tolist():
-            c = s.claim[r]
-            if c is not None and c.key:
-                by_key.setdefault(c.key, []).append(r)
         s["reflected"][waiting] = True
-        out: list[Outcome] = []
-        for key in sorted(by_key):
-            rows = by_key[key]
-            if len(rows) < self.params.pattern_min_episodes:
-                continue
-            out += self._reflect(key, rows, now)
+        # Text-only captures (no structured claim) carry no fact a belief could state.
+        structured = [r for r in waiting.tolist() if s.claim[r] is not None and s.claim[r].key]
+        for rows in self._patterns(structured):
+            if len(rows) >= self.params.pattern_min_episodes:
+                out += self._reflect(rows, now)
         return out or [Outcome("consolidate", "skip", detail="no pattern among the episodes")]
 
-    def _reflect(self, key: str, rows: list[int], now: float) -> list[Outcome]:
+    def _patterns(self, rows: list[int]) -> list[list[int]]:
+        """Groups of episodes the agent sees as one pattern: greedy, in row order, each
+        episode joins the first group whose first episode has cosine >= pattern_similarity."""
+        emb = self.store.embedding
+        groups: list[list[int]] = []
+        for r in rows:
+            for g in groups:
+                if float(np.dot(emb[g[0]].astype(np.float64), emb[r])) >= (
+                    self.params.pattern_similarity
+                ):
+                    g.append(r)
+                    break
+            else:
+                groups.append([r])
+        return groups
+
+    def _similar_beliefs(self, vector: np.ndarray, exclude: int = -1) -> list[int]:
         s = self.store
-        claim = self.llm.synthesize([s.claim[r] for r in rows], key=f"consolidate:{key}:{now!r}")
+        beliefs = np.flatnonzero(s.mask(("active",), ("belief",)))
+        beliefs = beliefs[beliefs != exclude]
+        if not len(beliefs):
+            return []
+        cos = s.embedding[beliefs].astype(np.float64) @ np.asarray(vector, dtype=np.float64)
+        return beliefs[cos >= self.params.pattern_similarity].tolist()
+
+    def _relations(self, claim: Claim, rows: list[int], key: str) -> list[str]:
+        """The LLM's relation of ``claim`` to each row's claim (an invalid reply counts as
+        IRRELEVANT: the agent does nothing it cannot read)."""
+        if not rows:
+            return []
+        replies = self.llm.classify(
+            claim, [self.store.claim[r] for r in rows], answer="relation", key=key
+        )
+        return [r if r in RELATIONS else IRRELEVANT for r in replies]
+
+    def _revise_new_beliefs(self, now: float) -> list[Outcome]:
+        """Beliefs captured since the last run: one contradicting an older similar belief
+        supersedes it (004 §3 Beliefs revision chain)."""
+        s = self.store
+        new = np.flatnonzero(s.mask(("active",), ("belief",)) & ~s["reflected"]).tolist()
+        out: list[Outcome] = []
+        for b in new:
+            s["reflected"][b] = True
+            if s.status_of(b) != "active":
+                continue  # superseded earlier in this loop by a newer capture
+            older = [r for r in self._similar_beliefs(s.embedding[b], exclude=b) if r < b]
+            rel = self._relations(s.claim[b], older, f"kernle:revise:{b}:{now!r}")
+            for old, r in zip(older, rel):
+                if r == CONTRADICTS:
+                    s["supersedes"][b] = old
+                    out += self._supersede(old, b, now)
+        return out
+
+    def _reflect(self, rows: list[int], now: float) -> list[Outcome]:
+        s = self.store
+        tag = f"{min(rows)}:{now!r}"
+        claim = self.llm.synthesize([s.claim[r] for r in rows], key=f"consolidate:{tag}")
         episodes = sorted(set().union(*(s.provenance[r] for r in rows)))
-        beliefs = [
-            b
-            for b in np.flatnonzero(s.mask(("active",), ("belief",))).tolist()
-            if s.claim[b] is not None and s.claim[b].key == claim.key
-        ]
-        same = [b for b in beliefs if s.claim[b].value == claim.value]
+        emb = self.llm.embed([claim], [f"belief:{tag}"])
+        if not emb.ok[0]:
+            return [Outcome("consolidate", "drop", detail=f"no embedding for the belief of {tag}")]
+        beliefs = self._similar_beliefs(emb.vectors[0])
+        rel = self._relations(claim, beliefs, f"kernle:reflect:{tag}")
+        same = [b for b, r in zip(beliefs, rel) if r == SUPPORTS]
+        contradicted = [b for b, r in zip(beliefs, rel) if r == CONTRADICTS]
         out: list[Outcome] = []
         if same:
             b = same[-1]
             s["times_reinforced"][b] += 1
             s["updated"][b] = now
             s.add_provenance(b, episodes, now)
-            out.append(Outcome("consolidate", "reinforce", b, detail=key))
-            for old in beliefs:
-                if old != b:
-                    out += self._supersede(old, b, now)
+            out.append(Outcome("consolidate", "reinforce", b, detail=tag))
+            for old in contradicted:
+                out += self._supersede(old, b, now)
             return out
-        emb = self.llm.embed([claim], [f"belief:{key}:{now!r}"])
-        if not emb.ok[0]:
-            return [Outcome("consolidate", "drop", detail=f"no embedding for the belief on {key}")]
         text = f"{claim.key}: {claim.value}" if claim.key else claim.value
         new = self._add(
             now,
@@ -394,10 +476,11 @@ class Kernle(Policy[KernleParams]):
             [self.params.belief_confidence],
             [tuple(rows)],
         )[0]
-        out.append(Outcome("consolidate", "create", new, detail=key))
-        if beliefs:
-            s["supersedes"][new] = beliefs[-1]
-            for old in beliefs:
+        s["reflected"][new] = True  # the agent's own statement: already weighed against beliefs
+        out.append(Outcome("consolidate", "create", new, detail=tag))
+        if contradicted:
+            s["supersedes"][new] = contradicted[-1]
+            for old in contradicted:
                 out += self._supersede(old, new, now)
         return out
 

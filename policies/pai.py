@@ -184,6 +184,14 @@ class PaiParams(Params):
     consolidation_every_turns: int = param(
         5, lo=1, doc="000 §8 triggered every 5th chat turn by the server"
     )
+    conversation_end_days: float = param(
+        1.0,
+        lo=0.0,
+        doc="000 §8 'every conversation chunk (when >= 4 turns)': memsim's choice, a "
+        "conversation with no turn for this many days has ended and its remaining turns "
+        "(fewer than 5) are offered as its last chunk at the next reflect run; 0 = never "
+        "(only every 5th turn, so the >= 4 rule could never decline a chunk)",
+    )
     episode_similarity: float = param(
         0.30, lo=-1.0, hi=1.0, doc="000 §4 episode similarity > 0.30 (getMemoryContext)"
     )
@@ -426,7 +434,11 @@ class PersonalAI(Policy[PaiParams]):
                 continue
             type_name = CATEGORY_TO_TYPE.get(c.category.lower(), "factual")
             subject = c.subject.strip().lower() or p.fallback_subject
-            out.append((c, statement(c), type_name, importance_1_10(c.importance, p), subject))
+            # §1: an importance the LLM did not give is the parse-failure default (5).
+            imp = (
+                p.fallback_importance if c.importance is None else importance_1_10(c.importance, p)
+            )
+            out.append((c, statement(c), type_name, imp, subject))
         if not claims:
             drops.append(Outcome(episode.id, "drop", -1, "extraction found no claim"))
         return out, drops
@@ -481,7 +493,11 @@ class PersonalAI(Policy[PaiParams]):
         searchable = self._searchable()
         cos = np.where(searchable, self._cosine(vec), -np.inf)
         top = self.topk(cos, p.similar_limit)
-        sims = cos[top]
+        # Band decisions (§4 0.70 / 0.85) on float64 cosines of the stored vectors: a float32
+        # product rounds differently across BLAS builds and can cross a boundary.
+        sims = s.embedding[top].astype(np.float64) @ np.asarray(vec, dtype=np.float64)
+        order = np.argsort(-sims, kind="stable")
+        top, sims = top[order], sims[order]
         if len(top) and is_reinforce(sims[0], p):
             row = int(top[0])
             self._reinforce(row, now)
@@ -554,12 +570,34 @@ class PersonalAI(Policy[PaiParams]):
             return []
         chunk = list(pending)
         pending.clear()
-        n = self._chunks.get(ep.conversation, 0)
-        self._chunks[ep.conversation] = n + 1
+        return self.consolidate_conversation(ep.conversation, chunk, now, ep.id)
+
+    def _end_conversations(self, now: float) -> list[Outcome]:
+        """Conversations idle for ``conversation_end_days`` offer their remaining turns."""
+        end = self.params.conversation_end_days
+        out: list[Outcome] = []
+        if end <= 0.0:
+            return out
+        for conv in sorted(self._turns):
+            pending = self._turns[conv]
+            if pending and now - pending[-1].time >= end:
+                chunk = list(pending)
+                pending.clear()
+                out += self.consolidate_conversation(conv, chunk, now, f"{conv}#end")
+        return out
+
+    def consolidate_conversation(
+        self, conversation: str, chunk: list[Episode], now: float, ident: str
+    ) -> list[Outcome]:
+        """§8 consolidateConversation(turns): null below 4 turns, else a 1-3 sentence
+        summary (NONE: null) stored as an embedded summary episode."""
+        p = self.params
+        n = self._chunks.get(conversation, 0)
+        self._chunks[conversation] = n + 1
         if len(chunk) < p.consolidation_min_turns:
             return [
                 Outcome(
-                    ep.id,
+                    ident,
                     "skip",
                     -1,
                     f"conversation chunk of {len(chunk)} turns < "
@@ -567,16 +605,16 @@ class PersonalAI(Policy[PaiParams]):
                 )
             ]
         texts = [f"{'User' if e.speaker == 'user' else 'Assistant'}: {e.text}" for e in chunk]
-        sid = f"{ep.conversation}#summary{n}"
+        sid = f"{conversation}#summary{n}"
         summary = self.llm.summarize(texts, key=sid)
         if summary.strip().upper() == NONE:
-            return [Outcome(ep.id, "drop", -1, "conversation summary NONE (000 §8)")]
+            return [Outcome(ident, "drop", -1, "conversation summary NONE (000 §8)")]
         emb = self.llm.embed([summary], [sid])
         vec = emb.vectors[0].copy() if bool(emb.ok[0]) else None
         self.summaries.append(
-            SummaryEpisode(sid, ep.conversation, now, summary, tuple(e.id for e in chunk), vec)
+            SummaryEpisode(sid, conversation, now, summary, tuple(e.id for e in chunk), vec)
         )
-        return [Outcome(ep.id, "consolidate", -1, f"summary episode {sid} of {len(chunk)} turns")]
+        return [Outcome(ident, "consolidate", -1, f"summary episode {sid} of {len(chunk)} turns")]
 
     def episode_context(self, query: Query) -> list[tuple[str, float]]:
         """getMemoryContext()'s episode part (§4, §8): summary episodes with cosine > 0.30,
@@ -716,12 +754,15 @@ class PersonalAI(Policy[PaiParams]):
         return out
 
     def _reflect_rows(self, now: float) -> np.ndarray:
-        """reflect() loads up to 200 active beliefs with embeddings: the most recently
-        updated ones (ties: newer row first)."""
+        """reflect() loads up to 200 active beliefs with embeddings (§3): the most recently
+        updated ones (ties: newer row first), always taken in creation order (oldest first),
+        the order of the store below the limit. (pai v1 took them newest-updated first above
+        200 only, so clustering and synthesis saw a reversed order on large stores and a
+        synthesized majority tie went to the superseded value.)"""
         rows = np.flatnonzero(self._searchable())
         if len(rows) > self.params.reflect_limit:
             order = np.lexsort((-rows, -self.store["updated"][rows]))
-            rows = rows[order[: self.params.reflect_limit]]
+            rows = np.sort(rows[order[: self.params.reflect_limit]])
         return rows
 
     def reflect(
@@ -751,7 +792,7 @@ class PersonalAI(Policy[PaiParams]):
 
     def _job_reflect(self, now: float) -> list[Outcome]:
         clusters, stale = self.reflect(now)
-        out = self.merge_duplicates(clusters, now)
+        out = self._end_conversations(now) + self.merge_duplicates(clusters, now)
         return out or [Outcome("reflect", "skip", -1, f"no duplicates; {len(stale)} stale beliefs")]
 
     def merge_duplicates(self, clusters: list[list[int]], now: float) -> list[Outcome]:

@@ -39,9 +39,21 @@ _TOP = {
     "recovers",
     "expect",
 }
-_EPISODE = {"id", "time", "text", "claims", "speaker", "conversation", "repeat", "every"}
+_EPISODE = {"id", "time", "text", "claims", "speaker", "conversation", "project", "repeat", "every"}
 _CLAIM = {"key", "value", "category", "importance", "subject", "confidence", "noise", "attrs"}
-_QUERY = {"id", "time", "text", "keys", "answers", "k", "subject", "group", "repeat", "every"}
+_QUERY = {
+    "id",
+    "time",
+    "text",
+    "keys",
+    "answers",
+    "k",
+    "subject",
+    "group",
+    "project",
+    "repeat",
+    "every",
+}
 _ACTION = {"id", "time", "episode"}
 # Same-time events run in this order: what a user says, then what they do, then questions.
 _RANK = {Episode: 0, Protect: 1, Forget: 1, Recover: 1, Query: 2}
@@ -170,7 +182,11 @@ def _claim(ctx: _Ctx, raw: Any, path: str) -> Claim:
         key=ctx.string(raw["key"], f"{path}.key"),
         value=ctx.string(_scalar_text(raw.get("value", "")), f"{path}.value"),
         category=ctx.string(raw.get("category", "fact"), f"{path}.category", empty=False),
-        importance=ctx.number(raw.get("importance", 0.5), f"{path}.importance", 0.0, 1.0),
+        importance=(
+            None
+            if raw.get("importance") is None
+            else ctx.number(raw["importance"], f"{path}.importance", 0.0, 1.0)
+        ),
         subject=ctx.string(raw.get("subject", "owner"), f"{path}.subject", empty=False),
         confidence=ctx.number(raw.get("confidence", 0.9), f"{path}.confidence", 0.0, 1.0),
         noise=ctx.boolean(raw.get("noise", False), f"{path}.noise"),
@@ -193,6 +209,7 @@ def _episode(ctx: _Ctx, raw: dict, path: str) -> Episode:
         claims=tuple(_claim(ctx, c, f"{path}.claims[{j}]") for j, c in enumerate(claims)),
         speaker=ctx.string(raw.get("speaker", "user"), f"{path}.speaker", empty=False),
         conversation=ctx.string(raw.get("conversation", ""), f"{path}.conversation"),
+        project=ctx.string(raw.get("project", ""), f"{path}.project"),
     )
 
 
@@ -211,6 +228,7 @@ def _query(ctx: _Ctx, raw: dict, path: str) -> Query:
         k=ctx.integer(raw.get("k", 10), f"{path}.k", lo=1),
         subject=ctx.string(raw.get("subject", ""), f"{path}.subject"),
         group=ctx.string(raw.get("group", ""), f"{path}.group"),
+        project=ctx.string(raw.get("project", ""), f"{path}.project"),
     )
 
 

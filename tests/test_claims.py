@@ -76,3 +76,42 @@ def test_table_and_files(tmp_path):
     assert "kernle.never_accessed_salience" in md and "| id | policy |" in md
     csv = (tmp_path / "results" / "claims.csv").read_text()
     assert csv.splitlines()[0] == ",".join(COLUMNS)
+
+
+def test_every_disagreement_has_a_kind_and_nightly_rows_are_readings():
+    """Issue 11: each disagreement says what it is; Cosmo's compounding-nightly rows are a
+    non-default reading (002 §Offline/Nightly Decay Job), not the document's number."""
+    from memsim.workbench.claims import KIND_READING, KIND_SELF, KINDS
+
+    table = claims_table()
+    dis = table[table["agrees"] == False]  # noqa: E712
+    assert set(dis["kind"]) <= set(KINDS) and (dis["kind"] != "").all()
+    assert (table[table["agrees"] != False]["kind"] == "").all()  # noqa: E712
+    nightly = dis[dis["id"].str.endswith("_nightly")]
+    assert len(nightly) >= 6 and (nightly["kind"] == KIND_READING).all()
+    selfc = set(dis[dis["kind"] == KIND_SELF]["id"])
+    assert {
+        "cosmo.low_confidence_candidate_exists",  # 002: the 0.4 candidate vs the 0.7 floor
+        "cosmo.semantic_vs_episodic_rate_0.70",  # 002: semantic decays slower vs the penalty
+        "cosmo.macro_reachable",  # 002: Macro needs 2 Storylines, has_meso allows 1
+        "engram.archive_min_evidence_boundary",  # 001 §Configuration vs §Belief Lifecycle 8
+        "engram.beliefs_never_deleted",  # 001 §Architecture Decisions vs handleMemoryForget
+    } <= selfc
+    # 002 never says the consolidation day is 100: that row records a finding only
+    row = table.set_index("id").loc["cosmo.one_off_consolidated_day"]
+    assert math.isnan(row["documented"]) and row["agrees"] is None
+    with pytest.raises(ValueError, match="kind"):
+        DocClaim("t.k", "t", "doc", "§x", "s", 1.0, lambda: 1.0, lambda: 1.0, 0.0, kind="other")
+
+
+def test_table_is_independent_of_last_bit_differences(tmp_path):
+    """Issue 11: the table must be byte-identical across machines: values are rounded to a
+    fixed number of significant digits, so a libm difference in the last bit cannot show."""
+    from memsim.workbench.claims import SIGNIFICANT_DIGITS
+
+    x = math.exp(-0.02 * 35 * 36 / 2)
+    a = DocClaim("t.a", "t", "doc", "§x", "s", 0.5, lambda: x, lambda: x, 0.005)
+    b = DocClaim("t.a", "t", "doc", "§x", "s", 0.5, lambda: math.nextafter(x, 1), lambda: x, 0.005)
+    assert evaluate(a) == evaluate(b)
+    v = evaluate(a)["implementation"]
+    assert v != x and v == float(f"{x:.{SIGNIFICANT_DIGITS}g}")

@@ -408,7 +408,7 @@ def test_merge_gate_and_one_pair_per_cycle():
         and pol.store.provenance[gone] <= pol.store.provenance[keep]
     )
     assert pol.store["alpha"][keep] == 7.0
-    out = pol._gates([], 14.0)
+    out = pol._gates(rows, 14.0)
     assert sum(o.action == "merge" for o in out) == 1
 
 
@@ -572,3 +572,61 @@ def test_recall_confidence_filter_is_inclusive_at_04():
         0
     ].ids.tolist()
     assert at in ids and below not in ids
+
+
+# -- §How It Works 5: gates run on the affected beliefs -----------------------------------------
+def test_merge_and_archive_gates_run_on_affected_beliefs_only():
+    """001 §How It Works 5: "the pipeline runs rule-based gates for revision, split, merge,
+    and archival on affected beliefs". A cycle that touched no belief merges and archives
+    nothing; gate_scope="all" (engram v1) scans every active belief."""
+    for scope, merges, archived in (("affected", 0, 0), ("all", 1, 1)):
+        pol = make(gate_scope=scope)
+        for i in range(2):
+            plant(pol, i, key=f"m{i}.x", alpha=4, beta=1, vec=unit(1.0 - 0.001 * i))
+        weak = plant(pol, 5, key="w.x", alpha=1, beta=9, vec=unit(0.0, axis=3, other=4))
+        out = pol._gates([], 14.0)
+        assert sum(o.action == "merge" for o in out) == merges
+        assert sum(o.action == "archive" for o in out) == archived
+    pol = make()
+    weak = plant(pol, 5, key="w.x", alpha=1, beta=9)
+    assert [o.memory for o in pol._gates([weak], 14.0) if o.action == "archive"] == [weak]
+
+
+def test_merge_pair_needs_an_affected_belief():
+    pol = make()
+    a, b, c = (
+        plant(pol, i, key=f"m{i}.x", alpha=4, beta=1, vec=unit(1.0 - 0.001 * i)) for i in range(3)
+    )
+    assert pol.merge_pair(10.0, among=[]) is None
+    assert set(pol.merge_pair(10.0)) == {b, c}  # the most similar pair
+    assert set(pol.merge_pair(10.0, among=[a])) == {a, b}  # the best pair holding a
+
+
+# -- project scoping ------------------------------------------------------------------------------
+def test_project_scopes_merge_recall_and_clustering():
+    """001 §Belief Lifecycle 6 ("same scope and project"), §Testing ("project-scoped beliefs
+    only surface when querying within their project, and global beliefs surface
+    everywhere"), and §Testing "accumulate 20+ episodes in a project": episodes of different
+    projects do not cluster together."""
+    pol = make(gate_scope="all")
+    a = plant(pol, 0, key="m0.x", alpha=4, beta=1, vec=unit(1.0))
+    b = plant(pol, 1, key="m1.x", alpha=4, beta=1, vec=unit(0.999))
+    pol.episode_project.update({"e0": "alpha", "e1": "beta"})
+    assert pol.project_of(a) == "alpha" and pol.merge_pair(10.0) is None
+    pol.episode_project["e1"] = "alpha"
+    assert pol.merge_pair(10.0) is not None
+    pol.episode_project.update({"e0": "alpha", "e1": ""})
+    q = Query("q", 10.0, "m x", keys=("m0.x",), k=5)
+    b_score, _ = pol.score_query(q, 10.0)
+    assert np.isneginf(b_score[a]) and np.isfinite(b_score[b])  # global b surfaces everywhere
+    b_score, _ = pol.score_query(Query("q2", 10.0, "m x", keys=("m0.x",), project="alpha"), 10.0)
+    assert np.isfinite(b_score[a]) and np.isfinite(b_score[b])
+    pol = make()
+    eps = [
+        Episode(f"p{i}", 0.0, "t", (Claim("topic.fact", "v"),), project="xy"[i % 2])
+        for i in range(6)
+    ]
+    pol.ingest(eps, 0.0)
+    clusters = pol.cluster(pol.arrivals)
+    assert sorted(len(c) for c in clusters) == [3, 3]
+    assert all(len({pol.project_of(r) for r in c}) == 1 for c in clusters)

@@ -62,6 +62,12 @@ class FakeLLM:
     def synthesize(self, claims, *, key):
         return claims[-1]
 
+    def classify(self, new, candidates, *, answer, key):
+        from memsim.engine.mockllm import truth_relation
+
+        assert answer == "relation"
+        return [truth_relation(new, c) for c in candidates]
+
 
 def ep(id, t, key, value="v", category="fact", importance=0.7, conversation=""):
     return Episode(
@@ -237,3 +243,68 @@ def test_registration():
     sp = spec("izzie")
     assert sp.capabilities == frozenset({"forget"}) and sp.seed_document.startswith("003_")
     assert isinstance(make("izzie"), Izzie)
+
+
+def test_unset_importance_falls_back_to_the_category_default():
+    """003 §Memory Categories & Decay Rates (Default Importance): an extraction that sets no
+    importance (None) takes the category default, e.g. reminder 0.6 -> 0.6 e^-2 at day 10
+    (v1 always stored the Claim default 0.5, giving 0.0677)."""
+    pol = Izzie(llm=FakeLLM())
+    e = Episode("e1", 0.0, "check email", claims=(Claim("todo.email", "check", "reminder"),))
+    pol.ingest([e], 0.0)
+    assert pol.store["importance"][0] == 0.6
+    assert pol.strength(10.0)[0] == pytest.approx(0.6 * math.exp(-2.0), rel=1e-12)
+    from memsim.workbench.curves import memory_claim
+
+    assert memory_claim(Izzie, {"category": "reminder"}).importance is None
+
+
+def test_curve_reminder_day_10_cli(capsys):
+    """003 §Memory Categories: `memsim curve izzie --memory category=reminder --days 10`."""
+    from memsim.workbench.cli import main
+
+    main(["curve", "izzie", "--memory", "category=reminder", "--days", "10"])
+    row = capsys.readouterr().out.strip().splitlines()[-1].split(",")
+    assert round(float(row[1]), 4) == 0.0812
+
+
+def _staged(ranking, cos, importance, search_limit=2):
+    """Three preferences (rate 0.01) at cosines ``cos`` to the query, importances
+    ``importance``; the id ranked first at day 10 with k=1."""
+    vecs = {"q": [1, 0, 0, 0]}
+    vecs.update({f"m{i}": [c, math.sqrt(1 - c * c), 0, 0] for i, c in enumerate(cos)})
+    pol = Izzie(IzzieParams(ranking=ranking, search_limit=search_limit), llm=FakeLLM(vecs))
+    pol.ingest(
+        [ep(f"e{i}", 0.0, f"m{i}", "preference", importance=m) for i, m in enumerate(importance)],
+        0.0,
+    )
+    return pol.recall([Query("q1", 10.0, "?", keys=("q",), k=1)], 10.0)[0].ids.tolist()
+
+
+def test_retrieval_semantic_search_then_relevance_times_strength():
+    """003 §Context Retrieval: "Semantic search for relevant memories; Apply temporal decay;
+    Rank by relevance x strength": only what the search found (top search_limit by cosine)
+    is ranked, by cosine x strength. one_stage (v1) ranks the whole store;
+    search_then_strength ranks the found ones by strength alone."""
+    assert IzzieParams().ranking == "search_then_score"
+    # cos x strength: 0.95 x 0.452 = 0.430, 0.9 x 0.543 = 0.489, 0.7 x 0.860 = 0.602
+    cos, imp = (0.95, 0.9, 0.7), (0.5, 0.6, 0.95)
+    assert _staged("search_then_score", cos, imp) == [1]  # m2 is not found by the search
+    assert _staged("one_stage", cos, imp) == [2]
+    assert _staged("search_then_score", cos, imp, search_limit=3) == [2]
+    # found {m0, m1}: cos x strength prefers m0 (0.430 > 0.5 x 0.543), strength prefers m1
+    cos, imp = (0.95, 0.5, 0.3), (0.5, 0.6, 0.6)
+    assert _staged("search_then_score", cos, imp) == [0]
+    assert _staged("search_then_strength", cos, imp) == [1]
+
+
+def test_message_context_retrieval_variant_refreshes_last_accessed():
+    """003 §Architecture Overview, Chat API step 2 "Build context (retrieve existing
+    memories)" for every message: with message_context_k=1 the memory an incoming message
+    retrieves has lastAccessed refreshed; off by default (docs/policies/izzie.md)."""
+    for k, accessed in ((0, 0), (1, 1)):
+        pol = Izzie(IzzieParams(message_context_k=k), llm=FakeLLM())
+        pol.ingest([ep("e1", 0.0, "owner.name", "Masa", "preference", 0.9)], 0.0)
+        pol.ingest([Episode("e2", 5.0, "owner.name")], 5.0)  # the text embeds like the key
+        assert pol.store["access_count"][0] == accessed
+        assert pol.strength(5.0)[0] == (0.9 if k else pytest.approx(0.9 * math.exp(-0.05)))

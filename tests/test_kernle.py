@@ -239,3 +239,64 @@ def test_registration():
     sp = spec("kernle")
     assert sp.capabilities == frozenset({"forget", "protect", "recover"})
     assert sp.seed_document.startswith("004_")
+
+
+class _NoClassify(FakeLLM):
+    """An agent that cannot read the relation (every reply unparseable)."""
+
+    def classify(self, new, candidates, *, answer, key):
+        return ["???" for _ in candidates]
+
+
+def test_consolidation_goes_through_the_llm_not_the_claim_key():
+    """004 §Consolidation Process (the agent reasons; memsim: through the LLM protocol): when
+    the LLM's relation replies are unreadable, the agent neither reinforces nor supersedes,
+    so an LLM fault reaches consolidation (it used to compare claim keys and values)."""
+    pol = Kernle(KernleParams(), llm=_NoClassify())
+    pol.ingest([ep(f"e{i}", 0.0, "work.testing", "flaky", "event") for i in range(3)], 0.0)
+    b = pol.maintain(1.0, ["consolidate"])[0].memory
+    pol.ingest([ep(f"g{i}", 1.5, "work.testing", "solid", "event") for i in range(3)], 1.5)
+    outs = pol.maintain(2.0, ["consolidate"])
+    assert [o.action for o in outs] == ["create"]
+    assert pol.store.status_of(b) == "active" and pol.store["times_reinforced"][b] == 0
+
+
+def test_consolidation_supersedes_a_directly_captured_fact():
+    """004 §3 Beliefs (revision chain) + §Consolidation Process (existing beliefs are in the
+    scaffold): a fact captured as a belief that an older belief contradicts supersedes it."""
+    pol = kernle()
+    pol.ingest([ep("e1", 0.0, "home.city", "Paris")], 0.0)
+    pol.ingest([ep("e2", 1.0, "home.city", "Lyon")], 1.0)
+    pol.ingest([ep("e3", 1.0, "pet.name", "Rex")], 1.0)
+    outs = pol.maintain(1.0, ["consolidate"])
+    assert [(o.action, o.memory) for o in outs if o.action == "supersede"] == [("supersede", 0)]
+    assert pol.store["superseded_by"][0] == 1 and pol.store.status_of(2) == "active"
+    assert pol.store["reflected"][:3].all()
+    assert not [o for o in pol.maintain(2.0, ["consolidate"]) if o.action == "supersede"]
+
+
+class _NoQueryVector(FakeLLM):
+    def embed_query(self, query):
+        return None
+
+
+def test_search_falls_back_to_text_matching():
+    """004 §Search Functionality: "Uses sqlite-vec for semantic search when available, falls
+    back to text matching": a query that cannot be embedded is matched on its words."""
+    pol = Kernle(KernleParams(), llm=_NoQueryVector())
+    pol.ingest([ep("e1", 0.0, "home.city", "Paris"), ep("e2", 0.0, "pet.name", "Rex")], 0.0)
+    r = pol.recall([Query("q1", 1.0, "Where is Paris?", keys=("home.city",), k=10)], 1.0)[0]
+    assert r.ids.tolist() == [0]  # pet.name shares no word: not a match
+    assert r.scores.tolist() == [pytest.approx(1 / 3)]
+    assert pol.store["access_count"].tolist() == [1, 0]
+
+
+def test_doc_salience_sequence_every_7_days():
+    """004 §Salience Formula at confidence 0.9, accessed on each 7-day cycle: 0.9 ln 2,
+    0.9 ln 3, 0.9 ln 4 = 1.248 (docs/policies/kernle.md once said 1.36)."""
+    seq = [salience_scalar(0.9, n, 0.0, 30.0) for n in (1, 2, 3)]
+    assert [round(x, 3) for x in seq] == [0.624, 0.989, 1.248]
+    from pathlib import Path
+
+    doc = (Path(__file__).parent.parent / "docs/policies/kernle.md").read_text()
+    assert "1.248" in doc and "1.36" not in doc

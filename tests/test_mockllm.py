@@ -71,7 +71,7 @@ def test_extract_passes_claims_through_without_faults():
 def test_extract_text_only_episode():
     llm = MockLLM()
     assert llm.extract(ep(1, text="hello there")) == (
-        Claim(key="", value="hello there", category="fact", importance=0.5, subject="owner"),
+        Claim(key="", value="hello there", category="fact", subject="owner"),  # importance unset
     )
     got = llm.extract(ep(2, text="I adopted a dog", speaker="Caroline"))
     assert got[0].subject == "caroline" and got[0].key == "" and got[0].value == "I adopted a dog"

@@ -107,6 +107,15 @@ def test_s1_create_first_belief_at_default_confidence_06():
     assert s.status_of(0) == "active" and s.provenance[0] == {"e1"}
 
 
+def test_s1_unset_importance_is_the_parse_failure_default_5():
+    """000 §1 (importance 1-10, default 5 when the LLM gives none): a claim whose extraction
+    set no importance (None) is stored at importance 5."""
+    pol = PersonalAI(llm=mock())
+    pol.ingest([ep("e1", 0, Claim("owner.name", "Alex"))], 0.0)
+    assert Claim("owner.name", "Alex").importance is None
+    assert pol.store["importance"][0] == 5
+
+
 def test_s1_reinforce_above_085():
     pol = PersonalAI(llm=mock())
     pol.ingest([ep("e1", 0, Claim("owner.name", "Alex"))], 0.0)
@@ -743,3 +752,117 @@ def test_s4_find_contradictions_pairs_in_040_085():
     pol.ingest([ep("e3", 0, C("a.z", "3", 0.25, 3))], 0.0)  # 0.25 with row 0, 0.1875 with row 1
     pairs = {(min(a, b), max(a, b)) for a, b, _ in pol.find_contradictions(1.0)}
     assert pairs == {(0, 1)}
+
+
+# ------------------------------------------------------------- §4 bands, exact boundaries
+
+
+def test_s4_band_decisions_at_exact_boundaries_float64():
+    """§4 thresholds table: Reinforce "> 0.85", Contradiction check "0.70 - 0.85", linking
+    "0.40 - 0.85", decided on float64 similarities at the exact boundary values."""
+    p = PaiParams()
+    from policies.pai import in_grey_zone, in_link_band, is_reinforce
+
+    assert not is_reinforce(0.85, p) and in_grey_zone(0.85, p) and not in_link_band(0.85, p)
+    assert is_reinforce(np.nextafter(0.85, 1.0), p)
+    assert in_grey_zone(0.70, p) and not in_grey_zone(np.nextafter(0.70, 0.0), p)
+    assert in_link_band(0.40, p) and not in_link_band(np.nextafter(0.40, 0.0), p)
+
+
+class _VecLLM(FakeLLM):
+    def __init__(self, vectors, reply=NONE):
+        super().__init__(dim=4, reply=reply)
+        self.vectors = vectors
+
+    def vec(self, c):
+        return np.asarray(self.vectors[c.key], dtype=np.float64)
+
+
+def test_s4_band_decision_uses_float64_not_float32_rounding():
+    """§4 "> 0.85" reinforces: a pair whose float64 cosine is just below 0.85 (0.85 - 6e-9)
+    but whose float32 dot rounds to 0.85000002 goes to the contradiction check, not to
+    reinforcement (pai v1 decided on the float32 product)."""
+    b0, b1 = np.float32(0.645), np.float32(0.645)
+    b2 = np.float32(1.7 - float(b0) - float(b1))
+    a = np.full(4, 0.5, dtype=np.float32)
+    b = np.array([b0, b1, b2, 0.0], dtype=np.float32)
+    cos64 = float(a.astype(np.float64) @ b.astype(np.float64))
+    cos32 = np.float32(0.0)
+    for x, y in zip(a, b):
+        cos32 = np.float32(cos32 + np.float32(x * y))
+    assert cos64 < 0.85 < float(cos32)
+    llm = _VecLLM({"k.a": a, "k.b": b})
+    pol = PersonalAI(llm=llm)
+    pol.ingest([ep("e1", 0, Claim("k.a", "x"))], 0.0)
+    out = pol.ingest([ep("e2", 1, Claim("k.b", "y"))], 1.0)
+    assert actions(out) == ["create", "link"] and len(llm.classify_calls) == 1
+
+
+# ------------------------------------------------------------ §8 the >= 4 turns rule
+
+
+def test_s8_scripted_conversations_meet_the_four_turns_rule():
+    """000 §8 consolidateConversation: ">= 4 turns?" No -> null, Yes -> summary; reached by
+    scripted conversation-min-turns (4 turns consolidated at the conversation's end, 3
+    declined, 9 = a 5-turn chunk then a 4-turn last chunk)."""
+    from memsim.engine.runner import run
+    from scenarios import scripted
+
+    sc = scripted.load("conversation-min-turns")
+    pol = PersonalAI(llm=mock())
+    trace = run(pol, sc.stream)
+    got = sorted(
+        (o.event, o.action, o.detail)
+        for o in trace.outcomes
+        if o.detail.startswith(("summary episode", "conversation chunk"))
+    )
+    assert got == [
+        ("conv-four#end", "consolidate", "summary episode conv-four#summary0 of 4 turns"),
+        ("conv-nine#end", "consolidate", "summary episode conv-nine#summary1 of 4 turns"),
+        ("conv-three#end", "skip", "conversation chunk of 3 turns < 4 (000 §8)"),
+        ("n5", "consolidate", "summary episode conv-nine#summary0 of 5 turns"),
+    ]
+    assert len(pol.summaries) == 3
+    assert PersonalAI(PaiParams(conversation_end_days=0.0), llm=mock()).params  # literal mode
+
+
+# ------------------------------------------------------------ §3 reflect / merge
+
+
+def test_s3_reflect_loads_in_one_order_at_any_store_size():
+    """§3 reflect "Load up to 200 active beliefs": below and above the limit the loaded
+    beliefs come in creation order (v1 reversed the order above 200, so synthesis broke a
+    majority tie towards the superseded value on large stores)."""
+    pol = PersonalAI(PaiParams(reflect_limit=3), llm=FakeLLM())
+    pol.ingest([ep(f"e{i}", i, C(f"k.{i}", "v", sim=0.0, slot=i + 1)) for i in range(5)], 4.0)
+    pol.store["updated"][:] = [5.0, 1.0, 4.0, 3.0, 2.0]
+    assert pol._reflect_rows(6.0).tolist() == [0, 2, 3]  # the 3 most recently updated
+    pol.store["updated"][:] = [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert pol._reflect_rows(6.0).tolist() == [2, 3, 4]
+    assert PersonalAI(PaiParams(reflect_limit=10), llm=FakeLLM())._reflect_rows(0.0).size == 0
+
+
+class _ParaphraseSynth(FakeLLM):
+    """synthesize() restates its first source (a paraphrase: cosine 0.98 with it)."""
+
+    def synthesize(self, claims, *, key):
+        return Claim(
+            claims[0].key, claims[0].value, category="meta", attrs=(("sim", 0.9), ("slot", 1))
+        )
+
+
+def test_s3_merge_duplicates_fires_on_a_meta_belief_that_restates_its_source():
+    """§3 Synthesize (meta-belief, embedded) then Reflect (duplicates >= 0.85) and
+    mergeDuplicates: a meta-belief that restates one of its sources is a duplicate of it, so
+    mergeDuplicates fires (docs/policies/pai.md once said it cannot: ingest merges every
+    paraphrase at the same 0.85 threshold, but meta-beliefs do not go through ingest)."""
+    pol = PersonalAI(llm=_ParaphraseSynth())
+    pol.ingest(
+        [ep("e1", 0, C("a.x", "1", sim=0.8, slot=1)), ep("e2", 0, C("a.y", "2", sim=0.8, slot=2))],
+        0.0,
+    )
+    assert "synthesize" in actions(pol.maintain(7.0, ["synthesize"]))
+    meta = pol.store.n - 1
+    out = pol.maintain(8.0, ["reflect"])
+    merges = [(o.memory, o.detail) for o in out if o.action == "merge"]
+    assert merges == [(0, f"merged into {meta}")]  # the meta-belief (0.8) wins over 0.6

@@ -36,7 +36,9 @@ class Claim:
 
     ``category`` is the seed-neutral kind of fact (fact, preference, relationship, decision,
     event, sentiment, reminder, procedural, value, drive, ...): each policy maps it onto its
-    own vocabulary. ``importance`` and ``confidence`` are in [0, 1]. ``noise`` marks chatter
+    own vocabulary. ``importance`` and ``confidence`` are in [0, 1]; ``importance`` is None
+    when the statement sets none (each policy then uses its documented default, e.g. Izzie's
+    per-category table). ``noise`` marks chatter
     nobody will ask about. ``attrs`` holds extra seed-named attributes as (name, value)
     pairs, e.g. ``(("ttl_policy", "keep_forever"),)``. The topic is the key's prefix before
     its last dot: claims of one topic are related, which the mock embedder reflects.
@@ -46,7 +48,7 @@ class Claim:
     key: str
     value: str = ""
     category: str = "fact"
-    importance: float = 0.5
+    importance: float | None = None
     subject: str = "owner"
     confidence: float = 0.9
     noise: bool = False
@@ -62,7 +64,8 @@ class Claim:
             raise StreamError(
                 f"{where}: category must be a non-empty string, got {self.category!r}"
             )
-        _check_unit(where, "importance", self.importance)
+        if self.importance is not None:
+            _check_unit(where, "importance", self.importance)
         _check_unit(where, "confidence", self.confidence)
         if not isinstance(self.attrs, tuple) or not all(
             isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], str) for a in self.attrs
@@ -84,7 +87,9 @@ class Claim:
 
 @dataclass(frozen=True)
 class Episode:
-    """Something the user said or did at ``time`` (days). ``conversation`` groups turns."""
+    """Something the user said or did at ``time`` (days). ``conversation`` groups turns;
+    ``project`` (optional, "" = none) names the project it belongs to, for the policies
+    whose documents scope memories by project."""
 
     id: str
     time: float
@@ -92,10 +97,15 @@ class Episode:
     claims: tuple[Claim, ...] = ()
     speaker: str = "user"
     conversation: str = ""
+    project: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
             raise StreamError(f"episode id must be a non-empty string, got {self.id!r}")
+        if not isinstance(self.project, str):
+            raise StreamError(
+                f"episode {self.id!r}: project must be a string, got {self.project!r}"
+            )
         _check_time("episode", self.id, self.time)
         if not isinstance(self.text, str):
             raise StreamError(f"episode {self.id!r}: text must be a string, got {self.text!r}")
@@ -107,7 +117,8 @@ class Episode:
 class Query:
     """A question at ``time``: asks about fact ``keys`` and/or is answered by ``answers``
     (episode ids, for real data). ``group`` labels it for breakdowns (a LoCoMo category).
-    ``subject`` names who the question is about, when the text names someone."""
+    ``subject`` names who the question is about, when the text names someone. ``project``
+    (optional) is the project the question is asked in."""
 
     id: str
     time: float
@@ -117,10 +128,13 @@ class Query:
     k: int = 10
     subject: str = ""
     group: str = ""
+    project: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
             raise StreamError(f"query id must be a non-empty string, got {self.id!r}")
+        if not isinstance(self.project, str):
+            raise StreamError(f"query {self.id!r}: project must be a string, got {self.project!r}")
         _check_time("query", self.id, self.time)
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
             raise StreamError(f"query {self.id!r}: k must be an integer >= 1, got {self.k!r}")

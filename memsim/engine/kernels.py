@@ -228,3 +228,170 @@ def scores_matvec(embeddings: np.ndarray, queries: np.ndarray) -> np.ndarray:
     E = np.asarray(embeddings, dtype=np.float32)
     qv = np.asarray(queries, dtype=np.float32)
     return E @ qv
+
+
+# -- reference memory models (issue 14) ----------------------------------------------------
+
+
+def _power_neg(x: np.ndarray, d: ArrayLike) -> np.ndarray:
+    """``x ** -d`` in place (x > 0 or inf, d > 0); d = 0.5 goes through sqrt (faster)."""
+    if np.ndim(d) == 0 and float(_f(d)) == 0.5:
+        np.sqrt(x, out=x)
+        return _f(np.reciprocal(x, out=x))
+    return _f(np.power(x, -_f(d), out=x))
+
+
+def _ages(times: np.ndarray, now: ArrayLike, floor: ArrayLike) -> np.ndarray:
+    """``max(now - t, floor)`` with NaN (no presentation) as +inf, whose power is 0."""
+    age = np.asarray(_f(now) - times)
+    np.maximum(age, floor, out=age)
+    np.copyto(age, np.inf, where=np.isnan(age))
+    return age
+
+
+def _rowsum(x: np.ndarray) -> np.ndarray:
+    """Sum over the last axis of a (n, m) array with small m, column by column (numpy's
+    row-wise reduction pays a per-row overhead that dominates when m is 2-8)."""
+    if x.ndim != 2 or x.shape[1] == 0:
+        return _f(x.sum(axis=-1))
+    out = x[:, 0].copy()
+    for j in range(1, x.shape[1]):
+        out += x[:, j]
+    return out
+
+
+def actr_activation(
+    times: ArrayLike, now: ArrayLike, decay: ArrayLike = 0.5, min_age: ArrayLike = 0.0
+) -> np.ndarray:
+    """ACT-R base-level activation ``B = ln(sum_j (now - t_j) ^ -d)`` (Anderson & Schooler
+    1991) per row of ``times`` (n, m), NaN-padded presentation times; ages are floored at
+    ``min_age``. A row with no presentation gets -inf. d must be > 0."""
+    terms = _power_neg(_ages(_f(times), now, _f(min_age)), decay)
+    with np.errstate(divide="ignore"):
+        return _f(np.log(_rowsum(terms)))
+
+
+def actr_activation_spacing(
+    times: ArrayLike, now: ArrayLike, a: float = 0.1768, c: float = 0.2170, min_age: float = 0.0
+) -> np.ndarray:
+    """Pavlik & Anderson (2005) base-level activation with spacing-dependent decay: the j-th
+    presentation decays with ``d_j = c * exp(m_{j-1}) + a``, m_{j-1} the activation at t_j
+    from the earlier presentations (m = -inf before the first, so d_1 = a). ``times`` (n, m)
+    in time order, NaN-padded at the end of each row."""
+    t = _f(times)
+    n, m = t.shape
+    a_, c_, floor = float(a), float(c), float(min_age)
+    d = np.full((n, m), a_)  # padded columns keep a (> 0): inf ** -a = 0
+    for j in range(1, m):
+        rows = np.flatnonzero(~np.isnan(t[:, j]))  # rows with a j-th presentation
+        if not len(rows):
+            continue
+        age = t[rows, j : j + 1] - t[rows, :j]
+        np.maximum(age, floor, out=age)
+        np.power(age, -d[rows, :j], out=age)
+        d[rows, j] = c_ * _rowsum(age) + a_  # c * exp(m), m = ln(sum)
+    terms = np.power(_ages(t, now, floor), -d)
+    with np.errstate(divide="ignore"):
+        return _f(np.log(_rowsum(terms)))
+
+
+def logistic_recall(activation: ArrayLike, tau: ArrayLike, s: ArrayLike) -> np.ndarray:
+    """ACT-R recall probability ``1 / (1 + exp(-(A - tau) / s))``."""
+    z = np.asarray(np.subtract(_f(tau), _f(activation)))
+    z /= _f(s)
+    with np.errstate(over="ignore"):
+        np.exp(z, out=z)
+    z += 1.0
+    return _f(np.reciprocal(z, out=z))
+
+
+def fsrs_retrievability(elapsed: ArrayLike, stability: ArrayLike, w20: float) -> np.ndarray:
+    """FSRS-6 ``R = (1 + F * t / S) ^ -w20``, ``F = 0.9 ^ (-1 / w20) - 1``."""
+    decay = -float(w20)
+    factor = 0.9 ** (1.0 / decay) - 1.0
+    x = np.asarray(factor * _f(elapsed) / _f(stability))
+    x += 1.0
+    return _f(np.power(x, decay, out=x))
+
+
+def fsrs_review_good(
+    stability: ArrayLike, difficulty: ArrayLike, elapsed: ArrayLike, w: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """One FSRS-6 review rated Good of cards with (stability, difficulty) after ``elapsed``
+    whole days: short-term stability when elapsed < 1, else the recall-stability update;
+    difficulty by mean reversion (Good's delta is 0). Returns (stability, difficulty), as the
+    ``fsrs`` package's Scheduler.review_card (clamps S >= 0.001, 1 <= D <= 10)."""
+    S, D, t = np.broadcast_arrays(_f(stability), _f(difficulty), _f(elapsed))
+    R = fsrs_retrievability(t, S, w[20])
+    # S * (1 + e^w8 * (11 - D) * S^-w9 * (e^((1 - R) * w10) - 1))
+    g = np.subtract(1.0, R, out=R)
+    g *= w[10]
+    np.exp(g, out=g)
+    g -= 1.0
+    g *= np.power(S, -w[9])
+    g *= np.subtract(11.0, D)
+    g *= np.e ** w[8]
+    g += 1.0
+    S2 = np.multiply(S, g, out=g)
+    short = t < 1
+    if short.any():  # same day: S * max(e^(w17 * (G - 3 + w18)) * S^-w19, 1)
+        Ss = S[short]
+        S2[short] = Ss * np.maximum(np.e ** (w[17] * (0 + w[18])) * Ss ** -w[19], 1.0)
+    np.maximum(S2, 0.001, out=S2)
+    d0_easy = w[4] - np.e ** (w[5] * (4 - 1)) + 1
+    D2 = w[7] * d0_easy + (1 - w[7]) * D  # Good: delta difficulty -w6 * (3 - 3) = 0
+    return _f(S2), _f(np.clip(D2, 1.0, 10.0))
+
+
+def ebisu_predict_recall(
+    alpha: ArrayLike, beta: ArrayLike, half_life: ArrayLike, elapsed: ArrayLike
+) -> np.ndarray:
+    """Ebisu 2 ``predictRecall(exact=True)``: ``B(alpha + dt, beta) / B(alpha, beta)`` with
+    ``dt = elapsed / half_life`` (B the Beta function, through log-gamma)."""
+    from scipy.special import gammaln
+
+    a, b = _f(alpha), _f(beta)
+    dt = _f(elapsed) / _f(half_life)
+    ab = a + b
+    x = np.asarray(gammaln(a + dt))
+    x -= gammaln(ab + dt)
+    x += gammaln(ab)
+    x -= gammaln(a)
+    np.exp(x, out=x)
+    return _f(np.minimum(x, 1.0, out=x))  # a probability: log-gamma rounding can give 1 + eps
+
+
+def minmax_normalize(x: ArrayLike) -> np.ndarray:
+    """``(x - min) / (max - min)`` over the last axis; 0.5 everywhere when max == min (as
+    Generative Agents' released ``normalize_dict_floats``)."""
+    v = _f(x)
+    if v.shape[-1] == 0:
+        return v.copy()
+    if v.ndim == 1:
+        lo, hi = v.min(), v.max()
+        if hi == lo:
+            return np.full(v.shape, 0.5)
+        out = v - lo
+        out /= hi - lo
+        return _f(out)
+    lo = v.min(axis=-1, keepdims=True)
+    span = v.max(axis=-1, keepdims=True) - lo
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return _f(np.where(span == 0, 0.5, (v - lo) / np.where(span == 0, 1.0, span)))
+
+
+def generative_agents_score(
+    recency: ArrayLike,
+    importance: ArrayLike,
+    relevance: ArrayLike,
+    w: Sequence[float] = (1.0, 1.0, 1.0),
+) -> np.ndarray:
+    """Park et al. (2023) retrieval score: ``w0 * norm(recency) + w1 * norm(importance) +
+    w2 * norm(relevance)``, each min-max normalized over the candidates."""
+    out = minmax_normalize(recency)
+    out *= float(w[0])
+    for wi, col in ((w[1], importance), (w[2], relevance)):
+        c = minmax_normalize(col)
+        c *= float(wi)
+        out += c
+    return out

@@ -115,3 +115,86 @@ def batch_topk(scores: Sequence[Sequence[float]], k: int) -> list[list[int]]:
 def scores_matvec(embeddings: Sequence[Sequence[float]], query: Sequence[float]) -> list[float]:
     """One query vector; the kernel's (d, m) form is m of these side by side."""
     return [math.fsum(e * q for e, q in zip(row, query)) for row in embeddings]
+
+
+# -- reference memory models (issue 14) ------------------------------------------------------
+
+
+def actr_activation(
+    times: Sequence[float], now: float, decay: float = 0.5, min_age: float = 0.0
+) -> float:
+    total = sum(max(now - t, min_age) ** -decay for t in times)
+    return math.log(total) if total > 0 else -math.inf
+
+
+def actr_activation_spacing(
+    times: Sequence[float], now: float, a: float = 0.1768, c: float = 0.2170, min_age: float = 0.0
+) -> float:
+    decays: list[float] = []
+    for j, tj in enumerate(times):
+        m = actr_activation_with(times[:j], decays, tj, min_age)
+        decays.append(c * math.exp(m) + a)
+    return actr_activation_with(times, decays, now, min_age)
+
+
+def actr_activation_with(
+    times: Sequence[float], decays: Sequence[float], now: float, min_age: float
+) -> float:
+    total = sum(max(now - t, min_age) ** -d for t, d in zip(times, decays))
+    return math.log(total) if total > 0 else -math.inf
+
+
+def logistic_recall(activation: float, tau: float, s: float) -> float:
+    z = -(activation - tau) / s
+    return 0.0 if z > 700 else 1.0 / (1.0 + math.exp(z))
+
+
+def fsrs_retrievability(elapsed: float, stability: float, w20: float) -> float:
+    factor: float = 0.9 ** (1 / -w20) - 1
+    r: float = (1 + factor * elapsed / stability) ** -w20
+    return r
+
+
+def fsrs_review_good(
+    stability: float, difficulty: float, elapsed: float, w: Sequence[float]
+) -> tuple[float, float]:
+    if elapsed < 1:
+        s = stability * max(math.e ** (w[17] * (0 + w[18])) * stability ** -w[19], 1.0)
+    else:
+        r = fsrs_retrievability(elapsed, stability, w[20])
+        s = stability * (
+            1
+            + math.e ** w[8]
+            * (11 - difficulty)
+            * stability ** -w[9]
+            * (math.e ** ((1 - r) * w[10]) - 1)
+        )
+    d0_easy = w[4] - math.e ** (w[5] * 3) + 1
+    d = w[7] * d0_easy + (1 - w[7]) * difficulty
+    return max(s, 0.001), min(max(d, 1.0), 10.0)
+
+
+def ebisu_predict_recall(alpha: float, beta: float, half_life: float, elapsed: float) -> float:
+    dt = elapsed / half_life
+
+    def lbeta(x: float, y: float) -> float:
+        return math.lgamma(x) + math.lgamma(y) - math.lgamma(x + y)
+
+    return min(1.0, math.exp(lbeta(alpha + dt, beta) - lbeta(alpha, beta)))
+
+
+def minmax_normalize(x: Sequence[float]) -> list[float]:
+    if not x:
+        return []
+    lo, hi = min(x), max(x)
+    return [0.5 if hi == lo else (v - lo) / (hi - lo) for v in x]
+
+
+def generative_agents_score(
+    recency: Sequence[float],
+    importance: Sequence[float],
+    relevance: Sequence[float],
+    w: Sequence[float] = (1.0, 1.0, 1.0),
+) -> list[float]:
+    cols = [minmax_normalize(recency), minmax_normalize(importance), minmax_normalize(relevance)]
+    return [weighted_sum(w, [c[i] for c in cols]) for i in range(len(recency))]

@@ -154,15 +154,13 @@ class MockLLM:
         if not claims:
             speaker = episode.speaker.strip().lower()
             subject = "owner" if speaker in ("", "user") else speaker
-            claims = (
-                Claim(key="", value=episode.text, category="fact", importance=0.5, subject=subject),
-            )
+            claims = (Claim(key="", value=episode.text, category="fact", subject=subject),)
         return tuple(self._noisy(c, f"{episode.id}#{i}") for i, c in enumerate(claims))
 
     def _noisy(self, claim: Claim, item: str) -> Claim:
         changes: dict[str, Any] = {}
         jitter = self.faults.importance_jitter
-        if jitter > 0.0:
+        if jitter > 0.0 and claim.importance is not None:  # unset stays unset
             imp = claim.importance + jitter * stable_normal(self.seed, "importance_jitter", item)
             changes["importance"] = min(1.0, max(0.0, imp))
         if self._fires(self.faults.wrong_category, "wrong_category", item):
@@ -269,14 +267,16 @@ class MockLLM:
 
     def synthesize(self, claims: Sequence[Claim], *, key: str) -> Claim:
         """One shared key: the majority value (ties: the value seen last wins), the most
-        common category among the claims stating it, importance = max, confidence = mean,
+        common category among the claims stating it, importance = max of those set (None if
+        none is), confidence = mean,
         the other fields from the last claim stating it. Several keys: a ``meta`` claim
         keyed by their longest common dotted prefix ("misc" if none), valued by their
         distinct values sorted and joined with "; "."""
         claims = list(claims)
         if not claims:
             raise ValueError(f"MockLLM.synthesize({key!r}): no claims to synthesize")
-        importance = max(c.importance for c in claims)
+        set_importance = [c.importance for c in claims if c.importance is not None]
+        importance = max(set_importance) if set_importance else None
         confidence = min(1.0, max(0.0, math.fsum(c.confidence for c in claims) / len(claims)))
         keys = {c.key for c in claims}
         if len(keys) == 1:

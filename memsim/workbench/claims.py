@@ -15,7 +15,14 @@ records what the formula implies, e.g. a finding); ``measure()`` runs the implem
 (usually :func:`memsim.workbench.curves.curve`); ``formula()`` evaluates the document's formula
 in plain math. tests/test_claims.py requires implementation == formula for every claim; whether the
 document's own number agrees (``|documented - implementation| <= tol``) is a finding recorded
-in the table, not a failure.
+in the table, not a failure. Each disagreement has a ``kind`` (KINDS): the document's number
+against its own closed form; a number that only disagrees under a reading the project does
+not use by default (e.g. Cosmo's compounding nightly job); or the document contradicting
+itself (two of its statements cannot both hold).
+
+Numbers are written to SIGNIFICANT_DIGITS significant digits, so the last bits of a libm
+function (which differ across machines) cannot change either file: the table is
+byte-identical wherever it is generated.
 
 ``memsim claims`` regenerates docs/claims.md and results/claims.csv.
 """
@@ -42,8 +49,17 @@ COLUMNS = [
     "implementation",
     "formula",
     "agrees",
+    "kind",
     "note",
 ]
+
+KIND_FORMULA = "number vs formula"
+KIND_READING = "non-default reading"
+KIND_SELF = "self-contradiction"
+KINDS = (KIND_FORMULA, KIND_READING, KIND_SELF)
+# Enough for every stated number (the documents state 1-4 digits), few enough that libm's
+# last-bit differences across machines never show.
+SIGNIFICANT_DIGITS = 10
 
 
 @dataclass(frozen=True)
@@ -60,6 +76,7 @@ class DocClaim:
     formula: Callable[[], float]
     tol: float
     note: str = ""
+    kind: str = KIND_FORMULA  # what a disagreement is (KINDS); shown only when it disagrees
 
     def __post_init__(self) -> None:
         if not self.id or not isinstance(self.id, str):
@@ -68,6 +85,8 @@ class DocClaim:
             raise ValueError(f"claim {self.id}: tol must be >= 0, got {self.tol!r}")
         if not callable(self.measure) or not callable(self.formula):
             raise ValueError(f"claim {self.id}: measure and formula must be callables")
+        if self.kind not in KINDS:
+            raise ValueError(f"claim {self.id}: kind must be one of {KINDS}, got {self.kind!r}")
 
     def agrees(self, implementation: float) -> bool | None:
         """Does the document's stated number match the implementation (None: no number)?"""
@@ -123,6 +142,9 @@ def evaluate(claim: DocClaim) -> dict[str, Any]:
         except Exception as e:  # noqa: BLE001 - recorded in the table, raised by the tests
             values[what] = math.nan
             note = f"{note} [{what} failed: {type(e).__name__}: {e}]".strip()
+    for what, v in values.items():
+        values[what] = _round(v)
+    agrees = claim.agrees(values["implementation"])
     return {
         "id": claim.id,
         "policy": claim.policy,
@@ -132,7 +154,8 @@ def evaluate(claim: DocClaim) -> dict[str, Any]:
         "documented": math.nan if claim.documented is None else float(claim.documented),
         "implementation": values["implementation"],
         "formula": values["formula"],
-        "agrees": claim.agrees(values["implementation"]),
+        "agrees": agrees,
+        "kind": claim.kind if agrees is False else "",
         "note": note,
     }
 
@@ -145,6 +168,11 @@ def claims_table(policies: Sequence[str] | None = None) -> pd.DataFrame:
     if policies:
         claims = [c for c in claims if c.policy in set(policies)]
     return pd.DataFrame([evaluate(c) for c in claims], columns=COLUMNS)
+
+
+def _round(v: float) -> float:
+    """``v`` to SIGNIFICANT_DIGITS significant digits (inf and NaN unchanged)."""
+    return v if not math.isfinite(v) else float(f"{v:.{SIGNIFICANT_DIGITS}g}")
 
 
 def _fmt(v: Any) -> str:
@@ -168,7 +196,11 @@ def to_markdown(table: pd.DataFrame) -> str:
         "is what memsim's policy gives through its real code path; `formula` is the document's own",
         "formula in plain math. The tests require implementation = formula; `agrees` records "
         "whether",
-        "the document's stated number matches (within the rounding tolerance of the claim).",
+        "the document's stated number matches (within the rounding tolerance of the claim);",
+        "`kind` says what a disagreement is: the document's number against its own closed form",
+        f"(`{KIND_FORMULA}`), a number that disagrees only under a reading memsim does not use by",
+        f"default, such as Cosmo's compounding nightly job (`{KIND_READING}`), or the document",
+        f"contradicting itself (`{KIND_SELF}`).",
         "",
         "| " + " | ".join(COLUMNS) + " |",
         "| " + " | ".join("---" for _ in COLUMNS) + " |",
@@ -182,10 +214,10 @@ def to_markdown(table: pd.DataFrame) -> str:
         )
         lines.append("| " + " | ".join(_fmt(rec[c]) for c in COLUMNS) + " |")
     disagree = table[table["agrees"] == False]  # noqa: E712 - object column with None
+    by_kind = ", ".join(f"{int((disagree['kind'] == k).sum())} {k}" for k in KINDS)
     lines += [
         "",
-        f"{len(table)} claims; {len(disagree)} where the document's number disagrees "
-        "with its own formula.",
+        f"{len(table)} claims; {len(disagree)} where the document's number disagrees ({by_kind}).",
     ]
     return "\n".join(lines) + "\n"
 
@@ -199,7 +231,7 @@ def write_claims(out_dir: str | Path = ".") -> tuple[Path, Path]:
     md.parent.mkdir(parents=True, exist_ok=True)
     csv.parent.mkdir(parents=True, exist_ok=True)
     md.write_text(to_markdown(table))
-    table.to_csv(csv, index=False, float_format="%.17g")
+    table.to_csv(csv, index=False, float_format=f"%.{SIGNIFICANT_DIGITS}g")
     return md, csv
 
 

@@ -1,0 +1,108 @@
+"""ACT-R declarative memory as an assistant-memory policy.
+
+Sources:
+- base-level activation ``B = ln(sum_j (t - t_j) ^ -d)``, d = 0.5 (Anderson & Schooler 1991;
+  ACT-R 7 reference manual, ``:bll 0.5``);
+- recall probability ``P = 1 / (1 + exp(-(B - tau) / s))`` (Anderson, Bothell, Lebiere &
+  Matessa 1998, eq. 3); tau = -0.704 and s = 0.255 as fitted by Pavlik & Anderson (2005,
+  Table 2); ACT-R's own defaults are ``:rt 0`` and ``:ans`` unset (no noise) (reference manual);
+- spacing variant (Pavlik & Anderson 2005, eq. 2-3): presentation j decays with
+  ``d_j = c * exp(m_{j-1}) + a``, m_{j-1} the activation at t_j; a = 0.1768, c = 0.2170 as
+  fitted by srs-benchmark (open-spaced-repetition/srs-benchmark, ACT-R model);
+- ranking: activation plus spreading activation from the query, ``A = B + W * cos`` (ACT-R
+  ``A_i = B_i + sum_j W_j S_ji``: one source, the query, with weight ``W`` (ACT-R ``:mas`` /
+  goal activation 1) and strength of association its cosine).
+
+memsim choices (docs/policies/actr.md): time unit (days), the minimum age of a presentation
+(ACT-R never evaluates a chunk at its own presentation time), what counts as a presentation
+(policies/reference.py), forgetting when P < ``forget_below``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from memsim.engine import kernels
+from memsim.engine.params import Params, param
+
+from .reference import REVIEW_DOC, ReferencePolicy
+
+
+@dataclass(frozen=True)
+class ACTRParams(Params):
+    decay: float = param(
+        0.5, lo=0.0, lo_open=True, doc="Anderson & Schooler 1991; ACT-R 7 manual :bll 0.5"
+    )
+    tau: float = param(-0.704, doc="retrieval threshold; Pavlik & Anderson 2005 Table 2")
+    s: float = param(
+        0.255, lo=0.0, lo_open=True, doc="activation noise; Pavlik & Anderson 2005 Table 2"
+    )
+    variant: str = param(
+        "standard",
+        choices=("standard", "spacing"),
+        doc="standard: fixed d; spacing: Pavlik & Anderson 2005 eq. 2-3",
+    )
+    spacing_a: float = param(
+        0.1768, lo=0.0, lo_open=True, doc="Pavlik & Anderson 2005 a; srs-benchmark fit"
+    )
+    spacing_c: float = param(0.2170, lo=0.0, doc="Pavlik & Anderson 2005 c; srs-benchmark fit")
+    time_unit_days: float = param(
+        1.0, lo=0.0, lo_open=True, doc="memsim choice: ages are measured in units of this many days"
+    )
+    min_age: float = param(
+        1.0 / 24.0,
+        lo=0.0,
+        lo_open=True,
+        doc="memsim choice: ages (in time units) are floored here (1 hour), t - t_j = 0 is inf",
+    )
+    spreading_weight: float = param(
+        1.0, lo=0.0, doc="ACT-R spreading activation W (source activation 1) x cosine"
+    )
+    forget_below: float = param(
+        0.05, lo=0.0, hi=1.0, doc="memsim choice: decay job forgets when P < this (0: never)"
+    )
+    reinforce_cosine: float = param(0.85, lo=-1.0, hi=1.0, doc=REVIEW_DOC)
+    retrieval_is_review: bool = param(True, doc=REVIEW_DOC)
+
+
+class ACTR(ReferencePolicy):
+    """ACT-R base-level learning. See the module docstring."""
+
+    Params: ClassVar[type[Params]] = ACTRParams
+    params: ACTRParams
+
+    def setup(self) -> None:
+        # presentation times (days), row-major, NaN-padded; grown on demand
+        self.times = np.full((0, 1), np.nan)
+
+    def _after_create(self, row: int, now: float) -> None:
+        if row >= len(self.times):
+            grow = np.full((max(2 * len(self.times), row + 1), self.times.shape[1]), np.nan)
+            grow[: len(self.times)] = self.times
+            self.times = grow
+        self.times[row, 0] = now
+
+    def _review(self, rows: np.ndarray, now: float) -> None:
+        counts = (~np.isnan(self.times[rows])).sum(axis=1)
+        if counts.max() >= self.times.shape[1]:
+            extra = np.full((len(self.times), self.times.shape[1]), np.nan)
+            self.times = np.concatenate([self.times, extra], axis=1)
+        self.times[rows, counts] = now
+
+    def activation(self, now: float) -> np.ndarray:
+        p = self.params
+        t = self.times[: self.store.n] / p.time_unit_days
+        t_now = now / p.time_unit_days
+        if p.variant == "spacing":
+            return kernels.actr_activation_spacing(t, t_now, p.spacing_a, p.spacing_c, p.min_age)
+        return kernels.actr_activation(t, t_now, p.decay, p.min_age)
+
+    def retention(self, now: float) -> np.ndarray:
+        return kernels.logistic_recall(self.activation(now), self.params.tau, self.params.s)
+
+    def _scores(self, sims: np.ndarray, live: np.ndarray, now: float) -> np.ndarray:
+        a = self.activation(now) + self.params.spreading_weight * sims
+        return np.where(live, a, -np.inf)

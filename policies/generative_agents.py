@@ -1,0 +1,104 @@
+"""Generative Agents' memory-stream retrieval (Park et al., UIST 2023) as a policy.
+
+Sources:
+- paper, §4.1 Memory and Retrieval: ``score = a_rec * recency + a_imp * importance +
+  a_rel * relevance``, each component min-max normalized to [0, 1] over the candidate
+  memories, all weights 1; recency an exponential decay ``0.995 ^ hours`` since the memory
+  was last retrieved; importance rated by the language model (here the LLM's claim
+  importance); relevance the cosine of the query and memory embeddings. Nothing is ever
+  forgotten: the memory stream only grows.
+- released code (``variant="code"``, github.com/joonspk-research/generative_agents,
+  reverie/backend_server/persona/cognitive_modules/retrieve.py): recency ``0.99 ^ rank``
+  with memories ranked by last access (rank 1 = most recent), weights recency 0.5,
+  relevance 3, importance 2 (``gw = [0.5, 3, 2]``); normalization gives 0.5 to every
+  candidate when a component is constant (``normalize_dict_floats``).
+
+memsim choices (docs/policies/generative-agents.md): every observation is a new node
+(``reinforce_cosine`` above 1 never merges), a retrieval refreshes last access; strength is
+the paper's recency.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from memsim.engine import kernels
+from memsim.engine.events import Claim
+from memsim.engine.params import Params, param
+from memsim.engine.policy import Job
+
+from .reference import ReferencePolicy
+
+_PAPER = "Park et al. 2023 §4.1"
+_CODE = "generative_agents retrieve.py (released code)"
+
+
+@dataclass(frozen=True)
+class GenerativeAgentsParams(Params):
+    variant: str = param("paper", choices=("paper", "code"), doc=f"{_PAPER} / {_CODE}")
+    recency_decay: float = param(
+        0.995, lo=0.0, hi=1.0, lo_open=True, doc=f"{_PAPER}: 0.995 ^ hours since last access"
+    )
+    code_recency_decay: float = param(
+        0.99, lo=0.0, hi=1.0, lo_open=True, doc=f"{_CODE}: recency_decay 0.99 ^ rank"
+    )
+    w_recency: float = param(1.0, lo=0.0, doc=f"{_PAPER}: alpha_recency = 1")
+    w_importance: float = param(1.0, lo=0.0, doc=f"{_PAPER}: alpha_importance = 1")
+    w_relevance: float = param(1.0, lo=0.0, doc=f"{_PAPER}: alpha_relevance = 1")
+    code_w_recency: float = param(0.5, lo=0.0, doc=f"{_CODE}: gw[0] = 0.5")
+    code_w_relevance: float = param(3.0, lo=0.0, doc=f"{_CODE}: gw[1] = 3")
+    code_w_importance: float = param(2.0, lo=0.0, doc=f"{_CODE}: gw[2] = 2")
+    forget_below: float = param(0.0, lo=0.0, hi=0.0, doc=f"{_PAPER}: nothing is forgotten")
+    reinforce_cosine: float = param(
+        2.0, lo=-1.0, doc=f"{_PAPER}: every observation is a new node (> 1: never merge)"
+    )
+    retrieval_is_review: bool = param(True, doc=f"{_PAPER}: retrieval refreshes last access")
+
+
+class GenerativeAgents(ReferencePolicy):
+    """Park et al.'s retrieval score over a never-forgetting memory stream."""
+
+    Params: ClassVar[type[Params]] = GenerativeAgentsParams
+    params: GenerativeAgentsParams
+    schedule: tuple[Job, ...] = ()
+
+    def setup(self) -> None:
+        self.store.add_column("importance", np.float64, 0.0)
+
+    def _create(self, claim: Claim, now: float) -> dict[str, float]:
+        # no importance from the LLM: the middle of the scale (min-max normalizes anyway)
+        imp = claim.importance
+        return {"importance": 0.5 if imp is None else float(imp)}
+
+    def _review(self, rows: np.ndarray, now: float) -> None:
+        self.store["last_access"][rows] = now
+
+    def _last_use(self) -> np.ndarray:
+        la = self.store["last_access"]
+        return np.where(np.isnan(la), self.store["created"], la)
+
+    def retention(self, now: float) -> np.ndarray:
+        hours = np.maximum(now - self._last_use(), 0.0) * 24.0
+        return np.power(self.params.recency_decay, hours)
+
+    def _scores(self, sims: np.ndarray, live: np.ndarray, now: float) -> np.ndarray:
+        p = self.params
+        idx = np.flatnonzero(live)
+        if p.variant == "code":
+            # rank 1 = most recently accessed; ties: the newer row first
+            order = np.lexsort((-idx, -self._last_use()[idx]))
+            rank = np.empty(len(idx))
+            rank[order] = np.arange(1, len(idx) + 1)
+            recency = np.power(p.code_recency_decay, rank)
+            w = (p.code_w_recency, p.code_w_importance, p.code_w_relevance)
+        else:
+            recency = self.retention(now)[idx]
+            w = (p.w_recency, p.w_importance, p.w_relevance)
+        out = np.full(len(sims), -np.inf)
+        out[idx] = kernels.generative_agents_score(
+            recency, self.store["importance"][idx], sims[idx], w
+        )
+        return out

@@ -1,0 +1,101 @@
+"""MemoryBank (Zhong, Guo, Gao, Ye & Wang, AAAI 2024) as an assistant-memory policy.
+
+Sources:
+- paper, §Memory Updating with a Forgetting Mechanism: Ebbinghaus retention
+  ``R = exp(-t / S)``; S (memory strength) starts at 1 on first mention and grows by 1 each
+  time the memory is recalled, which also resets t to 0; t in days. Memories whose retention
+  has fallen low are forgotten (the threshold is not given: ``forget_below``).
+- released code (``variant="code"``, github.com/zhongwanjun/MemoryBank-SiliconFriend,
+  memory_bank/memory_retrieval/forget_memory.py, as published descriptions of it state):
+  three strength levels S = 1, 2, 3 days (1 + recalls, capped at 3), a memory is kept with
+  probability R at each forgetting pass (a seeded draw: same seed, same result), and anything
+  not recalled for 30 days is dropped.
+
+memsim choices (docs/policies/memorybank.md): a reinforcing mention and a retrieval are both
+recalls (policies/reference.py); the forgetting pass is the daily ``decay`` job; ranking is
+cosine x R.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from memsim.engine import kernels
+from memsim.engine.events import Claim
+from memsim.engine.params import Params, param
+
+from .reference import REVIEW_DOC, ReferencePolicy
+
+_PAPER = "Zhong et al. AAAI 2024 §Memory Updating with a Forgetting Mechanism"
+_CODE = "MemoryBank-SiliconFriend forget_memory.py (released code)"
+
+
+@dataclass(frozen=True)
+class MemoryBankParams(Params):
+    variant: str = param("paper", choices=("paper", "code"), doc=f"{_PAPER} / {_CODE}")
+    initial_strength: float = param(1.0, lo=0.0, lo_open=True, doc=f"{_PAPER}: S = 1 at first")
+    strength_step: float = param(1.0, lo=0.0, doc=f"{_PAPER}: S += 1 per recall")
+    max_strength: float = param(
+        3.0, lo=0.0, lo_open=True, doc=f"{_CODE}: three levels S = 1, 2, 3 (variant code)"
+    )
+    cutoff_days: float = param(
+        30.0, lo=0.0, lo_open=True, doc=f"{_CODE}: dropped after 30 days (variant code)"
+    )
+    forget_below: float = param(
+        0.05,
+        lo=0.0,
+        hi=1.0,
+        doc=f"memsim choice ({_PAPER} gives no threshold): forget when R < this (variant paper)",
+    )
+    reinforce_cosine: float = param(0.85, lo=-1.0, hi=1.0, doc=REVIEW_DOC)
+    retrieval_is_review: bool = param(True, doc=REVIEW_DOC)
+
+
+class MemoryBank(ReferencePolicy):
+    """MemoryBank's Ebbinghaus forgetting. See the module docstring."""
+
+    Params: ClassVar[type[Params]] = MemoryBankParams
+    params: MemoryBankParams
+
+    def setup(self) -> None:
+        s = self.store
+        s.add_column("memory_strength", np.float64, 0.0)
+        s.add_column("last_recall", np.float64, 0.0)
+
+    def _create(self, claim: Claim, now: float) -> dict[str, float]:
+        return {
+            "memory_strength": float(self._cap(self.params.initial_strength)),
+            "last_recall": now,
+        }
+
+    def _cap(self, s: float | np.ndarray) -> float | np.ndarray:
+        return np.minimum(s, self.params.max_strength) if self.params.variant == "code" else s
+
+    def _review(self, rows: np.ndarray, now: float) -> None:
+        s = self.store
+        s["memory_strength"][rows] = self._cap(
+            s["memory_strength"][rows] + self.params.strength_step
+        )
+        s["last_recall"][rows] = now
+
+    def days_since_recall(self, now: float) -> np.ndarray:
+        return np.maximum(now - self.store["last_recall"], 0.0)
+
+    def retention(self, now: float) -> np.ndarray:
+        return kernels.retrieval_strength(
+            self.days_since_recall(now), self.store["memory_strength"]
+        )
+
+    def _doomed(self, now: float) -> np.ndarray:
+        if self.params.variant == "paper":
+            return super()._doomed(now)
+        live = self._live()
+        r = self.retention(now)
+        # one uniform draw per (seed, day, row): independent of batching and call order
+        rng = np.random.default_rng([self.seed, int(round(now * 1440))])
+        keep = rng.random(self.store.n) < r
+        old = self.days_since_recall(now) > self.params.cutoff_days
+        return np.flatnonzero(live & (~keep | old))

@@ -1,0 +1,159 @@
+"""Shared machinery of the reference memory models of issue 14 (ACT-R, FSRS-6, Ebisu,
+MemoryBank, Generative Agents): published models of memory placed beside the seeds.
+
+None of these models says what an assistant's "review" is; memsim's choices, the same for
+all of them (each a documented parameter of every model's Params):
+
+- one memory per extracted claim (the LLM's ``extract``), the creating episode being its
+  first presentation / review;
+- a later claim whose embedding has cosine >= ``reinforce_cosine`` with a retrievable
+  memory is a repetition of it (the creating claim is re-presented: a reinforcement, one more
+  review); anything else is a new memory. Episodes are handled one by one inside a batch, so
+  batched ingest equals one-by-one ingest;
+- each memory returned by a recall is a retrieval: another presentation / successful review
+  (``retrieval_is_review``), recorded after the query is ranked, before the next query;
+- forgetting: a daily ``decay`` job marks ``decayed`` (terminal) every memory whose model
+  retention fell under ``forget_below`` (0 switches it off); user forget marks ``forgotten``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from memsim.engine.events import Claim, Episode, Forget, Query
+from memsim.engine.policy import Job, Outcome, Policy, Ranking
+from memsim.engine.store import Statuses
+
+from .baselines import claim_text
+
+REVIEW_DOC = "memsim choice (policies/reference.py): what counts as a review"
+
+
+class ReferencePolicy(Policy):
+    """Base of the reference models. Subclasses implement ``_create`` (columns of new rows),
+    ``_review`` (one presentation of ``rows`` at ``now``), ``retention`` (model recall
+    probability per row) and may override ``_scores`` (ranking of one query)."""
+
+    statuses: ClassVar[Statuses] = Statuses(
+        ("active", "decayed", "forgotten"),
+        terminal=frozenset({"decayed", "forgotten"}),
+        retrievable=frozenset({"active"}),
+    )
+    schedule: tuple[Job, ...] = (Job("decay", 1.0),)
+    strength_range = (0.0, 1.0)
+
+    # -- hooks -------------------------------------------------------------------
+    def _create(self, claim: Claim, now: float) -> dict[str, float]:
+        return {}
+
+    def _after_create(self, row: int, now: float) -> None:
+        """Per-row state kept outside the store (e.g. presentation histories)."""
+
+    def _review(self, rows: np.ndarray, now: float) -> None:
+        raise NotImplementedError
+
+    def retention(self, now: float) -> np.ndarray:
+        """The model's recall probability of every row at ``now`` (float64, length n)."""
+        raise NotImplementedError
+
+    def _scores(self, sims: np.ndarray, live: np.ndarray, now: float) -> np.ndarray:
+        """Ranking score of every row for one query (cosine ``sims``); -inf where not live."""
+        return np.where(live, sims * self.retention(now), -np.inf)
+
+    # -- interface -----------------------------------------------------------------
+    def _live(self) -> np.ndarray:
+        return self.store["status"][: self.store.n] == self.statuses.code("active")
+
+    def strength(self, now: float) -> np.ndarray:
+        if self.store.n == 0:
+            return np.zeros(0)
+        return np.where(self._live(), self.retention(now), 0.0).astype(np.float64)
+
+    def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
+        out: list[Outcome] = []
+        for ep in episodes:  # one by one: batched ingest equals sequential by construction
+            out.extend(self._ingest_one(ep, now))
+        return out
+
+    def _ingest_one(self, ep: Episode, now: float) -> list[Outcome]:
+        claims = self.llm.extract(ep)
+        if claims is None:  # extraction failed: keep the raw text as one text-only claim
+            claims = (Claim(key="", value=ep.text, category="fact"),)
+        if not claims:
+            return [Outcome(ep.id, "drop", -1, "extraction returned no claims")]
+        keys = [f"{ep.id}#{i}" for i in range(len(claims))]
+        emb = self.llm.embed(list(claims), keys)
+        out: list[Outcome] = []
+        for i, c in enumerate(claims):
+            if not emb.ok[i]:
+                out.append(Outcome(ep.id, "drop", -1, f"embedding failed for claim {keys[i]}"))
+                continue
+            vec = np.asarray(emb.vectors[i], dtype=np.float32)
+            vec = vec / np.linalg.norm(vec)
+            s = self.store
+            live = self._live()
+            if live.any():
+                sims = np.where(live, s.embedding @ vec, -np.inf)
+                best = int(np.argmax(sims))
+                if sims[best] >= self.params.reinforce_cosine:
+                    s.add_provenance(best, (ep.id,), now)
+                    self._review(np.array([best]), now)
+                    s["updated"][best] = now
+                    out.append(Outcome(ep.id, "reinforce", best))
+                    continue
+            row = int(
+                s.add(
+                    now,
+                    vec[None, :],
+                    texts=[claim_text(c)],
+                    claims=[c],
+                    provenance=[(ep.id,)],
+                    **self._create(c, now),  # type: ignore[arg-type]
+                )[0]
+            )
+            self._after_create(row, now)
+            out.append(Outcome(ep.id, "create", row))
+        return out
+
+    def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
+        s = self.store
+        out: list[Ranking] = []
+        for q in queries:  # in order: a retrieval is a review before the next query
+            v = self.llm.embed_query(q)
+            live = self._live() if s.n else np.zeros(0, dtype=bool)
+            if v is None or not live.any():
+                out.append(Ranking.empty())
+                continue
+            sims = (s.embedding @ np.asarray(v, dtype=np.float32)).astype(np.float64)
+            scores = self._scores(sims, live, now)
+            ids = self.topk(scores, q.k)
+            out.append(Ranking(ids, scores[ids].astype(np.float64)))
+            if len(ids):
+                s["last_access"][ids] = now
+                s["access_count"][ids] += 1
+                if self.params.retrieval_is_review:
+                    self._review(ids, now)
+        return out
+
+    def maintain(self, now: float, jobs: Sequence[str]) -> list[Outcome]:
+        if "decay" not in jobs or self.store.n == 0:
+            return []
+        doomed = self._doomed(now)
+        if not len(doomed):
+            return [Outcome("decay", "skip")]
+        self.store.set_status(doomed, "decayed", now)
+        return [Outcome("decay", "prune", int(r), "retention under threshold") for r in doomed]
+
+    def _doomed(self, now: float) -> np.ndarray:
+        """Rows the decay job forgets: live rows with retention under ``forget_below``."""
+        if self.params.forget_below <= 0:
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero(self._live() & (self.retention(now) < self.params.forget_below))
+
+    def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
+        return self.mark_memories_of(
+            events, now, status="forgotten", action="forget", among=("active",)
+        )

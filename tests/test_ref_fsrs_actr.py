@@ -1,0 +1,233 @@
+"""FSRS-6 and ACT-R reference policies (issue 14): kernels equal their scalar twins, FSRS
+agrees with the ``fsrs`` package, published worked numbers, bad parameters."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import fsrs
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memsim.engine import kernels as K
+from memsim.engine import kernels_ref as R
+from memsim.engine.errors import ParamError
+from memsim.engine.events import Claim, Episode, Query
+from memsim.engine.registry import make
+from policies.actr import ACTRParams
+from policies.fsrs6 import DEFAULT_W, FSRS, FSRSParams, initial_difficulty
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+W = fsrs.scheduler.DEFAULT_PARAMETERS
+
+
+def test_default_w_is_the_package_default():
+    assert DEFAULT_W == tuple(W)
+
+
+# ---------------------------------------------------------------- FSRS-6 published numbers
+
+
+def test_fsrs_one_good_review_then_ten_days():
+    """fsrs 6.3.2 defaults: a new card rated Good has S = w2 = 2.3065; R after 10 days
+    (1 + F * 10 / S) ^ -w20 = 0.77437."""
+    card, _ = fsrs.Scheduler(enable_fuzzing=False).review_card(fsrs.Card(), fsrs.Rating.Good, T0)
+    assert card.stability == pytest.approx(2.3065)
+    r = float(K.fsrs_retrievability(10.0, 2.3065, W[20]))
+    assert r == pytest.approx(0.77437, abs=5e-6)
+    assert fsrs.Scheduler().get_card_retrievability(card, T0 + timedelta(days=10)) == (
+        pytest.approx(r, abs=1e-12)
+    )
+
+
+def test_fsrs_retrievability_is_ninety_percent_at_t_equal_s():
+    """FSRS-6 definition of stability: R(S, S) = 0.9 for any w20."""
+    for w20 in (0.1, 0.1542, 0.5, 0.8):
+        assert float(K.fsrs_retrievability(7.0, 7.0, w20)) == pytest.approx(0.9, abs=1e-12)
+
+
+def test_fsrs_initial_difficulty_good():
+    """D0(Good) = w4 - e^(w5 * 2) + 1 = 2.1184... (before clamping to [1, 10])."""
+    want = W[4] - math.exp(W[5] * 2) + 1
+    assert initial_difficulty(DEFAULT_W) == pytest.approx(want, abs=1e-12)
+    card, _ = fsrs.Scheduler(enable_fuzzing=False).review_card(fsrs.Card(), fsrs.Rating.Good, T0)
+    assert card.difficulty == pytest.approx(initial_difficulty(DEFAULT_W), abs=1e-12)
+
+
+@given(st.lists(st.integers(0, 60 * 24 * 120), min_size=1, max_size=8))
+def test_fsrs_kernel_agrees_with_the_package(gaps_minutes):
+    """Random Good-review histories through the vectorized kernel and the package: S, D and
+    R agree to 1e-9."""
+    sched = fsrs.Scheduler(enable_fuzzing=False)
+    card, _ = sched.review_card(fsrs.Card(), fsrs.Rating.Good, T0)
+    S = np.array([max(W[2], 0.001)])
+    D = np.array([initial_difficulty(DEFAULT_W)])
+    t, last = T0, 0.0
+    for g in gaps_minutes:
+        t = t + timedelta(minutes=g)
+        now = (t - T0).total_seconds() / 86400.0
+        elapsed = np.floor(np.array([now - last]) + 1e-9)
+        S, D = K.fsrs_review_good(S, D, elapsed, W)
+        card, _ = sched.review_card(card, fsrs.Rating.Good, t)
+        last = now
+        assert abs(S[0] - card.stability) <= 1e-9 * max(1.0, card.stability)
+        assert abs(D[0] - card.difficulty) <= 1e-9
+    later = t + timedelta(days=5)
+    r = K.fsrs_retrievability(5.0, S, W[20])[0]
+    assert abs(r - sched.get_card_retrievability(card, later)) <= 1e-9
+
+
+@given(
+    st.lists(st.floats(0.001, 500.0), min_size=1, max_size=10),
+    st.lists(st.floats(1.0, 10.0), min_size=10, max_size=10),
+    st.lists(st.integers(0, 400), min_size=10, max_size=10),
+)
+def test_fsrs_kernels_equal_their_scalar_twins(S, D, t):
+    S = np.array(S)
+    D = np.array(D[: len(S)])
+    t = np.array(t[: len(S)], dtype=np.float64)
+    got_s, got_d = K.fsrs_review_good(S, D, t, W)
+    got_r = K.fsrs_retrievability(t, S, W[20])
+    for i in range(len(S)):
+        s, d = R.fsrs_review_good(S[i], D[i], t[i], W)
+        assert math.isclose(got_s[i], s, rel_tol=1e-12)
+        assert math.isclose(got_d[i], d, rel_tol=1e-12)
+        assert math.isclose(got_r[i], R.fsrs_retrievability(t[i], S[i], W[20]), rel_tol=1e-12)
+
+
+class OneVectorLLM:
+    """Every claim and query embeds to the same unit vector: each later episode reinforces."""
+
+    dim = 4
+    seed = 0
+
+    def extract(self, episode):
+        return episode.claims
+
+    def embed(self, items, keys):
+        from memsim.engine.llm import Embedded
+
+        v = np.zeros((len(items), self.dim), dtype=np.float32)
+        v[:, 0] = 1.0
+        return Embedded(v, np.ones(len(items), dtype=bool))
+
+    def embed_query(self, query):
+        return np.array([1.0, 0, 0, 0], dtype=np.float32)
+
+
+def test_fsrs_policy_reviews_match_the_package():
+    """Creation, two reinforcements and a retrieval are four Good reviews of one card."""
+    pol = FSRS(llm=OneVectorLLM())
+    c = Claim(key="user.city", value="Paris")
+    sched = fsrs.Scheduler(enable_fuzzing=False)
+    card = fsrs.Card()
+    for i, day in enumerate((0.0, 3.0, 3.5)):
+        pol.ingest([Episode(id=f"e{i}", time=day, text="x", claims=(c,))], day)
+        card, _ = sched.review_card(card, fsrs.Rating.Good, T0 + timedelta(days=day))
+    pol.recall([Query(id="q", time=20.0, text="city?", keys=("user.city",), k=1)], 20.0)
+    card, _ = sched.review_card(card, fsrs.Rating.Good, T0 + timedelta(days=20))
+    assert pol.store.n == 1
+    assert abs(pol.store["stability"][0] - card.stability) <= 1e-9
+    assert abs(pol.store["difficulty"][0] - card.difficulty) <= 1e-9
+    want = sched.get_card_retrievability(card, T0 + timedelta(days=47))
+    assert abs(pol.strength(47.0)[0] - want) <= 1e-9
+
+
+def test_fsrs_forgets_under_the_threshold():
+    pol = FSRS(FSRSParams(forget_below=0.9), llm=OneVectorLLM())
+    pol.ingest([Episode(id="e", time=0.0, text="x", claims=(Claim(key="a.b", value="1"),))], 0.0)
+    assert pol.maintain(2.0, ["decay"])[0].action == "skip"  # R(2, 2.3065) > 0.9
+    assert [o.action for o in pol.maintain(3.0, ["decay"])] == ["prune"]  # R(3, S) < 0.9
+    assert pol.footprint() == 0
+
+
+def test_fsrs_bad_params():
+    with pytest.raises(ParamError, match="21"):
+        FSRSParams(w=DEFAULT_W[:20])
+    with pytest.raises(ParamError, match=r"w\[20\]"):
+        FSRSParams(w=DEFAULT_W[:20] + (0.0,))
+
+
+# ---------------------------------------------------------------- ACT-R
+
+
+def test_actr_single_presentation_one_unit_old_has_activation_zero():
+    """Anderson & Schooler 1991: B = ln(1^-0.5) = 0; two presentations 1 and 4 units ago:
+    ln(1 + 1/2) = 0.405465."""
+    assert float(K.actr_activation(np.array([[5.0, np.nan]]), 6.0)[0]) == 0.0
+    got = float(K.actr_activation(np.array([[2.0, 5.0]]), 6.0, 0.5)[0])
+    assert got == pytest.approx(math.log(1.5), abs=1e-12)
+
+
+def test_actr_recall_probability_pavlik_anderson_2005():
+    """P = 1 / (1 + exp(-(B - tau) / s)); with tau = -0.704, s = 0.255 (Pavlik & Anderson
+    2005 Table 2) B = tau gives 0.5 and B = 0 gives 0.94052."""
+    p = ACTRParams()
+    assert float(K.logistic_recall(p.tau, p.tau, p.s)) == 0.5
+    assert float(K.logistic_recall(0.0, p.tau, p.s)) == pytest.approx(0.940520, abs=1e-6)
+
+
+def test_actr_spacing_first_decay_is_a():
+    """Pavlik & Anderson 2005 eq. 3: m_0 = -inf so d_1 = a; one presentation 4 units old has
+    B = -a ln 4. A second presentation at t2 decays with c * exp(m_1) + a, m_1 = -a ln(t2-t1)."""
+    a, c = 0.1768, 0.2170
+    got = float(K.actr_activation_spacing(np.array([[0.0]]), 4.0, a, c)[0])
+    assert got == pytest.approx(-a * math.log(4.0), abs=1e-12)
+    d2 = c * math.exp(-a * math.log(2.0)) + a
+    want = math.log(6.0**-a + 4.0**-d2)
+    got = float(K.actr_activation_spacing(np.array([[0.0, 2.0]]), 6.0, a, c)[0])
+    assert got == pytest.approx(want, abs=1e-12)
+
+
+times_rows = st.lists(
+    st.lists(st.floats(0.0, 100.0), min_size=1, max_size=6).map(sorted), min_size=1, max_size=8
+)
+
+
+def _pad(rows):
+    m = max(len(r) for r in rows)
+    out = np.full((len(rows), m), np.nan)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = r
+    return out
+
+
+@given(times_rows, st.floats(0.05, 1.5), st.floats(0.0, 50.0))
+def test_actr_kernels_equal_their_scalar_twins(rows, d, extra):
+    now = 100.0 + extra
+    t = _pad(rows)
+    got = K.actr_activation(t, now, d, 1 / 24)
+    got_sp = K.actr_activation_spacing(t, now, 0.1768, 0.2170, 1 / 24)
+    for i, r in enumerate(rows):
+        assert math.isclose(got[i], R.actr_activation(r, now, d, 1 / 24), rel_tol=1e-12)
+        want = R.actr_activation_spacing(r, now, 0.1768, 0.2170, 1 / 24)
+        assert math.isclose(got_sp[i], want, rel_tol=1e-12, abs_tol=1e-12)
+        p = K.logistic_recall(got[i], -0.704, 0.255)
+        assert math.isclose(p, R.logistic_recall(got[i], -0.704, 0.255), rel_tol=1e-12)
+
+
+def test_actr_policy_presentations_and_variant():
+    """Creation at 0, reinforcement at 2 and a retrieval at 10 are three presentations."""
+    for variant in ("standard", "spacing"):
+        pol = make("actr", {"variant": variant}, llm=OneVectorLLM())
+        c = Claim(key="a.b", value="1")
+        pol.ingest([Episode(id="e0", time=0.0, text="x", claims=(c,))], 0.0)
+        pol.ingest([Episode(id="e1", time=2.0, text="x", claims=(c,))], 2.0)
+        pol.recall([Query(id="q", time=10.0, text="a?", keys=("a.b",), k=1)], 10.0)
+        assert pol.times[0, :3].tolist() == [0.0, 2.0, 10.0]
+        if variant == "standard":
+            want = math.log(20.0**-0.5 + 18.0**-0.5 + 10.0**-0.5)
+        else:
+            want = R.actr_activation_spacing([0.0, 2.0, 10.0], 20.0)
+        assert float(pol.activation(20.0)[0]) == pytest.approx(want, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    "field, value", [("decay", 0.0), ("decay", -0.5), ("s", 0.0), ("time_unit_days", 0.0)]
+)
+def test_actr_bad_params(field, value):
+    with pytest.raises(ParamError, match=f"ACTRParams.{field}={value}"):
+        ACTRParams(**{field: value})

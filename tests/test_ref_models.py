@@ -1,0 +1,181 @@
+"""Ebisu, MemoryBank and Generative Agents reference policies (issue 14): kernels equal their
+scalar twins and the ebisu package, published worked numbers, bad parameters."""
+
+from __future__ import annotations
+
+import math
+
+import ebisu
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memsim.engine import kernels as K
+from memsim.engine import kernels_ref as R
+from memsim.engine.errors import ParamError
+from memsim.engine.events import Claim, Episode, Query
+from memsim.engine.registry import make
+from policies.ebisu_model import EbisuParams
+from policies.generative_agents import GenerativeAgentsParams
+from policies.memorybank import MemoryBankParams
+from tests.test_ref_fsrs_actr import OneVectorLLM
+
+
+def _ep(i: int, t: float, key: str = "a.b", value: str = "1", importance: float = 0.5):
+    c = Claim(key=key, value=value, importance=importance)
+    return Episode(id=f"e{i}", time=t, text="x", claims=(c,))
+
+
+def _q(t: float, k: int = 1):
+    return Query(id=f"q{t}", time=t, text="a?", keys=("a.b",), k=k)
+
+
+# ---------------------------------------------------------------- Ebisu
+
+
+def test_ebisu_recall_is_one_half_at_the_half_life_and_two_sevenths_at_twice():
+    """Ebisu: Beta(3, 3) prior at t: predictRecall(t) = mean of Beta(3, 3) = 1/2;
+    predictRecall(2t) = B(5, 3) / B(3, 3) = 2/7."""
+    assert float(K.ebisu_predict_recall(3.0, 3.0, 1.0, 1.0)) == pytest.approx(0.5, abs=1e-12)
+    assert float(K.ebisu_predict_recall(3.0, 3.0, 5.0, 10.0)) == pytest.approx(2 / 7, abs=1e-12)
+    assert ebisu.predictRecall((3.0, 3.0, 5.0), 10.0, exact=True) == pytest.approx(2 / 7)
+
+
+@given(st.floats(0.5, 50.0), st.floats(0.5, 50.0), st.floats(0.01, 100.0), st.floats(0.0, 300.0))
+def test_ebisu_kernel_agrees_with_the_package_and_its_twin(a, b, t, dt):
+    got = float(K.ebisu_predict_recall(np.array([a]), np.array([b]), np.array([t]), dt)[0])
+    assert abs(got - ebisu.predictRecall((a, b, t), dt, exact=True)) <= 1e-9
+    assert math.isclose(got, R.ebisu_predict_recall(a, b, t, dt), rel_tol=1e-9, abs_tol=1e-300)
+
+
+def test_ebisu_policy_quizzes_match_the_package():
+    """Creation, a reinforcement at day 2 and a retrieval at day 5 are two successful quizzes."""
+    pol = make("ebisu", llm=OneVectorLLM())
+    pol.ingest([_ep(0, 0.0)], 0.0)
+    pol.ingest([_ep(1, 2.0)], 2.0)
+    pol.recall([_q(5.0)], 5.0)
+    m = ebisu.updateRecall((3.0, 3.0, 1.0), 1, 1, 2.0)
+    m = ebisu.updateRecall(m, 1, 1, 3.0)
+    s = pol.store
+    assert (s["alpha"][0], s["beta"][0], s["t"][0]) == pytest.approx(m, abs=1e-12)
+    assert pol.strength(9.0)[0] == pytest.approx(ebisu.predictRecall(m, 4.0, exact=True), abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    "field, value", [("alpha", 0.0), ("beta", -1.0), ("half_life", 0.0), ("alpha", -2.0)]
+)
+def test_ebisu_bad_params(field, value):
+    with pytest.raises(ParamError, match=f"EbisuParams.{field}={value}"):
+        EbisuParams(**{field: value})
+
+
+# ---------------------------------------------------------------- MemoryBank
+
+
+def test_memorybank_ebbinghaus_retention_and_recall_strength():
+    """Zhong et al. 2024: R = exp(-t / S), S = 1 at first: R(1 day) = e^-1 = 0.36788; a
+    recall sets S = 2 and t = 0, so R two days after the recall is again e^-1."""
+    pol = make("memorybank", {"forget_below": 0.0}, llm=OneVectorLLM())
+    pol.ingest([_ep(0, 0.0)], 0.0)
+    assert pol.strength(1.0)[0] == pytest.approx(0.36788, abs=5e-6)
+    pol.recall([_q(1.0)], 1.0)
+    assert pol.store["memory_strength"][0] == 2.0
+    assert pol.strength(3.0)[0] == pytest.approx(math.exp(-1.0), abs=1e-12)
+
+
+def test_memorybank_paper_forgets_under_the_threshold():
+    pol = make("memorybank", llm=OneVectorLLM())
+    pol.ingest([_ep(0, 0.0)], 0.0)
+    assert pol.maintain(2.0, ["decay"])[0].action == "skip"  # e^-2 = 0.135 >= 0.05
+    assert [o.action for o in pol.maintain(3.0, ["decay"])] == ["prune"]  # e^-3 = 0.0498
+
+
+def test_memorybank_code_variant_three_levels_seeded_and_cut_off():
+    """Released code: S in {1, 2, 3}; kept with probability R (seeded: same seed, same
+    survivors); nothing survives 30 days without a recall."""
+
+    def run(seed: int) -> list[int]:
+        pol = make("memorybank", {"variant": "code"}, llm=OneVectorLLM(), seed=seed)
+        pol.ingest([_ep(0, 0.0)], 0.0)
+        for d in (1.0, 2.0, 3.0, 4.0):
+            pol.recall([_q(d)], d)
+        assert pol.store["memory_strength"][0] == 3.0
+        return [len(pol.maintain(5.0 + i, ["decay"])) for i in range(3)]
+
+    assert run(1) == run(1)
+    pol = make("memorybank", {"variant": "code"}, llm=OneVectorLLM())
+    pol.ingest([_ep(0, 0.0)], 0.0)
+    doomed = pol._doomed(30.5)
+    assert doomed.tolist() == [0]
+
+
+def test_memorybank_bad_params():
+    with pytest.raises(ParamError, match="initial_strength=0.0"):
+        MemoryBankParams(initial_strength=0.0)
+
+
+# ---------------------------------------------------------------- Generative Agents
+
+
+def test_generative_agents_recency_after_one_day():
+    """Park et al. 2023 §4.1: recency 0.995 per hour since last retrieval: after 24 hours
+    0.995^24 = 0.88665."""
+    pol = make("generative-agents", llm=OneVectorLLM())
+    pol.ingest([_ep(0, 0.0)], 0.0)
+    assert pol.strength(1.0)[0] == pytest.approx(0.88665, abs=5e-6)
+
+
+def test_generative_agents_minmax_normalization():
+    """Each component is min-max normalized over candidates: [2, 4, 6] -> [0, 0.5, 1]; a
+    constant component gives 0.5 (released normalize_dict_floats)."""
+    assert K.minmax_normalize([2.0, 4.0, 6.0]).tolist() == [0.0, 0.5, 1.0]
+    assert K.minmax_normalize([3.0, 3.0]).tolist() == [0.5, 0.5]
+    got = K.generative_agents_score([1.0, 0.0], [0.0, 1.0], [0.2, 0.8], (0.5, 2.0, 3.0))
+    assert got.tolist() == [0.5, 5.0]
+
+
+vals = st.lists(st.floats(-10, 10, allow_nan=False), min_size=1, max_size=12)
+
+
+@given(vals, st.data())
+def test_generative_agents_kernels_equal_their_scalar_twins(rec, data):
+    n = len(rec)
+    imp = data.draw(st.lists(st.floats(0, 1), min_size=n, max_size=n))
+    rel = data.draw(st.lists(st.floats(-1, 1), min_size=n, max_size=n))
+    w = (0.5, 2.0, 3.0)
+    got = K.generative_agents_score(np.array(rec), np.array(imp), np.array(rel), w)
+    want = R.generative_agents_score(rec, imp, rel, w)
+    for g, x in zip(got, want):
+        assert math.isclose(g, x, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def test_generative_agents_code_variant_ranks_by_weights():
+    """Released code, gw = [0.5, 3, 2]: relevance (3) outweighs importance (2) and recency (0.5)."""
+
+    class TwoKeys(OneVectorLLM):
+        def embed(self, items, keys):
+            from memsim.engine.llm import Embedded
+
+            v = np.zeros((len(items), 4), dtype=np.float32)
+            for i, it in enumerate(items):
+                v[i, 0 if it.key == "a.b" else 1] = 1.0
+                v[i, 2] = 1.0
+            return Embedded(v, np.ones(len(items), dtype=bool))
+
+        def embed_query(self, query):
+            return np.array([1.0, 0, 0, 0], dtype=np.float32)
+
+    pol = make("generative-agents", {"variant": "code"}, llm=TwoKeys())
+    pol.ingest([_ep(0, 0.0, "a.b", importance=0.1)], 0.0)  # relevant, unimportant, older
+    pol.ingest([_ep(1, 1.0, "c.d", importance=0.9)], 1.0)  # irrelevant, important, newer
+    r = pol.recall([_q(2.0, k=2)], 2.0)[0]
+    # row 0: recency 0.99^2 -> 0, importance 0, relevance 1 -> 3; row 1: 0.5 + 2 + 0 = 2.5
+    assert r.ids.tolist() == [0, 1]
+    assert r.scores.tolist() == pytest.approx([3.0, 2.5])
+    assert pol.footprint() == 2 and pol.schedule == ()
+
+
+def test_generative_agents_bad_params():
+    with pytest.raises(ParamError, match="recency_decay=0.0"):
+        GenerativeAgentsParams(recency_decay=0.0)
