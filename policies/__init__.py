@@ -118,4 +118,52 @@ GENERATIVE_AGENTS = PolicySpec(
     description="reference: Generative Agents (Park et al. 2023), min-max normalized "
     "recency + importance + relevance, no forgetting",
     capabilities=frozenset({"forget"}),
+# Code variants (issue 11 "Each system as built"): each seed system as its public code
+# behaves where that departs from its document; only the constants the facts name differ.
+PAI_CODE = PolicySpec(
+    "pai-code",
+    1,
+    "policies.pai:PersonalAICode",
+    seed_document="000_ec17278fb0252727.txt",
+    description="Personal AI as built: insight-type beliefs weighted x0.8 (document: x0.5)",
+    capabilities=frozenset({"forget"}),
+    variant_of="pai",
+)
+IZZIE_CODE = PolicySpec(
+    "izzie-code",
+    1,
+    "policies.izzie:IzzieCode",
+    seed_document="003_29547c4578628b7b.txt",
+    description="Izzie as built: importance slows the decay rate; result limit before the "
+    "strength filter",
+    capabilities=frozenset({"forget"}),
+    variant_of="izzie",
+)
+KERNLE_CODE = PolicySpec(
+    "kernle-code",
+    1,
+    "policies.kernle:KernleCode",
+    seed_document="004_e8e020057e4a0858.txt",
+    description="Kernle as built: forgets by a separate strength (unaccessed floor 0.5); "
+    "log term + 0.1",
+    capabilities=frozenset({"forget", "protect", "recover"}),
+    variant_of="kernle",
+)
+ENGRAM_CODE = PolicySpec(
+    "engram-code",
+    1,
+    "policies.engram:EngramCode",
+    seed_document="001_aacff6f19feabb69.txt",
+    description="Engram as built: R = 0.5 until first access; stability changes only on expand",
+    capabilities=frozenset({"forget"}),
+    variant_of="engram",
+)
+COSMO_CODE = PolicySpec(
+    "cosmo-code",
+    1,
+    "policies.cosmo:CosmoCode",
+    seed_document="002_79c73a48129ece5d.txt",
+    description="Cosmo as built: nightly compounding decay; the gradient drifts up every night",
+    capabilities=frozenset({"forget"}),
+    variant_of="cosmo",
 )

@@ -71,6 +71,19 @@ def decay_rate(
     )
 
 
+def spaced_gradient(
+    gradient: np.ndarray, interval: np.ndarray, last_interval: np.ndarray, p: CosmoParams
+) -> np.ndarray:
+    """002 §Offline/Nightly Decay Job 4 (spacing effect): a longer interval than the last one
+    raises the gradient by ``spacing_longer``, a shorter one lowers it by ``spacing_shorter``."""
+    g = np.asarray(gradient, dtype=np.float64)
+    return np.where(
+        interval > last_interval,
+        g + p.spacing_longer,
+        np.where(interval < last_interval, g - p.spacing_shorter, g),
+    )
+
+
 @dataclass(frozen=True)
 class CosmoParams(Params):
     """Every constant of 002 (§Memory Lifecycle & Decay, §Hierarchical Memory Promotion,
@@ -107,6 +120,12 @@ class CosmoParams(Params):
         "closed_form",
         choices=("closed_form", "nightly"),
         doc="002 §Decay Formula (closed form, default) vs §Offline/Nightly Decay Job (compounds)",
+    )
+    nightly_spacing: bool = param(
+        False,
+        doc="cosmo-code: the nightly job also applies the spacing rule (002 §Offline/Nightly "
+        "Decay Job 4) with the interval since the last access, so the gradient drifts up "
+        "every night without a recall; False = the rule runs on recall only",
     )
     min_extraction_confidence: float = param(
         0.7, lo=0.0, hi=1.0, doc="002 §Phase 2 Step 1: confidence >= 7/10"
@@ -502,10 +521,7 @@ class Cosmo(Policy[CosmoParams]):
         current = self.salience_at(now)[rows]
         interval = s.days_since_access(now)[rows]
         old = s["last_recall_interval"][rows]
-        g = s["decay_gradient"][rows]
-        s["decay_gradient"][rows] = np.where(
-            interval > old, g + p.spacing_longer, np.where(interval < old, g - p.spacing_shorter, g)
-        )
+        s["decay_gradient"][rows] = spaced_gradient(s["decay_gradient"][rows], interval, old, p)
         s["last_recall_interval"][rows] = interval
         s["access_count"][rows] += 1
         s["recall_frequency"][rows] += 1
@@ -549,6 +565,13 @@ class Cosmo(Policy[CosmoParams]):
         else:
             days = s.days_since_access(now)
             s["salience"][live] = s["salience"][live] * np.exp(-self.rates()[live] * days[live])
+        if p.nightly_spacing:  # cosmo-code: step 4 every night, the interval keeps growing
+            rows = np.flatnonzero(live)
+            interval = now - self._last_access()[rows]
+            s["decay_gradient"][rows] = spaced_gradient(
+                s["decay_gradient"][rows], interval, s["last_recall_interval"][rows], p
+            )
+            s["last_recall_interval"][rows] = interval
         forever = s["ttl"] == TTL_CODE["keep_forever"]
         s["salience"][forever & live] = 1.0
         s["salience0"][forever & live] = 1.0
@@ -839,3 +862,24 @@ class Cosmo(Policy[CosmoParams]):
         self.notes[row] = [c]
         self.mentioned_by.setdefault(row, [])
         return row
+
+
+@dataclass(frozen=True)
+class CosmoCodeParams(CosmoParams):
+    """cosmo-code: the defaults of Cosmo's public code where it departs from 002 (issue 11
+    "Each system as built"); every other constant is the document's."""
+
+    decay_mode: str = param(
+        "nightly",
+        choices=("closed_form", "nightly"),
+        doc="cosmo-code: the nightly job compounds the decay",
+    )
+    nightly_spacing: bool = param(
+        True, doc="cosmo-code: the decay gradient drifts up every night even without a recall"
+    )
+
+
+class CosmoCode(Cosmo):
+    """Cosmo as its code is built (docs/policies/cosmo-code.md)."""
+
+    Params: ClassVar[type[Params]] = CosmoCodeParams

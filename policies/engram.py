@@ -172,6 +172,19 @@ class EngramParams(Params):
     forget_deletes_beliefs: bool = param(
         True, doc="choice: forgetting an episode deletes beliefs whose evidence holds it"
     )
+    # -- code variant (engram-code): what Engram's public code does, not in 001 ---------------
+    never_accessed_strength: float = param(
+        -1.0,
+        lo=-1.0,
+        hi=1.0,
+        doc="001 §Belief Lifecycle 7 decays R from creation (-1 = off); engram-code: a memory "
+        "never accessed has R = 0.5 ('neutral')",
+    )
+    stability_on_recall: bool = param(
+        True,
+        doc="001 §Belief Lifecycle 7: each retrieval raises S; engram-code: S changes only on "
+        "expand (a full view memsim streams never ask for), so recall leaves S alone",
+    )
 
 
 class Engram(Policy[EngramParams]):
@@ -299,7 +312,12 @@ class Engram(Policy[EngramParams]):
     def strength(self, now: float) -> np.ndarray:
         """R(t) = exp(-t/S) for every row (beliefs and episode bites alike), t from the last
         access or creation."""
-        return retrieval_strength(self._since_access(now), self.store["stability"])
+        r = retrieval_strength(self._since_access(now), self.store["stability"])
+        if self.params.never_accessed_strength >= 0.0:  # engram-code: neutral R if never seen
+            r = np.where(
+                np.isnan(self.store["last_access"]), self.params.never_accessed_strength, r
+            )
+        return r
 
     # -- recall ------------------------------------------------------------------
     def _bm25_scores(self, belief_rows: np.ndarray, tokens: list[str]) -> np.ndarray:
@@ -368,10 +386,11 @@ class Engram(Policy[EngramParams]):
         if len(rows) == 0:
             return
         s, p = self.store, self.params
-        hours = self._since_access(now)[rows] * 24.0
-        s["stability"][rows] = updated_stability(
-            s["stability"][rows], hours, p.stability_bonus, p.stability_cap
-        )
+        if p.stability_on_recall:
+            hours = self._since_access(now)[rows] * 24.0
+            s["stability"][rows] = updated_stability(
+                s["stability"][rows], hours, p.stability_bonus, p.stability_cap
+            )
         s["last_access"][rows] = now
         s["access_count"][rows] += 1
 
@@ -834,3 +853,24 @@ class Engram(Policy[EngramParams]):
         self.store.add_provenance(row, {episode.id}, now)
         self.store["evidence"][row] = evidence
         return row
+
+
+@dataclass(frozen=True)
+class EngramCodeParams(EngramParams):
+    """engram-code: the defaults of Engram's public code where it departs from 001 (issue 11
+    "Each system as built"); every other constant is the document's. Its initial stability
+    (7.0 days) and its ranking formula (0.5 conf x sim + 0.3 R + 0.2 bm25) are the ones the
+    documented policy already uses (docs/policies/engram-code.md)."""
+
+    never_accessed_strength: float = param(
+        0.5, lo=-1.0, hi=1.0, doc="engram-code: R = 0.5 for a memory never accessed"
+    )
+    stability_on_recall: bool = param(
+        False, doc="engram-code: stability is updated only on expand, not on recall"
+    )
+
+
+class EngramCode(Engram):
+    """Engram as its code is built (docs/policies/engram-code.md)."""
+
+    Params: ClassVar[type[Params]] = EngramCodeParams

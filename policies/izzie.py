@@ -119,6 +119,28 @@ class IzzieParams(Params):
         "from its text) and refreshes their lastAccessed; 0 (default) = not modelled, see "
         "docs/policies/izzie.md",
     )
+    # -- code variant (izzie-code): what Izzie's public code does, not in 003 ----------------
+    strength_form: str = param(
+        "document",
+        choices=("document", "code"),
+        doc="003 §Memory Strength Calculation importance x exp(-rate days) ('document'); "
+        "izzie-code: exp(-rate x (1 - importance_slowing x importance) x days) ('code')",
+    )
+    importance_slowing: float = param(
+        0.5, lo=0.0, hi=1.0, doc="izzie-code: importance slows the rate by (1 - 0.5 x importance)"
+    )
+    limit_before_filter: bool = param(
+        False,
+        doc="izzie-code: take the result limit (top k by similarity) first, then drop "
+        "memories below min_strength; False = the document's one-stage ranking",
+    )
+    min_strength: float = param(
+        0.1,
+        lo=0.0,
+        hi=1.0,
+        doc="izzie-code strength filter (strength >= min_strength); the value is a memsim "
+        "choice (issue 11 names the filter, not its threshold)",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -157,6 +179,17 @@ def strength_vector(
 ) -> np.ndarray:
     """Vectorized twin of :func:`strength_scalar` (memsim.engine.kernels.exp_decay)."""
     return kernels.exp_decay(importance, decay_rate, days_since_access)
+
+
+def code_strength_vector(
+    importance: np.ndarray, decay_rate: np.ndarray, days_since_access: np.ndarray, slowing: float
+) -> np.ndarray:
+    """izzie-code: ``exp(-rate x (1 - slowing x importance) x days)`` (importance slows the
+    rate and does not scale the strength)."""
+    rate = np.asarray(decay_rate, dtype=np.float64) * (
+        1.0 - slowing * np.asarray(importance, dtype=np.float64)
+    )
+    return kernels.exp_decay(1.0, rate, days_since_access).astype(np.float64)
 
 
 class Izzie(Policy[IzzieParams]):
@@ -253,6 +286,13 @@ class Izzie(Policy[IzzieParams]):
 
     def strength(self, now: float) -> np.ndarray:
         s = self.store
+        if self.params.strength_form == "code":
+            return code_strength_vector(
+                s["importance"],
+                s["decay_rate"],
+                self.days_since_access(now),
+                self.params.importance_slowing,
+            )
         return strength_vector(
             s["importance"], s["decay_rate"], self.days_since_access(now)
         ).astype(np.float64)
@@ -287,6 +327,13 @@ class Izzie(Policy[IzzieParams]):
     ) -> tuple[np.ndarray, np.ndarray]:
         """003 §Context Retrieval, in the reading ``ranking`` names (see IzzieParams)."""
         p = self.params
+        if p.limit_before_filter:
+            # izzie-code: the result limit first (top k by similarity), then the strength filter
+            top = self.topk(np.where(retrievable, sims, -np.inf), k)
+            kept = top[strength[top] >= p.min_strength]
+            scores = sims[kept].astype(np.float64) * strength[kept]
+            order = self.topk(scores, len(kept)) if len(kept) else np.zeros(0, dtype=np.int64)
+            return kept[order], scores[order]
         if p.ranking == "one_stage":
             scores = np.where(retrievable, sims * strength, -np.inf)
             ids = self.topk(scores, k)
@@ -301,12 +348,18 @@ class Izzie(Policy[IzzieParams]):
         order = self.topk(stage2, k)
         return found[order], stage2[order]
 
+    def _fresh_strength(self, rows: np.ndarray) -> np.ndarray:
+        """Strength at 0 days since access: importance (document) or 1 (code form)."""
+        if self.params.strength_form == "code":
+            return np.ones(len(rows))
+        return np.asarray(self.store["importance"][rows], dtype=np.float64)
+
     def _touch(self, ids: np.ndarray, now: float, strength: np.ndarray) -> None:
         if len(ids):
             s = self.store
             s["last_access"][ids] = now
             s["access_count"][ids] += 1
-            strength[ids] = s["importance"][ids]  # days since access is now 0
+            strength[ids] = self._fresh_strength(ids)  # days since access is now 0
 
     def _message_context(self, episodes: Sequence[Episode], now: float) -> None:
         """003 §Chat API step 2, per message (when message_context_k > 0): the memories the
@@ -330,3 +383,24 @@ class Izzie(Policy[IzzieParams]):
         return self.mark_memories_of(
             events, now, status="forgotten", action="forget", among=("active",)
         )
+
+
+@dataclass(frozen=True)
+class IzzieCodeParams(IzzieParams):
+    """izzie-code: the defaults of Izzie's public code where it departs from 003 (issue 11
+    "Each system as built"); every other constant is the document's."""
+
+    strength_form: str = param(
+        "code",
+        choices=("document", "code"),
+        doc="izzie-code: strength = exp(-rate x (1 - 0.5 x importance) x days)",
+    )
+    limit_before_filter: bool = param(
+        True, doc="izzie-code: the result limit is applied before the strength filter"
+    )
+
+
+class IzzieCode(Izzie):
+    """Izzie as its code is built (docs/policies/izzie-code.md)."""
+
+    Params: ClassVar[type[Params]] = IzzieCodeParams

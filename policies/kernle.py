@@ -82,6 +82,31 @@ class KernleParams(Params):
         "k > 0 counts every memory as accessed at least k times",
     )
     forgetting_threshold: float = param(0.3, lo=0.0, doc=f"{_CYCLE} threshold=0.3")
+    # -- code variant (kernle-code): what Kernle's public code does, not in 004 ---------------
+    log_offset: float = param(
+        0.0, lo=0.0, doc=f"{_SAL}: 0 = the document; kernle-code adds 0.1 to the log term"
+    )
+    forget_by: str = param(
+        "salience",
+        choices=("salience", "strength"),
+        doc=f"{_CYCLE} forgets by salience; kernle-code by a separate stored strength",
+    )
+    strength_initial: float = param(
+        1.0, lo=0.0, hi=1.0, doc="kernle-code: a memory's strength at creation (not in 004)"
+    )
+    strength_decay_step: float = param(
+        0.01,
+        lo=0.0,
+        doc="kernle-code: each cycle strength -= step x days_since_access / half_life",
+    )
+    strength_reinforce_step: float = param(
+        0.001,
+        lo=0.0,
+        doc="kernle-code: each cycle strength += step x ln(times_accessed + 1) (0.1 x 0.01)",
+    )
+    unaccessed_floor: float = param(
+        0.5, lo=0.0, hi=1.0, doc="kernle-code: a memory never accessed keeps strength >= 0.5"
+    )
     dry_run: bool = param(False, doc=f"{_CYCLE} dry_run: report candidates, change nothing")
     forgetting_every: float = param(
         7.0, lo=0.0, lo_open=True, doc=f"{_CYCLE} (no cadence given: memsim's choice, weekly)"
@@ -143,9 +168,32 @@ def salience_vector(
     times_accessed: np.ndarray,
     days_since_access: np.ndarray,
     half_life: float,
+    offset: float = 0.0,
 ) -> np.ndarray:
-    """Vectorized twin of :func:`salience_scalar` (memsim.engine.kernels.hyperbolic_salience)."""
-    return kernels.hyperbolic_salience(confidence, times_accessed, days_since_access, half_life)
+    """Vectorized twin of :func:`salience_scalar` (memsim.engine.kernels.hyperbolic_salience);
+    ``offset`` is added to the log term (kernle-code: 0.1)."""
+    return kernels.hyperbolic_salience(
+        confidence, times_accessed, days_since_access, half_life, offset
+    )
+
+
+def next_strength(
+    strength: np.ndarray,
+    times_accessed: np.ndarray,
+    days_since_access: np.ndarray,
+    p: KernleParams,
+) -> np.ndarray:
+    """kernle-code's forgetting strength after one cycle: ``strength - decay_step x days /
+    half_life + reinforce_step x ln(times_accessed + 1)``, clipped to [0, 1]; a memory never
+    accessed keeps at least ``unaccessed_floor``."""
+    n = np.asarray(times_accessed, dtype=np.float64)
+    out = (
+        np.asarray(strength, dtype=np.float64)
+        - p.strength_decay_step * np.asarray(days_since_access, dtype=np.float64) / p.half_life
+        + p.strength_reinforce_step * np.log(n + 1.0)
+    )
+    out = np.clip(out, 0.0, 1.0)
+    return np.where(n == 0, np.maximum(out, p.unaccessed_floor), out)
 
 
 class Kernle(Policy[KernleParams]):
@@ -177,6 +225,7 @@ class Kernle(Policy[KernleParams]):
         s.add_column("verification_count", np.int64, 0)
         s.add_column("last_verified", np.float64, np.nan)
         s.add_column("reflected", np.bool_, False)  # episodes: lessons drawn by consolidation
+        s.add_column("forget_strength", np.float64, self.params.strength_initial)  # kernle-code
         self.source_type: list[str] = []
         self.derived_from: list[tuple[int, ...]] = []
         self.confidence_history: list[list[tuple[float, float]]] = []
@@ -290,7 +339,11 @@ class Kernle(Policy[KernleParams]):
         s = self.store
         accessed = np.maximum(s["access_count"].astype(np.float64), self.params.access_floor)
         return salience_vector(
-            s["confidence"], accessed, self.days_since_access(now), self.params.half_life
+            s["confidence"],
+            accessed,
+            self.days_since_access(now),
+            self.params.half_life,
+            self.params.log_offset,
         ).astype(np.float64)
 
     # -- search ----------------------------------------------------------------
@@ -348,10 +401,25 @@ class Kernle(Policy[KernleParams]):
         t = self.params.forgetting_threshold if threshold is None else threshold
         if s.n == 0:
             return np.zeros(0, dtype=np.int64)
-        cand = s.mask(("active",)) & ~s["protected"] & (self.strength(now) < t)
+        weak = (
+            self.strength(now) < t
+            if self.params.forget_by == "salience"
+            else s["forget_strength"] < t
+        )
+        cand = s.mask(("active",)) & ~s["protected"] & weak
         return np.flatnonzero(cand)
 
+    def _update_forget_strength(self, now: float) -> None:
+        """kernle-code: each forgetting cycle first moves every row's stored strength."""
+        s = self.store
+        if s.n:
+            s["forget_strength"][:] = next_strength(
+                s["forget_strength"], s["access_count"], self.days_since_access(now), self.params
+            )
+
     def run_forgetting_cycle(self, now: float) -> list[Outcome]:
+        if self.params.forget_by == "strength":
+            self._update_forget_strength(now)
         rows = self.get_forgetting_candidates(now)
         if not len(rows):
             return [Outcome("forget", "skip", detail="no candidates")]
@@ -587,3 +655,22 @@ def _as_count(name: str, v: Any) -> int:
     if isinstance(n, bool) or n < 0:
         raise ParamError(f"memory attribute {name}={v!r} must be >= 0")
     return n
+
+
+@dataclass(frozen=True)
+class KernleCodeParams(KernleParams):
+    """kernle-code: the defaults of Kernle's public code where it departs from 004 (issue 11
+    "Each system as built"); every other constant is the document's."""
+
+    log_offset: float = param(0.1, lo=0.0, doc="kernle-code: ln(times_accessed + 1) + 0.1")
+    forget_by: str = param(
+        "strength",
+        choices=("salience", "strength"),
+        doc="kernle-code: forgets by a separate strength, not salience",
+    )
+
+
+class KernleCode(Kernle):
+    """Kernle as its code is built (docs/policies/kernle-code.md)."""
+
+    Params: ClassVar[type[Params]] = KernleCodeParams

@@ -931,3 +931,21 @@ def parse_index(reply: object, n: int) -> int | None:
         return None
     k = int(text)
     return k - 1 if 1 <= k <= n else None
+
+
+@dataclass(frozen=True)
+class PaiCodeParams(PaiParams):
+    """pai-code: the defaults of Personal AI's public code where it departs from 000 (issue
+    11 "Each system as built"). Its decay from ``updated_at`` and a recall score that leaves
+    the decayed confidence out are what the documented policy already does (§7, §2), so the
+    one constant that changes is the insight weight (docs/policies/pai-code.md)."""
+
+    insight_multiplier: float = param(
+        0.8, lo=0.0, doc="pai-code: insight-type beliefs score x0.8 (000 §2 says x0.5)"
+    )
+
+
+class PersonalAICode(PersonalAI):
+    """Personal AI as its code is built (docs/policies/pai-code.md)."""
+
+    Params: ClassVar[type[Params]] = PaiCodeParams

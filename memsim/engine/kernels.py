@@ -59,15 +59,24 @@ def stability_update(
 
 
 def hyperbolic_salience(
-    confidence: ArrayLike, times_accessed: ArrayLike, dt: ArrayLike, half_life: ArrayLike
+    confidence: ArrayLike,
+    times_accessed: ArrayLike,
+    dt: ArrayLike,
+    half_life: ArrayLike,
+    offset: ArrayLike = 0.0,
 ) -> np.ndarray:
     """``confidence * ln(times_accessed + 1) / (dt / half_life + 1)``: Kernle salience.
 
     The seed writes ``log``; Kernle is Python, where ``math.log`` is the natural log, so
     we use ln. (Any base only rescales salience against the forgetting threshold.) Note
-    the formula gives 0 for a memory never accessed.
+    the formula gives 0 for a memory never accessed. ``offset`` is added to the log term
+    (``ln(n + 1) + offset``; 0 in the document).
     """
-    return _f(confidence) * np.log(_f(times_accessed) + 1.0) / (_f(dt) / _f(half_life) + 1.0)
+    return (
+        _f(confidence)
+        * (np.log(_f(times_accessed) + 1.0) + _f(offset))
+        / (_f(dt) / _f(half_life) + 1.0)
+    )
 
 
 def cosmo_decay_rate(

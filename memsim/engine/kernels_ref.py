@@ -37,9 +37,9 @@ def stability_update(
 
 
 def hyperbolic_salience(
-    confidence: float, times_accessed: float, dt: float, half_life: float
+    confidence: float, times_accessed: float, dt: float, half_life: float, offset: float = 0.0
 ) -> float:
-    return confidence * math.log(times_accessed + 1) / (dt / half_life + 1)
+    return confidence * (math.log(times_accessed + 1) + offset) / (dt / half_life + 1)
 
 
 def cosmo_decay_rate(

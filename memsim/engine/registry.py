@@ -44,6 +44,9 @@ class PolicySpec:
     capabilities: frozenset[str] = field(default_factory=frozenset)
     baseline: bool = False
     claims: str = ""  # module that registers the seed document's worked examples, if any
+    # id of the policy this one is a variant of (e.g. the documented model a code variant
+    # departs from); the workbench pairs the two through this field, never by name
+    variant_of: str = ""
 
     def __post_init__(self) -> None:
         if not _ID.match(self.id) or re.search(r"-v\d+$", self.id):
@@ -85,9 +88,17 @@ def register(
     seed_document: str = "",
     capabilities: frozenset[str] | set[str] = frozenset(),
     baseline: bool = False,
+    variant_of: str = "",
 ) -> PolicySpec:
     spec = PolicySpec(
-        id, int(version), entry_point, description, seed_document, frozenset(capabilities), baseline
+        id,
+        int(version),
+        entry_point,
+        description,
+        seed_document,
+        frozenset(capabilities),
+        baseline,
+        variant_of=variant_of,
     )
     _SPECS[spec.full_id] = spec
     return spec
@@ -146,6 +157,12 @@ def spec(policy_id: str) -> PolicySpec:
         return spec(policy_id)
     known = ", ".join(s.id for s in specs())
     raise UnknownIdError(f"unknown policy id {policy_id!r}; known policies: {known}")
+
+
+def variants_of(policy_id: str) -> list[PolicySpec]:
+    """The newest spec of every registered policy declared a variant of ``policy_id``."""
+    base = spec(policy_id).id
+    return [s for s in specs() if s.variant_of == base]
 
 
 def make(policy_id: str, params: Params | dict[str, Any] | None = None, **services: Any) -> Any:

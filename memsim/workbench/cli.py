@@ -198,9 +198,16 @@ def cmd_figures(args: argparse.Namespace) -> int:
     return run_figures_command(args)
 
 
+def cmd_drift(args: argparse.Namespace) -> int:
+    from .drift import run_drift
+
+    return run_drift(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .claims import add_claims_arguments
     from .curves import add_curve_arguments
+    from .drift import add_drift_arguments
     from .figures import add_figures_arguments
 
     p = argparse.ArgumentParser(
@@ -269,6 +276,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("figures", help="regenerate the PNG figures under results/figures/")
     add_figures_arguments(s)
     s.set_defaults(func=cmd_figures)
+
+    s = sub.add_parser("drift", help="each documented policy against its code variant (markdown)")
+    add_drift_arguments(s)
+    s.set_defaults(func=cmd_drift)
     return p
 
 
