@@ -260,3 +260,36 @@ def test_kernle_code_gives_an_unaccessed_memory_a_strength_floor_of_0_5():
     s = next_strength(np.array([1.0, 1.0]), np.array([0, 3]), np.array([3000.0, 3000.0]), p)
     assert s[0] == 0.5  # never accessed: floor
     assert s[1] == pytest.approx(max(0.0, 1.0 - 0.01 * 100 + 0.001 * math.log(4)))
+
+
+# ---------------------------------------------------------------------------- memsim drift
+
+
+def test_drift_pairs_each_documented_policy_with_its_variant_through_the_registry():
+    from memsim.workbench.drift import variant_pairs
+
+    assert [(a.id, b.id) for a, b in variant_pairs()] == sorted(VARIANTS.items())
+
+
+def test_drift_paired_rows_give_the_paired_difference_and_its_wilcoxon_p():
+    import pandas as pd
+
+    from memsim.workbench.drift import paired_rows
+
+    n = 12
+    base = pd.DataFrame(
+        {
+            "policy": "a",
+            "scenario": "s",
+            "seed": 0,
+            "query_id": [f"q{i}" for i in range(n)],
+            "recall": np.linspace(0.0, 1.0, n),
+            "stale": 0.0,
+            "footprint": 10.0,
+        }
+    )
+    variant = base.assign(policy="b", recall=base["recall"] + 0.1 * np.arange(1, n + 1) / n)
+    rows = paired_rows(pd.concat([base, variant]), "a", "b").set_index("metric")
+    assert rows.loc["recall@10", "diff"] == pytest.approx(0.1 * (n + 1) / 2 / n)
+    assert rows.loc["recall@10", "p"] < 0.01 and rows.loc["recall@10", "n"] == n
+    assert np.isnan(rows.loc["stale@10", "p"]) and rows.loc["footprint", "diff"] == 0.0
