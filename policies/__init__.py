@@ -118,6 +118,8 @@ GENERATIVE_AGENTS = PolicySpec(
     description="reference: Generative Agents (Park et al. 2023), min-max normalized "
     "recency + importance + relevance, no forgetting",
     capabilities=frozenset({"forget"}),
+)
+
 # Code variants (issue 11 "Each system as built"): each seed system as its public code
 # behaves where that departs from its document; only the constants the facts name differ.
 PAI_CODE = PolicySpec(
