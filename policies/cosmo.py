@@ -567,7 +567,7 @@ class Cosmo(Policy[CosmoParams]):
             s["salience"][live] = s["salience"][live] * np.exp(-self.rates()[live] * days[live])
         if p.nightly_spacing:  # cosmo-code: step 4 every night, the interval keeps growing
             rows = np.flatnonzero(live)
-            interval = now - self._last_access()[rows]
+            interval = s.days_since_access(now)[rows]
             s["decay_gradient"][rows] = spaced_gradient(
                 s["decay_gradient"][rows], interval, s["last_recall_interval"][rows], p
             )
