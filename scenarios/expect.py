@@ -181,6 +181,7 @@ def parse_one(
         if check in ("status", "any_status"):
             if not isinstance(value, str) or not value:
                 raise fail(f"{path}.status", "must be a status name", value)
+            _known_status(fail, f"{path}.{check}", value)
         elif check == "status_in":
             if (
                 not isinstance(value, list)
@@ -188,6 +189,8 @@ def parse_one(
                 or not all(isinstance(v, str) for v in value)
             ):
                 raise fail(f"{path}.status_in", "must be a list of status names", value)
+            for j, v in enumerate(value):
+                _known_status(fail, f"{path}.status_in[{j}]", v)
             value = tuple(value)
         elif check == "retrievable":
             if not isinstance(value, bool):
@@ -270,6 +273,23 @@ class TraceView:
                 "'kind:' cannot be checked"
             )
         return store.kinds[int(store["kind"][row])]
+
+
+def status_names() -> frozenset[str]:
+    """Every status name of every registered policy (a typo like ``flying`` matches none)."""
+    from memsim.engine.registry import specs
+
+    names: set[str] = set()
+    for s in specs():
+        st = getattr(s.load(), "statuses", None)
+        names.update(getattr(st, "names", ()))
+    return frozenset(names)
+
+
+def _known_status(fail: Any, path: str, value: str) -> None:
+    known = status_names()
+    if known and value not in known:
+        raise fail(path, f"is no policy's status (known: {', '.join(sorted(known))})", value)
 
 
 def _statuses(trace: Any):

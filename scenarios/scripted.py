@@ -12,6 +12,7 @@ addressed as ``scripted/NAME``.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,8 @@ _QUERY = {
     "every",
 }
 _ACTION = {"id", "time", "episode"}
+MAX_REPEAT = 100_000  # items one ``repeat:`` may expand to
+MAX_DEPTH = 40  # nesting levels in a scenario file (real files use fewer than 8)
 # Same-time events run in this order: what a user says, then what they do, then questions.
 _RANK = {Episode: 0, Protect: 1, Forget: 1, Recover: 1, Query: 2}
 
@@ -75,7 +78,10 @@ class _Ctx:
         self.file = file
 
     def fail(self, path: str, msg: str, value: Any) -> ScenarioError:
-        return ScenarioError(f"{self.file}: {path}: {msg}, got {value!r}")
+        shown = repr(value)
+        if len(shown) > 200:  # a huge value would make a huge "one-line" error
+            shown = shown[:200] + f"... ({len(shown)} characters)"
+        return ScenarioError(f"{self.file}: {path or '(top level)'}: {msg}, got {shown}")
 
     # -- typed getters ---------------------------------------------------------
     def mapping(self, value: Any, path: str, allowed: set[str], required: tuple[str, ...]) -> dict:
@@ -148,6 +154,8 @@ def _expand(ctx: _Ctx, raw: dict, path: str) -> list[tuple[dict, str]]:
             raise ctx.fail(f"{path}.every", "needs repeat", raw["every"])
         return [(raw, path)]
     n = ctx.integer(raw["repeat"], f"{path}.repeat", lo=1)
+    if n > MAX_REPEAT:
+        raise ctx.fail(f"{path}.repeat", f"must be at most {MAX_REPEAT} (write a generator)", n)
     every = ctx.number(raw.get("every", 0), f"{path}.every", lo=0)
     t0 = ctx.number(raw.get("time"), f"{path}.time", lo=0)
     if "{i}" not in str(raw.get("id", "")):
@@ -179,7 +187,7 @@ def _claim(ctx: _Ctx, raw: Any, path: str) -> Claim:
         if not isinstance(name, str) or not isinstance(v, (str, int, float, bool)):
             raise ctx.fail(f"{path}.attrs.{name}", "must be a string, number or boolean", v)
     return Claim(
-        key=ctx.string(raw["key"], f"{path}.key"),
+        key=ctx.string(raw["key"], f"{path}.key", empty=False),
         value=ctx.string(_scalar_text(raw.get("value", "")), f"{path}.value"),
         category=ctx.string(raw.get("category", "fact"), f"{path}.category", empty=False),
         importance=(
@@ -251,6 +259,8 @@ def parse(data: Any, *, file: str, name: str) -> Scripted:
     if "name" in data:
         ctx.string(data["name"], "name", empty=False)
     horizon = ctx.number(data["horizon"], "horizon", lo=0) if "horizon" in data else None
+    if "seed" in data:
+        ctx.integer(data["seed"], "seed")
 
     located: list[tuple[Any, str]] = []  # (event, path) in file order
     builders: list[tuple[str, Callable[[_Ctx, dict, str], Any], bool]] = [
@@ -308,7 +318,12 @@ def _check_references(ctx: _Ctx, located: list[tuple[Any, str]], horizon: float 
             episodes[ev.id] = ev.time
         if horizon is not None and ev.time > horizon:
             raise ctx.fail(f"{path}.time", f"is after the horizon ({horizon})", ev.time)
+    asserted = {c.key for ev, _ in located if isinstance(ev, Episode) for c in ev.claims}
     for ev, path in located:
+        if isinstance(ev, Query):
+            for j, key in enumerate(ev.keys):
+                if key not in asserted:
+                    raise ctx.fail(f"{path}.keys[{j}]", "is stated by no claim of any episode", key)
         refs = (
             ev.answers
             if isinstance(ev, Query)
@@ -332,17 +347,80 @@ def _check_references(ctx: _Ctx, located: list[tuple[Any, str]], horizon: float 
 def load_file(path: str | Path, *, name: str | None = None) -> Scripted:
     """Load a scenario YAML file. ``name`` (default: the path) becomes the stream's name."""
     p = Path(path)
+    if p.is_dir():
+        raise ScenarioError(f"scenario file {str(p)!r} is a directory, not a YAML file")
     if not p.is_file():
         raise ScenarioError(f"scenario file {str(p)!r} does not exist")
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise ScenarioError(f"scenario file {str(p)!r} cannot be read: {e}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ScenarioError(f"{p}: not valid YAML: {' '.join(str(e).split())}") from None
+    data = read_yaml(text, str(p))
     return parse(data, file=str(p), name=name or str(path))
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """safe_load, stricter: no anchors or aliases (an alias bomb expands exponentially
+    before any schema check could run), at most MAX_DEPTH nesting levels (deeper nesting
+    overflows the recursive parser), no duplicate keys (PyYAML keeps the last silently),
+    and YAML 1.2 floats: ``1e300`` and ``1.0e15`` are numbers, not strings."""
+
+    file = ""
+    depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise ScenarioError(
+                f"{self.file}: line {event.start_mark.line + 1}: anchors and aliases "
+                "(&name, *name) are not allowed in scenario files; write the value out"
+            )
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ScenarioError(
+                f"{self.file}: line {event.start_mark.line + 1}: nested more than "
+                f"{MAX_DEPTH} levels deep"
+            )
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                dup = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key: the schema check names it later
+                continue
+            if dup:
+                raise ScenarioError(
+                    f"{self.file}: line {key_node.start_mark.line + 1}: duplicate key {key!r}"
+                )
+        return super().construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
+def read_yaml(text: str, file: str) -> Any:
+    """Parse a scenario file's text strictly (see _StrictLoader); errors name ``file``."""
+    loader = _StrictLoader(text)
+    loader.file = file
+    try:
+        return loader.get_single_data()
+    except yaml.YAMLError as e:
+        raise ScenarioError(f"{file}: not valid YAML: {' '.join(str(e).split())}") from None
+    except RecursionError:  # deep nesting inside one scalar-free flow collection
+        raise ScenarioError(f"{file}: nested too deeply") from None
+    finally:
+        loader.dispose()
 
 
 def names() -> list[str]:

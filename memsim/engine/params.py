@@ -119,9 +119,12 @@ def check_field(owner: str, f: dataclasses.Field[Any], value: Any) -> None:
     if choices is not None and value not in choices:
         raise ParamError(f"{where}={value!r} is not one of {list(choices)}")
     lo, hi = meta.get("lo"), meta.get("hi")
+    values = value if isinstance(value, tuple) else (value,)
+    for v in values:  # inf/nan are never a usable constant, declared range or not
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ParamError(f"{where}={value!r} is {'NaN' if math.isnan(v) else 'not finite'}")
     if lo is None and hi is None:
         return
-    values = value if isinstance(value, tuple) else (value,)
     for v in values:
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise ParamError(f"{where}={value!r} must be a number")

@@ -15,6 +15,7 @@ so two runs with the same seed have equal ``Trace.content()``.
 from __future__ import annotations
 
 import heapq
+import math
 import time as _time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -23,10 +24,15 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from .errors import PolicyContractError
+from .errors import PolicyContractError, StreamError
 from .events import Episode, Event, Forget, Protect, Query, Recover, Stream
 from .policy import Job, Outcome, Policy, Ranking
 from .store import Statuses
+
+# Maintenance ticks one run may take. Each tick is a Python call into the policy (~10-100 us
+# on a small store), so this bounds a run at well under a minute of ticking; a daily job
+# over 500 years fits. A stream beyond it is refused up front instead of hanging.
+MAX_TICKS = 200_000
 
 # user-action event type -> (capability, policy method name)
 _ACTIONS: dict[type[Event], str] = {Forget: "forget", Protect: "protect", Recover: "recover"}
@@ -182,6 +188,37 @@ def tick_times(
         yield t, [schedule[p].name for p in sorted(due)]
 
 
+def count_ticks(schedule: Sequence[Job], end: float, start_after: float | None) -> float:
+    """How many maintenance ticks ``tick_times`` yields up to ``end`` (a float: it may be
+    astronomically large)."""
+    total = 0.0
+    for job in schedule:
+        first = job.every if job.offset == 0 else job.offset
+        lo = max(first, start_after if start_after is not None else -math.inf)
+        if end >= lo:
+            total += math.floor((end - lo) / job.every) + 1
+    return total
+
+
+def check_tick_budget(
+    policy: Policy[Any], stream: Stream, end: float, start_after: float | None
+) -> None:
+    """Refuse a run whose maintenance would take more than MAX_TICKS ticks (a horizon or an
+    event time of 1e7 days with a daily job), naming what would be needed."""
+    schedule = tuple(policy.schedule)
+    n = count_ticks(schedule, end, start_after)
+    if n <= MAX_TICKS:
+        return
+    jobs = ", ".join(f"{j.name!r} every {j.every:g} days" for j in schedule)
+    what = "horizon" if end == float(stream.horizon) else "the last observation time"
+    raise StreamError(
+        f"{stream.name}: {what} {end:g} days would take {n:.3g} maintenance ticks of "
+        f"{type(policy).__name__} ({jobs}); at most {MAX_TICKS} are allowed: shorten the "
+        f"horizon and event times to at most about "
+        f"{MAX_TICKS * min(j.every for j in schedule) / len(schedule):.0f} days"
+    )
+
+
 def _capabilities(policy: Policy[Any]) -> frozenset[str]:
     spec = getattr(policy, "spec", None)  # a policy built without the registry has no spec
     return frozenset(spec.capabilities) if spec is not None else frozenset()
@@ -270,6 +307,7 @@ def run(
     if observations and observer is None:
         raise ValueError("observe times given without an observer")
     end = max([float(stream.horizon)] + observations[-1:])
+    check_tick_budget(policy, stream, end, start_after)
     ticks = tick_times(tuple(policy.schedule), start_after)
     next_tick = next(ticks, None)
     obs_i = 0

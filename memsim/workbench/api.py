@@ -82,8 +82,14 @@ def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str,
     bands = dict(stream_meta.get("bands", {}) or {})
     faults = dict(stream_meta.get("faults", {}) or {})
     text_embedder = str(stream_meta.get("text_embedder", "hashed"))
+    import dataclasses
+
+    known = {"bands": Bands, "faults": Faults}
     for name, value in overrides.items():
         group, _, field = name.partition(".")
+        if group in known and field not in {f.name for f in dataclasses.fields(known[group])}:
+            names = ", ".join(f"{group}.{f.name}" for f in dataclasses.fields(known[group]))
+            raise ParamError(f"--llm: unknown override {name!r}; known: {names}")
         if name == "text_embedder":
             text_embedder = str(value)
         elif group == "bands":
@@ -176,6 +182,10 @@ def grid(
     if not scenario_specs:
         raise MemsimError("no scenarios to compare on")
     full = [resolve_policy(p) for p in policies]
+    for what, items in (("policies", full), ("scenarios", list(scenario_specs)), ("seeds", seeds)):
+        dup = sorted({str(x) for x in items if list(items).count(x) > 1})
+        if dup:
+            raise MemsimError(f"--{what}: {', '.join(dup)} given twice (each would count twice)")
     return [
         RunDef(p, s, int(seed), _overrides(params), _overrides(llm))
         for s in scenario_specs
@@ -258,7 +268,8 @@ def compare(
         defs, root=root, jobs=jobs, executor=executor, resume=resume, progress=progress
     )
     per_query = pd.concat([r.queries for r in results], ignore_index=True)
-    runs = pd.DataFrame([r.summary for r in results])
+    # a cached summary comes back with sorted keys: sort fresh ones too (same bytes either way)
+    runs = pd.DataFrame([dict(sorted(r.summary.items())) for r in results])
     return summarize(per_query, runs), per_query
 
 

@@ -44,10 +44,20 @@ def _seeds(text: str) -> list[int]:
     try:
         if ":" in text:
             lo, hi = text.split(":", 1)
-            return list(range(int(lo), int(hi)))
-        return [int(t) for t in _csv(text)]
+            seeds = list(range(int(lo), int(hi)))
+        else:
+            seeds = [int(t) for t in _csv(text)]
     except ValueError:
         raise ParamError(f"--seeds: cannot read {text!r} (use 0,1,2 or 0:5)") from None
+    if not seeds:
+        raise ParamError(f"--seeds: {text!r} names no seed (use 0,1,2 or START:STOP, STOP > START)")
+    return seeds
+
+
+def _out_dir(out: str | None, flag: str = "--out") -> None:
+    """An output folder must not be an existing file."""
+    if out and Path(out).exists() and not Path(out).is_dir():
+        raise ParamError(f"{flag}: {out!r} is a file, not a folder")
 
 
 def _pairs(items: Sequence[str] | None, flag: str) -> dict[str, str]:
@@ -104,6 +114,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     params = _typed_params(args.policy, _pairs(args.param, "--param"))
     llm = _llm_overrides(args.llm)
+    _out_dir(args.out)
     d = RunDef(
         resolve_policy(args.policy), args.scenario, args.seed, _overrides(params), _overrides(llm)
     )
@@ -142,11 +153,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ParamError("compare: give --suite NAME and/or --scenarios SPEC[,SPEC...]")
     seeds = _seeds(args.seeds)
     out = Path(args.out) if args.out else Path("results") / (args.suite or "compare")
+    _out_dir(str(out))
+    _out_dir(args.cache, "--cache")
     executor = client = None
     if args.dask:
         from dask.distributed import Client
 
-        client = Client(args.dask)
+        try:
+            client = Client(args.dask, timeout=10)
+        except (OSError, ValueError, TypeError) as e:  # TimeoutError is an OSError
+            raise ParamError(
+                f"--dask: cannot reach a scheduler at {args.dask!r} ({' '.join(str(e).split())})"
+            ) from None
         executor = client.get_executor()
     try:
         summary, per_query = compare(
@@ -301,6 +319,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("memsim: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `memsim list | head`: the reader left; that is not an error
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout is no file (redirected in-process)
+            pass
+        return 0
 
 
 if __name__ == "__main__":

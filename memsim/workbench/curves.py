@@ -52,6 +52,9 @@ def _number(what: str, text: str) -> float:
     return v
 
 
+MAX_DAYS = 100_000  # observation days in one curve
+
+
 def parse_days(days: str | Sequence[float]) -> list[float]:
     """``"0,7,30"`` or ``"0:END:STEP"`` (END inclusive), or a sequence of numbers."""
     if not isinstance(days, str):
@@ -66,6 +69,10 @@ def parse_days(days: str | Sequence[float]) -> list[float]:
         if hi < lo:
             raise CurveError(f"--days: END < START in {days!r}")
         n = int(math.floor((hi - lo) / step + 1e-9))
+        if n + 1 > MAX_DAYS:
+            raise CurveError(
+                f"--days: {days!r} asks for {n + 1:.3g} days; at most {MAX_DAYS} (raise STEP)"
+            )
         out = [lo + i * step for i in range(n + 1)]
     else:
         items = [t.strip() for t in days.split(",") if t.strip()]

@@ -32,6 +32,8 @@ from typing import Any
 
 import pandas as pd
 
+from memsim.engine.errors import MemsimError
+
 RESULT_FILES = ("queries.parquet", "footprint.parquet", "summary.json", "manifest.json")
 PACKAGES = ("memsim", "numpy", "scipy", "pandas", "pyarrow", "faiss-cpu", "rank-bm25", "PyYAML")
 
@@ -99,6 +101,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a result file is shared
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -108,6 +111,12 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
@@ -194,16 +203,22 @@ def save(root: Path | str, r: RunResult) -> Path:
 
 def load(root: Path | str, d: RunDef) -> RunResult:
     p = d.path(root)
-    manifest = json.loads((p / "manifest.json").read_text())
-    timings_path = p / "timings.json"
-    return RunResult(
-        definition=d,
-        queries=pd.read_parquet(p / "queries.parquet"),
-        footprint=pd.read_parquet(p / "footprint.parquet"),
-        summary=json.loads((p / "summary.json").read_text()),
-        manifest=manifest,
-        timings=json.loads(timings_path.read_text()) if timings_path.exists() else {},
-    )
+    try:
+        manifest = json.loads((p / "manifest.json").read_text())
+        timings_path = p / "timings.json"
+        return RunResult(
+            definition=d,
+            queries=pd.read_parquet(p / "queries.parquet"),
+            footprint=pd.read_parquet(p / "footprint.parquet"),
+            summary=json.loads((p / "summary.json").read_text()),
+            manifest=manifest,
+            timings=json.loads(timings_path.read_text()) if timings_path.exists() else {},
+        )
+    except Exception as e:  # noqa: BLE001 - any damage to a cached file means the same
+        raise MemsimError(
+            f"cached run {p} is unreadable ({type(e).__name__}: {' '.join(str(e).split())[:200]});"
+            " rerun with --no-resume, or delete that folder"
+        ) from None
 
 
 def manifest_for(

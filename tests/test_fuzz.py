@@ -1,0 +1,394 @@
+"""Fuzzing the command line (issue 17): malformed scenario files and argument lists.
+
+Every case calls ``memsim.workbench.cli.main`` in-process (subprocesses would cost ~1 s each)
+and is judged by :func:`outcome`: ``ok`` (exit 0), ``clean`` (exit 2 with one
+``memsim: error:`` line, or argparse's usage error), ``traceback`` (an exception escaped),
+``hang`` (over the time limit) or ``unclean`` (a non-zero exit without a one-line error).
+The corpus holds the cases issue 17 listed; a corpus case marked ``bad`` must not exit 0
+(``silent`` otherwise). ``python tests/test_fuzz.py`` prints the tally.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import signal
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memsim.workbench.cli import main
+
+LIMIT_S = 10.0  # a case over this is a hang
+BASE: dict[str, Any] = {
+    "name": "fuzz",
+    "horizon": 12,
+    "episodes": [
+        {
+            "id": "e1",
+            "time": 0,
+            "text": "Call me Masa",
+            "claims": [{"key": "owner.name", "value": "Masa", "importance": 0.9}],
+        },
+        {"id": "e2", "time": 1, "text": "I work at Acme", "claims": [{"key": "owner.job"}]},
+    ],
+    "queries": [{"id": "q1", "time": 2, "text": "my name?", "keys": ["owner.name"], "k": 3}],
+    "expect": [{"policy": "*", "query": "q1", "in_top": "e1"}],
+}
+
+
+class _Hang(BaseException):
+    pass
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise _Hang()
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def outcome(argv: list[str], limit: float = LIMIT_S) -> tuple[str, str]:
+    """(class, stderr) of ``memsim ARGV`` run in-process."""
+    err, out = io.StringIO(), io.StringIO()
+    code: Any
+    try:
+        with _time_limit(limit), contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+            try:
+                code = main(argv)
+            except SystemExit as e:  # argparse
+                code = e.code
+    except _Hang:
+        return "hang", err.getvalue()
+    except BaseException as e:  # noqa: BLE001 - the point is to catch everything
+        return "traceback", f"{type(e).__name__}: {e}"[:300]
+    text = err.getvalue()
+    if code in (0, None):
+        return "ok", text
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if (
+        code == 2
+        and lines
+        and (lines[-1].startswith("memsim: error:") and len(lines[-1]) < 2000 or "usage:" in text)
+    ):
+        return "clean", text
+    return "unclean", text[-300:]
+
+
+# -- the corpus: issue 17's cases ------------------------------------------------------------
+def _nest(open_: str, close: str, n: int = 5000) -> str:
+    return open_ * n + close * n
+
+
+BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
+    f"{c}: &{c} [{','.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi")
+)
+SCENARIO_CORPUS: dict[str, str] = {
+    "nested-flow": "episodes: " + _nest("[", "]"),
+    "nested-block": "episodes:\n" + "".join("  " * i + "- \n" for i in range(3000)),
+    "nested-attrs": "episodes:\n- id: e\n  time: 0\n  text: t\n  claims:\n  - key: k\n"
+    "    attrs: " + _nest("{a: ", "}", 3000),
+    "overflow": yaml.safe_dump(BASE).replace("k: 3", "k: 1.0e+23"),
+    "alias-bomb": BOMB + "episodes: *i\n",
+    "small-bomb": BOMB + "horizon: *i\n",
+    "horizon-1e6": yaml.safe_dump({**BASE, "horizon": 1e6}),
+    "query-1e7": yaml.safe_dump(
+        {**BASE, "horizon": None, "queries": [{**BASE["queries"][0], "time": 1e7}]}
+    ).replace("horizon: null\n", ""),
+    "horizon-1e15": yaml.safe_dump({**BASE}).replace("horizon: 12", "horizon: 1.0e+15"),
+    "episode-1e300": yaml.safe_dump({**BASE})
+    .replace("horizon: 12", "horizon: 1.0e+301")
+    .replace("time: 1\n", "time: 1.0e+300\n"),
+    "repeat-1e9": yaml.safe_dump(
+        {
+            **BASE,
+            "episodes": BASE["episodes"]
+            + [{"id": "r{i}", "time": 0, "text": "x", "repeat": 10**9}],
+        }
+    ),
+    "dup-key": yaml.safe_dump(BASE) + "horizon: 30\n",
+    "seed-banana": yaml.safe_dump({**BASE, "seed": "banana"}),
+    "empty-key": yaml.safe_dump(
+        {**BASE, "episodes": [{**BASE["episodes"][0], "claims": [{"key": ""}]}]}
+    ),
+    "status-flying": yaml.safe_dump(
+        {**BASE, "expect": [{"policy": "*", "memory_of": "e1", "status": "flying"}]}
+    ),
+    "unasserted-key": yaml.safe_dump(
+        {**BASE, "queries": [{**BASE["queries"][0], "keys": ["nobody.said.this"]}]}
+    ),
+    "failing-expect": yaml.safe_dump(
+        {**BASE, "expect": [{"policy": "*", "query": "q1", "not_in_top": "e1"}]}
+    ),
+    "yaml12-float": yaml.safe_dump({**BASE}).replace("horizon: 12", "horizon: 1e300"),
+    "empty": "",
+    "top-list": "- 1\n- 2\n",
+}
+BAD_SCENARIOS = set(SCENARIO_CORPUS) - {
+    "yaml12-float",
+    "failing-expect",
+}  # run does not judge expect yet
+
+
+def _scenario_argv(tmp: Path, name: str, text: str, policy: str = "keep-all") -> list[str]:
+    f = tmp / f"{name}.yaml"
+    f.write_text(text, encoding="utf-8")
+    return ["run", "--policy", policy, "--scenario", str(f)]
+
+
+def _arg_corpus(tmp: Path) -> dict[str, list[str]]:
+    good = tmp / "good.yaml"
+    good.write_text(yaml.safe_dump(BASE), encoding="utf-8")
+    afile = tmp / "a-file"
+    afile.write_text("x")
+    corrupt = tmp / "corrupt-cache"
+    run = ["run", "--policy", "keep-all", "--scenario", str(good)]
+    cmp = ["compare", "--policies", "keep-all", "--scenarios", str(good), "--quiet"]
+    nolocomo = tmp / "noq.json"
+    nolocomo.write_text('[{"sample_id": "s", "conversation": {}, "qa": []}]')
+    return {
+        "llm-faults-nosuch": run + ["--llm", "faults.nosuch=1"],
+        "llm-bands-nosuch": run + ["--llm", "bands.nosuch=1"],
+        "run-out-file": run + ["--out", str(afile)],
+        "compare-out-file": cmp + ["--out", str(afile)],
+        "seeds-reversed": cmp + ["--seeds", "5:0", "--out", str(tmp / "c1")],
+        "seeds-empty": cmp + ["--seeds", "", "--out", str(tmp / "c2")],
+        "dask-malformed": cmp + ["--dask", "not a url::", "--out", str(tmp / "c3")],
+        "curve-huge": ["curve", "izzie", "--days", "0:1e9:1"],
+        "param-inf": ["run", "--policy", "pai", "--scenario", str(good), "--param", "w_cosine=inf"],
+        "policies-twice": cmp + ["--policies", "keep-all,keep-all", "--out", str(tmp / "c4")],
+        "seeds-twice": cmp + ["--seeds", "0,0", "--out", str(tmp / "c5")],
+        "locomo-noq": ["run", "--policy", "keep-all", "--scenario", f"locomo:{nolocomo}"],
+        "figures-missing": ["figures", "--out", str(tmp / "figs"), "--summary", str(tmp / "no")],
+        "scenario-dir": ["run", "--policy", "keep-all", "--scenario", str(tmp) + "/x.yaml/"],
+        "corrupt-cache": cmp + ["--out", str(corrupt / "out"), "--cache", str(corrupt)],
+    }
+
+
+BAD_ARGS = {
+    "llm-faults-nosuch",
+    "llm-bands-nosuch",
+    "run-out-file",
+    "compare-out-file",
+    "seeds-reversed",
+    "seeds-empty",
+    "dask-malformed",
+    "curve-huge",
+    "param-inf",
+    "locomo-noq",
+    "figures-missing",
+    "scenario-dir",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIO_CORPUS))
+def test_scenario_corpus(name: str, tmp_path: Path) -> None:
+    kind, err = outcome(_scenario_argv(tmp_path, name, SCENARIO_CORPUS[name], "pai"))
+    assert kind in ("ok", "clean"), (name, kind, err)
+    if name in BAD_SCENARIOS:
+        assert kind == "clean", (name, "silently accepted", err)
+        assert f"{name}.yaml" in err, err  # names the file
+
+
+# -- generated cases --------------------------------------------------------------------------
+WEIRD = st.sampled_from(
+    [None, "", "banana", -1, 0, 1, 0.5, 1.5, 10**30, -(10**30), 1e300, float("inf"),
+     float("nan"), True, [], {}, [1, 2], {"a": 1}, "e1", "q1", "{i}", "x" * 300]
+)  # fmt: skip
+PATHS = [
+    ("horizon",),
+    ("seed",),
+    ("description",),
+    ("episodes",),
+    ("episodes", 0),
+    ("episodes", 0, "id"),
+    ("episodes", 0, "time"),
+    ("episodes", 0, "text"),
+    ("episodes", 0, "claims"),
+    ("episodes", 0, "claims", 0, "key"),
+    ("episodes", 0, "claims", 0, "value"),
+    ("episodes", 0, "claims", 0, "importance"),
+    ("episodes", 0, "claims", 0, "confidence"),
+    ("episodes", 0, "claims", 0, "attrs"),
+    ("episodes", 1, "repeat"),
+    ("episodes", 1, "every"),
+    ("episodes", 1, "time"),
+    ("queries", 0, "time"),
+    ("queries", 0, "keys"),
+    ("queries", 0, "answers"),
+    ("queries", 0, "k"),
+    ("expect", 0, "policy"),
+    ("expect", 0, "query"),
+    ("expect", 0, "in_top"),
+    ("expect", 0, "after"),
+    ("nosuchfield",),
+]
+
+
+def _mutate(doc: Any, path: tuple, value: Any) -> Any:
+    import copy
+
+    doc = copy.deepcopy(doc)
+    node = doc
+    for step in path[:-1]:
+        try:
+            node = node[step]
+        except (KeyError, IndexError, TypeError):
+            return doc
+    try:
+        node[path[-1]] = value
+    except (IndexError, TypeError):
+        pass
+    return doc
+
+
+@st.composite
+def scenario_texts(draw: st.DrawFn) -> str:
+    doc: Any = BASE
+    for _ in range(draw(st.integers(1, 3))):
+        doc = _mutate(doc, draw(st.sampled_from(PATHS)), draw(WEIRD))
+    text = yaml.safe_dump(doc, sort_keys=draw(st.booleans()))
+    if draw(st.integers(0, 9)) == 0:  # raw text damage: a cut, a duplicate line
+        cut = draw(st.integers(0, len(text)))
+        text = (
+            text[:cut] + draw(st.sampled_from(["", "\n", ": :", "\t", "&a x", "*b"])) + text[cut:]
+        )
+    return text
+
+
+FLAGS = {
+    "run": {
+        "--policy": ["keep-all", "pai", "nosuch", "", "recency-v9"],
+        "--seed": ["0", "-1", "x", "99999999999999999999"],
+        "--param": ["w_cosine=inf", "nosuch=1", "=", "half_life=-1", "w_cosine=nan", "x"],
+        "--llm": ["faults.nosuch=1", "bands.nosuch=1", "faults.embed_fail=2", "text_embedder=zz"],
+    },
+    "compare": {
+        "--policies": ["keep-all", "keep-all,keep-all", "nosuch", ",", "all"],
+        "--seeds": ["0", "5:0", "", "0,0", "a:b", "0:2", "-3", "1e3"],
+        "--llm": ["faults.nosuch=1", "faults.embed_fail=nan", "q"],
+        "--suite": ["nosuch"],
+        "--jobs": ["0", "-1", "x"],
+    },
+    "curve": {
+        "--days": ["0:1e9:1", "0:10:0", "5:0:1", "a", "", "0,1,inf", "0:30:1", "1e400"],
+        "--pattern": ["never", "every:0", "every:-1", "at:", "at:x", "bogus", "every:1e-9"],
+        "--param": ["half_life=0", "nosuch=1"],
+        "--memory": ["category=nosuch", "importance=2", "x"],
+    },
+}
+
+
+@st.composite
+def arg_lists(draw: st.DrawFn, good: str, tmp: str) -> list[str]:
+    cmd = draw(st.sampled_from(sorted(FLAGS)))
+    argv = [cmd]
+    if cmd == "curve":
+        argv.append(draw(st.sampled_from(["izzie", "pai", "nosuch", "keep-all"])))
+        argv += ["--days", "0:5:1"]
+    elif cmd == "run":
+        argv += ["--policy", "keep-all", "--scenario", good]
+    else:
+        argv += ["--policies", "keep-all", "--scenarios", good, "--quiet", "--out", tmp + "/c"]
+        argv += ["--cache", tmp + "/cache"]
+    for flag in draw(st.lists(st.sampled_from(sorted(FLAGS[cmd])), max_size=3)):
+        argv += [flag, draw(st.sampled_from(FLAGS[cmd][flag]))]
+    return argv
+
+
+TALLY: Counter = Counter()
+FAST = settings(
+    max_examples=700,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+@FAST
+@given(text=scenario_texts())
+def test_generated_scenarios(text: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        kind, err = outcome(_scenario_argv(Path(tmp), "gen", text))
+    TALLY[kind] += 1
+    assert kind in ("ok", "clean"), (kind, err, text)
+    if kind == "clean" and "usage:" not in err:
+        assert "gen.yaml" in err, err
+
+
+@settings(FAST, max_examples=350)
+@given(data=st.data())
+def test_generated_arguments(data: st.DataObject) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        good = Path(tmp) / "good.yaml"
+        good.write_text(yaml.safe_dump(BASE), encoding="utf-8")
+        argv = data.draw(arg_lists(str(good), tmp))
+        kind, err = outcome(argv)
+    TALLY[kind] += 1
+    assert kind in ("ok", "clean"), (kind, err, argv)
+
+
+def test_arg_corpus(tmp_path: Path) -> None:
+    for name, argv in _arg_corpus(tmp_path).items():
+        if name == "corrupt-cache":
+            continue
+        kind, err = outcome(argv)
+        assert kind in ("ok", "clean"), (name, kind, err)
+        if name in BAD_ARGS:
+            assert kind == "clean", (name, "silently accepted", err)
+
+
+def tally(n_scen: int = 700, n_args: int = 350) -> Counter:
+    """Counts over corpus + generated cases (for the issue's before/after note)."""
+    counts: Counter = Counter()
+    with tempfile.TemporaryDirectory() as t:
+        tmp = Path(t)
+        for name, text in SCENARIO_CORPUS.items():
+            kind, err = outcome(_scenario_argv(tmp, name, text, "pai"))
+            if kind == "ok" and name in BAD_SCENARIOS:
+                kind = "silent"
+            counts[kind] += 1
+            print(f"corpus {name}: {kind} {err.strip()[-160:]!r}", file=sys.__stderr__)
+        for name, argv in _arg_corpus(tmp).items():
+            kind, err = outcome(argv)
+            if kind == "ok" and name in BAD_ARGS:
+                kind = "silent"
+            counts[kind] += 1
+            print(f"corpus {name}: {kind} {err.strip()[-160:]!r}", file=sys.__stderr__)
+    for test, n in ((test_generated_scenarios, n_scen), (test_generated_arguments, n_args)):
+        inner = settings(FAST, max_examples=n)(test.hypothesis.inner_test)  # type: ignore[attr-defined]
+
+        def record(*a: Any, **k: Any) -> None:
+            try:
+                inner(*a, **k)  # noqa: B023 - used at once, in this iteration
+            except AssertionError:
+                pass
+
+        TALLY.clear()
+        strategy = scenario_texts() if test is test_generated_scenarios else st.data()
+        kw = "text" if test is test_generated_scenarios else "data"
+        settings(FAST, max_examples=n)(given(**{kw: strategy})(record))()
+        counts.update(TALLY)
+    return counts
+
+
+if __name__ == "__main__":
+    c = tally(*(int(a) for a in sys.argv[1:3]))
+    print(dict(c), "total", sum(c.values()))
