@@ -175,7 +175,15 @@ def _arg_corpus(tmp: Path) -> dict[str, list[str]]:
         "policies-twice": cmp + ["--policies", "keep-all,keep-all", "--out", str(tmp / "c4")],
         "seeds-twice": cmp + ["--seeds", "0,0", "--out", str(tmp / "c5")],
         "locomo-noq": ["run", "--policy", "keep-all", "--scenario", f"locomo:{nolocomo}"],
-        "figures-missing": ["figures", "--out", str(tmp / "figs"), "--summary", str(tmp / "no")],
+        "figures-missing": ["figures", "--out", str(tmp / "figs"), "--no-curves"]
+        + [
+            "--results",
+            str(tmp / "no"),
+            "--benchmarks",
+            str(tmp / "no"),
+            "--claims",
+            str(tmp / "no"),
+        ],
         "scenario-dir": ["run", "--policy", "keep-all", "--scenario", str(tmp) + "/x.yaml/"],
         "corrupt-cache": cmp + ["--out", str(corrupt / "out"), "--cache", str(corrupt)],
     }

@@ -1175,12 +1175,6 @@ def run_figures_command(args: argparse.Namespace) -> int:
         from memsim.engine.errors import UnknownIdError
 
         raise UnknownIdError(f"unknown figure {unknown[0]!r}; known: {', '.join(FIGURES)}")
-    from memsim.engine.errors import MemsimError
-
-    for flag in ("results", "benchmarks", "claims"):
-        value = getattr(args, flag, None)
-        if value and not Path(value).exists():
-            raise MemsimError(f"figures: --{flag} {value!r} does not exist")
     written = write_figures(
         args.out,
         results=args.results,
