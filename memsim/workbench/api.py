@@ -176,7 +176,8 @@ def grid(
     params: Mapping[str, Any] | None = None,
     llm: Mapping[str, Any] | None = None,
 ) -> list[RunDef]:
-    """The Cartesian product, in a fixed order (scenario, policy, seed)."""
+    """The Cartesian product, in a fixed order (scenario, policy, seed). ``params`` keys are
+    ``FIELD`` (every policy) or ``POLICY.FIELD`` (that policy only)."""
     if not policies:
         raise MemsimError("no policies to compare")
     if not scenario_specs:
@@ -186,10 +187,20 @@ def grid(
         dup = sorted({str(x) for x in items if list(items).count(x) > 1})
         if dup:
             raise MemsimError(f"--{what}: {', '.join(dup)} given twice (each would count twice)")
+    per_policy: dict[str, dict[str, Any]] = {p: {} for p in policies}
+    for key, value in (params or {}).items():
+        policy, dot, field = key.rpartition(".")
+        if not dot:
+            for p in policies:
+                per_policy[p][key] = value
+        elif policy in per_policy:
+            per_policy[policy][field] = value
+        else:
+            raise ParamError(f"parameter {key!r}: policy {policy!r} is not being compared")
     return [
-        RunDef(p, s, int(seed), _overrides(params), _overrides(llm))
+        RunDef(f, s, int(seed), _overrides(per_policy[p]), _overrides(llm))
         for s in scenario_specs
-        for p in full
+        for p, f in zip(policies, full)
         for seed in seeds
     ]
 

@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 from pathlib import Path
 
 from memsim.engine.errors import MemsimError, ParamError
@@ -94,6 +95,23 @@ def _typed_params(policy: str, raw: dict[str, str]) -> dict:
     return {k: getattr(typed, k) for k in raw}
 
 
+def _policy_params(policies: Sequence[str], items: Sequence[str] | None) -> dict[str, Any]:
+    """--param POLICY.FIELD=VALUE (repeatable) -> {"POLICY.FIELD": typed value}."""
+    out: dict[str, Any] = {}
+    by_policy: dict[str, dict[str, str]] = {}
+    for key, value in _pairs(items, "--param").items():
+        policy, dot, field = key.partition(".")
+        if not dot or not field:
+            raise ParamError(f"--param {key}={value}: expected POLICY.FIELD=VALUE")
+        if policy not in policies:
+            raise ParamError(f"--param {key}: policy {policy!r} is not among --policies")
+        by_policy.setdefault(policy, {})[field] = value
+    for policy, raw in by_policy.items():
+        for field, v in _typed_params(policy, raw).items():
+            out[f"{policy}.{field}"] = v
+    return out
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from .api import list_policies, list_scenarios
 
@@ -155,22 +173,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("results") / (args.suite or "compare")
     _out_dir(str(out))
     _out_dir(args.cache, "--cache")
-    executor = client = None
-    if args.dask:
-        from dask.distributed import Client
+    params = _policy_params(policies, args.param)
+    from .executors import dask_executor
 
-        try:
-            client = Client(args.dask, timeout=10)
-        except (OSError, ValueError, TypeError) as e:  # TimeoutError is an OSError
-            raise ParamError(
-                f"--dask: cannot reach a scheduler at {args.dask!r} ({' '.join(str(e).split())})"
-            ) from None
-        executor = client.get_executor()
-    try:
+    with dask_executor(args.dask) as executor:
         summary, per_query = compare(
             policies,
             specs,
             seeds,
+            params=params,
             llm=_llm_overrides(args.llm),
             root=args.cache or out.parent,
             jobs=args.jobs,
@@ -178,9 +189,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
             resume=not args.no_resume,
             progress=not args.quiet,
         )
-    finally:
-        if client is not None:
-            client.close()
     write_comparison(
         out,
         summary,
@@ -196,6 +204,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(by.agg(["mean", "count"]).round(3).to_string())
     print(f"\nwrote {out}/summary.md, summary.csv, per_query.parquet")
     return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from .sweep import run_sweep_command
+
+    return run_sweep_command(args)
 
 
 def cmd_curve(args: argparse.Namespace) -> int:
@@ -227,6 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .curves import add_curve_arguments
     from .drift import add_drift_arguments
     from .figures import add_figures_arguments
+    from .sweep import add_sweep_arguments
 
     p = argparse.ArgumentParser(
         prog="memsim",
@@ -275,13 +290,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="mock LLM override for every run: bands.X, faults.X, text_embedder=hashed|minilm",
     )
     s.add_argument(
-        "--dask", metavar="SCHEDULER", help="run on a Dask cluster at this scheduler address"
+        "--dask",
+        metavar="local:N|tcp://HOST:PORT",
+        help="run on Dask: local:N starts a local cluster of N workers, an address joins one",
+    )
+    s.add_argument(
+        "--param",
+        action="append",
+        metavar="POLICY.FIELD=VALUE",
+        help="a parameter of one policy (repeatable), e.g. pai.prune_threshold=0.1",
     )
     s.add_argument("--out", help="output folder (default results/<suite>)")
     s.add_argument("--cache", help="results root for per-run files (default: parent of --out)")
     s.add_argument("--no-resume", action="store_true", help="rerun even if a run's results exist")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.set_defaults(func=cmd_compare)
+
+    s = sub.add_parser("sweep", help="policy parameters x scenarios x seeds -> a tidy table")
+    add_sweep_arguments(s)
+    s.set_defaults(func=cmd_sweep)
 
     s = sub.add_parser("curve", help="decay curve of one memory under an access pattern (CSV)")
     add_curve_arguments(s)

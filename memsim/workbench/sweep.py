@@ -1,0 +1,556 @@
+"""Parameter sweeps, one-at-a-time sensitivity and variance-based (Sobol) indices.
+
+A sweep crosses, per policy, a set of parameter points with scenarios and seeds. Points come
+from a grid, random samples or a Latin hypercube (``scipy.stats.qmc``) over ``Params`` fields
+within their declared ranges (``memsim.engine.params.param(lo=, hi=)``). Every point is an
+ordinary run definition (:class:`~memsim.workbench.results.RunDef` with parameter overrides),
+so a sweep resumes from the definition-derived run paths exactly as ``compare`` does, and gives
+the same bytes serially, with processes or on Dask.
+
+    memsim.sweep(memsim.SweepSpec("pai", {"prune_threshold": (0.01, 0.2)}, method="lhs", n=20),
+                 ["synthetic:churn"], seeds=[0, 1])
+
+The result is one tidy table: one row per run and metric (policy, scenario, seed, point, the
+swept parameters, metric, value, error). A run that fails is recorded with its error and the
+others go on.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import itertools
+import math
+import multiprocessing
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from memsim.engine.errors import MemsimError, ParamError
+
+from .results import RunDef, atomic_write_parquet, is_complete, load, save
+
+METHODS = ("grid", "random", "lhs")
+# run-level summary of the per-query metrics that a sweep reports for every run
+QUERY_MEANS = ("recall", "mrr", "stale", "needed_forgotten")
+RUN_METRICS = ("footprint_mean", "footprint_final", "noise_retention")
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepSpec:
+    """Which points of one policy's parameter space to run.
+
+    ``fields`` maps a Params field to a ``(lo, hi)`` range (sampled; ``None`` takes the
+    declared range) or to an explicit list of values (used as given by every method).
+    ``n`` is the number of points per field for ``grid`` and the number of samples for
+    ``random`` and ``lhs``; ``seed`` makes the samples reproducible."""
+
+    policy: str
+    fields: Mapping[str, Any]
+    method: str = "grid"
+    n: int = 5
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ParamError(f"sweep {self.policy}: method {self.method!r} is not one of {METHODS}")
+        if not isinstance(self.n, int) or isinstance(self.n, bool) or self.n < 1:
+            raise ParamError(f"sweep {self.policy}: n must be an integer >= 1, got {self.n!r}")
+        if not self.fields:
+            raise ParamError(f"sweep {self.policy}: empty grid (no fields to sweep)")
+
+
+def declared_ranges(policy: str) -> dict[str, tuple[float, float, type]]:
+    """(lo, hi, type) of every numeric Params field of ``policy`` with a finite declared range."""
+    from memsim.engine.registry import spec
+
+    cls = spec(policy).load().Params
+    out: dict[str, tuple[float, float, type]] = {}
+    for f in dataclasses.fields(cls):
+        lo, hi = f.metadata.get("lo"), f.metadata.get("hi")
+        default = f.default
+        if isinstance(default, bool) or not isinstance(default, (int, float)):
+            continue
+        if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+            continue
+        out[f.name] = (float(lo), float(hi), type(default))
+    return out
+
+
+def _axes(s: SweepSpec) -> tuple[list[str], dict[str, list[Any]], dict[str, tuple[float, float]]]:
+    """Split the fields into explicit value lists and sampled ranges, checked against the
+    policy's Params (unknown field, range outside the declared one)."""
+    from memsim.engine.registry import spec
+
+    cls = spec(s.policy).load().Params
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    declared = declared_ranges(s.policy)
+    lists: dict[str, list[Any]] = {}
+    ranges: dict[str, tuple[float, float]] = {}
+    for name, how in s.fields.items():
+        if name not in known:
+            raise ParamError(
+                f"sweep {s.policy}: {cls.__qualname__} has no parameter {name!r}; "
+                f"known: {', '.join(sorted(known))}"
+            )
+        if isinstance(how, (list, tuple)) and not (
+            len(how) == 2 and isinstance(how, tuple) and all(_is_num(v) for v in how)
+        ):
+            if not how:
+                raise ParamError(f"sweep {s.policy}: {name}: empty list of values")
+            lists[name] = list(how)
+            continue
+        if name not in declared:
+            raise ParamError(
+                f"sweep {s.policy}: {name} has no finite declared range; give a list of values"
+            )
+        lo, hi, _ = declared[name]
+        if how is not None:
+            a, b = (float(v) for v in how)
+            if not (lo <= a <= b <= hi):
+                raise ParamError(
+                    f"sweep {s.policy}: {name} range {list(how)} is outside its declared "
+                    f"range [{lo}, {hi}]"
+                )
+            lo, hi = a, b
+        ranges[name] = (lo, hi)
+    names = list(s.fields)
+    return names, lists, ranges
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def points(s: SweepSpec) -> list[dict[str, Any]]:
+    """The parameter points of one sweep spec, in a fixed order, each validated by the
+    policy's Params (so an impossible combination fails here, naming field and value)."""
+    from memsim.engine.registry import spec
+
+    names, lists, ranges = _axes(s)
+    types = {k: t for k, (_, _, t) in declared_ranges(s.policy).items()}
+    sampled = [n for n in names if n in ranges]
+    columns: dict[str, list[Any]] = {}
+    if s.method == "grid":
+        axes = [lists[n] if n in lists else list(np.linspace(*ranges[n], num=s.n)) for n in names]
+        combos = list(itertools.product(*axes))
+        rows = [dict(zip(names, c)) for c in combos]
+    else:
+        if sampled:
+            d = len(sampled)
+            if s.method == "lhs":
+                from scipy.stats import qmc
+
+                unit = qmc.LatinHypercube(d=d, rng=np.random.default_rng(s.seed)).random(s.n)
+            else:
+                unit = np.random.default_rng(s.seed).random((s.n, d))
+            for j, n in enumerate(sampled):
+                lo, hi = ranges[n]
+                columns[n] = list(lo + unit[:, j] * (hi - lo))
+        rng = np.random.default_rng([s.seed, 1])
+        for n in names:
+            if n in lists:
+                columns[n] = [lists[n][i] for i in rng.integers(0, len(lists[n]), size=s.n)]
+        rows = [{n: columns[n][i] for n in names} for i in range(s.n)]
+    cls = spec(s.policy).load().Params
+    out = []
+    for row in rows:
+        typed = {
+            k: (int(round(float(v))) if types.get(k) is int else float(v)) if k in ranges else v
+            for k, v in row.items()
+        }
+        cls().replace(**typed)  # validate (range, choices) before anything runs
+        out.append(typed)
+    return out
+
+
+def definitions(
+    specs: Sequence[SweepSpec],
+    scenarios: Sequence[str],
+    seeds: Sequence[int],
+    llm: Mapping[str, Any] | None = None,
+) -> list[tuple[int, RunDef]]:
+    """(point index, run definition) for every point x scenario x seed, in a fixed order."""
+    from .api import _overrides, resolve_policy
+
+    if not scenarios:
+        raise ParamError("sweep: no scenarios")
+    if not seeds:
+        raise ParamError("sweep: no seeds")
+    out: list[tuple[int, RunDef]] = []
+    for s in specs:
+        full = resolve_policy(s.policy)
+        for i, p in enumerate(points(s)):
+            for scenario in scenarios:
+                for seed in seeds:
+                    out.append(
+                        (i, RunDef(full, scenario, int(seed), _overrides(p), _overrides(llm)))
+                    )
+    return out
+
+
+def _run_one(d: RunDef, root: str | None, resume: bool) -> dict[str, Any]:
+    """A run's metrics, or its error; never raises for a failing run."""
+    from .api import execute
+
+    try:
+        if root is not None and resume and is_complete(root, d):
+            r = load(root, d)
+        else:
+            r = execute(d)
+            if root is not None:
+                save(root, r)
+    except Exception as e:  # recorded, and the sweep goes on
+        return {"error": f"{type(e).__name__}: {e}"}
+    out: dict[str, Any] = {"error": ""}
+    for m in QUERY_MEANS:
+        if m in r.queries:
+            v = r.queries[m].to_numpy(dtype=np.float64)
+            out[m] = float(np.nanmean(v)) if np.isfinite(v).any() else math.nan
+    for m in RUN_METRICS:
+        if m in r.summary:
+            out[m] = float(r.summary[m])
+    return out
+
+
+def sweep(
+    specs: Sequence[SweepSpec] | SweepSpec,
+    scenarios: Sequence[str],
+    seeds: Sequence[int] = (0,),
+    *,
+    llm: Mapping[str, Any] | None = None,
+    root: str | Path | None = None,
+    out: str | Path | None = None,
+    jobs: int = 1,
+    executor: cf.Executor | None = None,
+    resume: bool = True,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Run every point of every spec on every scenario and seed; the tidy table (one row per
+    run and metric). With ``out``, the table is also written there as ``sweep.parquet`` and
+    ``sweep.csv``. Rows come in definition order whatever the executor."""
+    from .api import _progress
+
+    if isinstance(specs, SweepSpec):
+        specs = [specs]
+    defs = definitions(specs, scenarios, seeds, llm)
+    root_s = None if root is None else str(root)
+    results: dict[int, dict[str, Any]] = {}
+    bar = _progress(len(defs), progress)
+    own = None
+    if executor is None and jobs > 1 and len(defs) > 1:
+        own = executor = cf.ProcessPoolExecutor(
+            max_workers=jobs, mp_context=multiprocessing.get_context("spawn")
+        )
+    try:
+        if executor is None:
+            for i, (_, d) in enumerate(defs):
+                results[i] = _run_one(d, root_s, resume)
+                bar.update(1)
+        else:
+            futures = {
+                executor.submit(_run_one, d, root_s, resume): i for i, (_, d) in enumerate(defs)
+            }
+            for fut in cf.as_completed(futures):
+                results[futures[fut]] = fut.result()
+                bar.update(1)
+    finally:
+        bar.close()
+        if own is not None:
+            own.shutdown()
+    table = tidy(defs, [results[i] for i in range(len(defs))])
+    if out is not None:
+        o = Path(out)
+        atomic_write_parquet(o / "sweep.parquet", table)
+        (o / "sweep.csv").write_text(table.to_csv(index=False, float_format="%.10g"))
+    return table
+
+
+def tidy(defs: Sequence[tuple[int, RunDef]], results: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    rows = []
+    for (point, d), r in zip(defs, results):
+        base = {
+            "policy": d.policy,
+            "scenario": d.scenario,
+            "seed": d.seed,
+            "point": point,
+            "params": ",".join(f"{k}={v:.6g}" if _is_num(v) else f"{k}={v}" for k, v in d.params),
+        }
+        metrics = [m for m in (*QUERY_MEANS, *RUN_METRICS) if m in r] or ["-"]
+        for m in metrics:
+            rows.append({**base, "metric": m, "value": r.get(m, math.nan), "error": r["error"]})
+    return pd.DataFrame(rows)
+
+
+def wide(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per run with a column per metric and per swept parameter."""
+    ok = table[table["error"] == ""]
+    w = ok.pivot_table(
+        index=["policy", "scenario", "seed", "point", "params"], columns="metric", values="value"
+    ).reset_index()
+    for i, row in w.iterrows():
+        for item in str(row["params"]).split(","):
+            k, _, v = item.partition("=")
+            if k:
+                w.loc[i, k] = float(v) if _num_text(v) else v
+    return w
+
+
+def _num_text(v: str) -> bool:
+    try:
+        float(v)
+        return True
+    except ValueError:
+        return False
+
+
+# ---------------------------------------------------------------------------- sweep files
+
+
+def load_sweep_file(path: str | Path) -> tuple[list[SweepSpec], list[str], list[int]]:
+    """Read a sweep file (YAML, safe-loaded):
+
+        scenarios: [synthetic:churn]
+        seeds: [0, 1]
+        policies:
+          pai:
+            method: lhs          # grid | random | lhs
+            n: 20
+            seed: 0
+            fields:
+              prune_threshold: [0.01, 0.2]     # a range (two numbers): sampled
+              reflect_every: {values: [7, 14]} # explicit values
+
+    Errors name the file, the field and the value."""
+    import yaml
+
+    p = Path(path)
+    where = str(p)
+    if not p.is_file():
+        raise ParamError(
+            f"{where}: sweep file does not exist" if not p.exists() else f"{where}: is not a file"
+        )
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise ParamError(f"{where}: not valid YAML: {' '.join(str(e).split())}") from None
+    if not isinstance(data, dict):
+        raise ParamError(f"{where}: (top level): must be a mapping, got {type(data).__name__}")
+    unknown = set(data) - {"scenarios", "seeds", "policies", "llm"}
+    if unknown:
+        raise ParamError(f"{where}: unknown key {sorted(unknown)[0]!r}")
+    scenarios = data.get("scenarios")
+    if (
+        not isinstance(scenarios, list)
+        or not scenarios
+        or not all(isinstance(s, str) for s in scenarios)
+    ):
+        raise ParamError(
+            f"{where}: scenarios: must be a non-empty list of specs, got {scenarios!r}"
+        )
+    seeds = data.get("seeds", [0])
+    if (
+        not isinstance(seeds, list)
+        or not seeds
+        or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)
+    ):
+        raise ParamError(
+            f"{where}: seeds: must be a non-empty list of integers >= 0, got {seeds!r}"
+        )
+    pols = data.get("policies")
+    if not isinstance(pols, dict) or not pols:
+        raise ParamError(f"{where}: policies: must be a non-empty mapping, got {pols!r}")
+    specs = []
+    for name, body in pols.items():
+        at = f"{where}: policies.{name}"
+        if not isinstance(body, dict):
+            raise ParamError(f"{at}: must be a mapping, got {body!r}")
+        extra = set(body) - {"method", "n", "seed", "fields"}
+        if extra:
+            raise ParamError(f"{at}: unknown key {sorted(extra)[0]!r}")
+        fields = body.get("fields")
+        if not isinstance(fields, dict) or not fields:
+            raise ParamError(f"{at}.fields: empty grid (give at least one field)")
+        parsed: dict[str, Any] = {}
+        for f, how in fields.items():
+            if isinstance(how, dict) and set(how) == {"values"} and isinstance(how["values"], list):
+                parsed[f] = list(how["values"])
+            elif how is None:
+                parsed[f] = None
+            elif isinstance(how, list) and len(how) == 2 and all(_is_num(v) for v in how):
+                parsed[f] = (float(how[0]), float(how[1]))
+            else:
+                raise ParamError(
+                    f"{at}.fields.{f}: expected [lo, hi], {{values: [...]}} or null, got {how!r}"
+                )
+        try:
+            specs.append(
+                SweepSpec(
+                    str(name),
+                    parsed,
+                    method=body.get("method", "grid"),
+                    n=body.get("n", 5),
+                    seed=body.get("seed", 0),
+                )
+            )
+            points(specs[-1])
+        except MemsimError as e:
+            raise ParamError(f"{where}: {e}") from None
+    return specs, scenarios, seeds
+
+
+# ---------------------------------------------------------------------------- sensitivity
+
+
+def one_at_a_time(
+    policy: str,
+    scenario: str,
+    seeds: Sequence[int] = (0,),
+    *,
+    fields: Sequence[str] | None = None,
+    n: int = 5,
+    **run: Any,
+) -> pd.DataFrame:
+    """One-at-a-time curves: each declared-range field moved over ``n`` points of its range
+    while the others keep their defaults. The wide table (one row per run) with a ``field``
+    column naming the field moved."""
+    names = list(fields) if fields is not None else list(declared_ranges(policy))
+    frames = []
+    for f in names:
+        t = sweep(SweepSpec(policy, {f: None}, method="grid", n=n), [scenario], seeds, **run)
+        w = wide(t)
+        w.insert(0, "field", f)
+        w["value_of_field"] = w[f]
+        frames.append(w.drop(columns=[f]))
+    return pd.concat(frames, ignore_index=True)
+
+
+def sobol(
+    policy: str,
+    scenario: str,
+    *,
+    metric: str = "recall",
+    fields: Sequence[str] | None = None,
+    n: int = 16,
+    seed: int = 0,
+    run_seed: int = 0,
+    **run: Any,
+) -> pd.DataFrame:
+    """First-order and total Sobol indices of ``metric`` over the declared ranges of
+    ``fields`` (``scipy.stats.sobol_indices``; ``n`` is a power of 2, cost n x (d + 2) runs)."""
+    from scipy.stats import sobol_indices, uniform
+
+    names = list(fields) if fields is not None else list(declared_ranges(policy))
+    ranges = declared_ranges(policy)
+    dists = [uniform(loc=ranges[f][0], scale=ranges[f][1] - ranges[f][0]) for f in names]
+
+    def func(x: np.ndarray) -> np.ndarray:
+        rows = x.T  # (n, d)
+        ys = []
+        for row in rows:
+            values = {
+                f: int(round(v)) if ranges[f][2] is int else float(v) for f, v in zip(names, row)
+            }
+            t = sweep(
+                SweepSpec(policy, {f: [v] for f, v in values.items()}, method="grid", n=1),
+                [scenario],
+                [run_seed],
+                **run,
+            )
+            v = t[(t["metric"] == metric)]["value"]
+            ys.append(float(v.iloc[0]) if len(v) else math.nan)
+        return np.asarray(ys)
+
+    res = sobol_indices(func=func, n=n, dists=dists, rng=np.random.default_rng(seed))
+    return pd.DataFrame(
+        {
+            "field": names,
+            "first_order": np.asarray(res.first_order, dtype=float),
+            "total_order": np.asarray(res.total_order, dtype=float),
+        }
+    )
+
+
+# ---------------------------------------------------------------------------- command line
+
+
+def add_sweep_arguments(s: Any) -> None:
+    s.add_argument("file", nargs="?", help="a sweep file (YAML); or give --policy and --field")
+    s.add_argument("--policy", help="the policy to sweep (with --field)")
+    s.add_argument(
+        "--field",
+        action="append",
+        metavar="NAME[=LO:HI|=V1,V2,...]",
+        help="a Params field: its declared range, a sub-range LO:HI, or a list of values "
+        "(repeatable)",
+    )
+    s.add_argument("--method", default="grid", choices=METHODS)
+    s.add_argument("--n", type=int, default=5, help="points per field (grid) or samples")
+    s.add_argument("--sample-seed", type=int, default=0, help="seed of random / lhs samples")
+    s.add_argument("--scenarios", help="scenario specs (comma list), e.g. synthetic:churn")
+    s.add_argument("--seeds", default="0", help="0,1,2 or 0:5")
+    s.add_argument("--jobs", type=int, default=1, help="local worker processes")
+    s.add_argument("--dask", metavar="local:N|tcp://HOST:PORT", help="run on Dask")
+    s.add_argument("--out", default="results/sweep", help="folder of sweep.parquet / sweep.csv")
+    s.add_argument("--cache", help="folder of cached runs (default: OUT/cache)")
+    s.add_argument("--no-resume", action="store_true", help="rerun finished runs")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _field_arg(policy: str, text: str) -> tuple[str, Any]:
+    name, sep, rest = text.partition("=")
+    name = name.strip()
+    if not sep:
+        return name, None
+    try:
+        if ":" in rest:
+            lo, hi = rest.split(":", 1)
+            return name, (float(lo), float(hi))
+        return name, [float(v) if _num_text(v) else v.strip() for v in rest.split(",") if v]
+    except ValueError:
+        raise ParamError(f"--field {text!r}: expected NAME, NAME=LO:HI or NAME=V1,V2") from None
+
+
+def run_sweep_command(args: Any) -> int:
+    from .cli import _seeds, split_specs
+    from .executors import dask_executor
+
+    if args.file:
+        specs, scenarios, seeds = load_sweep_file(args.file)
+    else:
+        if not args.policy or not args.field:
+            raise ParamError("sweep: give a sweep file, or --policy and at least one --field")
+        fields = dict(_field_arg(args.policy, f) for f in args.field)
+        specs = [SweepSpec(args.policy, fields, args.method, args.n, args.sample_seed)]
+        scenarios = split_specs(args.scenarios)
+        seeds = _seeds(args.seeds)
+    if args.scenarios and args.file:
+        scenarios = split_specs(args.scenarios)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ParamError(f"--out {str(out)!r} is a file, not a folder")
+    with dask_executor(args.dask) as executor:
+        table = sweep(
+            specs,
+            scenarios,
+            seeds,
+            root=args.cache or out / "cache",
+            out=out,
+            jobs=args.jobs,
+            executor=executor,
+            resume=not args.no_resume,
+            progress=not args.quiet,
+        )
+    failed = table[table["error"] != ""].drop_duplicates(["policy", "scenario", "seed", "point"])
+    runs = table.drop_duplicates(["policy", "scenario", "seed", "point"])
+    print(f"{len(runs)} runs ({len(failed)} failed); wrote {out}/sweep.parquet, sweep.csv")
+    for _, r in failed.head(5).iterrows():
+        print(f"  failed: {r.policy} {r.scenario} seed {r.seed} {r.params}: {r.error}")
+    ok = wide(table)
+    if len(ok):
+        cols = [c for c in ("recall", "stale", "footprint_mean") if c in ok]
+        print(ok.groupby("params", sort=False)[cols].mean().round(4).to_string())
+    return 0

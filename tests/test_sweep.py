@@ -1,0 +1,168 @@
+"""Sweeps: points within declared ranges, sweep files, failures recorded, same bytes on every
+executor, compare --param per policy."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from memsim.engine.errors import ParamError
+from memsim.workbench import api
+from memsim.workbench.cli import main
+from memsim.workbench.sweep import (
+    SweepSpec,
+    declared_ranges,
+    load_sweep_file,
+    points,
+    sweep,
+    wide,
+)
+
+SMALL = "synthetic:churn,episodes=300,queries=20,facts=30,horizon=30"
+
+
+@pytest.mark.parametrize("method", ["grid", "random", "lhs"])
+def test_points_stay_inside_the_declared_ranges_and_are_reproducible(method):
+    s = SweepSpec("pai", {"prune_threshold": None, "fallback_importance": None}, method, n=6)
+    pts = points(s)
+    assert pts == points(s)
+    assert len(pts) == (36 if method == "grid" else 6)
+    lo, hi, _ = declared_ranges("pai")["prune_threshold"]
+    assert all(lo <= p["prune_threshold"] <= hi for p in pts)
+    assert all(isinstance(p["fallback_importance"], int) for p in pts)
+
+
+def test_latin_hypercube_puts_one_sample_in_each_stratum():
+    pts = points(SweepSpec("pai", {"prune_threshold": (0.0, 1.0)}, "lhs", n=10, seed=3))
+    strata = sorted(int(p["prune_threshold"] * 10) for p in pts)
+    assert strata == list(range(10))
+
+
+@pytest.mark.parametrize(
+    "fields, match",
+    [
+        ({"no_such": None}, "has no parameter 'no_such'"),
+        ({"prune_threshold": (0.5, 2.0)}, "outside its declared range"),
+        ({}, "empty grid"),
+        ({"prune_threshold": []}, "empty list"),
+    ],
+)
+def test_bad_sweeps_name_the_problem(fields, match):
+    with pytest.raises(ParamError, match=match):
+        points(SweepSpec("pai", fields))
+
+
+def test_a_failing_run_is_recorded_and_the_rest_go_on():
+    t = sweep(SweepSpec("pai", {"prune_threshold": [0.05]}), [SMALL, "synthetic:nope"], [0])
+    runs = t.drop_duplicates(["scenario"])
+    assert list(runs["error"] == "") == [True, False]
+    assert "unknown synthetic profile" in runs["error"].iloc[1]
+    assert (wide(t)["scenario"] == SMALL).all()
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.slow
+def test_serial_processes_and_dask_give_the_same_bytes(tmp_path):
+    args = [
+        "sweep",
+        "--policy",
+        "pai",
+        "--field",
+        "prune_threshold=0.02:0.2",
+        "--n",
+        "2",
+        "--scenarios",
+        SMALL,
+        "--seeds",
+        "0,1",
+        "--quiet",
+        "--no-resume",
+    ]
+    outs = {}
+    for name, extra in [("serial", []), ("jobs", ["--jobs", "2"]), ("dask", ["--dask", "local:2"])]:
+        out = tmp_path / name
+        assert main([*args, *extra, "--out", str(out)]) == 0
+        outs[name] = _sha(out / "sweep.parquet")
+    assert outs["serial"] == outs["jobs"] == outs["dask"]
+
+
+def test_sweep_file_errors_name_file_field_and_value(tmp_path, capsys):
+    f = tmp_path / "s.yaml"
+    f.write_text("- not a mapping\n")
+    assert main(["sweep", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "s.yaml" in err and "must be a mapping" in err and "Traceback" not in err
+    f.write_text("scenarios: [x]\npolicies: {pai: {fields: {prune_threshold: [0.5, 9]}}}\n")
+    with pytest.raises(ParamError, match=r"s.yaml.*prune_threshold.*outside"):
+        load_sweep_file(f)
+    f.write_text("scenarios: [x]\npolicies: {pai: {fields: {}}}\n")
+    with pytest.raises(ParamError, match=r"policies.pai.fields: empty grid"):
+        load_sweep_file(f)
+    assert main(["sweep", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_sweep_file_round_trip(tmp_path):
+    f = tmp_path / "s.yaml"
+    f.write_text(
+        f"scenarios: ['{SMALL}']\nseeds: [0]\npolicies:\n  pai:\n    method: grid\n    n: 2\n"
+        "    fields:\n      prune_threshold: [0.05, 0.1]\n      fallback_importance: {values: [3]}\n"
+    )
+    specs, scenarios, seeds = load_sweep_file(f)
+    assert scenarios == [SMALL] and seeds == [0]
+    assert points(specs[0]) == [
+        {"prune_threshold": 0.05, "fallback_importance": 3},
+        {"prune_threshold": 0.1, "fallback_importance": 3},
+    ]
+
+
+def test_malformed_dask_address_is_a_one_line_error(capsys):
+    assert (
+        main(
+            [
+                "sweep",
+                "--policy",
+                "pai",
+                "--field",
+                "prune_threshold",
+                "--scenarios",
+                SMALL,
+                "--dask",
+                "not an address",
+                "--out",
+                "/tmp/never",
+            ]
+        )
+        == 2
+    )
+    assert "expected local:N" in capsys.readouterr().err
+
+
+def test_compare_param_applies_to_one_policy_only():
+    defs = api.grid(["keep-all", "pai"], [SMALL], [0], params={"pai.prune_threshold": 0.2})
+    assert dict(defs[0].params) == {} and dict(defs[1].params) == {"prune_threshold": 0.2}
+    with pytest.raises(ParamError, match="not being compared"):
+        api.grid(["pai"], [SMALL], [0], params={"cosmo.x": 1})
+
+
+def test_compare_param_flag_types_and_checks_the_value(tmp_path, capsys):
+    out = tmp_path / "c"
+    code = main(
+        [
+            "compare",
+            "--policies",
+            "pai",
+            "--scenarios",
+            SMALL,
+            "--quiet",
+            "--out",
+            str(out),
+            "--param",
+            "pai.prune_threshold=7",
+        ]
+    )
+    assert code == 2 and "prune_threshold" in capsys.readouterr().err
