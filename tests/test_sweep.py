@@ -110,7 +110,8 @@ def test_sweep_file_round_trip(tmp_path):
     f = tmp_path / "s.yaml"
     f.write_text(
         f"scenarios: ['{SMALL}']\nseeds: [0]\npolicies:\n  pai:\n    method: grid\n    n: 2\n"
-        "    fields:\n      prune_threshold: [0.05, 0.1]\n      fallback_importance: {values: [3]}\n"
+        "    fields:\n      prune_threshold: [0.05, 0.1]\n"
+        "      fallback_importance: {values: [3]}\n"
     )
     specs, scenarios, seeds = load_sweep_file(f)
     assert scenarios == [SMALL] and seeds == [0]
