@@ -212,6 +212,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return run_sweep_command(args)
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    from .tune import run_tune_command
+
+    return run_tune_command(args)
+
+
+def cmd_sensitivity(args: argparse.Namespace) -> int:
+    from .tune import run_sensitivity_command
+
+    return run_sensitivity_command(args)
+
+
 def cmd_curve(args: argparse.Namespace) -> int:
     from .curves import run_curve_command
 
@@ -242,6 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .drift import add_drift_arguments
     from .figures import add_figures_arguments
     from .sweep import add_sweep_arguments
+    from .tune import add_sensitivity_arguments, add_tune_arguments
 
     p = argparse.ArgumentParser(
         prog="memsim",
@@ -309,6 +322,14 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sweep", help="policy parameters x scenarios x seeds -> a tidy table")
     add_sweep_arguments(s)
     s.set_defaults(func=cmd_sweep)
+
+    s = sub.add_parser("tune", help="tune thresholds with Optuna; documented vs tuned, held out")
+    add_tune_arguments(s)
+    s.set_defaults(func=cmd_tune)
+
+    s = sub.add_parser("sensitivity", help="one-at-a-time sensitivity and tornado figures")
+    add_sensitivity_arguments(s)
+    s.set_defaults(func=cmd_sensitivity)
 
     s = sub.add_parser("curve", help="decay curve of one memory under an access pattern (CSV)")
     add_curve_arguments(s)

@@ -53,6 +53,9 @@ class SweepSpec:
     method: str = "grid"
     n: int = 5
     seed: int = 0
+    # drop points the Params reject as a combination (e.g. a grey zone that ends above the
+    # reinforce threshold) instead of failing: each field alone is within its declared range
+    drop_invalid: bool = False
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -162,7 +165,12 @@ def points(s: SweepSpec) -> list[dict[str, Any]]:
             k: (int(round(float(v))) if types.get(k) is int else float(v)) if k in ranges else v
             for k, v in row.items()
         }
-        cls().replace(**typed)  # validate (range, choices) before anything runs
+        try:
+            cls().replace(**typed)  # validate (range, choices) before anything runs
+        except ParamError:
+            if s.drop_invalid:
+                continue
+            raise
         out.append(typed)
     return out
 
@@ -420,7 +428,8 @@ def one_at_a_time(
     names = list(fields) if fields is not None else list(declared_ranges(policy))
     frames = []
     for f in names:
-        t = sweep(SweepSpec(policy, {f: None}, method="grid", n=n), [scenario], seeds, **run)
+        s = SweepSpec(policy, {f: None}, method="grid", n=n, drop_invalid=True)
+        t = sweep(s, [scenario], seeds, **run)
         w = wide(t)
         w.insert(0, "field", f)
         w["value_of_field"] = w[f]
