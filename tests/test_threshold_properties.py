@@ -72,8 +72,9 @@ NOT_MONOTONE: dict[tuple[str, str], str] = {}
 def test_threshold_is_monotone(policy, field, lo, hi, measure, direction):
     values = st.floats(lo, hi, allow_nan=False).map(lambda v: round(v, 3))
 
-    @settings(max_examples=5, deadline=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=5, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
     @given(values, values)
     def check(a: float, b: float) -> None:
         a, b = min(a, b), max(a, b)

@@ -1,0 +1,77 @@
+"""Sweep executors (issue 15): a 200-run sweep of one policy on ``synthetic:churn`` at a tenth
+of a year, timed serially, with two local processes and on a two-worker Dask LocalCluster.
+
+Target: Dask's wall time at most 1.15x the process pool's, measured in the same run (the
+cluster's start-up is included: a user pays it). The three tables must be byte-identical.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.conftest import assert_target_in_full_mode, record_target
+from benchmarks.workloads import size
+
+RUNS = size(200, 4)
+EPISODES = size(10_000, 200)
+SCENARIO = f"synthetic:churn,episodes={EPISODES},queries={size(1000, 20)},horizon=36.5"
+
+
+def _timed(extra: list[str]) -> tuple[float, str]:
+    from memsim.workbench.cli import main
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "sweep"
+        args = [
+            "sweep",
+            "--policy",
+            "pai",
+            "--field",
+            "prune_threshold=0.01:0.5",
+            "--method",
+            "lhs",
+            "--n",
+            str(RUNS),
+            "--scenarios",
+            SCENARIO,
+            "--seeds",
+            "0",
+            "--quiet",
+            "--no-resume",
+            "--out",
+            str(out),
+            *extra,
+        ]
+        t0 = time.perf_counter()
+        assert main(args) == 0
+        wall = time.perf_counter() - t0
+        return wall, hashlib.sha256((out / "sweep.parquet").read_bytes()).hexdigest()
+
+
+def test_sweep_executors(benchmark):
+    def body() -> dict[str, tuple[float, str]]:
+        return {
+            "serial": _timed([]),
+            "jobs2": _timed(["--jobs", "2"]),
+            "dask2": _timed(["--dask", "local:2"]),
+        }
+
+    res = benchmark.pedantic(body, rounds=1, iterations=1)
+    assert len({h for _, h in res.values()}) == 1, "executors gave different bytes"
+    ratio = res["dask2"][0] / res["jobs2"][0]
+    record_target(
+        benchmark,
+        target="sweep_dask_overhead",
+        ratio=ratio,
+        limit=1.15,
+        better="lower",
+        n=RUNS,
+        what=f"{RUNS}-run sweep of pai on {SCENARIO}: Dask local:2 / --jobs 2 wall time",
+        serial_s=res["serial"][0],
+        jobs2_s=res["jobs2"][0],
+        dask2_s=res["dask2"][0],
+    )
+    assert_target_in_full_mode(benchmark)
