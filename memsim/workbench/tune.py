@@ -249,24 +249,28 @@ def spreads(
     )
 
 
-def tornado(spread: pd.DataFrame, path: str | Path, title: str, metric: str = "recall") -> None:
-    """A tornado figure: per field, the metric at the low and high end of its range."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
+def tornado_axes(ax: Any, spread: pd.DataFrame, metric: str = "recall") -> None:
+    """Draw a tornado on ``ax``: per field, the metric at the low and high end of its range
+    (bars around their midpoint), widest spread on top."""
     s = spread[spread["metric"] == metric].sort_values("spread")
-    fig = Figure(figsize=(7, 0.3 * len(s) + 1.5))
-    ax = fig.subplots()
     y = np.arange(len(s))
     mid = (s["at_low"] + s["at_high"]) / 2
     ax.barh(y, s["at_low"] - mid, left=mid, color="#4c72b0", label="field at low end")
     ax.barh(y, s["at_high"] - mid, left=mid, color="#dd8452", label="field at high end")
     ax.set_yticks(y, list(s["field"]))
     ax.set_xlabel(metric)
-    ax.set_title(title)
     ax.legend(loc="lower right", fontsize=8)
+
+
+def tornado(spread: pd.DataFrame, path: str | Path, title: str, metric: str = "recall") -> None:
+    """The tornado figure of one policy and scenario, written to ``path``."""
+    from matplotlib.figure import Figure
+
+    n = int((spread["metric"] == metric).sum())
+    fig = Figure(figsize=(7, 0.3 * n + 1.5))
+    ax = fig.subplots()
+    tornado_axes(ax, spread, metric)
+    ax.set_title(title)
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, metadata={"Software": None})
