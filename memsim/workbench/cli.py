@@ -11,8 +11,8 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from memsim.engine.errors import MemsimError, ParamError
 

@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -26,7 +26,7 @@ from memsim.engine.errors import ParamError
 
 from .sweep import SweepSpec, declared_ranges, sweep, wide
 
-DIRECTIONS = {
+DIRECTIONS: dict[str, Literal["minimize", "maximize"]] = {
     "recall": "maximize",
     "mrr": "maximize",
     "stale": "minimize",
@@ -93,7 +93,7 @@ def tune(
     out.mkdir(parents=True, exist_ok=True)
     storage = f"sqlite:///{(out / 'optuna.db').resolve()}"
     cache = out / "cache"
-    directions = [DIRECTIONS[o] for o in objectives]
+    directions: list[Literal["minimize", "maximize"]] = [DIRECTIONS[o] for o in objectives]
     sampler = (
         optuna.samplers.TPESampler(seed=seed)
         if len(objectives) == 1
@@ -379,7 +379,7 @@ def run_sensitivity_command(args: Any) -> int:
             oat.to_csv(out / f"{policy}_oat.csv", index=False, float_format="%.10g")
             sp.to_csv(out / f"{policy}_spread.csv", index=False, float_format="%.10g")
             for scenario, g in sp.groupby("scenario", sort=False):
-                name = scenario.replace(":", "-").replace(",", "_").replace("=", "")
+                name = str(scenario).replace(":", "-").replace(",", "_").replace("=", "")
                 tornado(g, out / f"tornado_{policy}_{name}.png", f"{policy} on {scenario}")
             text.append(sensitivity_markdown(sp, policy))
     (out / "sensitivity.md").write_text("\n".join(text))
