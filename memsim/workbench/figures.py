@@ -32,10 +32,10 @@ from memsim.engine.errors import MemsimError
 DPI = 120
 
 # Colours come from the registry, never from a list of names: baselines wear greys, every
-# other policy a colour of a fixed qualitative palette (matplotlib's tab10 minus its grey),
-# picked by a blake2b hash of its id (stable across runs and processes, unlike hash()).
-# Registered policies are coloured in registry order; a collision moves to the next free
-# colour, so the registered policies' colours are distinct.
+# other policy a colour of a fixed qualitative palette (tab10 minus its grey, then tab20's
+# light shades), picked by a blake2b hash of its id (stable across runs and processes,
+# unlike hash()). Registered policies are coloured in registry order; a collision moves to
+# the next free colour, so up to 18 registered policies get distinct colours.
 COLOURS = (
     "#1f77b4",
     "#ff7f0e",
@@ -46,6 +46,15 @@ COLOURS = (
     "#e377c2",
     "#bcbd22",
     "#17becf",
+    "#aec7e8",  # then tab20's light shades, so up to 18 policies get distinct colours
+    "#ffbb78",
+    "#98df8a",
+    "#ff9896",
+    "#c5b0d5",
+    "#c49c94",
+    "#f7b6d2",
+    "#dbdb8d",
+    "#9edae5",
 )
 GREYS = ("#7f7f7f", "#000000", "#bfbfbf", "#404040")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h")
