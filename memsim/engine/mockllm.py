@@ -21,7 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from .embed import ClaimsEmbedder, make_text_embedder, stable_normal, stable_uniform
+from .embed import (
+    DEFAULT_TEXT_EMBEDDER,
+    ClaimsEmbedder,
+    make_text_embedder,
+    stable_normal,
+    stable_uniform,
+)
 from .events import Claim, Episode, Query
 from .llm import (
     CONTRADICTS,
@@ -108,7 +114,7 @@ class MockLLM:
         dim: int = 384,
         bands: Bands = DEFAULT_BANDS,
         faults: Faults = DEFAULT_FAULTS,
-        text_embedder: str = "hashed",
+        text_embedder: str = DEFAULT_TEXT_EMBEDDER,
     ) -> None:
         if not isinstance(bands, Bands):
             raise TypeError(f"MockLLM: bands must be a memsim.engine.llm.Bands, got {bands!r}")

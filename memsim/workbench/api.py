@@ -76,12 +76,13 @@ def _load_stream(spec: str, seed: int):
 def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str, Any]):
     """The MockLLM for a run: the stream's own bands/faults (synthetic profiles carry them),
     then ``bands.X`` / ``faults.X`` overrides from the run definition."""
+    from memsim.engine.embed import DEFAULT_TEXT_EMBEDDER
     from memsim.engine.llm import Bands, Faults
     from memsim.engine.mockllm import MockLLM
 
     bands = dict(stream_meta.get("bands", {}) or {})
     faults = dict(stream_meta.get("faults", {}) or {})
-    text_embedder = str(stream_meta.get("text_embedder", "hashed"))
+    text_embedder = str(stream_meta.get("text_embedder", DEFAULT_TEXT_EMBEDDER))
     import dataclasses
 
     known = {"bands": Bands, "faults": Faults}

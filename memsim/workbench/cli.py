@@ -300,7 +300,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--llm",
         action="append",
         metavar="KEY=VALUE",
-        help="mock LLM override for every run: bands.X, faults.X, text_embedder=hashed|minilm",
+        help=(
+            "mock LLM override for every run: bands.X, faults.X, "
+            "text_embedder=wordllama|hashed|minilm"
+        ),
     )
     s.add_argument(
         "--dask",
