@@ -169,3 +169,13 @@ COSMO_CODE = PolicySpec(
     capabilities=frozenset({"forget"}),
     variant_of="cosmo",
 )
+CLAIRVOYANT = PolicySpec(
+    "clairvoyant",
+    1,
+    "policies.clairvoyant:Clairvoyant",
+    baseline=False,
+    clairvoyant=True,
+    description="reference: Belady retention of raw memories with foreknowledge of every query "
+    "(the best recall at a footprint budget; reads ground truth, so not a competitor)",
+    capabilities=frozenset({"forget"}),
+)

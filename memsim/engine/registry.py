@@ -47,6 +47,9 @@ class PolicySpec:
     # id of the policy this one is a variant of (e.g. the documented model a code variant
     # departs from); the workbench pairs the two through this field, never by name
     variant_of: str = ""
+    # a reference allowed to read the stream's future queries and ground truth: the runner
+    # calls its ``foresee(stream, footprint)`` before the run; no other spec is given them
+    clairvoyant: bool = False
 
     def __post_init__(self) -> None:
         if not _ID.match(self.id) or re.search(r"-v\d+$", self.id):
@@ -134,11 +137,15 @@ def _load_plugins(name: str | None = None) -> None:
         _loaded_plugins = True
 
 
-def specs() -> list[PolicySpec]:
-    """The newest version of every registered policy, baselines first, then by id."""
+def specs(references: bool = False) -> list[PolicySpec]:
+    """The newest version of every registered policy, baselines first, then by id.
+    Clairvoyant references (they read ground truth, so they are yardsticks, not competitors)
+    are left out unless ``references``; ``spec(id)`` finds them by id."""
     _load_plugins()
     newest: dict[str, PolicySpec] = {}
     for s in _SPECS.values():
+        if s.clairvoyant and not references:
+            continue
         if s.id not in newest or s.version > newest[s.id].version:
             newest[s.id] = s
     return sorted(newest.values(), key=lambda s: (not s.baseline, s.id))
@@ -155,7 +162,7 @@ def spec(policy_id: str) -> PolicySpec:
     if not _loaded_plugins:  # an id registered under another entry-point name
         _load_plugins()
         return spec(policy_id)
-    known = ", ".join(s.id for s in specs())
+    known = ", ".join(s.id for s in specs(references=True))
     raise UnknownIdError(f"unknown policy id {policy_id!r}; known policies: {known}")
 
 

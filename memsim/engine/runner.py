@@ -283,6 +283,7 @@ def run(
     progress: bool = False,
     start_after: float | None = None,
     ingest_one_by_one: bool = False,
+    footprint: Sequence[tuple[float, int]] | None = None,
 ) -> Trace:
     """Drive ``policy`` through ``stream``; returns the Trace.
 
@@ -291,8 +292,16 @@ def run(
     ``start_after`` continues an earlier run: ticks at or before it are taken as done.
     ``ingest_one_by_one`` ingests each episode of a batch alone (conformance checks compare
     this with batched ingest).
+
+    Only a policy whose spec declares ``clairvoyant`` sees the stream ahead of time: its
+    ``foresee(stream, footprint)`` is called first (``footprint``: a budget per time,
+    (time, memories) pairs, e.g. another run's ``Trace.footprint``; None for its own budget).
     """
     spec = getattr(policy, "spec", None)
+    if spec is not None and spec.clairvoyant:
+        policy.foresee(stream, footprint=footprint)  # type: ignore[attr-defined]
+    elif footprint is not None:
+        raise ValueError("a footprint series is for a clairvoyant policy only")
     caps = _capabilities(policy)
     store = policy.store
     trace = Trace(

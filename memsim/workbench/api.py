@@ -106,8 +106,10 @@ def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str,
     )
 
 
-def execute(d: RunDef) -> RunResult:
-    """Run one definition in this process and score it (no files written)."""
+def execute(d: RunDef, footprint: Any = None) -> RunResult:
+    """Run one definition in this process and score it (no files written). ``footprint``
+    (a clairvoyant policy only): its budget per time, (time, memories) pairs or a frame
+    with columns time and retrievable (another run's ``RunResult.footprint``)."""
     from memsim.engine import metrics, registry, runner, truth
 
     stream = _load_stream(d.scenario, d.seed)
@@ -118,7 +120,9 @@ def execute(d: RunDef) -> RunResult:
     if d.params:
         params = params.replace(**dict(d.params))
     policy = spec.make(params, llm=llm, seed=d.seed)
-    trace = runner.run(policy, stream)
+    if isinstance(footprint, pd.DataFrame):
+        footprint = list(zip(footprint["time"].tolist(), footprint["retrievable"].tolist()))
+    trace = runner.run(policy, stream, footprint=footprint)
     gt = truth.GroundTruth(stream)
     queries = metrics.evaluate(trace, gt)
     queries.insert(0, "seed", d.seed)
@@ -140,6 +144,16 @@ def execute(d: RunDef) -> RunResult:
         manifest=manifest_for(d, policy=policy, llm_config=llm_config, stream=stream),
         timings=dict(getattr(trace, "timings", {}) or {}),
     )
+
+
+def matched_clairvoyant(result: RunResult, reference: str = "clairvoyant") -> RunResult:
+    """The clairvoyant reference run at ``result``'s own footprint over time (matched mode):
+    same scenario, seed and LLM, budget = the policy's retrievable memories at each moment.
+    Its recall bounds what retention of raw episode memories could reach at that footprint
+    (a consolidating policy can exceed it; see policies/clairvoyant.py)."""
+    d = result.definition
+    ref = RunDef(reference, d.scenario, d.seed, (), d.llm)
+    return execute(ref, footprint=result.footprint)
 
 
 def _execute_and_save(d: RunDef, root: str | None) -> RunResult:
