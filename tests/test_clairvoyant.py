@@ -71,3 +71,30 @@ def test_bad_inputs_are_one_line_errors_naming_the_value():
 def test_only_a_clairvoyant_spec_takes_a_footprint_series():
     with pytest.raises(ValueError, match="clairvoyant policy only"):
         runner.run(registry.make("keep-all"), _stream(), footprint=[(0.0, 1)])
+
+
+class _Peeking:
+    """A spec whose policy reads each query's answering episodes (ground truth)."""
+
+    id = "peeking"
+    capabilities = frozenset({"forget"})
+    clairvoyant = False
+
+    def make(self, params=None, *, llm=None, seed=0):
+        from policies.baselines import KeepAll
+
+        class Peek(KeepAll):
+            def recall(self, queries, now):
+                out = super().recall(queries, now)
+                return [r if not q.answers else type(r).empty() for q, r in zip(queries, out)]
+
+        return Peek(None, llm=llm, seed=seed)
+
+
+def test_the_blindness_check_catches_a_policy_that_reads_query_answers():
+    from memsim.engine.checks import check_blind_to_ground_truth, check_stream, poisoned
+
+    stream = check_stream()
+    assert poisoned(stream) != stream
+    with pytest.raises(AssertionError, match="peeking: reads ground truth"):
+        check_blind_to_ground_truth(_Peeking())

@@ -14,6 +14,7 @@ plus Forget / Protect / Recover events where the spec declares them.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import pickle
 from collections.abc import Callable
 from typing import Any
@@ -392,6 +393,40 @@ CHECKS: dict[str, Callable[..., None]] = {
         check_recall_contract,
     )
 }
+
+
+def poisoned(stream: Stream) -> Stream:
+    """``stream`` with its ground-truth-only fields changed, the LLM's view kept: every
+    claim's noise flag flipped (the mock LLM never hands it out) and every query's answering
+    episodes replaced by the stream's first episode (the LLM embeds a query from its keys or
+    text, never its answers). Claim keys and values stay: the mock LLM's extraction is them."""
+    first = next((ev.id for ev in stream.events if isinstance(ev, Episode)), None)
+    events: list[Any] = []
+    for ev in stream.events:
+        if isinstance(ev, Episode):
+            flipped = tuple(dataclasses.replace(c, noise=not c.noise) for c in ev.claims)
+            ev = dataclasses.replace(ev, claims=flipped)
+        elif isinstance(ev, Query) and first is not None:
+            ev = dataclasses.replace(ev, answers=(first,))
+        events.append(ev)
+    return dataclasses.replace(stream, events=tuple(events))
+
+
+def check_blind_to_ground_truth(spec: Any, llm_factory: LLMFactory = default_llm) -> None:
+    """A policy never reads ground truth: the same stream with its ground-truth-only fields
+    poisoned (:func:`poisoned`) gives an identical trace. Clairvoyant references are exempt
+    by declaration and are not in the registry's policy list."""
+    if getattr(spec, "clairvoyant", False):
+        return
+    stream = check_stream(spec.capabilities)
+    a = run(_build(spec, 5, llm_factory), stream)
+    b = run(_build(spec, 5, llm_factory), poisoned(stream))
+    assert a.content() == b.content(), (
+        f"{_name(spec)}: reads ground truth (noise flags or query answers): {_first_diff(a, b)}"
+    )
+
+
+CHECKS[check_blind_to_ground_truth.__name__] = check_blind_to_ground_truth
 
 
 def run_checks(spec: Any, llm_factory: LLMFactory = default_llm) -> dict[str, str | None]:
