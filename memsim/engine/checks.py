@@ -420,6 +420,8 @@ def check_blind_to_ground_truth(spec: Any, llm_factory: LLMFactory = default_llm
         return
     stream = check_stream(spec.capabilities)
     a = run(_build(spec, 5, llm_factory), stream)
+    if a.content() != run(_build(spec, 5, llm_factory), stream).content():
+        return  # not deterministic: check_same_seed_same_trace reports that
     b = run(_build(spec, 5, llm_factory), poisoned(stream))
     assert a.content() == b.content(), (
         f"{_name(spec)}: reads ground truth (noise flags or query answers): {_first_diff(a, b)}"
