@@ -393,13 +393,13 @@ class WordLlamaEmbedder:
             np.float32
         )
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_model"] = None
         state["_cache"] = {}
         return state
 
-    def _load(self):
+    def _load(self) -> Any:  # a wordllama model (an untyped library)
         if self._model is None:
             import os
             from pathlib import Path
@@ -446,7 +446,9 @@ TEXT_EMBEDDERS = {
 }
 
 
-def make_text_embedder(name: str, dim: int, seed: int) -> TextEmbedder | SentenceEmbedder:
+def make_text_embedder(
+    name: str, dim: int, seed: int
+) -> TextEmbedder | SentenceEmbedder | WordLlamaEmbedder:
     """The text embedder called ``name`` (see TEXT_EMBEDDERS)."""
     if name == "wordllama":
         return WordLlamaEmbedder(dim, seed)
