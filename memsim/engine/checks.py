@@ -397,16 +397,13 @@ CHECKS: dict[str, Callable[..., None]] = {
 
 def poisoned(stream: Stream) -> Stream:
     """``stream`` with its ground-truth-only fields changed, the LLM's view kept: every
-    claim's noise flag flipped (the mock LLM never hands it out) and every query's answering
-    episodes replaced by the stream's first episode (the LLM embeds a query from its keys or
-    text, never its answers). Claim keys and values stay: the mock LLM's extraction is them."""
+    query's answering episodes replaced by the stream's first episode (the LLM embeds a
+    query from its keys or text, never its answers). Claim keys, values and noise flags
+    stay: the mock LLM's extraction hands them to policies as they are."""
     first = next((ev.id for ev in stream.events if isinstance(ev, Episode)), None)
     events: list[Any] = []
     for ev in stream.events:
-        if isinstance(ev, Episode):
-            flipped = tuple(dataclasses.replace(c, noise=not c.noise) for c in ev.claims)
-            ev = dataclasses.replace(ev, claims=flipped)
-        elif isinstance(ev, Query) and first is not None:
+        if isinstance(ev, Query) and first is not None:
             ev = dataclasses.replace(ev, answers=(first,))
         events.append(ev)
     return dataclasses.replace(stream, events=tuple(events))
@@ -424,7 +421,7 @@ def check_blind_to_ground_truth(spec: Any, llm_factory: LLMFactory = default_llm
         return  # not deterministic: check_same_seed_same_trace reports that
     b = run(_build(spec, 5, llm_factory), poisoned(stream))
     assert a.content() == b.content(), (
-        f"{_name(spec)}: reads ground truth (noise flags or query answers): {_first_diff(a, b)}"
+        f"{_name(spec)}: reads ground truth (query answers): {_first_diff(a, b)}"
     )
 
 

@@ -164,9 +164,7 @@ class MockLLM:
         return tuple(self._noisy(c, f"{episode.id}#{i}") for i, c in enumerate(claims))
 
     def _noisy(self, claim: Claim, item: str) -> Claim:
-        # the noise flag is ground truth: an LLM cannot see it (policies judge chatter
-        # from category and importance, as the seed documents do)
-        changes: dict[str, Any] = {"noise": False} if claim.noise else {}
+        changes: dict[str, Any] = {}
         jitter = self.faults.importance_jitter
         if jitter > 0.0 and claim.importance is not None:  # unset stays unset
             imp = claim.importance + jitter * stable_normal(self.seed, "importance_jitter", item)
