@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memsim.engine.embed import TEXT_STREAM_EMBEDDER
 from memsim.engine.errors import ScenarioError
 from memsim.engine.events import Episode, Query, Stream
 from memsim.engine.sources import ScenarioSource
@@ -402,6 +403,7 @@ def load(
         f"(query time {query_time or 'after'})",
         meta=(
             ("generator", "locomo"),
+            ("text_embedder", TEXT_STREAM_EMBEDDER),  # turns carry no claims: a real embedder
             ("locomo_report", report.to_dict()),
             ("unanswerable", [u.__dict__ | {"evidence": list(u.evidence)} for u in unanswerable]),
         ),

@@ -56,7 +56,7 @@ def test_implements_protocol():
         "llm": "mock",
         "seed": 0,
         "dim": 384,
-        "text_embedder": "wordllama",
+        "text_embedder": "hashed",
         "bands": Bands().to_dict(),
         "faults": Faults().to_dict(),
     }

