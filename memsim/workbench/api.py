@@ -14,6 +14,8 @@ order, so serial and parallel runs give identical tables.
 
 from __future__ import annotations
 
+import dataclasses
+
 import concurrent.futures as cf
 import functools
 import multiprocessing
@@ -76,11 +78,12 @@ def _load_stream(spec: str, seed: int):
 def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str, Any]):
     """The MockLLM for a run: the stream's own bands/faults (synthetic profiles carry them),
     then ``bands.X`` / ``faults.X`` overrides from the run definition."""
-    from memsim.engine.llm import Bands, Faults
+    from memsim.engine.llm import Bands, Faults, Modes
     from memsim.engine.mockllm import MockLLM
 
     bands = dict(stream_meta.get("bands", {}) or {})
     faults = dict(stream_meta.get("faults", {}) or {})
+    modes: dict[str, Any] = {}
     text_embedder = str(stream_meta.get("text_embedder", "hashed"))
     import dataclasses
 
@@ -96,12 +99,21 @@ def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str,
             bands[field] = value
         elif group == "faults":
             faults[field] = value
+        elif group == "modes":
+            if field not in {f.name for f in dataclasses.fields(Modes)}:
+                raise ParamError(f"unknown mock LLM mode {name}={value!r}")
+            modes[field] = value
         else:
             raise ParamError(
-                f"unknown LLM override {name!r}: use bands.NAME, faults.NAME or text_embedder"
+                f"unknown LLM override {name!r}: use bands.NAME, faults.NAME, modes.NAME "
+                "or text_embedder"
             )
     return MockLLM(
-        seed=seed, bands=Bands(**bands), faults=Faults(**faults), text_embedder=text_embedder
+        seed=seed,
+        bands=Bands(**bands),
+        faults=Faults(**faults),
+        text_embedder=text_embedder,
+        modes=Modes(**modes),
     )
 
 

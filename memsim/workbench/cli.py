@@ -72,17 +72,35 @@ def _pairs(items: Sequence[str] | None, flag: str) -> dict[str, str]:
 
 
 def _llm_overrides(items: Sequence[str] | None) -> dict:
-    """--llm KEY=VALUE: numbers for bands.* / faults.*, a name for text_embedder."""
+    """--llm KEY=VALUE: numbers for bands.* / faults.*, typed modes.*, a name for
+    text_embedder."""
     out: dict = {}
     for k, v in _pairs(items, "--llm").items():
         if k == "text_embedder":
             out[k] = v
+            continue
+        if k.startswith("modes."):
+            out[k] = _mode_value(k, v)
             continue
         try:
             out[k] = float(v)
         except ValueError:
             raise ParamError(f"--llm {k}: cannot read {v!r} as a number") from None
     return out
+
+
+def _mode_value(key: str, text: str) -> Any:
+    """--llm modes.NAME=VALUE read as the type of Modes.NAME (unknown NAME: one-line error)."""
+    import dataclasses
+
+    from memsim.engine.llm import Modes
+    from memsim.engine.params import coerce
+
+    defaults = {f.name: f.default for f in dataclasses.fields(Modes)}
+    name = key.partition(".")[2]
+    if name not in defaults:
+        raise ParamError(f"--llm {key}={text}: unknown mode; known: {', '.join(defaults)}")
+    return coerce(f"--llm {key}", defaults[name], text)
 
 
 def _typed_params(policy: str, raw: dict[str, str]) -> dict:
@@ -300,7 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--llm",
         action="append",
         metavar="KEY=VALUE",
-        help="mock LLM override for every run: bands.X, faults.X, text_embedder=hashed|minilm",
+        help="mock LLM override for every run: bands.X, faults.X, modes.X (docs/mock-llm.md), "
+        "text_embedder=hashed|minilm",
     )
     s.add_argument(
         "--dask",
