@@ -242,6 +242,31 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     return run_sensitivity_command(args)
 
 
+def cmd_robustness(args: argparse.Namespace) -> int:
+    from .robustness import DEFAULT_SCENARIOS, FRAGILE, ROBUST, plot, robustness, write_report
+
+    policies = _csv(args.policies) if args.policies and args.policies != "all" else None
+    scenarios = split_specs(args.scenarios) if args.scenarios else list(DEFAULT_SCENARIOS)
+    table = robustness(
+        policies,
+        scenarios,
+        seed=args.seed,
+        jobs=args.jobs,
+        root=args.cache,
+        progress=not args.quiet,
+    )
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig = out.with_suffix(".png")
+    plot(table, fig)
+    write_report(table, out, fig if fig.exists() else None)
+    table.to_csv(out.with_suffix(".csv"), index=False)
+    for v in (ROBUST, FRAGILE):
+        print(f"{v}: {int((table['verdict'] == v).sum())}")
+    print(f"wrote {out}")
+    return 0
+
+
 def cmd_curve(args: argparse.Namespace) -> int:
     from .curves import run_curve_command
 
@@ -349,6 +374,16 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sensitivity", help="one-at-a-time sensitivity and tornado figures")
     add_sensitivity_arguments(s)
     s.set_defaults(func=cmd_sensitivity)
+
+    s = sub.add_parser("robustness", help="which pairwise conclusions survive other mock-LLM modes")
+    s.add_argument("--policies", default="all", help="comma list or 'all'")
+    s.add_argument("--scenarios", help="scenario specs (default synthetic:churn, synthetic:noisy)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--jobs", type=int, default=1, help="parallel processes")
+    s.add_argument("--out", default="results/robustness.md", help="report (also .csv, .png)")
+    s.add_argument("--cache", help="results root for per-run files (resumable)")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_robustness)
 
     s = sub.add_parser("curve", help="decay curve of one memory under an access pattern (CSV)")
     add_curve_arguments(s)
