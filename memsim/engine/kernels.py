@@ -179,7 +179,7 @@ def tie_groups(desc: np.ndarray) -> np.ndarray:
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-def mix64(keys, salt: int) -> np.ndarray:
+def mix64(keys: ArrayLike, salt: int) -> np.ndarray:
     """splitmix64 of ``keys ^ salt`` (uint64): a seeded random permutation key per item.
     Used as the tie-break of equal scores, so the order among tied rows is random but a
     pure function of (salt, item key), never of storage order."""
@@ -267,9 +267,9 @@ def batch_topk(scores: np.ndarray, k: int, tiebreak: np.ndarray | None = None) -
     s = np.where(np.isfinite(scores), scores, -np.inf)
     if tiebreak is not None:
         tb = np.broadcast_to(np.asarray(tiebreak), (q, n))
-        for r in range(q):
-            ids = topk(s[r], k, tb[r])
-            out[r, : len(ids)] = ids
+        for row in range(q):
+            ids = topk(s[row], k, tb[row])
+            out[row, : len(ids)] = ids
         return out
     kk = min(k, n)
     if kk < n:

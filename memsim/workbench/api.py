@@ -14,9 +14,8 @@ order, so serial and parallel runs give identical tables.
 
 from __future__ import annotations
 
-import dataclasses
-
 import concurrent.futures as cf
+import dataclasses
 import functools
 import multiprocessing
 import re

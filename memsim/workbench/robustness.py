@@ -175,7 +175,8 @@ def robustness(
     modes = list(grid) if grid is not None else default_grid()
     if not modes:
         raise ParamError("robustness: the grid of modes is empty")
-    defs, spans = [], []
+    defs: list[Any] = []
+    spans: list[tuple[str, int, int]] = []
     for label, overrides in modes:
         d = run_defs(pols, scenarios, [seed], None, dict(overrides))
         spans.append((label, len(defs), len(defs) + len(d)))
