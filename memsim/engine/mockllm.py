@@ -305,8 +305,9 @@ class MockLLM:
         stated, ties to the value seen last; "latest": the last claim's; "first": the
         first's; "all": every distinct value in order of first mention, each with the
         1-based positions stating it, e.g. "value1 @1,3; value2 @2"), the most common
-        category among the claims stating it, importance = max of those set (None if none is), confidence = mean, the
-        other fields from the last claim stating it. Several keys: a ``meta`` claim
+        category among the claims stating it, importance = max of those set (None if none
+        is), confidence = mean, the other fields from the last claim stating it.
+        Several keys: a ``meta`` claim
         keyed by their longest common dotted prefix ("misc" if none), valued by their
         distinct values sorted and joined with "; "."""
         claims = list(claims)
