@@ -26,36 +26,7 @@ from .runner import Trace, run
 
 # (policy id, check name) -> why the check is expected to fail. Each entry becomes a strict
 # xfail: if the policy starts passing, the test fails until the entry is removed.
-EXPECTED_FAILURES: dict[tuple[str, str], str] = {
-    ("pai", "check_row_order_invariant"): (
-        "pai's ingest depends on the order of same-time episodes (footprint 11 vs 10 at day "
-        "40.5 of the check stream) and its fused recall kernel breaks ties by lower row"
-    ),
-    ("actr", "check_row_order_invariant"): (
-        "reference policy added alongside issue 12: its recall still breaks ties by lower row "
-        "(not yet on Policy.rank)"
-    ),
-    ("ebisu", "check_row_order_invariant"): (
-        "reference policy added alongside issue 12: its recall still breaks ties by lower row "
-        "(not yet on Policy.rank)"
-    ),
-    ("fsrs", "check_row_order_invariant"): (
-        "reference policy added alongside issue 12: its recall still breaks ties by lower row "
-        "(not yet on Policy.rank)"
-    ),
-    ("generative-agents", "check_row_order_invariant"): (
-        "reference policy added alongside issue 12: its recall still breaks ties by lower row "
-        "(not yet on Policy.rank)"
-    ),
-    ("memorybank", "check_row_order_invariant"): (
-        "reference policy added alongside issue 12: its recall still breaks ties by lower row "
-        "(not yet on Policy.rank)"
-    ),
-    ("pai-code", "check_row_order_invariant"): "as pai (same ingest and recall kernel)",
-    ("izzie-code", "check_row_order_invariant"): (
-        "izzie's code variant ranks through its own path, which still breaks ties by lower row"
-    ),
-}
+EXPECTED_FAILURES: dict[tuple[str, str], str] = {}
 
 QUIET_FROM = 61.0  # no event after this day: only maintenance ticks run
 HORIZON = 120.0
