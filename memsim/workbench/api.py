@@ -15,7 +15,6 @@ order, so serial and parallel runs give identical tables.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import dataclasses
 import functools
 import multiprocessing
 import re
