@@ -7,6 +7,7 @@ The public API (lazily imported so ``import memsim`` stays light):
     memsim.compare(policies, scenarios, seeds)        -> (summary, per-query)
     memsim.paired(per_query, metric)                  -> superiority matrix
     memsim.curve(policy, pattern, days, ...)          -> decay curve
+    memsim.robustness(policies, scenarios, grid)      -> conclusions x mock modes, verdicts
     memsim.make(policy_id, ...)                       -> a policy object
 """
 
@@ -20,6 +21,7 @@ _API = {
     "paired": "memsim.workbench.api",
     "summarize": "memsim.workbench.api",
     "curve": "memsim.workbench.curves",
+    "robustness": "memsim.workbench.robustness",
     "make": "memsim.engine.registry",
     "register": "memsim.engine.registry",
 }

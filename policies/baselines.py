@@ -3,8 +3,11 @@ Recency (cosine times an exponential recency factor, least-recently-used evictio
 a memory budget). They prove the Policy interface and set the bar.
 
 Both keep one memory per extracted claim, with the episode as its provenance, and use only
-the store's columns. Rankings in one recall batch are computed against the state at the
-start of the batch; access is recorded afterwards.
+the store's columns. Ties (scores equal within memsim.engine.kernels.TIE_RTOL: every memory
+of one fact has the same cosine with a query for it, whatever its value) go in a seeded
+random order (Policy.rank: run seed, query id, memory identity), not storage order.
+Rankings in one recall batch are computed against the state at the start of the batch;
+access is recorded afterwards.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memsim.engine.events import Claim, Episode, Forget, Query
+from memsim.engine.kernels import topk
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Outcome, P, Policy, Ranking
 from memsim.engine.store import Statuses
@@ -97,8 +101,10 @@ class _CosineBase(Policy[P]):
         sims[~live] = -np.inf
         touched = []
         for j, i in enumerate(have):
-            ids = self.topk(sims[:, j], queries[i].k)
-            out[i] = Ranking(ids, sims[ids, j].copy())
+            ids = self.rank(sims[:, j], queries[i].k, queries[i].id)
+            # tied rows (within TIE_RTOL) may come in any score order: report the running
+            # minimum so scores stay non-increasing
+            out[i] = Ranking(ids, np.minimum.accumulate(sims[ids, j]))
             touched.append(ids)
         rows = np.concatenate(touched)
         if len(rows):
@@ -163,9 +169,10 @@ class Recency(_CosineBase[RecencyParams]):
         excess = len(live) - self.params.budget
         if excess <= 0:
             return []
-        # least recently used first, ties by lower row (topk breaks ties by lower index,
-        # and ``live`` is in row order); argpartition keeps this O(n) per ingest
-        victims = live[self.topk(-self._last_use()[live], excess)]
+        # least recently used first; equal times in a seeded random order of memory
+        # identity (not row order); argpartition keeps this O(n) per ingest
+        tb = self.store.tie_keys(f"{self.seed}:evict")[live]
+        victims = live[topk(-self._last_use()[live], excess, tb)]
         self.store.set_status(victims, "evicted", now)
         cause = episodes[-1].id
         return [

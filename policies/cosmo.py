@@ -507,9 +507,9 @@ class Cosmo(Policy[CosmoParams]):
         out = []
         for q in queries:  # sequential: later queries see earlier accesses
             score = self.score_query(q, now)
-            ids = self.topk(score, q.k)
-            self.access(ids, now)
-            out.append(Ranking(ids.astype(np.int64), score[ids].astype(np.float64)))
+            ranking = self.ranking(score, q.k, q.id)
+            self.access(ranking.ids, now)
+            out.append(ranking)
         return out
 
     def access(self, rows: np.ndarray, now: float) -> None:

@@ -371,12 +371,13 @@ class Engram(Policy[EngramParams]):
         out = []
         for q in queries:  # sequential: a query sees the accesses of the ones before it
             b_score, e_score = self.score_query(q, now)
-            beliefs = self.topk(b_score, min(self.params.max_belief_bites, q.k))
-            episodes = self.topk(e_score, q.k)
+            beliefs = self.rank(b_score, min(self.params.max_belief_bites, q.k), q.id)
+            episodes = self.rank(e_score, q.k, q.id)
             cand = np.concatenate([beliefs, episodes])
             scores = np.concatenate([b_score[beliefs], e_score[episodes]])
-            order = np.lexsort((cand, -scores))[: q.k]
-            ids, sc = cand[order], scores[order]
+            tb = self.store.tie_keys(f"{self.seed}:{q.id}")[cand]
+            order = kernels.topk(scores, q.k, tb)
+            ids, sc = cand[order], np.minimum.accumulate(scores[order])
             self._access(ids, now)
             out.append(Ranking(ids.astype(np.int64), sc.astype(np.float64)))
         return out

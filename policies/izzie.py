@@ -317,13 +317,13 @@ class Izzie(Policy[IzzieParams]):
             if qvecs[qi] is None or not retrievable.any():
                 out.append(Ranking.empty())
                 continue
-            ids, scores = self._rank(sims[qi], strength, retrievable, q.k)
+            ids, scores = self._rank(sims[qi], strength, retrievable, q.k, q.id)
             out.append(Ranking(ids, scores))
             self._touch(ids, now, strength)
         return out
 
     def _rank(
-        self, sims: np.ndarray, strength: np.ndarray, retrievable: np.ndarray, k: int
+        self, sims: np.ndarray, strength: np.ndarray, retrievable: np.ndarray, k: int, salt: str
     ) -> tuple[np.ndarray, np.ndarray]:
         """003 §Context Retrieval, in the reading ``ranking`` names (see IzzieParams)."""
         p = self.params
@@ -336,8 +336,8 @@ class Izzie(Policy[IzzieParams]):
             return kept[order], scores[order]
         if p.ranking == "one_stage":
             scores = np.where(retrievable, sims * strength, -np.inf)
-            ids = self.topk(scores, k)
-            return ids, scores[ids].astype(np.float64)
+            ids = self.rank(scores, k, salt)  # ties: seeded order of memory identity
+            return ids, np.minimum.accumulate(scores[ids].astype(np.float64))
         # Semantic search first: the search_limit most similar retrievable memories.
         found = self.topk(np.where(retrievable, sims, -np.inf), max(p.search_limit, k))
         found = found[retrievable[found]]
@@ -345,8 +345,9 @@ class Izzie(Policy[IzzieParams]):
             stage2 = sims[found].astype(np.float64) * strength[found]
         else:
             stage2 = strength[found].astype(np.float64)
-        order = self.topk(stage2, k)
-        return found[order], stage2[order]
+        tb = self.store.tie_keys(f"{self.seed}:{salt}")[found]
+        order = kernels.topk(stage2, k, tb)
+        return found[order], np.minimum.accumulate(stage2[order])
 
     def _fresh_strength(self, rows: np.ndarray) -> np.ndarray:
         """Strength at 0 days since access: importance (document) or 1 (code form)."""
@@ -375,7 +376,7 @@ class Izzie(Policy[IzzieParams]):
             if not emb.ok[i] or not retrievable.any():
                 continue
             sims = s.embedding @ np.asarray(emb.vectors[i], dtype=np.float32)
-            ids, _ = self._rank(sims, strength, retrievable, k)
+            ids, _ = self._rank(sims, strength, retrievable, k, f"{episodes[i].id}:context")
             self._touch(ids, now, strength)
 
     # -- user actions ------------------------------------------------------------

@@ -367,9 +367,9 @@ class Kernle(Policy[KernleParams]):
                     (emb @ np.asarray(v, dtype=np.float32)).astype(np.float64),
                     -np.inf,
                 )
-            ids = self.topk(scores, q.k)
+            ids = self.rank(scores, q.k, q.id)
             ids = ids[np.isfinite(scores[ids])]
-            out.append(Ranking(ids, scores[ids]))
+            out.append(Ranking(ids, np.minimum.accumulate(scores[ids])))
             s["access_count"][ids] += 1
             s["last_access"][ids] = now
         return out

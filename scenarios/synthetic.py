@@ -39,6 +39,24 @@ _CATEGORY_WEIGHTS = np.array([0.35, 0.2, 0.15, 0.1, 0.1, 0.05, 0.05])
 PEOPLE = ("alex", "sam", "maria", "li", "noor", "tomas", "aiko", "ravi")
 CHATTER_TOPICS = 50
 
+# Words of a fact's surface form in question text: a user asks "what is my cobalt harbor?",
+# never "what is my t11.f0112?" (the key), so a keyword match on the question cannot find
+# the episode that states the fact (its text names the key); only embeddings can.
+_SURFACE_A = tuple(
+    "amber brisk cobalt dusty eager frosty golden hollow ivory jolly keen lunar misty nimble "
+    "olive plain quiet rustic silver tidy".split()
+)
+_SURFACE_B = tuple(
+    "anchor bridge canyon delta ember forest garden harbor island jungle kettle lantern "
+    "meadow nest orchard pillar quarry river summit tower".split()
+)
+
+
+def surface_form(topic: int, fact: int) -> str:
+    """How a user names fact ``fact`` of topic ``topic`` in a question (two plain words;
+    facts of one topic share the first word, as related facts share vocabulary)."""
+    return f"{_SURFACE_A[topic % len(_SURFACE_A)]} {_SURFACE_B[fact % len(_SURFACE_B)]}"
+
 
 @dataclass(frozen=True)
 class SyntheticParams(Params):
@@ -89,6 +107,13 @@ class SyntheticParams(Params):
         0.2, lo=0.0, hi=1.0, doc="share of queries about a fact whose value changed"
     )
     k: int = param(10, lo=1, doc="results asked of each query")
+    chatter_confidence: float = param(
+        0.5,
+        lo=0.0,
+        hi=1.0,
+        doc="extraction confidence chatter claims carry (docs/mock-llm.md: a real extractor "
+        "is unsure of small talk, but not always)",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -412,6 +437,7 @@ def _assemble(
     fact_subject = [subjects[s] for s in w["subject"].tolist()]
     fact_cat = [CATEGORIES[c] for c in w["category"].tolist()]
     fact_imp = w["importance"].tolist()
+    surface = [surface_form(tp, f) for f, tp in enumerate(w["topic"].tolist())]
 
     # one time line: signal episodes, chatter, queries; same-time episodes before queries
     times = np.concatenate([m["time"], np.round(noise_t, 6), q["time"]])
@@ -451,7 +477,7 @@ def _assemble(
                 "sentiment",
                 chatter_imp[c],
                 "owner",
-                0.5,
+                p.chatter_confidence,
                 True,
                 (),
             )
@@ -467,7 +493,7 @@ def _assemble(
                 _QUERY(
                     f"q{q_no:05d}",
                     t,
-                    f"what is {subj}'s {fact_key[f]}?",
+                    f"what is {subj}'s {surface[f]}?",
                     (fact_key[f],),
                     (),
                     p.k,

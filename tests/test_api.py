@@ -85,7 +85,7 @@ def test_paired_matrix_on_a_hand_made_table():
 def test_unknown_ids_and_bad_overrides_are_clear():
     with pytest.raises(UnknownIdError, match="unknown policy id 'nope'"):
         memsim.compare(["nope"], [SMALL])
-    with pytest.raises(ParamError, match="bands.NAME, faults.NAME or text_embedder"):
+    with pytest.raises(ParamError, match="bands.NAME, faults.NAME, modes.NAME or text_embedder"):
         api.build_llm(0, {}, {"temperature": 0.1})
     with pytest.raises(ParamError, match="Faults.embed_fail=1.5"):
         api.build_llm(0, {}, {"faults.embed_fail": 1.5})

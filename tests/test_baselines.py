@@ -149,15 +149,22 @@ def test_recency_evicts_least_recently_used_ties_by_lower_row():
     assert p.strength(3.0)[1] == 0.0
 
 
+def _evict_order(p, rows):
+    """Rows in the documented eviction order among equal last use: ascending tie key."""
+    keys = p.store.tie_keys(f"{p.seed}:evict")
+    return sorted(rows, key=lambda r: (int(keys[r]), r))
+
+
 def test_recency_eviction_order_by_hand():
     p = Recency(Recency.Params(budget=2), llm=MockLLM(seed=0))
-    p.ingest(
-        [ep("e1", 0.0, ("a.x", "1")), ep("e2", 0.0, ("b.x", "2"))], 0.0
-    )  # rows 0, 1 (last use 0)
-    p.ingest([ep("e3", 1.0, ("c.x", "3"))], 1.0)  # row 2 (1): evicts row 0
-    assert p.store["status"].tolist() == [1, 0, 0]
+    p.ingest([ep("e1", 0.0, ("a.x", "1")), ep("e2", 0.0, ("b.x", "2"))], 0.0)  # last use 0
+    p.ingest([ep("e3", 1.0, ("c.x", "3"))], 1.0)  # row 2 (1): evicts one of rows 0, 1
+    first = _evict_order(p, [0, 1])[0]
+    assert [p.store.status_of(r) for r in range(3)] == [
+        "evicted" if r == first else "active" for r in range(3)
+    ]
     p.ingest([ep("e4", 2.0, ("d.x", "4"), ("e.x", "5"))], 2.0)  # rows 3, 4 (2)
-    # remaining by (last use, row): row 1 (0), row 2 (1), row 3 (2), row 4 (2): keep the last two
+    # oldest last use goes first: the other day-0 row, then row 2; rows 3, 4 stay
     assert [p.store.status_of(r) for r in range(5)] == [
         "evicted",
         "evicted",
@@ -167,12 +174,23 @@ def test_recency_eviction_order_by_hand():
     ]
 
 
-def test_recency_eviction_ties_go_to_the_lower_row():
+def test_recency_eviction_ties_follow_the_seeded_identity_order():
     p = Recency(Recency.Params(budget=1), llm=MockLLM(seed=0))
     p.ingest(
         [ep("e1", 0.0, ("a.x", "1"), ("b.x", "2"), ("c.x", "3"))], 0.0
     )  # three rows, same last use
-    assert [p.store.status_of(r) for r in range(3)] == ["evicted", "evicted", "active"]
+    keep = _evict_order(p, [0, 1, 2])[-1]
+    assert [p.store.status_of(r) for r in range(3)] == [
+        "active" if r == keep else "evicted" for r in range(3)
+    ]
+    # the order is a function of memory identity and seed, not of the row: another seed
+    # keeps a different row for at least one of a few streams
+    kept = set()
+    for seed in range(8):
+        q = Recency(Recency.Params(budget=1), llm=MockLLM(seed=0), seed=seed)
+        q.ingest([ep("e1", 0.0, ("a.x", "1"), ("b.x", "2"), ("c.x", "3"))], 0.0)
+        kept.add(next(r for r in range(3) if q.store.status_of(r) == "active"))
+    assert len(kept) > 1
 
 
 def test_recency_params_ranges():

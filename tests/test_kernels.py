@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -272,3 +272,75 @@ def test_scores_matvec(args):
     both = K.scores_matvec(E, Q)
     assert both.shape == (E.shape[0], 2)
     np.testing.assert_allclose(both[:, 1], -got, rtol=1e-5, atol=1e-6)
+
+
+# -- defined tie-breaks (issue 12) ------------------------------------------------------
+
+
+def _tie_ref(scores, k, tb):
+    """Reference: sort best first, single-link groups within TIE_RTOL, then by key, row."""
+    from memsim.engine.kernels import TIE_RTOL
+
+    rows = sorted(
+        (i for i in range(len(scores)) if np.isfinite(scores[i])), key=lambda i: (-scores[i], i)
+    )
+    group, out = 0, []
+    for j, i in enumerate(rows):
+        if j and scores[rows[j - 1]] - scores[i] > TIE_RTOL * max(
+            abs(scores[rows[j - 1]]), abs(scores[i])
+        ):
+            group += 1
+        out.append((group, int(tb[i]), i))
+    return [i for _, _, i in sorted(out)][:k]
+
+
+def test_topk_tiebreak_orders_near_equal_scores_by_key_not_row():
+    from memsim.engine.kernels import topk
+
+    s = np.array([0.5, 0.9, 0.9 + 3e-7, 0.9 - 2e-7, 0.1])  # rows 1-3 tie within 1e-6
+    tb = np.array([0, 30, 20, 10, 0], dtype=np.uint64)
+    assert topk(s, 3, tb).tolist() == [3, 2, 1]
+    assert topk(s, 2, tb).tolist() == [3, 2]
+    assert topk(s, 3).tolist() == [2, 1, 3]  # without a key: exact order, as before
+
+
+@given(
+    st.lists(
+        st.sampled_from([0.3, 0.3 + 4e-7, 0.3 - 4e-7, 0.7, -np.inf, 0.0]), min_size=1, max_size=30
+    ),
+    st.integers(0, 12),
+    st.integers(0, 2**32),
+)
+@settings(max_examples=60, deadline=None)
+def test_topk_tiebreak_matches_reference_and_batch(values, k, salt):
+    from memsim.engine.kernels import batch_topk, mix64, topk
+
+    s = np.array(values)
+    tb = mix64(np.arange(len(s), dtype=np.uint64) * 7 + 1, salt)
+    got = topk(s, k, tb).tolist()
+    assert got == _tie_ref(s, k, tb)
+    b = batch_topk(np.stack([s, s[::-1]]), k, np.stack([tb, tb[::-1]]))
+    assert b[0][b[0] >= 0].tolist() == got
+    assert b[1][b[1] >= 0].tolist() == topk(s[::-1], k, tb[::-1]).tolist()
+
+
+def test_tie_groups_do_not_depend_on_a_rounding_grid():
+    from memsim.engine.kernels import tie_groups
+
+    # 0.6054901933620518 and 0.6054902477277553 straddle a 2**-20 grid point: still one tie
+    assert tie_groups(np.array([0.6054902477277553, 0.6054901933620518, 0.5])).tolist() == [0, 0, 1]
+
+
+def test_store_tie_keys_follow_identity_not_row():
+    from memsim.engine.store import MemoryStore, Statuses
+
+    def store(order):
+        st_ = MemoryStore(dim=2, statuses=Statuses(("active",)))
+        for e in order:
+            st_.add(0.0, [[1.0, 0.0]], texts=[f"t{e}"], claims=[None], provenance=[(e,)])
+        return st_
+
+    a, b = store(["e1", "e2", "e3"]), store(["e3", "e1", "e2"])
+    ka, kb = a.tie_keys("0:q1"), b.tie_keys("0:q1")
+    assert dict(zip(["e1", "e2", "e3"], ka.tolist())) == dict(zip(["e3", "e1", "e2"], kb.tolist()))
+    assert a.tie_keys("0:q2").tolist() != ka.tolist()  # another query: another permutation

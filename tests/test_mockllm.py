@@ -18,6 +18,7 @@ from memsim.engine.llm import (
     SUPPORTS,
     Bands,
     Faults,
+    Modes,
 )
 from memsim.engine.mockllm import (
     CATEGORIES,
@@ -58,6 +59,7 @@ def test_implements_protocol():
         "dim": 384,
         "text_embedder": "hashed",
         "bands": Bands().to_dict(),
+        "modes": Modes().to_dict(),
         "faults": Faults().to_dict(),
     }
 
@@ -342,3 +344,136 @@ def test_fault_free_is_truthful(key, seed):
 
 def test_invalid_replies_are_not_relations():
     assert not set(INVALID_REPLIES) & set(RELATIONS) and NONE not in INVALID_REPLIES
+
+
+# -- explicit modes (issue 12; docs/mock-llm.md) ----------------------------------------
+
+
+def _mock(**modes):
+    from memsim.engine.llm import Modes
+
+    return MockLLM(seed=0, modes=Modes(**modes))
+
+
+SYN = [claim("a.k", "v1"), claim("a.k", "v2"), claim("a.k", "v1"), claim("a.k", "v3")]
+
+
+@pytest.mark.parametrize(
+    "mode, value",
+    [
+        ("majority", "v1"),
+        ("latest", "v3"),
+        ("first", "v1"),
+        ("all", "v1 @1,3; v2 @2; v3 @4"),
+    ],
+)
+def test_synthesis_modes(mode, value):
+    out = _mock(synthesis=mode).synthesize(SYN, key="s")
+    assert (out.key, out.value) == ("a.k", value)
+
+
+def test_synthesis_all_with_one_value_is_that_value():
+    out = _mock(synthesis="all").synthesize([claim("a.k", "v1")] * 2, key="s")
+    assert out.value == "v1"
+
+
+def test_default_modes_are_todays_behaviour():
+    from memsim.engine.llm import Modes
+
+    assert Modes().to_dict() == {
+        "synthesis": "majority",
+        "summary": "given",
+        "entity_forms": 1,
+        "resolution_error": 0.0,
+        "chatter_confidence": -1.0,
+        "fact_confidence_spread": 0.0,
+    }
+    assert MockLLM(seed=0).config()["modes"] == Modes().to_dict()
+
+
+TEXTS = [
+    "We moved the standup to Tuesday morning for the whole team.",
+    "The budget review slipped to next quarter after the audit.",
+    "Priya is taking over the onboarding docs starting Monday.",
+    "Remember the dentist appointment on Friday afternoon please.",
+]
+
+
+@pytest.mark.parametrize(
+    "mode, firsts",
+    [
+        ("given", ["We", "The", "Priya"]),
+        ("latest", ["Remember"]),
+        ("first", ["We"]),
+        ("all", ["We", "The", "Priya", "Remember"]),
+    ],
+)
+def test_summary_modes(mode, firsts):
+    out = _mock(summary=mode).summarize(TEXTS, key="s")
+    sentences = [x for x in out.split(". ") if x]
+    assert [x.split()[0] for x in sentences] == firsts
+
+
+def test_summary_mode_keeps_none_for_chat():
+    assert _mock(summary="latest").summarize(["hi", "ok thanks!"], key="s") == "NONE"
+
+
+def test_entity_forms_spread_one_key_over_k_surface_forms():
+    m = _mock(entity_forms=3)
+    keys = {m.extract(ep(i, (claim("t01.f0001"),)))[0].key for i in range(60)}
+    assert keys == {"t01.f0001", "t01.f0001~1", "t01.f0001~2"}
+    exact = _mock()
+    assert {exact.extract(ep(i, (claim("t01.f0001"),)))[0].key for i in range(20)} == {"t01.f0001"}
+
+
+def test_resolution_error_rate():
+    m = _mock(resolution_error=0.3)
+    keys = [m.extract(ep(i, (claim("t01.f0001"),)))[0].key for i in range(400)]
+    wrong = sum(k != "t01.f0001" for k in keys) / len(keys)
+    assert 0.22 < wrong < 0.38
+    assert all(k.startswith("t01.f0001~?") for k in keys if k != "t01.f0001")
+    assert _mock(resolution_error=1.0).extract(ep(1, (claim("t01.f0001"),)))[0].key != "t01.f0001"
+
+
+def test_chatter_and_fact_confidence_modes():
+    chat = claim("chatter01.c1", "", noise=True, confidence=0.5)
+    fact = claim("t01.f0001", "v", confidence=0.9)
+    assert _mock().extract(ep(1, (chat,)))[0].confidence == 0.5  # as the stream states
+    assert _mock(chatter_confidence=0.9).extract(ep(1, (chat,)))[0].confidence == 0.9
+    assert _mock(chatter_confidence=0.9).extract(ep(1, (fact,)))[0].confidence == 0.9
+    spread = _mock(fact_confidence_spread=0.2)
+    confs = [spread.extract(ep(i, (fact,)))[0].confidence for i in range(200)]
+    assert 0.0 <= min(confs) and max(confs) <= 1.0
+    assert 0.05 < float(np.std(confs)) < 0.25
+    assert spread.extract(ep(1, (chat,)))[0].confidence == 0.5  # chatter untouched
+
+
+def test_classification_mode_is_truth_plus_wrong_class_rate():
+    from memsim.engine.llm import Faults
+
+    m = MockLLM(seed=0, faults=Faults(wrong_class=0.25))
+    new, old = claim("a.k", "v2"), claim("a.k", "v1")
+    replies = [m.classify(new, [old], answer="relation", key=f"c{i}")[0] for i in range(400)]
+    wrong = sum(r != "CONTRADICTS" for r in replies) / len(replies)
+    assert 0.18 < wrong < 0.32
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("synthesis", "median"),
+        ("summary", "best"),
+        ("resolution_error", 1.5),
+        ("resolution_error", -0.1),
+        ("chatter_confidence", 2.0),
+        ("entity_forms", 0),
+    ],
+)
+def test_bad_modes_are_one_line_errors_naming_key_and_value(field, value):
+    from memsim.engine.errors import ParamError
+    from memsim.engine.llm import Modes
+
+    with pytest.raises(ParamError) as exc:
+        Modes(**{field: value})
+    msg = str(exc.value)
+    assert "\n" not in msg and field in msg and str(value) in msg

@@ -379,6 +379,56 @@ def check_recall_contract(spec: Any, llm_factory: LLMFactory = default_llm) -> N
     assert answered, f"{_name(spec)}: no query returned any memory"
 
 
+def _reorder_same_time(stream: Stream) -> Stream:
+    """The stream with every run of same-time episodes reversed (other events stay put)."""
+    evs = list(stream.events)
+    out: list[Any] = []
+    i = 0
+    while i < len(evs):
+        j = i
+        while (
+            j < len(evs)
+            and isinstance(evs[j], Episode)
+            and isinstance(evs[i], Episode)
+            and evs[j].time == evs[i].time
+        ):
+            j += 1
+        if j > i + 1:
+            out.extend(reversed(evs[i:j]))
+            i = j
+        else:
+            out.append(evs[i])
+            i += 1
+    return Stream(tuple(out), name=stream.name + "-reordered", horizon=stream.horizon)
+
+
+def _answers(trace: Trace) -> list[tuple[Any, ...]]:
+    """What the metrics read from each recall: the memories (by provenance and stated value,
+    not row id) in rank order."""
+    return [
+        (rec.query_id, tuple(tuple(sorted(p)) for p in rec.provenance), rec.stated, rec.footprint)
+        for rec in trace.queries
+    ]
+
+
+def check_row_order_invariant(spec: Any, llm_factory: LLMFactory = default_llm) -> None:
+    """Permuting the store's row order (the insertion order of same-time episodes) leaves
+    every recall answer, and so every metric, unchanged: no ranking breaks ties by row."""
+    stream = check_stream(spec.capabilities)
+    rev = _reorder_same_time(stream)
+    assert [e.id for e in rev.events] != [e.id for e in stream.events]
+    a = run(_build(spec, 0, llm_factory), stream)
+    b = run(_build(spec, 0, llm_factory), rev)
+    for x, y in zip(_answers(a), _answers(b)):
+        assert x == y, (
+            f"{_name(spec)}: query {x[0]} answers differ when same-time episodes are "
+            f"reordered: {x[1]} vs {y[1]}"
+        )
+    fa = [f[1] for f in a.footprint]
+    fb = [f[1] for f in b.footprint]
+    assert fa == fb, f"{_name(spec)}: footprint differs when same-time episodes are reordered"
+
+
 CHECKS: dict[str, Callable[..., None]] = {
     f.__name__: f
     for f in (
@@ -391,6 +441,7 @@ CHECKS: dict[str, Callable[..., None]] = {
         check_terminal_statuses_stay_terminal,
         check_batched_equals_sequential,
         check_recall_contract,
+        check_row_order_invariant,
     )
 }
 

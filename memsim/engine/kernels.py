@@ -158,29 +158,85 @@ def pai_score(
 # -- top-k --------------------------------------------------------------------------------
 
 
-def topk(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` largest finite scores, best first; ties go to the lower index.
+# Scores equal within this relative tolerance are a tie: float32 cosines of one query against
+# memories of the same fact differ only by rounding noise (up to ~2e-7, and which BLAS
+# kernel handles a row depends on its position), and that noise must not decide a ranking.
+TIE_RTOL = 1e-6
 
-    ``argpartition`` finds the candidates in O(n); only those are sorted. NaN and -inf
-    scores are never returned (use -inf to mask rows out).
+
+def tie_groups(desc: np.ndarray) -> np.ndarray:
+    """Group numbers (0, 1, ...) of finite scores sorted best first: a score within TIE_RTOL
+    (relative to the larger magnitude) of the one before it joins its group (single
+    linkage, so grouping never depends on where a rounding grid falls)."""
+    v = _f(desc)
+    if len(v) < 2:
+        return np.zeros(len(v), dtype=np.int64)
+    gap = v[:-1] - v[1:]
+    tol = TIE_RTOL * np.maximum(np.abs(v[:-1]), np.abs(v[1:]))
+    return np.concatenate(([0], np.cumsum(gap > tol))).astype(np.int64)
+
+
+_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def mix64(keys: ArrayLike, salt: int) -> np.ndarray:
+    """splitmix64 of ``keys ^ salt`` (uint64): a seeded random permutation key per item.
+    Used as the tie-break of equal scores, so the order among tied rows is random but a
+    pure function of (salt, item key), never of storage order."""
+    with np.errstate(over="ignore"):
+        z = np.asarray(keys, dtype=np.uint64) ^ np.uint64(int(salt) & 0xFFFFFFFFFFFFFFFF)
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return (z ^ (z >> np.uint64(31))) & _MASK64
+
+
+def topk(scores: np.ndarray, k: int, tiebreak: np.ndarray | None = None) -> np.ndarray:
+    """Indices of the ``k`` largest finite scores, best first.
+
+    Without ``tiebreak``: exact score order, ties to the lower index. With ``tiebreak`` (one
+    integer key per row, e.g. :func:`mix64` of stable memory ids): scores within TIE_RTOL
+    of each other are a tie (:func:`tie_groups`) and tied rows go in ascending ``tiebreak``
+    order, then lower index. ``argpartition`` finds the candidates in O(n); only those are
+    sorted. NaN and -inf scores are never returned (use -inf to mask rows out).
     """
     scores = np.asarray(scores)
     n = scores.shape[0]
     if k <= 0 or n == 0:
         return np.zeros(0, dtype=np.int64)
     valid = np.isfinite(scores)
+    s = np.where(valid, scores, -np.inf)
     if k < n:
         # partition on a copy where invalid rows sink to the bottom
-        s = np.where(valid, scores, -np.inf)
         part = np.argpartition(-s, k - 1)[:k]
         kth = s[part].min()
-        # include every row tied with the k-th score so tie-breaking by index is exact
-        cand = np.flatnonzero(s >= kth) if np.isfinite(kth) else np.flatnonzero(valid)
+        if not np.isfinite(kth):
+            cand = np.flatnonzero(valid)
+        elif tiebreak is None:
+            # every row tied with the k-th score, so tie-breaking by index is exact
+            cand = np.flatnonzero(s >= kth)
+        else:
+            # every row chained to the k-th score by gaps within the tolerance
+            lo = kth
+            while True:
+                lo_next = lo - TIE_RTOL * abs(lo)
+                below = s[(s < lo) & (s >= lo_next)]
+                if not len(below):
+                    break
+                lo = below.min()
+            cand = np.flatnonzero(s >= lo)
     else:
         cand = np.flatnonzero(valid)
-    order = np.lexsort((cand, -scores[cand]))
-    out = cand[order][:k]
-    return out.astype(np.int64)
+    if tiebreak is None:
+        order = np.lexsort((cand, -s[cand]))
+        return cand[order][:k].astype(np.int64)
+    tb = np.asarray(tiebreak)
+    if tb.shape != scores.shape:
+        raise ValueError(f"topk: tiebreak shape {tb.shape} != scores shape {scores.shape}")
+    by_score = cand[np.lexsort((cand, -s[cand]))]
+    groups = tie_groups(s[by_score])
+    order = np.lexsort((by_score, tb[by_score], groups))
+    return by_score[order][:k].astype(np.int64)
 
 
 def masked_topk(scores: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
@@ -192,9 +248,10 @@ def masked_topk(scores: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
     return topk(np.where(mask, scores, -np.inf), k)
 
 
-def batch_topk(scores: np.ndarray, k: int) -> np.ndarray:
+def batch_topk(scores: np.ndarray, k: int, tiebreak: np.ndarray | None = None) -> np.ndarray:
     """Row-wise :func:`topk` of a (q, n) score matrix: (q, k) int64 ids best first, ties to
-    the lower index, padded with -1 where a row has fewer than k finite scores.
+    the lower index, padded with -1 where a row has fewer than k finite scores. With
+    ``tiebreak`` ((q, n) or (n,) integer keys) each row is ``topk(row, k, tiebreak_row)``.
 
     One ``argpartition`` over the whole matrix; rows whose k-th score is tied with rows
     outside the partition (or that lack k finite scores) are redone exactly by ``topk``.
@@ -208,6 +265,12 @@ def batch_topk(scores: np.ndarray, k: int) -> np.ndarray:
     if k == 0 or q == 0 or n == 0:
         return out
     s = np.where(np.isfinite(scores), scores, -np.inf)
+    if tiebreak is not None:
+        tb = np.broadcast_to(np.asarray(tiebreak), (q, n))
+        for row in range(q):
+            ids = topk(s[row], k, tb[row])
+            out[row, : len(ids)] = ids
+        return out
     kk = min(k, n)
     if kk < n:
         part = np.argpartition(-s, kk - 1, axis=1)[:, :kk]

@@ -109,6 +109,56 @@ class Faults(Params):
     )
 
 
+SYNTHESIS_MODES = ("majority", "latest", "first", "all")
+SUMMARY_MODES = ("given", "latest", "first", "all")
+
+
+@dataclass(frozen=True)
+class Modes(Params):
+    """The mock's behaviour where a real model has a choice to make (docs/mock-llm.md
+    justifies each default). Set with ``--llm modes.NAME=VALUE``; recorded in manifests.
+    Classification noise is ``faults.wrong_class`` (truth plus that rate)."""
+
+    synthesis: str = param(
+        "majority",
+        choices=SYNTHESIS_MODES,
+        doc="synthesize() over one key: the majority value (ties: latest), the latest "
+        "(last given) claim's, the first's, or all distinct values in order with positions",
+    )
+    summary: str = param(
+        "given",
+        choices=SUMMARY_MODES,
+        doc="summarize(): first clause of the first 3 texts as given, of the latest text "
+        "only, of the first text only, or of every text",
+    )
+    entity_forms: int = param(
+        1, lo=1, doc="surface forms per fact key that extraction may return (1: exact key)"
+    )
+    resolution_error: float = param(
+        0.0, lo=0.0, hi=1.0, doc="share of extracted keys resolved to no known form"
+    )
+    chatter_confidence: float = param(
+        -1.0,
+        lo=-1.0,
+        hi=1.0,
+        doc="extraction confidence of chatter claims (-1: as the stream states)",
+    )
+    fact_confidence_spread: float = param(
+        0.0, lo=0.0, hi=1.0, doc="std of noise added to the extraction confidence of facts"
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        from .errors import ParamError
+
+        if self.chatter_confidence != -1.0 and not 0.0 <= self.chatter_confidence <= 1.0:
+            raise ParamError(
+                f"modes.chatter_confidence={self.chatter_confidence!r} is outside [0, 1] "
+                "(or -1: as the stream states)"
+            )
+
+
 # Shared defaults (frozen, so one instance can serve as every argument default).
 DEFAULT_BANDS = Bands()
 DEFAULT_FAULTS = Faults()
+DEFAULT_MODES = Modes()

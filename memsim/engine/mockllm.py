@@ -33,6 +33,7 @@ from .llm import (
     CONTRADICTS,
     DEFAULT_BANDS,
     DEFAULT_FAULTS,
+    DEFAULT_MODES,
     IRRELEVANT,
     NONE,
     PARTIAL,
@@ -41,6 +42,7 @@ from .llm import (
     Bands,
     Embedded,
     Faults,
+    Modes,
 )
 
 # The categories ``wrong_category`` draws from (seed-neutral vocabulary of memsim.engine.events).
@@ -115,11 +117,15 @@ class MockLLM:
         bands: Bands = DEFAULT_BANDS,
         faults: Faults = DEFAULT_FAULTS,
         text_embedder: str = DEFAULT_TEXT_EMBEDDER,
+        modes: Modes = DEFAULT_MODES,
     ) -> None:
         if not isinstance(bands, Bands):
             raise TypeError(f"MockLLM: bands must be a memsim.engine.llm.Bands, got {bands!r}")
         if not isinstance(faults, Faults):
             raise TypeError(f"MockLLM: faults must be a memsim.engine.llm.Faults, got {faults!r}")
+        if not isinstance(modes, Modes):
+            raise TypeError(f"MockLLM: modes must be a memsim.engine.llm.Modes, got {modes!r}")
+        self.modes = modes
         self.seed = int(seed)
         self.dim = int(dim)
         self.bands = bands
@@ -138,6 +144,7 @@ class MockLLM:
             "text_embedder": self.text_embedder_name,
             "bands": self.bands.to_dict(),
             "faults": self.faults.to_dict(),
+            "modes": self.modes.to_dict(),
         }
 
     def __repr__(self) -> str:
@@ -165,6 +172,16 @@ class MockLLM:
 
     def _noisy(self, claim: Claim, item: str) -> Claim:
         changes: dict[str, Any] = {}
+        m = self.modes
+        if claim.noise and m.chatter_confidence >= 0.0:
+            changes["confidence"] = m.chatter_confidence
+        elif not claim.noise and m.fact_confidence_spread > 0.0:
+            c = claim.confidence + m.fact_confidence_spread * stable_normal(
+                self.seed, "fact_confidence", item
+            )
+            changes["confidence"] = min(1.0, max(0.0, c))
+        if claim.key and (m.entity_forms > 1 or m.resolution_error > 0.0):
+            changes["key"] = self._surface_key(claim.key, item)
         jitter = self.faults.importance_jitter
         if jitter > 0.0 and claim.importance is not None:  # unset stays unset
             imp = claim.importance + jitter * stable_normal(self.seed, "importance_jitter", item)
@@ -174,6 +191,16 @@ class MockLLM:
             pick = stable_uniform(self.seed, "wrong_category_pick", item)
             changes["category"] = others[int(pick * len(others))]
         return dataclasses.replace(claim, **changes) if changes else claim
+
+    def _surface_key(self, key: str, item: str) -> str:
+        """The key entity resolution returns: one of ``entity_forms`` surface forms of the
+        fact (form 0 is the key itself), or with rate ``resolution_error`` an unresolved
+        form of its own (``key~?item``). The topic prefix is kept (same-topic relatedness)."""
+        if self._fires(self.modes.resolution_error, "resolution_error", item):
+            return f"{key}~?{item}"
+        k = self.modes.entity_forms
+        form = int(stable_uniform(self.seed, "entity_form", item) * k) if k > 1 else 0
+        return key if form == 0 else f"{key}~{form}"
 
     # -- embed -----------------------------------------------------------------
     def embed(self, items: Sequence[Claim | str], keys: Sequence[str]) -> Embedded:
@@ -256,10 +283,18 @@ class MockLLM:
     # -- summarize / synthesize -------------------------------------------------
     def summarize(self, texts: Sequence[str], *, key: str) -> str:
         """ "NONE" when the texts hold fewer than MIN_CONTENT_WORDS content words in all;
-        else the first clause of each of the first (up to 3) texts with content words,
-        one sentence each."""
+        else, by ``modes.summary``: the first clause of each of the first (up to 3) texts
+        with content words ("given"), of the last such text only ("latest"), of the first
+        only ("first"), or of every such text ("all"), one sentence each."""
         if sum(len(content_words(t)) for t in texts) < MIN_CONTENT_WORDS:
             return NONE
+        mode = self.modes.summary
+        texts = [t for t in texts if content_words(t)]
+        if mode == "latest":
+            texts = texts[-1:]
+        elif mode == "first":
+            texts = texts[:1]
+        limit = None if mode == "all" else MAX_SUMMARY_SENTENCES
         sentences = []
         for t in texts:
             if not content_words(t):
@@ -267,15 +302,18 @@ class MockLLM:
             clause = next((c.strip() for c in _CLAUSE_END.split(t) if content_words(c)), "")
             clause = clause.rstrip(",: ")
             sentences.append(clause[:1].upper() + clause[1:] + ".")
-            if len(sentences) == MAX_SUMMARY_SENTENCES:
+            if len(sentences) == limit:
                 break
         return " ".join(sentences)
 
     def synthesize(self, claims: Sequence[Claim], *, key: str) -> Claim:
-        """One shared key: the majority value (ties: the value seen last wins), the most
-        common category among the claims stating it, importance = max of those set (None if
-        none is), confidence = mean,
-        the other fields from the last claim stating it. Several keys: a ``meta`` claim
+        """One shared key: the value chosen by ``modes.synthesis`` ("majority": the most
+        stated, ties to the value seen last; "latest": the last claim's; "first": the
+        first's; "all": every distinct value in order of first mention, each with the
+        1-based positions stating it, e.g. "value1 @1,3; value2 @2"), the most common
+        category among the claims stating it, importance = max of those set (None if none
+        is), confidence = mean, the other fields from the last claim stating it.
+        Several keys: a ``meta`` claim
         keyed by their longest common dotted prefix ("misc" if none), valued by their
         distinct values sorted and joined with "; "."""
         claims = list(claims)
@@ -286,9 +324,28 @@ class MockLLM:
         confidence = min(1.0, max(0.0, math.fsum(c.confidence for c in claims) / len(claims)))
         keys = {c.key for c in claims}
         if len(keys) == 1:
-            counts = Counter(c.value for c in claims)
-            last_pos = {c.value: i for i, c in enumerate(claims)}
-            value = max(counts, key=lambda v: (counts[v], last_pos[v]))
+            mode = self.modes.synthesis
+            if mode == "all":
+                pos: dict[str, list[int]] = {}
+                for i, c in enumerate(claims):
+                    pos.setdefault(c.value, []).append(i + 1)
+                if len(pos) > 1:
+                    joined = "; ".join(f"{v} @{','.join(map(str, p))}" for v, p in pos.items())
+                    return dataclasses.replace(
+                        claims[-1],
+                        value=joined,
+                        importance=importance,
+                        confidence=confidence,
+                        noise=False,
+                    )
+            if mode == "latest":
+                value = claims[-1].value
+            elif mode == "first":
+                value = claims[0].value
+            else:
+                counts = Counter(c.value for c in claims)
+                last_pos = {c.value: i for i, c in enumerate(claims)}
+                value = max(counts, key=lambda v: (counts[v], last_pos[v]))
             stating = [c for c in claims if c.value == value]
             cat_counts = Counter(c.category for c in stating)
             cat_last = {c.category: i for i, c in enumerate(stating)}

@@ -191,7 +191,23 @@ class Policy(abc.ABC, Generic[P]):
 
     @staticmethod
     def topk(scores: np.ndarray, k: int) -> np.ndarray:
-        """Indices of the k largest scores, best first; ties broken by lower index."""
+        """Indices of the k largest scores, best first; ties broken by lower index (for
+        rankings over something other than the store's rows; recall uses :meth:`rank`)."""
         from .kernels import topk
 
         return topk(scores, k)
+
+    def rank(self, scores: np.ndarray, k: int, salt: str) -> np.ndarray:
+        """Top k of ``scores`` (one per store row) with the default tie rule: scores equal
+        within memsim.engine.kernels.TIE_RTOL go in a seeded random order, a pure function
+        of (policy seed, ``salt`` e.g. the query id, memory identity), never storage order."""
+        from .kernels import topk
+
+        return topk(scores, k, self.store.tie_keys(f"{self.seed}:{salt}"))
+
+    def ranking(self, scores: np.ndarray, k: int, salt: str) -> Ranking:
+        """:meth:`rank` as a Ranking. Tied rows (within TIE_RTOL) may come in any score
+        order, so the reported scores are the running minimum (non-increasing)."""
+        ids = self.rank(scores, k, salt)
+        sc = np.minimum.accumulate(np.asarray(scores, dtype=np.float64)[ids])
+        return Ranking(ids.astype(np.int64), sc)

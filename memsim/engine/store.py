@@ -17,6 +17,7 @@ until the next insert.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,7 @@ import numpy as np
 
 from . import kernels
 from .errors import PolicyContractError, VectorError
+from .kernels import mix64
 
 CORE_COLUMNS: dict[str, tuple[Any, Any]] = {
     "created": (np.float64, np.nan),
@@ -33,6 +35,9 @@ CORE_COLUMNS: dict[str, tuple[Any, Any]] = {
     "access_count": (np.int64, 0),
     "status": (np.int8, 0),
     "kind": (np.int8, 0),
+    # identity of a memory for tie-breaks: a hash of (provenance at creation, text), so it
+    # does not depend on the row a memory happens to occupy (see tie_keys)
+    "tie_id": (np.uint64, 0),
 }
 
 
@@ -85,6 +90,14 @@ def as_unit_vectors(vectors: Any, dim: int, what: str = "embedding") -> np.ndarr
         raise VectorError(f"{what} row {i} has zero norm: it cannot be compared by cosine")
     unit: np.ndarray = (arr / norms[:, None]).astype(np.float32)
     return unit
+
+
+def _hash64(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def _identity(provenance: Iterable[str], text: str) -> int:
+    return _hash64("\x1f".join(sorted(provenance)) + "\x1e" + text)
 
 
 class MemoryStore:
@@ -198,16 +211,25 @@ class MemoryStore:
                 raise KeyError(f"unknown or reserved column {name!r}")
             self._cols[name][lo:hi] = value
         self.n = hi
+        tie_ids = self._cols["tie_id"]
         for i, (t, c, p) in enumerate(zip(texts, claims, provenance)):
             row = lo + i
             self.text.append(t)
             self.claim.append(c)
             prov = set(p)
+            tie_ids[row] = _identity(prov, t)
             self.provenance.append(prov)
             self.status_log.append((float(now), row, code))
             for e in sorted(prov):
                 self.provenance_log.append((float(now), row, e))
         return np.arange(lo, hi)
+
+    def tie_keys(self, salt: str) -> np.ndarray:
+        """One uint64 per row: a seeded random permutation key (``salt`` names the ranking,
+        e.g. run seed and query id) that depends on each memory's identity (provenance at
+        creation and text), never on its row, so permuting insertion order permutes the
+        keys with the rows. Passed as ``tiebreak`` to memsim.engine.kernels.topk."""
+        return mix64(self["tie_id"], _hash64(salt))
 
     def set_embedding(self, rows: Any, vectors: Any) -> None:
         """Replace the embeddings of ``rows`` (a refreshed description), validated and

@@ -77,11 +77,12 @@ def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str,
     """The MockLLM for a run: the stream's own bands/faults (synthetic profiles carry them),
     then ``bands.X`` / ``faults.X`` overrides from the run definition."""
     from memsim.engine.embed import DEFAULT_TEXT_EMBEDDER
-    from memsim.engine.llm import Bands, Faults
+    from memsim.engine.llm import Bands, Faults, Modes
     from memsim.engine.mockllm import MockLLM
 
     bands = dict(stream_meta.get("bands", {}) or {})
     faults = dict(stream_meta.get("faults", {}) or {})
+    modes: dict[str, Any] = {}
     text_embedder = str(stream_meta.get("text_embedder", DEFAULT_TEXT_EMBEDDER))
     import dataclasses
 
@@ -97,12 +98,21 @@ def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str,
             bands[field] = value
         elif group == "faults":
             faults[field] = value
+        elif group == "modes":
+            if field not in {f.name for f in dataclasses.fields(Modes)}:
+                raise ParamError(f"unknown mock LLM mode {name}={value!r}")
+            modes[field] = value
         else:
             raise ParamError(
-                f"unknown LLM override {name!r}: use bands.NAME, faults.NAME or text_embedder"
+                f"unknown LLM override {name!r}: use bands.NAME, faults.NAME, modes.NAME "
+                "or text_embedder"
             )
     return MockLLM(
-        seed=seed, bands=Bands(**bands), faults=Faults(**faults), text_embedder=text_embedder
+        seed=seed,
+        bands=Bands(**bands),
+        faults=Faults(**faults),
+        text_embedder=text_embedder,
+        modes=Modes(**modes),
     )
 
 

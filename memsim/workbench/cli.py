@@ -72,17 +72,35 @@ def _pairs(items: Sequence[str] | None, flag: str) -> dict[str, str]:
 
 
 def _llm_overrides(items: Sequence[str] | None) -> dict:
-    """--llm KEY=VALUE: numbers for bands.* / faults.*, a name for text_embedder."""
+    """--llm KEY=VALUE: numbers for bands.* / faults.*, typed modes.*, a name for
+    text_embedder."""
     out: dict = {}
     for k, v in _pairs(items, "--llm").items():
         if k == "text_embedder":
             out[k] = v
+            continue
+        if k.startswith("modes."):
+            out[k] = _mode_value(k, v)
             continue
         try:
             out[k] = float(v)
         except ValueError:
             raise ParamError(f"--llm {k}: cannot read {v!r} as a number") from None
     return out
+
+
+def _mode_value(key: str, text: str) -> Any:
+    """--llm modes.NAME=VALUE read as the type of Modes.NAME (unknown NAME: one-line error)."""
+    import dataclasses
+
+    from memsim.engine.llm import Modes
+    from memsim.engine.params import coerce
+
+    defaults = {f.name: f.default for f in dataclasses.fields(Modes)}
+    name = key.partition(".")[2]
+    if name not in defaults:
+        raise ParamError(f"--llm {key}={text}: unknown mode; known: {', '.join(defaults)}")
+    return coerce(f"--llm {key}", defaults[name], text)
 
 
 def _typed_params(policy: str, raw: dict[str, str]) -> dict:
@@ -224,6 +242,31 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     return run_sensitivity_command(args)
 
 
+def cmd_robustness(args: argparse.Namespace) -> int:
+    from .robustness import DEFAULT_SCENARIOS, FRAGILE, ROBUST, plot, robustness, write_report
+
+    policies = _csv(args.policies) if args.policies and args.policies != "all" else None
+    scenarios = split_specs(args.scenarios) if args.scenarios else list(DEFAULT_SCENARIOS)
+    table = robustness(
+        policies,
+        scenarios,
+        seed=args.seed,
+        jobs=args.jobs,
+        root=args.cache,
+        progress=not args.quiet,
+    )
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig = out.with_suffix(".png")
+    plot(table, fig)
+    write_report(table, out, fig if fig.exists() else None)
+    table.to_csv(out.with_suffix(".csv"), index=False)
+    for v in (ROBUST, FRAGILE):
+        print(f"{v}: {int((table['verdict'] == v).sum())}")
+    print(f"wrote {out}")
+    return 0
+
+
 def cmd_curve(args: argparse.Namespace) -> int:
     from .curves import run_curve_command
 
@@ -300,10 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--llm",
         action="append",
         metavar="KEY=VALUE",
-        help=(
-            "mock LLM override for every run: bands.X, faults.X, "
-            "text_embedder=wordllama|hashed|minilm"
-        ),
+        help="mock LLM override for every run: bands.X, faults.X, modes.X (docs/mock-llm.md), "
+        "text_embedder=wordllama|hashed|minilm",
     )
     s.add_argument(
         "--dask",
@@ -333,6 +374,16 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sensitivity", help="one-at-a-time sensitivity and tornado figures")
     add_sensitivity_arguments(s)
     s.set_defaults(func=cmd_sensitivity)
+
+    s = sub.add_parser("robustness", help="which pairwise conclusions survive other mock-LLM modes")
+    s.add_argument("--policies", default="all", help="comma list or 'all'")
+    s.add_argument("--scenarios", help="scenario specs (default synthetic:churn, synthetic:noisy)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--jobs", type=int, default=1, help="parallel processes")
+    s.add_argument("--out", default="results/robustness.md", help="report (also .csv, .png)")
+    s.add_argument("--cache", help="results root for per-run files (resumable)")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_robustness)
 
     s = sub.add_parser("curve", help="decay curve of one memory under an access pattern (CSV)")
     add_curve_arguments(s)

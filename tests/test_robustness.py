@@ -1,0 +1,87 @@
+"""memsim robustness: the verdict classifier (issue 12) and one tiny end-to-end run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memsim.workbench.robustness import (
+    FRAGILE,
+    NEVER,
+    ROBUST,
+    Effect,
+    conclusions_table,
+    default_grid,
+    verdict,
+)
+
+modes = st.lists(st.text("abcdefgh", min_size=1, max_size=6), min_size=2, max_size=8, unique=True)
+sizes = st.floats(0.001, 1.0, allow_nan=False)
+
+
+@given(modes, st.data(), st.sampled_from([1, -1]))
+@settings(max_examples=80, deadline=None)
+def test_a_conclusion_holding_everywhere_is_robust(names, data, sign):
+    effects = {m: Effect(sign * data.draw(sizes), True) for m in names}
+    v, s, broken = verdict(effects)
+    assert (v, s, broken) == (ROBUST, sign, [])
+
+
+@given(modes, st.data())
+@settings(max_examples=80, deadline=None)
+def test_a_conclusion_built_to_flip_is_fragile_and_names_the_flipping_modes(names, data):
+    flip = data.draw(st.sets(st.sampled_from(names), min_size=1, max_size=len(names) - 1))
+    effects = {m: Effect((-1 if m in flip else 1) * data.draw(sizes), True) for m in names}
+    v, s, broken = verdict(effects)
+    assert v == FRAGILE
+    # the minority sign is what breaks it (a tie goes to "A better")
+    losers = flip if len(flip) * 2 <= len(names) else set(names) - flip
+    assert set(broken) == losers
+
+
+@given(modes, st.data())
+@settings(max_examples=40, deadline=None)
+def test_insignificant_somewhere_is_fragile_and_nowhere_is_never(names, data):
+    weak = data.draw(st.sampled_from(names))
+    effects = {m: Effect(data.draw(sizes), m != weak) for m in names}
+    assert verdict(effects)[0] == FRAGILE and verdict(effects)[2] == [weak]
+    none = {m: Effect(data.draw(sizes), False) for m in names}
+    assert verdict(none)[0] == NEVER
+
+
+def test_default_grid_is_one_factor_at_a_time_plus_a_core():
+    grid = default_grid()
+    labels = [label for label, _ in grid]
+    assert labels[0] == "default" and grid[0][1] == {}
+    assert len(set(labels)) == len(labels)
+    assert all(len(o) == 1 for label, o in grid[1:] if "+" not in label)
+    assert any(len(o) == 2 for _, o in grid)
+
+
+def _frames(diff_by_mode):
+    """Two policies on one scenario, 40 queries: A's recall minus B's is diff_by_mode[m]."""
+    out = {}
+    rng = np.random.default_rng(0)
+    for m, d in diff_by_mode.items():
+        base = rng.uniform(0.2, 0.6, size=40)
+        pq = pd.DataFrame(
+            {
+                "policy": ["a"] * 40 + ["b"] * 40,
+                "scenario": "synthetic:churn",
+                "query_id": [f"q{i}" for i in range(40)] * 2,
+                "recall": np.concatenate([base + d, base]),
+            }
+        )
+        runs = pd.DataFrame({"policy": ["a", "b"], "scenario": "synthetic:churn"})
+        out[m] = (pq, runs)
+    return out
+
+
+def test_conclusions_table_reads_paired_query_effects():
+    t = conclusions_table(_frames({"default": 0.2, "x": 0.1}), (("recall", None),))
+    assert t["verdict"].tolist() == [ROBUST]
+    assert t["conclusion"].iloc[0] == "a has higher recall@10 than b on churn"
+    t = conclusions_table(_frames({"default": 0.2, "x": -0.1, "y": 0.3}), (("recall", None),))
+    assert t["verdict"].tolist() == [FRAGILE] and t["broken_by"].iloc[0] == "x"
