@@ -1,7 +1,7 @@
 """Metamorphic properties of every policy's thresholds (docs/properties.md), drawn by
 hypothesis over each field's declared range: moving a threshold one way must never move a
 count or the footprint the other way. Where the model itself is not monotone, the property is
-an expected failure with the finding as its reason (strict: it must keep failing)."""
+an expected failure with the finding as its reason."""
 
 from __future__ import annotations
 
