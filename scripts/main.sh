@@ -24,3 +24,6 @@ fi
 .venv/bin/python -m memsim compare "${args[@]}" "$@"
 .venv/bin/python -m memsim claims
 .venv/bin/python -m memsim figures --out results/figures --results results/standard
+# The README's headline table is computed from results/standard; keep them together, but only
+# for the standard run itself (extra arguments change what results/standard holds).
+if [ $# -eq 0 ]; then .venv/bin/python -m scripts.headline --write; fi
