@@ -92,6 +92,15 @@ def as_unit_vectors(vectors: Any, dim: int, what: str = "embedding") -> np.ndarr
     return unit
 
 
+def _any_of(col: np.ndarray, codes: tuple[int, ...]) -> np.ndarray:
+    """``np.isin(col, codes)`` by one comparison per code (np.isin costs ~30x more on the
+    few codes a status or kind vocabulary has, and masks are taken per event)."""
+    m = np.zeros(len(col), dtype=bool)
+    for c in codes:
+        m |= col == c
+    return m
+
+
 def _hash64(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
 
@@ -124,6 +133,7 @@ class MemoryStore:
         # (time, row, new status code); (time, row, episode id)
         self.status_log: list[tuple[float, int, int]] = []
         self.provenance_log: list[tuple[float, int, str]] = []
+        self._code_cache: dict[tuple[str, Any], tuple[int, ...]] = {}
 
     # -- columns -------------------------------------------------------------
     def _new_column(self, name: str, dtype: Any, default: Any) -> None:
@@ -281,10 +291,20 @@ class MemoryStore:
     ) -> np.ndarray:
         """Boolean mask of rows with one of ``statuses`` (default: retrievable) and ``kinds``."""
         names = self.statuses.retrievable if statuses is None else statuses
-        m = np.isin(self._cols["status"][: self.n], self.statuses.codes(names))
+        m = _any_of(self._cols["status"][: self.n], self._codes("s", names, self.statuses.code))
         if kinds is not None:
-            m &= np.isin(self._cols["kind"][: self.n], [self.kind_code(k) for k in kinds])
+            m &= _any_of(self._cols["kind"][: self.n], self._codes("k", kinds, self.kind_code))
         return m
+
+    def _codes(self, what: str, names: Iterable[str], code: Any) -> tuple[int, ...]:
+        """The distinct codes of ``names`` (cached: masks are taken per event)."""
+        key = (what, names if isinstance(names, (tuple, frozenset)) else tuple(names))
+        cache = self.__dict__.setdefault("_code_cache", {})  # (a store pickled before it)
+        got: tuple[int, ...] | None = cache.get(key)
+        if got is None:
+            got = tuple(sorted({int(code(n)) for n in key[1]}))
+            cache[key] = got
+        return got
 
     def retrievable(self) -> np.ndarray:
         return self.mask()
