@@ -479,8 +479,11 @@ class Kernle(Policy[KernleParams]):
         beliefs = beliefs[beliefs != exclude]
         if not len(beliefs):
             return []
-        cos = s.embedding[beliefs].astype(np.float64) @ np.asarray(vector, dtype=np.float64)
-        return beliefs[cos >= self.params.pattern_similarity].tolist()
+        # float64 decisions as E[beliefs].astype(float64) @ vector, screened in float32
+        near, _ = kernels.cosines_at_least(
+            s.embedding, beliefs, vector, self.params.pattern_similarity
+        )
+        return near.tolist()
 
     def _relations(self, claim: Claim, rows: list[int], key: str) -> list[str]:
         """The LLM's relation of ``claim`` to each row's claim (an invalid reply counts as

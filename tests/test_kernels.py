@@ -344,3 +344,35 @@ def test_store_tie_keys_follow_identity_not_row():
     ka, kb = a.tie_keys("0:q1"), b.tie_keys("0:q1")
     assert dict(zip(["e1", "e2", "e3"], ka.tolist())) == dict(zip(["e3", "e1", "e2"], kb.tolist()))
     assert a.tie_keys("0:q2").tolist() != ka.tolist()  # another query: another permutation
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 300),
+    share=st.floats(0.0, 1.0),
+    threshold=st.floats(-0.2, 1.0),
+    near=st.booleans(),
+)
+def test_cosines_at_least_decides_as_float64(seed, n, share, threshold, near):
+    """The float32-screened threshold search keeps exactly the rows (in order) and the
+    cosines of the plain float64 product, also with rows planted right at the threshold."""
+    rng = np.random.default_rng(seed)
+    d = 384
+    E = rng.standard_normal((n, d))
+    v = rng.standard_normal(d)
+    v /= np.linalg.norm(v)
+    if near and n:
+        # rows whose cosine with v sits within float32 rounding of the threshold
+        t = np.clip(threshold, -0.9, 0.99)
+        for i in range(0, n, 3):
+            w = E[i] - (E[i] @ v) * v
+            w /= np.linalg.norm(w)
+            E[i] = t * v + math.sqrt(1 - t * t) * w + rng.normal(0, 1e-7, d)
+    E /= np.maximum(np.linalg.norm(E, axis=1, keepdims=True), 1e-12)
+    E = E.astype(np.float32)
+    rows = np.flatnonzero(rng.random(n) < share)
+    want = K.exact_cosines(E, v.astype(np.float32))[rows]
+    got_rows, got_cos = K.cosines_at_least(E, rows, v.astype(np.float32), threshold)
+    np.testing.assert_array_equal(got_rows, rows[want >= threshold])
+    np.testing.assert_array_equal(got_cos, want[want >= threshold])
