@@ -1,0 +1,120 @@
+"""Profile every seed policy (and keep-all, the reference) through a tenth of the ``steady``
+synthetic year and write the summary into results/benchmarks.md (issue 16: profile first).
+
+    python -m benchmarks.profiles [--lines 15] [--baseline DIR] [POLICY ...]
+
+Each run is ``python -m benchmarks.simrun POLICY 10000 1000 --profile N`` in a subprocess
+(run it under ``nice -n 10`` on a shared machine). The block goes between the markers
+PROFILES_BEGIN / PROFILES_END of results/benchmarks.md, which benchmarks.report keeps when it
+rewrites the file. ``--baseline DIR`` adds a before column from earlier runs' JSON files
+``DIR/<policy>.json`` (simrun output). Times are of one run on a shared machine: read the
+shares and the profile, not the absolute seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks.workloads import REPO
+
+OUT_MD = REPO / "results" / "benchmarks.md"
+BEGIN, END = "<!-- PROFILES_BEGIN -->", "<!-- PROFILES_END -->"
+POLICIES = ["keep-all", "pai", "izzie", "kernle", "engram", "cosmo"]
+EPISODES, QUERIES = 10_000, 1_000
+
+
+def profile(policy: str, lines: int) -> dict:
+    cmd = [sys.executable, "-m", "benchmarks.simrun", policy, str(EPISODES), str(QUERIES)]
+    done = subprocess.run(
+        [*cmd, "--profile", str(lines)], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    out: dict = json.loads(done.stdout.strip().splitlines()[-1])
+    return out
+
+
+def _shares(d: dict) -> str:
+    tm = d["timings"]
+    total = max(tm.get("total", 0.0), 1e-12)
+    return ", ".join(
+        f"{k} {tm.get(k, 0.0) / total:.0%}" for k in ("ingest", "recall", "maintain", "actions")
+    )
+
+
+def _trim(profile: str) -> str:
+    """The profile table without absolute paths."""
+    text = profile.replace(str(REPO) + "/", "")
+    return "\n".join(
+        line.replace(".venv/lib/python3.11/site-packages/", "")
+        for line in text.strip().splitlines()
+        if line.strip()
+    )
+
+
+def block(runs: dict[str, dict], baseline: dict[str, dict]) -> str:
+    rows = [
+        "| policy | run s | before s | ingest / recall / maintain / actions | store rows |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for pid, d in runs.items():
+        before = baseline.get(pid)
+        was = f"{before['run_seconds']:.2f}" if before else "-"
+        rows.append(
+            f"| {pid} | {d['run_seconds']:.2f} | {was} | {_shares(d)} | {d['store_rows']:,} |"
+        )
+    parts = [
+        BEGIN,
+        "## Profiles at a tenth of the steady year (issue 16)",
+        "",
+        f"`python -m benchmarks.profiles` ({EPISODES:,} episodes, {QUERIES:,} queries over 365 "
+        "days; one cProfile run per policy, top entries by cumulative time; `before` is the "
+        "same run on the code before issue 16's changes, when given).",
+        "",
+        *rows,
+        "",
+    ]
+    for pid, d in runs.items():
+        parts += [f"### {pid}", "", "```", _trim(d.get("profile", "")), "```", ""]
+    parts.append(END)
+    return "\n".join(parts) + "\n"
+
+
+def splice(md: str, new_block: str) -> str:
+    """``md`` with its profile block replaced by ``new_block`` (appended when absent)."""
+    if BEGIN in md and END in md:
+        head, rest = md.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1].lstrip("\n")
+        return head + new_block + tail
+    return md.rstrip("\n") + "\n\n" + new_block
+
+
+def kept_block(md: str) -> str:
+    """The profile block of ``md`` ('' when none), for benchmarks.report to keep."""
+    if BEGIN in md and END in md:
+        return BEGIN + md.split(BEGIN, 1)[1].split(END, 1)[0] + END + "\n"
+    return ""
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.profiles")
+    ap.add_argument("policies", nargs="*", default=POLICIES)
+    ap.add_argument("--lines", type=int, default=15)
+    ap.add_argument("--baseline", type=Path, default=None)
+    a = ap.parse_args(argv)
+    runs = {pid: profile(pid, a.lines) for pid in a.policies}
+    baseline: dict[str, dict] = {}
+    if a.baseline is not None:
+        for pid in runs:
+            f = a.baseline / f"{pid}.json"
+            if f.exists():
+                baseline[pid] = json.loads(f.read_text())
+    md = OUT_MD.read_text() if OUT_MD.exists() else "# Benchmarks\n"
+    OUT_MD.write_text(splice(md, block(runs, baseline)))
+    print(f"wrote the profiles of {', '.join(runs)} into {OUT_MD}")
+
+
+if __name__ == "__main__":
+    main()
