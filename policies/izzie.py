@@ -284,24 +284,26 @@ class Izzie(Policy[IzzieParams]):
         """Days since lastAccessed, which equals createdAt until the first retrieval."""
         return self.store.days_since_access(now)
 
-    def strength(self, now: float) -> np.ndarray:
+    def strength(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
+        """Strength of every row, or of ``rows`` only (the same numbers, element by element)."""
         s = self.store
+        pick = slice(None) if rows is None else rows
+        days = kernels.days_since_access(now, s["last_access"][pick], s["created"][pick])
         if self.params.strength_form == "code":
             return code_strength_vector(
-                s["importance"],
-                s["decay_rate"],
-                self.days_since_access(now),
-                self.params.importance_slowing,
+                s["importance"][pick], s["decay_rate"][pick], days, self.params.importance_slowing
             )
-        return strength_vector(
-            s["importance"], s["decay_rate"], self.days_since_access(now)
-        ).astype(np.float64)
+        return strength_vector(s["importance"][pick], s["decay_rate"][pick], days).astype(
+            np.float64
+        )
 
     def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
         s = self.store
         if s.n == 0:
             return [Ranking.empty() for _ in queries]
         qvecs = [self.llm.embed_query(q) for q in queries]
+        if self.candidates.approximate and self._searches_first():
+            return self._recall_candidates(queries, qvecs, now)
         good = [i for i, v in enumerate(qvecs) if v is not None]
         sims = np.zeros((len(queries), s.n))
         for i in good:
@@ -341,13 +343,56 @@ class Izzie(Policy[IzzieParams]):
         # Semantic search first: the search_limit most similar retrievable memories.
         found = self.topk(np.where(retrievable, sims, -np.inf), max(p.search_limit, k))
         found = found[retrievable[found]]
-        if p.ranking == "search_then_score":
-            stage2 = sims[found].astype(np.float64) * strength[found]
+        return self._stage2(found, sims[found], strength[found], k, salt)
+
+    def _searches_first(self) -> bool:
+        """Whether recall starts with a pure similarity search (the readings a candidate
+        index can serve: the top search_limit by cosine, then a score over those)."""
+        p = self.params
+        return not p.limit_before_filter and p.ranking != "one_stage"
+
+    def _stage2(
+        self, found: np.ndarray, sims: np.ndarray, strength: np.ndarray, k: int, salt: str
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The second stage of _rank over the searched rows ``found`` (sims and strength
+        given for those rows only)."""
+        if self.params.ranking == "search_then_score":
+            stage2 = sims.astype(np.float64) * strength
         else:
-            stage2 = strength[found].astype(np.float64)
-        tb = self.store.tie_keys(f"{self.seed}:{salt}")[found]
+            stage2 = strength.astype(np.float64)
+        tb = self.store.tie_keys(f"{self.seed}:{salt}", found)
         order = kernels.topk(stage2, k, tb)
         return found[order], np.minimum.accumulate(stage2[order])
+
+    def _recall_candidates(
+        self, queries: Sequence[Query], qvecs: list, now: float
+    ) -> list[Ranking]:
+        """recall() through the candidate index: the search_limit most similar retrievable
+        memories come from the index, then 003's score over them exactly as _rank does.
+        Audited against the exact scan every ``audit_every``-th query."""
+        s = self.store
+        p = self.params
+        retrievable = s.retrievable()
+        out: list[Ranking] = []
+        for qi, q in enumerate(queries):
+            v = qvecs[qi]
+            if v is None or not retrievable.any():
+                out.append(Ranking.empty())
+                continue
+            v32 = np.asarray(v, dtype=np.float32)
+            found = self.candidates.candidates(v32, max(p.search_limit, q.k), retrievable)
+            assert found is not None  # approximate: the index answers
+            ids, scores = self._stage2(
+                found, s.embedding[found] @ v32, self.strength(now, found), q.k, q.id
+            )
+            if self.candidates.audit_due():
+                exact, _ = self._rank(s.embedding @ v32, self.strength(now), retrievable, q.k, q.id)
+                self.candidates.record(not np.array_equal(exact, ids))
+            out.append(Ranking(ids, scores))
+            if len(ids):
+                s["last_access"][ids] = now
+                s["access_count"][ids] += 1
+        return out
 
     def _fresh_strength(self, rows: np.ndarray) -> np.ndarray:
         """Strength at 0 days since access: importance (document) or 1 (code form)."""

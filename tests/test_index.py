@@ -182,3 +182,104 @@ def test_pickle_round_trip(kind):
     assert np.array_equal(clone.search(Q, 5)[1], idx.search(Q, 5)[1])
     clone.add(E[:3])
     assert len(clone) == 103 and len(idx) == 100
+
+
+# -- CandidateIndex (issue 16) -------------------------------------------------------------
+
+
+def _cand_store(n: int, seed: int = 0):
+    from memsim.engine.store import MemoryStore, Statuses
+
+    rng = np.random.default_rng(seed)
+    s = MemoryStore(16, Statuses(("active", "gone")))
+    s.add(
+        0.0,
+        rng.standard_normal((n, 16)),
+        texts=[f"m{i}" for i in range(n)],
+        claims=[None] * n,
+        provenance=[(f"e{i}",) for i in range(n)],
+    )
+    return s, rng
+
+
+def test_candidate_index_exact_mode_never_answers():
+    from memsim.engine.index import CandidateIndex
+
+    s, rng = _cand_store(50)
+    idx = CandidateIndex(s, "exact", min_rows=1)
+    assert not idx.approximate
+    assert idx.candidates(rng.standard_normal(16), 5, s.retrievable()) is None
+    assert not idx.audit_due()
+
+
+def test_candidate_index_kept_current_and_masked():
+    """New rows, changed embeddings and the mask are seen by the next search; with every
+    list probed the candidates are the exact top-k."""
+    from memsim.engine.index import CandidateIndex
+
+    s, rng = _cand_store(400)
+    idx = CandidateIndex(s, "ivf", min_rows=100, nprobe=10_000)
+    q = rng.standard_normal(16).astype(np.float32)
+    q /= np.linalg.norm(q)
+
+    def exact(k):
+        m = s.retrievable()
+        sims = np.where(m, s.embedding @ q, -np.inf)
+        return set(np.argsort(-sims)[:k].tolist())
+
+    assert set(idx.candidates(q, 10, s.retrievable()).tolist()) == exact(10)
+    # a changed embedding: row 3 becomes the query itself
+    s.set_embedding([3], q[None, :])
+    got = idx.candidates(q, 10, s.retrievable())
+    assert got[0] == 3 and set(got.tolist()) == exact(10)
+    # a masked-out row is never a candidate
+    s.set_status([3], "gone", 1.0)
+    assert 3 not in idx.candidates(q, 10, s.retrievable()).tolist()
+    # new rows (the store doubles: retrained)
+    s.add(
+        1.0,
+        rng.standard_normal((500, 16)),
+        texts=[f"n{i}" for i in range(500)],
+        claims=[None] * 500,
+        provenance=[(f"f{i}",) for i in range(500)],
+    )
+    assert set(idx.candidates(q, 10, s.retrievable()).tolist()) == exact(10)
+    assert idx.audit["trainings"] == 2
+
+
+def test_candidate_index_same_seed_same_bytes():
+    import copy
+    import pickle
+
+    from memsim.engine.index import CandidateIndex
+
+    answers = []
+    for _ in range(2):
+        s, rng = _cand_store(3000, seed=5)
+        idx = CandidateIndex(s, "ivf", min_rows=1000, nprobe=2, seed=7)
+        qs = rng.standard_normal((20, 16)).astype(np.float32)
+        answers.append([idx.candidates(q, 8, s.retrievable()).tobytes() for q in qs])
+        twin = copy.deepcopy(idx)  # faiss state survives copies and pickles
+        again = pickle.loads(pickle.dumps(idx))
+        assert [twin.candidates(q, 8, s.retrievable()).tobytes() for q in qs] == answers[-1]
+        assert [again.candidates(q, 8, again.store.retrievable()).tobytes() for q in qs] == (
+            answers[-1]
+        )
+    assert answers[0] == answers[1]
+
+
+def test_candidate_index_audit_counts():
+    from memsim.engine.index import CandidateIndex
+
+    s, _ = _cand_store(200)
+    idx = CandidateIndex(s, "ivf", min_rows=100, audit_every=3)
+    due = [idx.audit_due() for _ in range(7)]
+    assert due == [True, False, False, True, False, False, True]
+    idx.record(True)
+    idx.record(False)
+    idx.record(True, decision=True)
+    got = idx.summary()
+    assert (got["checked"], got["differ"], got["query_differ_share"]) == (2, 1, 0.5)
+    assert got["decision_differ_share"] == 1.0
+    with pytest.raises(Exception, match="unknown candidate index mode"):
+        CandidateIndex(s, "hnsw")

@@ -11,6 +11,7 @@ Results: ``(sims (q, k) float32, ids (q, k) int64)``, best first, padded with ``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -325,3 +326,204 @@ def make_index(kind: str, dim: int, **knobs: Any) -> VectorIndex:
     if kind in INDEX_KINDS:
         return FaissIndex(dim, kind.removeprefix("faiss-"), **knobs)
     raise UnknownIdError(f"unknown index kind {kind!r}; known: {', '.join(INDEX_KINDS)}")
+
+
+# -- candidate index over a MemoryStore (issue 16) ------------------------------------------
+
+# Store size from which the "ivf" candidate mode searches approximately; below it every
+# search is the caller's exact scan. Measured on the steady synthetic stream (results/
+# benchmarks.md, issue 16): below ~20k rows a float32 scan of the store costs under a
+# millisecond, about what the IVF search with its rescoring costs.
+CANDIDATE_MIN_ROWS = 20_000
+CANDIDATE_MODES = ("exact", "ivf")
+
+
+class CandidateIndex:
+    """Candidate rows for similarity search over a policy's MemoryStore, for large stores.
+
+    ``mode`` "exact" never answers (``candidates`` returns None: the caller scans the whole
+    store, its exact path, unchanged). ``mode`` "ivf" answers from ``min_rows`` stored rows
+    on: a faiss IndexIVFFlat over the store's embeddings, ids = store rows, kept current
+    lazily before each search (new rows added, rows whose embedding changed through
+    ``MemoryStore.set_embedding`` removed and added again) and retrained from scratch each
+    time the store has doubled since the last training (nlist = sqrt(n), 10 k-means rounds on at
+    most 64 x nlist rows drawn with the index's seed). Removed or non-retrievable rows are
+    kept out by the caller's mask (a faiss IDSelectorBitmap). faiss runs single-threaded,
+    and training is seeded, so the same run gives the same bytes.
+
+    Candidates are only candidates: the caller rescores them by its own formula. The
+    exactness audit (:attr:`audit`) counts, on every ``audit_every``-th search, whether the
+    caller's final answer from the candidates differs from its exact answer
+    (:meth:`audit_due`, :meth:`record`).
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        mode: str = "exact",
+        *,
+        min_rows: int = CANDIDATE_MIN_ROWS,
+        nprobe: int = 16,
+        seed: int = 0,
+        audit_every: int = 10,
+    ) -> None:
+        if mode not in CANDIDATE_MODES:
+            raise UnknownIdError(
+                f"unknown candidate index mode {mode!r}; known: {', '.join(CANDIDATE_MODES)}"
+            )
+        for name, v in (("min_rows", min_rows), ("nprobe", nprobe), ("audit_every", audit_every)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ParamError(f"candidate index: {name}={v!r} must be an integer >= 1")
+        self.store = store
+        self.mode = mode
+        self.min_rows = min_rows
+        self.nprobe = nprobe
+        self.seed = int(seed)
+        self.audit_every = audit_every
+        self.audit: dict[str, int] = {
+            "searches": 0,
+            "checked": 0,
+            "differ": 0,
+            "decisions_checked": 0,
+            "decisions_differ": 0,
+            "trainings": 0,
+        }
+        self._index: Any = None
+        self._indexed = 0  # rows 0.._indexed-1 are in the index
+        self._trained_at = 0
+        self._due = 0
+        if mode != "exact":
+            store.track_embedding_changes()
+
+    # pickling / deepcopy: faiss indexes are SWIG objects
+    def __getstate__(self) -> dict[str, Any]:
+        import faiss
+
+        state = self.__dict__.copy()
+        state.pop("_quantizer", None)  # a deserialized index owns its own
+        if self._index is not None:
+            state["_index"] = faiss.serialize_index(self._index)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        import faiss
+
+        if state.get("_index") is not None:
+            state["_index"] = faiss.deserialize_index(state["_index"])
+        self.__dict__.update(state)
+
+    @property
+    def approximate(self) -> bool:
+        """Whether searches now come from the index (mode not exact, store large enough)."""
+        return self.mode != "exact" and self.store.n >= self.min_rows
+
+    def _train(self) -> None:
+        import faiss
+
+        s = self.store
+        n = s.n
+        nlist = max(1, int(math.sqrt(n)))
+        take = min(n, 64 * nlist)
+        rng = np.random.default_rng([self.seed, n])
+        sample = np.sort(rng.choice(n, size=take, replace=False)) if take < n else np.arange(n)
+        quantizer = faiss.IndexFlatIP(s.dim)
+        index = faiss.IndexIVFFlat(quantizer, s.dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        index.cp.seed = self.seed
+        index.cp.niter = 10
+        x = np.ascontiguousarray(s.embedding[sample])
+        _single_thread(index.train, x)
+        _single_thread(index.add_with_ids, np.ascontiguousarray(s.embedding), np.arange(n))
+        self._index = index
+        self._quantizer = quantizer  # the IVF index holds it without owning it
+        self._indexed = n
+        self._trained_at = n
+        s.embedding_changes.clear()
+        self.audit["trainings"] += 1
+
+    def sync(self) -> None:
+        """Bring the index up to date with the store (see the class docstring)."""
+        s = self.store
+        if self._index is None or s.n >= 2 * self._trained_at:
+            self._train()
+            return
+        changed = sorted(r for r in s.embedding_changes if r < self._indexed)
+        s.embedding_changes.clear()
+        if changed:
+            import faiss
+
+            ids = np.asarray(changed, dtype=np.int64)
+            self._index.remove_ids(faiss.IDSelectorBatch(ids))
+            _single_thread(self._index.add_with_ids, np.ascontiguousarray(s.embedding[ids]), ids)
+        if s.n > self._indexed:
+            lo, hi = self._indexed, s.n
+            _single_thread(
+                self._index.add_with_ids,
+                np.ascontiguousarray(s.embedding[lo:hi]),
+                np.arange(lo, hi, dtype=np.int64),
+            )
+            self._indexed = hi
+
+    def candidates(self, vector: np.ndarray, k: int, mask: np.ndarray) -> np.ndarray | None:
+        """Up to ``k`` rows allowed by ``mask`` with the highest inner product with
+        ``vector`` by the index (best first), or None when the caller must scan exactly."""
+        if not self.approximate:
+            return None
+        import faiss
+
+        self.sync()
+        self.audit["searches"] += 1
+        if not mask.any() or k < 1:
+            return np.zeros(0, dtype=np.int64)
+        bitmap = np.packbits(mask, bitorder="little")
+        params = faiss.SearchParametersIVF(  # type: ignore[call-arg]
+            nprobe=self.nprobe, sel=faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap))
+        )
+        q = np.ascontiguousarray(np.asarray(vector, dtype=np.float32)[None, :])
+        _, found = _single_thread(lambda: self._index.search(q, int(k), params=params))
+        del bitmap  # kept alive until the search returned
+        ids = found[0]
+        out: np.ndarray = ids[ids >= 0].astype(np.int64)
+        return out
+
+    def audit_due(self) -> bool:
+        """Whether the caller should also compute its exact answer for this search (every
+        ``audit_every``-th approximate search, counted deterministically)."""
+        if not self.approximate:
+            return False
+        self._due += 1
+        return (self._due - 1) % self.audit_every == 0
+
+    def record(self, differs: bool, decision: bool = False) -> None:
+        """One audited comparison: a query's top-k (or, ``decision``, an ingest decision)
+        from the candidates differed (True) from the exact one or not."""
+        pre = "decisions_" if decision else ""
+        self.audit[f"{pre}checked"] += 1
+        self.audit[f"{pre}differ"] += int(bool(differs))
+
+    def summary(self) -> dict[str, Any]:
+        """The audit as written to a run's manifest and summary."""
+        a = self.audit
+        return {
+            "mode": self.mode,
+            "min_rows": self.min_rows,
+            "nprobe": self.nprobe,
+            "audit_every": self.audit_every,
+            **a,
+            "query_differ_share": a["differ"] / a["checked"] if a["checked"] else 0.0,
+            "decision_differ_share": (
+                a["decisions_differ"] / a["decisions_checked"] if a["decisions_checked"] else 0.0
+            ),
+        }
+
+
+def _single_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call a faiss function with one OpenMP thread (deterministic, and polite on a shared
+    machine), restoring the thread count after."""
+    import faiss
+
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        return fn(*args)
+    finally:
+        faiss.omp_set_num_threads(threads)

@@ -22,11 +22,12 @@ from __future__ import annotations
 import abc
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Generic, TypeVar, cast
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import numpy as np
 
 from .events import Episode, Forget, Protect, Query, Recover
+from .index import CandidateIndex
 from .llm import LLM
 from .params import Params
 from .store import MemoryStore, Statuses
@@ -108,6 +109,8 @@ class Policy(abc.ABC, Generic[P]):
         self.llm = llm
         self.seed = int(seed)
         self.store = MemoryStore(dim=llm.dim, statuses=self.statuses, kinds=self.kinds)
+        # exact by default: a policy that searches through it scans the store as before
+        self.candidates = CandidateIndex(self.store, "exact", seed=self.seed)
         self.setup()
 
     def setup(self) -> None:  # noqa: B027 optional hook, deliberately empty: not abstract
@@ -184,6 +187,16 @@ class Policy(abc.ABC, Generic[P]):
             self.store.set_status(rows, status, now)
             out.extend(Outcome(ev.id, action, r) for r in rows)
         return out
+
+    def use_index(self, mode: str, **knobs: Any) -> None:
+        """Search large stores through a candidate index (memsim.engine.index.CandidateIndex,
+        ``mode`` "ivf", knobs min_rows / nprobe / audit_every) or exactly ("exact", the
+        default). Policies that do not search through ``self.candidates`` are unaffected."""
+        self.candidates = CandidateIndex(self.store, mode, seed=self.seed, **knobs)
+
+    def index_audit(self) -> dict[str, Any]:
+        """The candidate index's exactness audit (see CandidateIndex.summary)."""
+        return self.candidates.summary()
 
     def footprint(self) -> int:
         """Retrievable memories right now."""

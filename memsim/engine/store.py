@@ -134,6 +134,9 @@ class MemoryStore:
         self.status_log: list[tuple[float, int, int]] = []
         self.provenance_log: list[tuple[float, int, str]] = []
         self._code_cache: dict[tuple[str, Any], tuple[int, ...]] = {}
+        # rows whose embedding changed, collected only once a candidate index asks for them
+        self.embedding_changes: set[int] = set()
+        self._track_changes = False
 
     # -- columns -------------------------------------------------------------
     def _new_column(self, name: str, dtype: Any, default: Any) -> None:
@@ -234,12 +237,14 @@ class MemoryStore:
                 self.provenance_log.append((float(now), row, e))
         return np.arange(lo, hi)
 
-    def tie_keys(self, salt: str) -> np.ndarray:
+    def tie_keys(self, salt: str, rows: np.ndarray | None = None) -> np.ndarray:
         """One uint64 per row: a seeded random permutation key (``salt`` names the ranking,
         e.g. run seed and query id) that depends on each memory's identity (provenance at
         creation and text), never on its row, so permuting insertion order permutes the
-        keys with the rows. Passed as ``tiebreak`` to memsim.engine.kernels.topk."""
-        return mix64(self["tie_id"], _hash64(salt))
+        keys with the rows. Passed as ``tiebreak`` to memsim.engine.kernels.topk. ``rows``:
+        the keys of those rows only (the same numbers)."""
+        ids = self["tie_id"] if rows is None else self["tie_id"][rows]
+        return mix64(ids, _hash64(salt))
 
     def set_embedding(self, rows: Any, vectors: Any) -> None:
         """Replace the embeddings of ``rows`` (a refreshed description), validated and
@@ -251,6 +256,13 @@ class MemoryStore:
         if len(rows) and (rows.min() < 0 or rows.max() >= self.n):
             raise IndexError(f"rows {rows.tolist()} outside 0..{self.n - 1}")
         self._emb[rows] = vecs
+        if getattr(self, "_track_changes", False):
+            self.embedding_changes.update(rows.tolist())
+
+    def track_embedding_changes(self) -> None:
+        """Collect the rows :meth:`set_embedding` changes in ``embedding_changes`` (a
+        candidate index empties it as it catches up)."""
+        self._track_changes = True
 
     # -- statuses and provenance ---------------------------------------------
     def kind_code(self, name: str) -> int:
