@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import functools
-import multiprocessing
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ import pandas as pd
 
 from memsim.engine.errors import MemsimError, ParamError
 
+from .executors import process_pool
 from .results import RunDef, RunResult, is_complete, load, manifest_for, save
 
 # ---------------------------------------------------------------------------- listing
@@ -116,10 +117,11 @@ def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str,
     )
 
 
-def execute(d: RunDef, footprint: Any = None) -> RunResult:
+def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> RunResult:
     """Run one definition in this process and score it (no files written). ``footprint``
     (a clairvoyant policy only): its budget per time, (time, memories) pairs or a frame
-    with columns time and retrievable (another run's ``RunResult.footprint``)."""
+    with columns time and retrievable (another run's ``RunResult.footprint``). ``progress``:
+    a bar over the stream's batches (see :func:`show_progress`)."""
     from memsim.engine import metrics, registry, runner, truth
 
     stream = _load_stream(d.scenario, d.seed)
@@ -132,7 +134,7 @@ def execute(d: RunDef, footprint: Any = None) -> RunResult:
     policy = spec.make(params, llm=llm, seed=d.seed)
     if isinstance(footprint, pd.DataFrame):
         footprint = list(zip(footprint["time"].tolist(), footprint["retrievable"].tolist()))
-    trace = runner.run(policy, stream, footprint=footprint)
+    trace = runner.run(policy, stream, footprint=footprint, progress=show_progress(progress))
     gt = truth.GroundTruth(stream)
     queries = metrics.evaluate(trace, gt)
     queries.insert(0, "seed", d.seed)
@@ -237,7 +239,7 @@ def run_grid(
     jobs: int = 1,
     executor: cf.Executor | None = None,
     resume: bool = True,
-    progress: bool = False,
+    progress: bool | str = False,
 ) -> list[RunResult]:
     """Execute definitions (skipping complete ones under ``root`` when ``resume``); results
     come back in the order of ``defs`` whatever the executor."""
@@ -252,9 +254,7 @@ def run_grid(
     bar = _progress(len(defs), progress, initial=len(results))
     own = None
     if executor is None and jobs > 1 and len(todo) > 1:
-        own = executor = cf.ProcessPoolExecutor(
-            max_workers=jobs, mp_context=multiprocessing.get_context("spawn")
-        )
+        own = executor = process_pool(jobs)
     try:
         if executor is None:
             for i in todo:
@@ -277,12 +277,21 @@ class _NoBar:
     def close(self) -> None: ...
 
 
-def _progress(total: int, enabled: bool, initial: int = 0):
-    if not enabled:
+def show_progress(flag: bool | str) -> bool:
+    """Whether to draw a progress bar: ``"always"`` draws one; True draws one only when stderr
+    is a terminal (in a log file or a pipe a bar is noise); False never. Bars go to stderr
+    and never touch result files."""
+    if flag == "always":
+        return True
+    return bool(flag) and sys.stderr.isatty()
+
+
+def _progress(total: int, enabled: bool | str, initial: int = 0):
+    if not show_progress(enabled):
         return _NoBar()
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, initial=initial, desc="runs", unit="run")
+    return tqdm(total=total, initial=initial, desc="runs", unit="run", file=sys.stderr, delay=1.0)
 
 
 def compare(
@@ -296,7 +305,7 @@ def compare(
     jobs: int = 1,
     executor: cf.Executor | None = None,
     resume: bool = True,
-    progress: bool = False,
+    progress: bool | str = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every policy on every scenario for every seed: (summary table, per-query table)."""
     defs = grid(policies, scenario_specs, seeds, params, llm)

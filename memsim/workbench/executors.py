@@ -8,8 +8,14 @@ definition order, so every executor gives the same bytes.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import contextlib
+import multiprocessing
+import os
 import re
+import sys
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import Executor
 
@@ -18,6 +24,44 @@ from memsim.engine.errors import ParamError
 _LOCAL = re.compile(r"^local:(\d+)$")
 _ADDRESS = re.compile(r"^(tcp|tls|inproc|ws|wss)://[^\s/]+(:\d+)?$")
 CONNECT_TIMEOUT_S = 10
+PARENT_POLL_S = 0.5  # how often a worker checks that memsim is still there
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def process_pool(jobs: int) -> cf.ProcessPoolExecutor:
+    """A pool of ``jobs`` spawned worker processes that die with this process, even when it
+    is killed with SIGKILL (no worker, and so no resource tracker, outlives it)."""
+    on_main = threading.current_thread() is threading.main_thread()
+    return cf.ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=die_with_parent,
+        initargs=(os.getpid(), on_main),
+    )
+
+
+def die_with_parent(parent: int, deathsig: bool = True) -> None:
+    """Worker initializer: end this process when ``parent`` is gone. On Linux the kernel
+    sends SIGKILL at once (prctl PR_SET_PDEATHSIG; only when the pool was made on the main
+    thread, since the signal follows the creating thread); everywhere a daemon thread polls
+    the parent id as well."""
+    if deathsig and sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+        except (OSError, AttributeError):  # no libc prctl: the thread below still works
+            pass
+    if os.getppid() != parent:  # died before the signal was armed
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="memsim-parent-watch", daemon=True).start()
 
 
 @contextlib.contextmanager

@@ -21,7 +21,6 @@ import concurrent.futures as cf
 import dataclasses
 import itertools
 import math
-import multiprocessing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ import pandas as pd
 
 from memsim.engine.errors import MemsimError, ParamError
 
+from .executors import process_pool
 from .results import RunDef, atomic_write_parquet, is_complete, load, save
 
 METHODS = ("grid", "random", "lhs")
@@ -235,7 +235,7 @@ def sweep(
     jobs: int = 1,
     executor: cf.Executor | None = None,
     resume: bool = True,
-    progress: bool = False,
+    progress: bool | str = False,
 ) -> pd.DataFrame:
     """Run every point of every spec on every scenario and seed; the tidy table (one row per
     run and metric). With ``out``, the table is also written there as ``sweep.parquet`` and
@@ -250,9 +250,7 @@ def sweep(
     bar = _progress(len(defs), progress)
     own = None
     if executor is None and jobs > 1 and len(defs) > 1:
-        own = executor = cf.ProcessPoolExecutor(
-            max_workers=jobs, mp_context=multiprocessing.get_context("spawn")
-        )
+        own = executor = process_pool(jobs)
     try:
         if executor is None:
             for i, (_, d) in enumerate(defs):
@@ -507,6 +505,7 @@ def add_sweep_arguments(s: Any) -> None:
     s.add_argument("--cache", help="folder of cached runs (default: OUT/cache)")
     s.add_argument("--no-resume", action="store_true", help="rerun finished runs")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--progress", action="store_true", help="progress bar even off a terminal")
 
 
 def _field_arg(policy: str, text: str) -> tuple[str, Any]:
@@ -551,7 +550,7 @@ def run_sweep_command(args: Any) -> int:
             jobs=args.jobs,
             executor=executor,
             resume=not args.no_resume,
-            progress=not args.quiet,
+            progress="always" if args.progress else not args.quiet,
         )
     failed = table[table["error"] != ""].drop_duplicates(["policy", "scenario", "seed", "point"])
     runs = table.drop_duplicates(["policy", "scenario", "seed", "point"])
