@@ -143,6 +143,20 @@ def _range(meta: Mapping[str, Any]) -> str:
     return f"{left}{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}{right}"
 
 
+def describe_range(f: dataclasses.Field[Any]) -> str:
+    """A field's legal values in words: ``[0, 1]``, ``(0, inf)``, ``one of [...]``, ``any``."""
+    meta = f.metadata
+    if meta.get("choices") is not None:
+        return f"one of {list(meta['choices'])}"
+    if meta.get("lo") is not None or meta.get("hi") is not None:
+        return _range(meta)
+    if isinstance(f.default, bool):
+        return "true/false"
+    if isinstance(f.default, (int, float)):
+        return "any finite"
+    return "any"
+
+
 def param_docs(cls: type) -> list[tuple[str, Any, str]]:
     """(name, default, seed section) for every field: used by docs and the claims table."""
     return [(f.name, f.default, f.metadata.get("doc", "")) for f in dataclasses.fields(cls)]

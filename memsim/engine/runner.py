@@ -369,7 +369,9 @@ def run(
     if progress:
         from tqdm import tqdm
 
-        batches = tqdm(batches, desc=f"{trace.policy_id} on {stream.name}", unit="batch")
+        batches = tqdm(  # on stderr, and only for a run that lasts
+            batches, desc=f"{trace.policy_id} on {stream.name}", unit="batch", delay=1.0
+        )
     for t, kind, events in batches:
         advance(t, inclusive=False)
         if kind is Episode:

@@ -39,6 +39,8 @@ from typing import Any
 
 import pandas as pd
 
+from memsim.engine.errors import ParamError
+
 COLUMNS = [
     "id",
     "policy",
@@ -237,10 +239,12 @@ def write_claims(out_dir: str | Path = ".") -> tuple[Path, Path]:
 
 def add_claims_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
+        "--out",
         "--root",
-        default=".",
-        help="repository root to write docs/claims.md and "
-        "results/claims.csv under (default: current directory)",
+        dest="root",
+        default=None,
+        help="folder to write docs/claims.md and results/claims.csv under "
+        "(default: the memsim checkout, whatever the current directory)",
     )
 
 
@@ -250,7 +254,14 @@ def main_claims(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         parser = argparse.ArgumentParser(prog="memsim claims")
         add_claims_arguments(parser)
         args = parser.parse_args(list(args) if args is not None else None)
-    md, csv = write_claims(getattr(args, "root", "."))
+    root = getattr(args, "root", None)
+    if root is None:
+        from .results import project_root
+
+        root = project_root()
+    elif Path(root).exists() and not Path(root).is_dir():
+        raise ParamError(f"--out: {str(root)!r} is a file, not a folder")
+    md, csv = write_claims(root)
     table = pd.read_csv(csv)
     n_dis = int((table["agrees"].astype(str) == "False").sum())
     print(

@@ -16,6 +16,8 @@ from typing import Any
 
 from memsim.engine.errors import MemsimError, ParamError
 
+PROGRESS_HELP = "progress bar on stderr even when it is not a terminal (default: only on one)"
+
 
 def _csv(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
@@ -144,6 +146,42 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_params(args: argparse.Namespace) -> int:
+    """Every Params field of one policy: default, legal range, the seed section it cites."""
+    import dataclasses
+
+    from memsim.engine.params import describe_range
+    from memsim.engine.registry import spec
+
+    s = spec(args.policy)
+    fields = dataclasses.fields(s.load().Params)
+    rows = [
+        (f.name, repr(f.default), describe_range(f), str(f.metadata.get("doc", ""))) for f in fields
+    ]
+    if args.csv:
+        import csv
+
+        w = csv.writer(sys.stdout, lineterminator="\n")
+        w.writerow(["field", "default", "range", "section"])
+        w.writerows(rows)
+        return 0
+    doc = f" (seed document: {s.seed_document})" if s.seed_document else ""
+    print(f"{s.full_id}{doc}: {len(rows)} parameters; set one with --param FIELD=VALUE")
+    if not rows:
+        return 0
+    head = ("field", "default", "range", "seed section")
+    rows = [(r[0], _short(r[1]), *r[2:]) for r in rows]  # full values: --csv
+    width = [min(max(len(r[i]) for r in [head, *rows]), 28) for i in range(3)]
+    for r in [head, *rows]:
+        cells = [r[i].ljust(width[i]) for i in range(3)]
+        print("  " + "  ".join(cells) + "  " + r[3])
+    return 0
+
+
+def _short(text: str, width: int = 28) -> str:
+    return text if len(text) <= width else text[: width - 5] + " ...)"
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .api import RunDef, _overrides, execute, resolve_policy
     from .results import save
@@ -154,7 +192,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     d = RunDef(
         resolve_policy(args.policy), args.scenario, args.seed, _overrides(params), _overrides(llm)
     )
-    r = execute(d)
+    r = execute(d, progress="always" if args.progress else not args.quiet)
     if args.out:
         print(f"wrote {save(args.out, r)}", file=sys.stderr)
     q = r.queries
@@ -205,7 +243,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             executor=executor,
             resume=not args.no_resume,
-            progress=not args.quiet,
+            progress="always" if args.progress else not args.quiet,
         )
     write_comparison(
         out,
@@ -253,7 +291,7 @@ def cmd_robustness(args: argparse.Namespace) -> int:
         seed=args.seed,
         jobs=args.jobs,
         root=args.cache,
-        progress=not args.quiet,
+        progress="always" if args.progress else not args.quiet,
     )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -308,6 +346,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("list", help="registered policies and scenarios")
     s.set_defaults(func=cmd_list)
 
+    s = sub.add_parser("params", help="a policy's parameters: default, range, seed section")
+    s.add_argument("policy", help="policy id, e.g. pai (see `memsim list`)")
+    s.add_argument("--csv", action="store_true", help="CSV on stdout instead of a table")
+    s.set_defaults(func=cmd_params)
+
     s = sub.add_parser("run", help="run one policy on one scenario and print its metrics")
     s.add_argument("--policy", required=True, help="policy id, e.g. pai or pai-v1")
     s.add_argument(
@@ -324,6 +367,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="mock LLM override, e.g. faults.embed_fail=0.1",
     )
     s.add_argument("--out", help="write the run's files under this results root")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--progress", action="store_true", help=PROGRESS_HELP)
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("compare", help="policies x scenarios x seeds -> a summary table")
@@ -361,6 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--cache", help="results root for per-run files (default: parent of --out)")
     s.add_argument("--no-resume", action="store_true", help="rerun even if a run's results exist")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--progress", action="store_true", help=PROGRESS_HELP)
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("sweep", help="policy parameters x scenarios x seeds -> a tidy table")
@@ -383,6 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default="results/robustness.md", help="report (also .csv, .png)")
     s.add_argument("--cache", help="results root for per-run files (resumable)")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--progress", action="store_true", help=PROGRESS_HELP)
     s.set_defaults(func=cmd_robustness)
 
     s = sub.add_parser("curve", help="decay curve of one memory under an access pattern (CSV)")

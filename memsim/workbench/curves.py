@@ -53,6 +53,7 @@ def _number(what: str, text: str) -> float:
 
 
 MAX_DAYS = 100_000  # observation days in one curve
+MAX_ACCESSES = 10_000  # accesses of an every:N pattern (each one is a recall through the runner)
 
 
 def parse_days(days: str | Sequence[float]) -> list[float]:
@@ -92,7 +93,13 @@ def access_days(pattern: str, end: float) -> list[float]:
         n = _number("--pattern every:N", rest)
         if n <= 0:
             raise CurveError(f"--pattern: every:N needs N > 0, got {pattern!r}")
-        return [n * i for i in range(1, int(math.floor(end / n + 1e-9)) + 1)]
+        count = math.floor(end / n + 1e-9)
+        if count > MAX_ACCESSES:
+            raise CurveError(
+                f"--pattern {pattern!r}: {count:.3g} accesses up to day {end:g}; at most "
+                f"{MAX_ACCESSES} (use every:N with N >= {end / MAX_ACCESSES:.3g})"
+            )
+        return [n * i for i in range(1, int(count) + 1)]
     if sep and kind == "at":
         items = [t.strip() for t in rest.split(",") if t.strip()]
         if not items:

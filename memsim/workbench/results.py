@@ -88,6 +88,15 @@ def code_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
+def project_root() -> Path:
+    """The checkout memsim runs from (the folder with pyproject.toml above the package): the
+    home of default output folders, whatever the current directory."""
+    base = Path(__file__).resolve().parents[2]
+    if not (base / "pyproject.toml").is_file():
+        raise MemsimError(f"memsim is installed outside a checkout ({base}): give --out")
+    return base
+
+
 def slug(text: str) -> str:
     """A filesystem-safe, readable rendering of a spec (``synthetic:steady,n=5`` ->
     ``synthetic-steady-n-5``); long specs (paths) keep their tail and a short hash."""

@@ -162,7 +162,7 @@ def robustness(
     seed: int = 0,
     jobs: int = 1,
     root: str | Path | None = None,
-    progress: bool = False,
+    progress: bool | str = False,
 ) -> pd.DataFrame:
     """Run the comparison under every mode of ``grid`` (default :func:`default_grid`) and
     classify every pairwise conclusion; see the module docstring."""
