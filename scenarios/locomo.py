@@ -391,6 +391,14 @@ def load(
         events += evs
         unanswerable += unans
         offset = end + SAMPLE_GAP_DAYS
+    if report.queries == 0:  # nothing to score: every metric would be empty
+        dropped = ", ".join(f"{n} {why}" for why, n in sorted(report.questions_dropped.items()))
+        raise ScenarioError(
+            f"{file}: {'sample ' + sample if sample else 'the file'} has no usable question "
+            f"(qa: {report.questions} questions, {report.unanswerable} unanswerable"
+            f"{'; dropped: ' + dropped if dropped else ''}); a question needs a category 1-4 "
+            "and evidence naming a dia_id"
+        )
     # episodes before queries at equal times; otherwise time order, file order within
     rank = {Episode: 0, Query: 1}
     order = sorted(range(len(events)), key=lambda x: (events[x].time, rank[type(events[x])], x))

@@ -386,8 +386,8 @@ def tally(n_scen: int = 700, n_args: int = 350) -> Counter:
         def record(*a: Any, **k: Any) -> None:
             try:
                 inner(*a, **k)  # noqa: B023 - used at once, in this iteration
-            except AssertionError:
-                pass
+            except AssertionError as e:  # show what went wrong, keep counting
+                print(f"generated: {str(e)[:600]!r}", file=sys.__stderr__)
 
         TALLY.clear()
         strategy = scenario_texts() if test is test_generated_scenarios else st.data()

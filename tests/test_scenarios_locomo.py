@@ -279,3 +279,19 @@ def test_standard_suite_adds_one_stream_per_sample():
         f"locomo:{LOCOMO_DEV},sample={s}"
         for s in ("conv-26", "conv-30", "conv-41", "conv-42", "conv-44")
     ]
+
+
+def test_a_file_with_no_usable_question_is_refused(tmp_path, capsys):
+    """Nothing to score (every question dropped) is an input error, not 0 queries and exit 0."""
+    from memsim.workbench.cli import main
+
+    data = json.loads(MINI.read_text())
+    for s in data:
+        s["qa"] = [{"question": "who?", "category": 1, "evidence": ["D9:9"]}]
+    path = tmp_path / "noq.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ScenarioError, match="no usable question.*dropped: 1 no usable evidence"):
+        locomo.load(path, sample=data[0]["sample_id"])
+    code = main(["run", "--policy", "keep-all", "--scenario", f"locomo:{path}"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "noq.json" in err, err
