@@ -40,6 +40,7 @@ import numpy as np
 
 from memsim.engine.errors import ScenarioError
 from memsim.engine.events import Episode, Query, Stream
+from memsim.engine.sources import Verdict
 
 MEMORY_CHECKS = (
     "status",
@@ -374,14 +375,42 @@ def check(
             )
         )
     failures = []
-    for exp in expectations:
-        if not exp.applies_to(policy_id):
-            continue
-        problem = _check_one(view, exp, horizon)
+    for exp, problem in judge(view, expectations, policy_id, horizon):
         if problem:
             note = f" [{exp.note}]" if exp.note else ""
             failures.append(f"{policy_id}: {exp.where}: expected {exp.describe()}; {problem}{note}")
     return failures
+
+
+def judge(
+    view: TraceView, expectations: Iterable[Expectation], policy_id: str, horizon: float
+) -> list[tuple[Expectation, str]]:
+    """(expectation, problem) for each expectation that applies to ``policy_id``; the
+    problem is "" when it holds."""
+    return [(e, _check_one(view, e, horizon)) for e in expectations if e.applies_to(policy_id)]
+
+
+def from_meta(stream: Stream) -> tuple[Expectation, ...]:
+    """The expectations a scripted stream carries in ``meta["expect"]`` (as ``to_dict``
+    wrote them), parsed again against the stream."""
+    meta = dict(stream.meta)
+    items = [
+        {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+        for d in meta.get("expect", ())
+    ]
+    return parse_all(items, file=stream.name, stream=stream)
+
+
+def verdicts(stream: Stream, trace: Any, policy_id: str) -> list[Verdict]:
+    """The stream's expectations for ``policy_id`` judged on ``trace`` (a scenario source's
+    ``check``)."""
+    exps = from_meta(stream)
+    if not any(e.applies_to(policy_id) for e in exps):
+        return []
+    return [
+        Verdict(f"expected {e.describe()}", e.where, not problem, problem, e.note)
+        for e, problem in judge(TraceView(trace), exps, policy_id, stream.horizon)
+    ]
 
 
 def _check_one(view: TraceView, exp: Expectation, horizon: float) -> str:

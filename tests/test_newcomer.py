@@ -8,6 +8,7 @@ import io
 import subprocess
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from memsim.engine import registry
@@ -84,3 +85,68 @@ def test_a_curve_with_too_many_accesses_is_refused(pattern, capsys):
     assert main(["curve", "pai", "--days", "0:5:1", "--pattern", pattern]) == 2
     err = capsys.readouterr().err
     assert "accesses" in err and "at most" in err
+
+
+SCENARIO = """\
+name: mine
+horizon: 12
+episodes:
+  - {id: e1, time: 0, text: "Call me Masa", claims: [{key: owner.name, value: Masa}]}
+  - {id: e2, time: 1, text: "I work at Acme", claims: [{key: owner.job, value: Acme}]}
+queries:
+  - {id: q1, time: 2, text: "my name?", keys: [owner.name], k: 3}
+expect:
+  - {policy: "*", query: q1, in_top: e1, note: "holds"}
+  - {policy: keep-all, query: q1, not_in_top: e1, note: "fails on purpose"}
+"""
+
+
+@pytest.fixture()
+def mine(tmp_path: Path) -> Path:
+    p = tmp_path / "mine.yaml"
+    p.write_text(SCENARIO)
+    return p
+
+
+def test_check_judges_the_expect_block_and_exits_1_on_a_failure(mine, capsys):
+    assert main(["check", str(mine), "--policies", "keep-all,recency", "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "keep-all on " in out and "1 of 2 hold" in out
+    assert "FAIL " in out and "expect[1]: expected query q1: not_in_top='e1'" in out
+    assert "returned #" in out and "[fails on purpose]" in out
+    assert "recency on " in out and "1 of 1 hold" in out
+    assert "2 of 3 expectations hold for 2 policies" in out
+    assert main(["check", str(mine), "--policies", "recency", "--quiet"]) == 0
+
+
+def test_check_of_a_scenario_without_expectations_is_an_error(tmp_path, capsys):
+    p = tmp_path / "bare.yaml"
+    p.write_text(SCENARIO.split("expect:")[0])
+    assert main(["check", str(p), "--policies", "keep-all", "--quiet"]) == 2
+    assert "states no expectation" in capsys.readouterr().err
+
+
+def test_run_prints_metrics_with_meaning_and_each_verdict(mine, capsys):
+    assert main(["run", "--policy", "keep-all", "--scenario", str(mine), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "recall" in out and "higher" in out and "share of the query's units" in out
+    assert "noise_retention" in out and "n/a: the stream has no noise episodes" in out
+    assert " nan" not in out
+    assert "expectations stated for keep-all: 1 of 2 hold" in out
+    assert "ok   " in out and "FAIL " in out
+
+
+def test_compare_reports_verdicts_and_writes_them(mine, tmp_path, capsys):
+    out_dir = tmp_path / "out"
+    argv = ["compare", "--policies", "keep-all,recency", "--scenarios", str(mine), "--quiet"]
+    assert main(argv + ["--out", str(out_dir), "--cache", str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    assert "expectations stated by the scenarios: 2 of 3 hold, these fail:" in out
+    assert "keep-all on " in out and "not_in_top='e1'" in out
+    table = pd.read_csv(out_dir / "expectations.csv")
+    assert len(table) == 3 and int((~table["ok"]).sum()) == 1
+    # from the cache: the same verdicts
+    assert main(argv + ["--out", str(tmp_path / "again"), "--cache", str(tmp_path / "c")]) == 0
+    capsys.readouterr()
+    again = pd.read_csv(tmp_path / "again" / "expectations.csv")
+    assert again.equals(table)

@@ -42,6 +42,26 @@ class ScenarioSource:
     load: Callable[[str, dict[str, Any], int, str], Stream]
     catalog: Callable[[], list[tuple[str, str]]]
     accepts: Callable[[str], str | None] | None = None
+    # the stream's stated expectations judged on one run: ``check(stream, trace, policy_id)``
+    # gives a Verdict per expectation that applies to the policy (None: a source without any)
+    check: Callable[[Stream, Any, str], list[Verdict]] | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One expectation of a scenario judged on one run: what was expected, where it is
+    stated (``file: expect[3]``), whether it held, and what was found when it did not."""
+
+    expected: str
+    where: str
+    ok: bool
+    detail: str = ""
+    note: str = ""  # the seed section the expectation comes from
+
+    def line(self) -> str:
+        note = f" [{self.note}]" if self.note else ""
+        got = "" if self.ok else f"; {self.detail}"
+        return f"{'ok  ' if self.ok else 'FAIL'} {self.where}: {self.expected}{got}{note}"
 
 
 @dataclass(frozen=True)
@@ -118,6 +138,13 @@ def load(spec: str, *, seed: int = 0, **options: Any) -> Stream:
     s = parse(spec)
     merged: dict[str, Any] = {**s.option_dict(), **options}
     return source(s.kind).load(s.target, merged, seed, spec)
+
+
+def verdicts(spec: str, stream: Stream, trace: Any, policy_id: str) -> list[Verdict]:
+    """The expectations ``stream`` (loaded from ``spec``) states for ``policy_id``, judged on
+    ``trace``: empty when its source states none."""
+    check = source(parse(spec).kind).check
+    return list(check(stream, trace, policy_id)) if check is not None else []
 
 
 def catalog() -> list[tuple[str, str]]:

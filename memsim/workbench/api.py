@@ -15,6 +15,7 @@ order, so serial and parallel runs give identical tables.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import functools
 import re
 import sys
@@ -122,7 +123,7 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
     (a clairvoyant policy only): its budget per time, (time, memories) pairs or a frame
     with columns time and retrievable (another run's ``RunResult.footprint``). ``progress``:
     a bar over the stream's batches (see :func:`show_progress`)."""
-    from memsim.engine import metrics, registry, runner, truth
+    from memsim.engine import metrics, registry, runner, sources, truth
 
     stream = _load_stream(d.scenario, d.seed)
     meta = dict(stream.meta)
@@ -146,6 +147,7 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
         "seed": d.seed,
         **metrics.summarize_run(trace, gt),
     }
+    verdicts = [dataclasses.asdict(v) for v in sources.verdicts(d.scenario, stream, trace, spec.id)]
     footprint = trace.footprint_frame()
     llm_config = llm.config() if hasattr(llm, "config") else {"seed": d.seed}
     return RunResult(
@@ -155,6 +157,7 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
         summary,
         manifest=manifest_for(d, policy=policy, llm_config=llm_config, stream=stream),
         timings=dict(getattr(trace, "timings", {}) or {}),
+        expectations=verdicts,
     )
 
 
@@ -312,10 +315,32 @@ def compare(
     results = run_grid(
         defs, root=root, jobs=jobs, executor=executor, resume=resume, progress=progress
     )
+    return tables(results)
+
+
+def tables(results: Sequence[RunResult]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(summary table, per-query table) of finished runs, in their order."""
     per_query = pd.concat([r.queries for r in results], ignore_index=True)
     # a cached summary comes back with sorted keys: sort fresh ones too (same bytes either way)
     runs = pd.DataFrame([dict(sorted(r.summary.items())) for r in results])
     return summarize(per_query, runs), per_query
+
+
+def expectation_table(results: Sequence[RunResult]) -> pd.DataFrame:
+    """Every stated expectation judged on every run that states some: one row each (scenario,
+    policy, seed, where, expected, ok, detail, note), in run order."""
+    rows = [
+        {
+            "scenario": r.definition.scenario,
+            "policy": r.summary.get("policy", r.definition.policy),
+            "seed": r.definition.seed,
+            **{k: v.get(k, "") for k in ("where", "expected", "ok", "detail", "note")},
+        }
+        for r in results
+        for v in r.expectations
+    ]
+    cols = ["scenario", "policy", "seed", "where", "expected", "ok", "detail", "note"]
+    return pd.DataFrame(rows, columns=cols)
 
 
 # ---------------------------------------------------------------------------- statistics

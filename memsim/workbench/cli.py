@@ -197,17 +197,96 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"wrote {save(args.out, r)}", file=sys.stderr)
     q = r.queries
     print(f"{d.policy} on {d.scenario} (seed {d.seed}): {len(q)} queries")
-    for m in ("recall", "hit", "mrr", "ndcg", "stale", "needed_forgotten"):
-        if m in q:
-            print(f"  {m:<18} {q[m].mean():.4f}")
-    for k, v in r.summary.items():
-        if k not in ("policy", "scenario", "seed") and isinstance(v, (int, float)):
-            print(f"  {k:<18} {v:.4f}")
+    print(metric_lines(q, r.summary))
+    if r.expectations:
+        print()
+        _print_verdicts(r.expectations, f"expectations stated for {r.summary['policy']}")
     return 0
 
 
+# why a metric can be undefined, in words (a bare "nan" explains nothing)
+_NO_RELEVANT = (
+    "no query has a relevant unit (no episode asserts what it asks, or all of it was "
+    "forgotten on request)"
+)
+_UNDEFINED = {"noise_retention": "the stream has no noise episodes"}
+
+
+def metric_lines(queries: Any, summary: dict[str, Any]) -> str:
+    """The metrics of one run, each with its value, better direction and meaning; an
+    undefined value says why instead of printing nan."""
+    import math
+
+    from memsim.engine.metrics import METRICS
+
+    lines = [f"  {'metric':<18} {'value':>8}  {'better':<7}meaning"]
+    for name, m in METRICS.items():
+        if m.level == "query":
+            if name not in queries:
+                continue
+            values = queries[name].astype(float)
+            n, total = int(values.notna().sum()), len(values)
+            value = float(values.mean()) if n else math.nan
+            why = "the stream has no queries" if not total else _NO_RELEVANT
+            extra = f" (mean over {n} of {total} queries)" if 0 < n < total else ""
+        else:
+            if not isinstance(summary.get(name), (int, float)):
+                continue
+            value, why, extra = float(summary[name]), _UNDEFINED.get(name, "undefined"), ""
+        shown = f"{value:8.4f}" if math.isfinite(value) else f"{'n/a':>8}"
+        meaning = m.description + extra if math.isfinite(value) else f"n/a: {why}"
+        lines.append(f"  {name:<18} {shown}  {m.better:<7}{meaning}")
+    return "\n".join(lines)
+
+
+def _print_verdicts(
+    verdicts: Sequence[dict[str, Any]], title: str, only_failed: bool = False
+) -> int:
+    """Print a header with the count that hold, then one line per verdict (or per failure);
+    returns the number that failed."""
+    from memsim.engine.sources import Verdict
+
+    failed = sum(not v["ok"] for v in verdicts)
+    print(f"{title}: {len(verdicts) - failed} of {len(verdicts)} hold")
+    for v in verdicts:
+        if not (only_failed and v["ok"]):
+            print("  " + Verdict(**v).line())
+    return failed
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Run policies on one scenario and judge its ``expect:`` block: exit 1 when one fails."""
+    from .api import RunDef, _overrides, list_policies, resolve_policy, run_grid
+
+    policies = (
+        _csv(args.policies)
+        if args.policies and args.policies != "all"
+        else list(list_policies()["id"])
+    )
+    llm = _overrides(_llm_overrides(args.llm))
+    defs = [RunDef(resolve_policy(p), args.scenario, args.seed, (), llm) for p in policies]
+    results = run_grid(defs, jobs=args.jobs, progress="always" if args.progress else not args.quiet)
+    judged = [r for r in results if r.expectations]
+    if not judged:
+        raise ParamError(
+            f"{args.scenario}: states no expectation for {', '.join(policies)} (an expect: "
+            "block; see docs/scenarios.md)"
+        )
+    failed = 0
+    for r in judged:
+        title = f"{r.summary['policy']} on {args.scenario} (seed {args.seed})"
+        failed += _print_verdicts(r.expectations, title)
+    total = sum(len(r.expectations) for r in judged)
+    skipped = [str(r.summary["policy"]) for r in results if not r.expectations]
+    print(
+        f"\n{total - failed} of {total} expectations hold for {len(judged)} policies"
+        + (f" (none stated for {', '.join(skipped)})" if skipped else "")
+    )
+    return 1 if failed else 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .api import compare, list_policies
+    from .api import expectation_table, grid, list_policies, run_grid, tables
     from .report import console_table, write_comparison
 
     policies = (
@@ -232,19 +311,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     params = _policy_params(policies, args.param)
     from .executors import dask_executor
 
+    defs = grid(policies, specs, seeds, params, _llm_overrides(args.llm))
     with dask_executor(args.dask) as executor:
-        summary, per_query = compare(
-            policies,
-            specs,
-            seeds,
-            params=params,
-            llm=_llm_overrides(args.llm),
+        results = run_grid(
+            defs,
             root=args.cache or out.parent,
             jobs=args.jobs,
             executor=executor,
             resume=not args.no_resume,
             progress="always" if args.progress else not args.quiet,
         )
+    summary, per_query = tables(results)
     write_comparison(
         out,
         summary,
@@ -258,7 +335,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )["recall"]
         print("\nrecall@k by group:")
         print(by.agg(["mean", "count"]).round(3).to_string())
-    print(f"\nwrote {out}/summary.md, summary.csv, per_query.parquet")
+    verdicts = expectation_table(results)
+    wrote = "summary.md, summary.csv, per_query.parquet"
+    if len(verdicts):
+        from .results import atomic_write_bytes
+
+        atomic_write_bytes(out / "expectations.csv", verdicts.to_csv(index=False).encode())
+        wrote += ", expectations.csv"
+        failed = verdicts[~verdicts["ok"].astype(bool)]
+        print(
+            f"\nexpectations stated by the scenarios: {len(verdicts) - len(failed)} of "
+            f"{len(verdicts)} hold" + (", these fail:" if len(failed) else "")
+        )
+        for _, v in failed.iterrows():
+            print(
+                f"  {v.policy} on {v.scenario} (seed {v.seed}): {v.where}: {v.expected}; {v.detail}"
+            )
+    print(f"\nwrote {out}/{wrote}")
     return 0
 
 
@@ -370,6 +463,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--progress", action="store_true", help=PROGRESS_HELP)
     s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser(
+        "check", help="judge a scripted scenario's expect: block (exit 1 when one fails)"
+    )
+    s.add_argument("scenario", help="scripted/NAME or a YAML path")
+    s.add_argument("--policies", default="all", help="comma list of policy ids (default: all)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--llm", action="append", metavar="KEY=VALUE", help="mock LLM override")
+    s.add_argument("--jobs", type=int, default=1, help="parallel processes")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--progress", action="store_true", help=PROGRESS_HELP)
+    s.set_defaults(func=cmd_check)
 
     s = sub.add_parser("compare", help="policies x scenarios x seeds -> a summary table")
     s.add_argument("--policies", default="all", help="comma list of policy ids (default: all)")

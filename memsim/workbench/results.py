@@ -10,9 +10,11 @@ Every file is written to a temporary name and renamed into place, so a crash nev
 half-written file under its final name.
 
 Files of one run: ``queries.parquet`` (one row per query, metrics), ``footprint.parquet``,
-``summary.json`` (run-level metrics), ``manifest.json`` (definition, resolved params, seeds,
-package versions, git commit, LLM config). Timings are machine noise and live apart in
-``timings.json`` so the other files are byte-identical for the same definition.
+``summary.json`` (run-level metrics), ``expectations.json`` (the scenario's stated
+expectations judged on this run, when it states any), ``manifest.json`` (definition,
+resolved params, seeds, package versions, git commit, LLM config). Timings are machine noise
+and live apart in ``timings.json`` so the other files are byte-identical for the same
+definition.
 """
 
 from __future__ import annotations
@@ -192,6 +194,9 @@ class RunResult:
     summary: dict[str, Any]
     manifest: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    # the scenario's stated expectations judged on this run (memsim.engine.sources.Verdict
+    # fields as dicts); empty for a scenario that states none
+    expectations: list[dict[str, Any]] = field(default_factory=list)
 
 
 def is_complete(root: Path | str, d: RunDef) -> bool:
@@ -206,6 +211,8 @@ def save(root: Path | str, r: RunResult) -> Path:
     atomic_write_parquet(p / "footprint.parquet", r.footprint)
     atomic_write_json(p / "summary.json", r.summary)
     atomic_write_json(p / "timings.json", r.timings)
+    if r.expectations:
+        atomic_write_json(p / "expectations.json", r.expectations)
     atomic_write_json(p / "manifest.json", r.manifest)
     return p
 
@@ -215,6 +222,7 @@ def load(root: Path | str, d: RunDef) -> RunResult:
     try:
         manifest = json.loads((p / "manifest.json").read_text())
         timings_path = p / "timings.json"
+        verdicts_path = p / "expectations.json"
         return RunResult(
             definition=d,
             queries=pd.read_parquet(p / "queries.parquet"),
@@ -222,6 +230,7 @@ def load(root: Path | str, d: RunDef) -> RunResult:
             summary=json.loads((p / "summary.json").read_text()),
             manifest=manifest,
             timings=json.loads(timings_path.read_text()) if timings_path.exists() else {},
+            expectations=(json.loads(verdicts_path.read_text()) if verdicts_path.exists() else []),
         )
     except Exception as e:  # noqa: BLE001 - any damage to a cached file means the same
         raise MemsimError(
