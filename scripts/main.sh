@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Set everything up, then run the main job: every registered policy on the standard suite.
-# Writes results/standard/ (summary.md, summary.csv, per_query.parquet, manifest.json),
-# the claims table and the figures under results/figures/. Extra arguments go to
+# Writes results/standard/ (summary.md, summary.csv, per_query.parquet, manifest.json,
+# expectations.csv), the claims table and the figures under results/figures/, and prints a
+# short summary (one line per policy) with where the full tables are. Per-run results are
+# cached under results/runs/ (reused when nothing changed). Extra arguments go to
 # `memsim compare`.
 #
 # LoCoMo joins the suite when a copy is at hand: $MEMSIM_LOCOMO (a path to the official
@@ -16,7 +18,7 @@ locomo=${MEMSIM_LOCOMO:-}
 if [ -z "$locomo" ] && [ -f ../shared/data/locomo/locomo-dev.json ]; then
   locomo=../shared/data/locomo/locomo-dev.json
 fi
-args=(--suite standard --jobs 2 --out results/standard)
+args=(--suite standard --jobs 2 --out results/standard --brief)
 if [ -n "$locomo" ] && [ "$locomo" != "none" ]; then
   echo "main: including LoCoMo from $locomo" >&2
   args+=(--locomo "$locomo")
@@ -27,3 +29,7 @@ fi
 # The README's headline table is computed from results/standard; keep them together, but only
 # for the standard run itself (extra arguments change what results/standard holds).
 if [ $# -eq 0 ]; then .venv/bin/python -m scripts.headline --write; fi
+echo
+echo "main: full tables in results/standard/summary.md (per scenario, 95% CIs) and summary.csv;"
+echo "      per query in results/standard/per_query.parquet; worked examples in docs/claims.md;"
+echo "      figures in results/figures/ (see results/README.md)"

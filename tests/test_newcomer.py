@@ -61,7 +61,7 @@ def test_project_root_is_this_checkout():
 
 
 def test_default_output_folders_are_ignored_by_git():
-    names = ["results/compare/summary.csv", "results/quick/x", "results/cache/runs/x"]
+    names = ["results/compare/summary.csv", "results/quick/x", "results/runs/x"]
     r = subprocess.run(
         ["git", "check-ignore", *names], cwd=ROOT, capture_output=True, text=True, timeout=30
     )
@@ -150,3 +150,24 @@ def test_compare_reports_verdicts_and_writes_them(mine, tmp_path, capsys):
     capsys.readouterr()
     again = pd.read_csv(tmp_path / "again" / "expectations.csv")
     assert again.equals(table)
+
+
+def test_a_run_key_covers_the_input_file_it_reads(mine):
+    from memsim.workbench.results import RunDef
+
+    d = RunDef("keep-all-v1", str(mine), 0)
+    before = d.key
+    assert RunDef("keep-all-v1", str(mine), 0).key == before  # stable
+    mine.write_text(SCENARIO.replace("Call me Masa", "Call me Masa!"))
+    assert RunDef("keep-all-v1", str(mine), 0).key != before  # an edited file: a new run
+    assert RunDef("keep-all-v1", "scripted/name-preference", 0).key  # no file: still keyed
+
+
+def test_compare_caches_under_the_explicit_default_whatever_out_is(mine, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = ["compare", "--policies", "keep-all", "--scenarios", str(mine), "--quiet"]
+    assert main(argv + ["--out", "a/b"]) == 0
+    assert main(argv + ["--out", "c"]) == 0
+    runs = list(tmp_path.glob("results/runs/*/*/*/manifest.json"))
+    assert len(runs) == 1  # one run, shared by both output folders
+    assert not list(tmp_path.glob("a/runs")) and not list(tmp_path.glob("runs"))

@@ -16,6 +16,7 @@ from typing import Any
 
 from memsim.engine.errors import MemsimError, ParamError
 
+DEFAULT_CACHE = "results"  # compare keeps per-run results in DEFAULT_CACHE/runs (gitignored)
 PROGRESS_HELP = "progress bar on stderr even when it is not a terminal (default: only on one)"
 
 
@@ -308,6 +309,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("results") / (args.suite or "compare")
     _out_dir(str(out))
     _out_dir(args.cache, "--cache")
+    cache = Path(args.cache or DEFAULT_CACHE)
+    print(
+        f"runs cached under {cache}/runs (--cache DIR elsewhere, --no-resume to recompute)",
+        file=sys.stderr,
+    )
     params = _policy_params(policies, args.param)
     from .executors import dask_executor
 
@@ -315,7 +321,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     with dask_executor(args.dask) as executor:
         results = run_grid(
             defs,
-            root=args.cache or out.parent,
+            root=cache,
             jobs=args.jobs,
             executor=executor,
             resume=not args.no_resume,
@@ -328,8 +334,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
         per_query,
         definition={"policies": policies, "scenarios": specs, "seeds": seeds, "suite": args.suite},
     )
-    print(console_table(summary))
-    if "group" in per_query and per_query["group"].astype(str).str.len().gt(0).any():
+    if args.brief:
+        from .report import brief_table
+
+        print(f"{len(policies)} policies x {len(specs)} scenarios x {len(seeds)} seed(s)")
+        print(brief_table(summary))
+    else:
+        print(console_table(summary))
+    if (
+        "group" in per_query
+        and not args.brief
+        and per_query["group"].astype(str).str.len().gt(0).any()
+    ):
         by = per_query[per_query["group"].astype(str) != ""].groupby(
             ["scenario", "policy", "group"]
         )["recall"]
@@ -347,11 +363,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
             f"\nexpectations stated by the scenarios: {len(verdicts) - len(failed)} of "
             f"{len(verdicts)} hold" + (", these fail:" if len(failed) else "")
         )
-        for _, v in failed.iterrows():
+        for _, v in failed.iterrows():  # a failure is always worth a line
             print(
                 f"  {v.policy} on {v.scenario} (seed {v.seed}): {v.where}: {v.expected}; {v.detail}"
             )
     print(f"\nwrote {out}/{wrote}")
+    if args.brief:
+        print(f"full tables: {out}/summary.md (per scenario, with 95% CIs), {out}/summary.csv")
     return 0
 
 
@@ -508,8 +526,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="a parameter of one policy (repeatable), e.g. pai.prune_threshold=0.1",
     )
     s.add_argument("--out", help="output folder (default results/<suite>)")
-    s.add_argument("--cache", help="results root for per-run files (default: parent of --out)")
+    s.add_argument(
+        "--cache",
+        help=f"folder of per-run results, reused when a run's definition, code and input "
+        f"files are unchanged, whatever --out is (default {DEFAULT_CACHE})",
+    )
     s.add_argument("--no-resume", action="store_true", help="rerun even if a run's results exist")
+    s.add_argument(
+        "--brief",
+        action="store_true",
+        help="print one line per policy (means over scenarios), not every scenario's table",
+    )
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--progress", action="store_true", help=PROGRESS_HELP)
     s.set_defaults(func=cmd_compare)

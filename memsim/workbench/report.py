@@ -124,3 +124,25 @@ def _baselines_phrase() -> str:
     ids = [s.id for s in specs() if s.baseline]
     quantity = "both" if len(ids) == 2 else "every"
     return f"{quantity} baseline{'s' if len(ids) != 1 else ''} ({', '.join(ids)})"
+
+
+def brief_table(
+    summary: pd.DataFrame, metrics: Sequence[str] = ("recall", "stale", "footprint_mean")
+) -> str:
+    """A few lines for the terminal: one row per policy, each metric's mean over the
+    scenarios where it is defined (unweighted), and on how many scenarios the policy beats
+    every baseline on the first metric. The per-scenario numbers are in summary.md."""
+    rows = []
+    first = metrics[0]
+    for policy, g in summary.groupby("policy", sort=False):
+        row: dict[str, Any] = {"policy": policy, "scenarios": g["scenario"].nunique()}
+        for m in metrics:
+            v = g[g.metric == m]["mean"].to_numpy(dtype=np.float64)
+            row[f"{m} (mean)"] = _fmt(float(np.nanmean(v))) if np.isfinite(v).any() else "–"
+        beats = g[g.metric == first]["beats_baselines"]
+        judged = beats[beats.notna()]
+        row[f"beats baselines on {first}"] = (
+            f"{int((judged == True).sum())} of {len(judged)}" if len(judged) else "baseline"  # noqa: E712
+        )
+        rows.append(row)
+    return pd.DataFrame(rows).to_string(index=False)

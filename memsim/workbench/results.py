@@ -55,7 +55,11 @@ class RunDef:
 
     @property
     def key(self) -> str:
-        return hashlib.sha256((self.canonical() + code_fingerprint()).encode()).hexdigest()[:12]
+        """A hash of everything that makes the results: the definition, the code, and the
+        content of an input file the scenario reads, so runs cached under one root are safe
+        to share between any output folders."""
+        text = self.canonical() + code_fingerprint() + input_fingerprint(self.scenario)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     def path(self, root: Path | str) -> Path:
         return (
@@ -97,6 +101,36 @@ def project_root() -> Path:
     if not (base / "pyproject.toml").is_file():
         raise MemsimError(f"memsim is installed outside a checkout ({base}): give --out")
     return base
+
+
+@functools.lru_cache(maxsize=256)
+def _input_file(spec: str) -> Path | None:
+    """The file a scenario spec reads (a user's YAML, a LoCoMo JSON), if it names one."""
+    from memsim.engine.sources import parse
+
+    try:
+        target = Path(parse(spec).target)
+    except MemsimError:
+        return None
+    return target.resolve() if target.is_file() else None
+
+
+@functools.lru_cache(maxsize=256)
+def _file_digest(path: Path, mtime_ns: int, size: int) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def input_fingerprint(spec: str) -> str:
+    """sha256 of the input file ``spec`` reads ("" for none, e.g. shipped scenarios, which
+    the code fingerprint covers): an edited file never reuses a stale cached run."""
+    path = _input_file(spec)
+    if path is None:
+        return ""
+    try:
+        st = path.stat()
+        return _file_digest(path, st.st_mtime_ns, st.st_size)
+    except OSError:  # gone since: loading it will say so
+        return ""
 
 
 def slug(text: str) -> str:
