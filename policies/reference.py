@@ -147,6 +147,32 @@ class ReferencePolicy(Policy):
         self.store.set_status(doomed, "decayed", now)
         return [Outcome("decay", "prune", int(r), "retention under threshold") for r in doomed]
 
+    def idle_until(self, now: float, until: float) -> float:
+        """The runner's skip hook: with no event before ``until``, the decay job changes
+        nothing until some live row's retention falls under ``forget_below`` (retention only
+        falls between reviews, in every reference model). Returns a time at or before that
+        crossing: found by doubling the step from ``now``, then bisection; ``until`` when no
+        row crosses before it."""
+        live = self._live() if self.store.n else np.zeros(0, dtype=bool)
+        if self.params.forget_below <= 0 or not live.any():
+            return until
+
+        def crossed(t: float) -> bool:
+            with np.errstate(all="ignore"):
+                r = self.retention(t)[live]
+            return bool((r < self.params.forget_below).any() or not np.isfinite(r).all())
+
+        if not crossed(until):
+            return until
+        lo, step = now, 1.0
+        while now + step < until and not crossed(now + step):
+            lo, step = now + step, step * 2
+        hi = min(now + step, until)
+        while hi - lo > 1e-3 * max(1.0, hi - now) and hi - lo > 1e-6:
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if crossed(mid) else (mid, hi)
+        return lo
+
     def _doomed(self, now: float) -> np.ndarray:
         """Rows the decay job forgets: live rows with retention under ``forget_below``."""
         if self.params.forget_below <= 0:

@@ -132,6 +132,13 @@ class Policy(abc.ABC, Generic[P]):
         """Run the scheduled ``jobs`` due at ``now`` (names from ``schedule``)."""
         return []
 
+    # Optional: ``idle_until(now, until) -> float``. Called after a tick at ``now`` when no
+    # event arrives before ``until``: a time U in (now, until] such that no tick before U
+    # would change anything (its maintenance is a closed form of time, e.g. the next moment a
+    # retention crosses a threshold). The runner then skips those ticks, but only in a run
+    # with more than runner.MAX_TICKS ticks (so ordinary runs stay byte-identical); without
+    # it such a run is refused. Not defined here: its absence is how the runner knows.
+
     def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
         raise NotImplementedError(f"{type(self).__name__} does not support forget")
 

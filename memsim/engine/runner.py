@@ -201,21 +201,33 @@ def count_ticks(schedule: Sequence[Job], end: float, start_after: float | None) 
 
 
 def check_tick_budget(
-    policy: Policy[Any], stream: Stream, end: float, start_after: float | None
-) -> None:
-    """Refuse a run whose maintenance would take more than MAX_TICKS ticks (a horizon or an
-    event time of 1e7 days with a daily job), naming what would be needed."""
+    policy: Policy[Any], stream: Stream, end: float, start_after: float | None, ran: float = 0
+) -> bool:
+    """False when the run's maintenance fits in MAX_TICKS ticks. Beyond that, True when the
+    policy can skip idle ticks (``idle_until``) and ``ran`` (ticks run so far) is within the
+    budget; otherwise refuse (a horizon or an event time of 1e7 days with a daily job),
+    naming what would be needed."""
     schedule = tuple(policy.schedule)
     n = count_ticks(schedule, end, start_after)
     if n <= MAX_TICKS:
-        return
+        return False
+    every = min(j.every for j in schedule)
+    can_skip = callable(getattr(policy, "idle_until", None))
+    resolved = end / every < 2.0**52  # consecutive tick times still differ as floats
+    if can_skip and resolved and ran <= MAX_TICKS:
+        return True
     jobs = ", ".join(f"{j.name!r} every {j.every:g} days" for j in schedule)
-    what = "horizon" if end == float(stream.horizon) else "the last observation time"
+    what = "horizon" if end == float(stream.horizon) else "the last event or observation time"
+    if not can_skip:
+        why = f"would take {n:.3g} maintenance ticks (it cannot skip idle days: no idle_until)"
+    elif not resolved:
+        why = f"ticks every {every:g} days, which floats cannot tell apart that far out"
+    else:
+        why = f"ran {ran:.0f} ticks, idle days skipped, without finishing"
     raise StreamError(
-        f"{stream.name}: {what} {end:g} days would take {n:.3g} maintenance ticks of "
-        f"{type(policy).__name__} ({jobs}); at most {MAX_TICKS} are allowed: shorten the "
-        f"horizon and event times to at most about "
-        f"{MAX_TICKS * min(j.every for j in schedule) / len(schedule):.0f} days"
+        f"{stream.name}: {what} {end:g} days: {type(policy).__name__} ({jobs}) {why}; at "
+        f"most {MAX_TICKS} ticks are allowed: shorten the horizon and event times to at most "
+        f"about {MAX_TICKS * every / len(schedule):.0f} days"
     )
 
 
@@ -316,10 +328,11 @@ def run(
     if observations and observer is None:
         raise ValueError("observe times given without an observer")
     end = max([float(stream.horizon)] + observations[-1:])
-    check_tick_budget(policy, stream, end, start_after)
+    skip_idle = check_tick_budget(policy, stream, end, start_after)
     ticks = tick_times(tuple(policy.schedule), start_after)
     next_tick = next(ticks, None)
     obs_i = 0
+    ran = 0  # ticks run (counted when idle ticks are skipped)
 
     def record(t: float, outs: Any, default_event: str) -> None:
         for o in outs or ():
@@ -339,7 +352,7 @@ def run(
 
     def advance(until: float, inclusive: bool) -> None:
         """Run ticks and observations up to ``until``, ticks first at equal times."""
-        nonlocal next_tick, obs_i
+        nonlocal next_tick, obs_i, ticks, ran
         while True:
             tick_ok = next_tick is not None and (
                 next_tick[0] <= until if inclusive else next_tick[0] < until
@@ -359,6 +372,14 @@ def run(
                 record(T, outs, ",".join(jobs))
                 sample(T)
                 next_tick = next(ticks, None)
+                if skip_idle and next_tick is not None:
+                    ran += 1
+                    check_tick_budget(policy, stream, end, start_after, ran)
+                    limit = min([until] + observations[obs_i : obs_i + 1])
+                    idle = float(policy.idle_until(T, limit))  # type: ignore[attr-defined]
+                    if idle > next_tick[0]:  # restart the ticks at the first one >= idle
+                        ticks = tick_times(tuple(policy.schedule), math.nextafter(idle, -math.inf))
+                        next_tick = next(ticks, None)
             elif obs_ok:
                 observer(policy, observations[obs_i])  # type: ignore[misc]
                 obs_i += 1
