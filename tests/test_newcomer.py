@@ -171,3 +171,19 @@ def test_compare_caches_under_the_explicit_default_whatever_out_is(mine, tmp_pat
     runs = list(tmp_path.glob("results/runs/*/*/*/manifest.json"))
     assert len(runs) == 1  # one run, shared by both output folders
     assert not list(tmp_path.glob("a/runs")) and not list(tmp_path.glob("runs"))
+
+
+def test_the_readme_plug_in_example_passes_the_conformance_checks(monkeypatch):
+    """docs/examples/halflife is a real plug-in: every conformance check passes on it."""
+    from memsim.engine import checks
+
+    monkeypatch.syspath_prepend(str(ROOT / "docs" / "examples" / "halflife"))
+    import halflife_policy
+
+    results = checks.run_checks(halflife_policy.HALFLIFE)
+    assert results and all(v is None for v in results.values()), results
+    toml = (ROOT / "docs" / "examples" / "halflife" / "pyproject.toml").read_text()
+    assert '[project.entry-points."memsim.policies"]' in toml
+    assert 'halflife = "halflife_policy:HALFLIFE"' in toml
+    readme = (ROOT / "README.md").read_text()
+    assert "## Writing a plug-in policy" in readme and "## Writing a scenario" in readme

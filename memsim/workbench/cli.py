@@ -280,7 +280,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     total = sum(len(r.expectations) for r in judged)
     skipped = [str(r.summary["policy"]) for r in results if not r.expectations]
     print(
-        f"\n{total - failed} of {total} expectations hold for {len(judged)} policies"
+        f"\n{total - failed} of {total} expectations hold for {len(judged)} "
+        f"polic{'y' if len(judged) == 1 else 'ies'}"
         + (f" (none stated for {', '.join(skipped)})" if skipped else "")
     )
     return 1 if failed else 0

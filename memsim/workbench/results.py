@@ -88,7 +88,12 @@ def code_fingerprint() -> str:
     for name in sorted(names):
         pkg = importlib.import_module(name)
         base = Path(pkg.__file__ or "").resolve().parent
-        for f in sorted(p for p in base.rglob("*") if p.suffix in (".py", ".yaml") and p.is_file()):
+        files = (  # a plug-in that is one module, not a package: that file (not its folder)
+            sorted(p for p in base.rglob("*") if p.suffix in (".py", ".yaml") and p.is_file())
+            if hasattr(pkg, "__path__")
+            else [Path(pkg.__file__ or "").resolve()]
+        )
+        for f in files:
             h.update(f"{name}/{f.relative_to(base).as_posix()}\0".encode())
             h.update(f.read_bytes())
     return h.hexdigest()[:16]
