@@ -5,7 +5,9 @@ The public API (lazily imported so ``import memsim`` stays light):
     memsim.list_policies(), memsim.list_scenarios()   -> DataFrames
     memsim.run(policy, scenario, seed=0)              -> per-query metrics
     memsim.compare(policies, scenarios, seeds)        -> (summary, per-query)
-    memsim.paired(per_query, metric)                  -> superiority matrix
+    memsim.paired(per_query, metric)                  -> superiority matrix (queries)
+    memsim.superiority(per_query, metric)             -> superiority over clusters, Holm p
+    memsim.frontier(scenarios, seeds)                 -> references at a budget grid
     memsim.curve(policy, pattern, days, ...)          -> decay curve
     memsim.robustness(policies, scenarios, grid)      -> conclusions x mock modes, verdicts
     memsim.make(policy_id, ...)                       -> a policy object
@@ -20,6 +22,8 @@ _API = {
     "compare": "memsim.workbench.api",
     "paired": "memsim.workbench.api",
     "summarize": "memsim.workbench.api",
+    "superiority": "memsim.workbench.calibrate",
+    "frontier": "memsim.workbench.calibrate",
     "curve": "memsim.workbench.curves",
     "robustness": "memsim.workbench.robustness",
     "make": "memsim.engine.registry",

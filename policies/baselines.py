@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -147,6 +148,9 @@ class Recency(_CosineBase[RecencyParams]):
     """score = cosine x exp(-rate x days since last access or creation); LRU eviction."""
 
     Params = RecencyParams
+    # the frontier's "recency at budget B" reference (issue 13): keep the B most recently
+    # used memories (budget=B), rank them by cosine alone
+    at_budget: ClassVar[dict[str, Any]] = {"rate": 0.0}
     statuses = Statuses(
         ("active", "evicted", "forgotten"),
         terminal=frozenset({"evicted", "forgotten"}),

@@ -24,6 +24,7 @@ import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -47,6 +48,8 @@ class Clairvoyant(Policy):
     """Belady retention of raw episode memories with foreknowledge of every query."""
 
     Params = ClairvoyantParams
+    # the frontier's "clairvoyant at budget B" reference: budget=B, nothing else changed
+    at_budget: ClassVar[dict[str, Any]] = {}
     statuses = Statuses(
         ("active", "evicted", "forgotten"),
         terminal=frozenset({"evicted", "forgotten"}),

@@ -412,7 +412,7 @@ def test_write_figures_nothing_available(tmp_path):
         )
         == []
     )
-    assert len(notes) == 6 and all(n.startswith("skipped ") for n in notes)
+    assert len(notes) == len(F.FIGURES) and all(n.startswith("skipped ") for n in notes)
 
 
 def test_cli_figures_only_latency(tmp_path, capsys):

@@ -6,7 +6,9 @@ unit's relevant episodes. No metric asks a policy what it thinks is relevant. A 
 *states* a superseded value of an asked key (a belief reinforced by an episode that changed
 the value, say) covers nothing of that key and counts as stale, whatever its provenance.
 
-Per query: recall@k, hit@k, MRR, nDCG@k, stale@k, needed_forgotten. Per run:
+Per query: recall@k, hit@k, MRR, nDCG@k, stale@k, needed_forgotten, and where the rest of
+recall went (``loss_shares``: ranked_out, forgotten, never_kept; with recall they sum to 1).
+Per run:
 footprint_mean, footprint_final, noise_retention. A query with no relevant unit (nothing
 asserted yet, or all of it forgotten on request) has NaN recall/hit/mrr/ndcg.
 """
@@ -65,6 +67,26 @@ METRICS: dict[str, Metric] = {
             "query",
         ),
         Metric(
+            "ranked_out",
+            "share of the query's units a retrievable memory covered but the top k did not "
+            "answer (ranked below k, or returned stating a superseded value)",
+            "lower",
+            "query",
+        ),
+        Metric(
+            "forgotten",
+            "share of the query's units whose covering memories all existed before the "
+            "query and none is retrievable at it",
+            "lower",
+            "query",
+        ),
+        Metric(
+            "never_kept",
+            "share of the query's units no memory ever covered before the query",
+            "lower",
+            "query",
+        ),
+        Metric(
             "footprint_mean",
             "time-weighted mean number of retrievable memories over [0, horizon]",
             "lower",
@@ -94,10 +116,7 @@ def _covers(p: frozenset[str], units: Units) -> set[str]:
 def recall_at_k(prov: Prov, units: Units, k: int) -> float:
     if not units:
         return math.nan
-    covered: set[str] = set()
-    for p in prov[:k]:
-        covered |= _covers(p, units)
-    return len(covered) / len(units)
+    return len(covered_units(prov, units, k)) / len(units)
 
 
 def hit_at_k(prov: Prov, units: Units, k: int) -> float:
@@ -151,6 +170,36 @@ def stale_at_k(
         if w or (p.isdisjoint(relevant) and any(e in superseded for e in p))
     )
     return stale / len(top)
+
+
+def loss_shares(
+    units: Units, covered: set[str], retrievable: set[str], existed: set[str]
+) -> tuple[float, float, float]:
+    """Where the units recall@k missed went, as shares of all the query's units: (ranked
+    out, forgotten, never kept). A unit not ``covered`` by the top k is ranked out when some
+    ``retrievable`` memory covers it, else forgotten when a covering memory ``existed``, else
+    never kept. With recall (the covered share) the four sum to 1; NaN without units."""
+    if not units:
+        return (math.nan, math.nan, math.nan)
+    ranked = forgotten = never = 0
+    for u in units:
+        if u in covered:
+            continue
+        if u in retrievable:
+            ranked += 1
+        elif u in existed:
+            forgotten += 1
+        else:
+            never += 1
+    n = len(units)
+    return (ranked / n, forgotten / n, never / n)
+
+
+def covered_units(prov: Prov, units: Units, k: int) -> set[str]:
+    covered: set[str] = set()
+    for p in prov[:k]:
+        covered |= _covers(p, units)
+    return covered
 
 
 def judge_statements(
@@ -219,6 +268,24 @@ class LogIndex:
                     return 0.0
         return 1.0 if existed else 0.0
 
+    def unit_states(self, units: Units, rec: QueryRecord) -> tuple[set[str], set[str]]:
+        """(units a retrievable memory covers at the query, units some memory covered by
+        then): the provenance and status logs cut where the query's recall batch ended."""
+        retrievable: set[str] = set()
+        existed: set[str] = set()
+        for u, eps in units.items():
+            for e in eps:
+                for pos, row in self.rows_of.get(e, ()):
+                    if pos >= rec.provenance_log_len:
+                        break
+                    existed.add(u)
+                    if self.status_at(row, rec.status_log_len) in self.retrievable:
+                        retrievable.add(u)
+                        break
+                if u in retrievable:
+                    break
+        return retrievable, existed
+
     def final_retrievable_episodes(self) -> set[str]:
         """Episodes held by a memory that is retrievable at the end of the log."""
         final = self.final_statuses()
@@ -245,6 +312,9 @@ COLUMNS = (
     "ndcg",
     "stale",
     "needed_forgotten",
+    "ranked_out",
+    "forgotten",
+    "never_kept",
     "evidence_age",
     "footprint",
 )
@@ -260,6 +330,8 @@ def evaluate(trace: Trace, truth: GroundTruth) -> pd.DataFrame:
         prov, misstated = judge_statements(
             rec.provenance[: rec.k], rec.stated, units, truth.current_values(rec.query_id)
         )
+        retrievable, existed = logs.unit_states(units, rec)
+        losses = loss_shares(units, covered_units(prov, units, rec.k), retrievable, existed)
         rows.append(
             (
                 rec.query_id,
@@ -274,6 +346,7 @@ def evaluate(trace: Trace, truth: GroundTruth) -> pd.DataFrame:
                 ndcg_at_k(prov, units, rec.k),
                 stale_at_k(prov, relevant, truth.superseded_view(rec.query_id), rec.k, misstated),
                 logs.needed_forgotten(relevant, rec),
+                *losses,
                 truth.evidence_age(rec.query_id),
                 rec.footprint,
             )
@@ -291,6 +364,9 @@ def evaluate(trace: Trace, truth: GroundTruth) -> pd.DataFrame:
             "ndcg": np.float64,
             "stale": np.float64,
             "needed_forgotten": np.float64,
+            "ranked_out": np.float64,
+            "forgotten": np.float64,
+            "never_kept": np.float64,
             "evidence_age": np.float64,
             "footprint": np.int64,
         }

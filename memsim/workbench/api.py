@@ -171,10 +171,26 @@ def matched_clairvoyant(result: RunResult, reference: str = "clairvoyant") -> Ru
     return execute(ref, footprint=result.footprint)
 
 
-def _execute_and_save(d: RunDef, root: str | None) -> RunResult:
+def _execute_and_save(d: RunDef, root: str | None, calibrate: bool = False) -> RunResult:
     r = execute(d)
+    if calibrate:
+        from .calibrate import with_bound
+
+        r = with_bound(r)
     if root is not None:
         save(root, r)
+    return r
+
+
+def _load_calibrated(root: str, d: RunDef, calibrate: bool) -> RunResult:
+    """A cached run; one cached before it had its bound gains it now (and keeps it)."""
+    r = load(root, d)
+    if calibrate:
+        from .calibrate import BOUND, with_bound
+
+        if BOUND not in r.queries.columns:
+            r = with_bound(r)
+            save(root, r)
     return r
 
 
@@ -243,15 +259,17 @@ def run_grid(
     executor: cf.Executor | None = None,
     resume: bool = True,
     progress: bool | str = False,
+    calibrate: bool = False,
 ) -> list[RunResult]:
     """Execute definitions (skipping complete ones under ``root`` when ``resume``); results
-    come back in the order of ``defs`` whatever the executor."""
+    come back in the order of ``defs`` whatever the executor. ``calibrate``: each run's
+    queries gain ``bound``, the clairvoyant's recall at its footprint (calibrate.py)."""
     root_s = None if root is None else str(root)
     results: dict[int, RunResult] = {}
     todo: list[int] = []
     for i, d in enumerate(defs):
         if root_s is not None and resume and is_complete(root_s, d):
-            results[i] = load(root_s, d)
+            results[i] = _load_calibrated(root_s, d, calibrate)
         else:
             todo.append(i)
     bar = _progress(len(defs), progress, initial=len(results))
@@ -261,10 +279,12 @@ def run_grid(
     try:
         if executor is None:
             for i in todo:
-                results[i] = _execute_and_save(defs[i], root_s)
+                results[i] = _execute_and_save(defs[i], root_s, calibrate)
                 bar.update(1)
         else:
-            futures = {executor.submit(_execute_and_save, defs[i], root_s): i for i in todo}
+            futures = {
+                executor.submit(_execute_and_save, defs[i], root_s, calibrate): i for i in todo
+            }
             for fut in cf.as_completed(futures):
                 results[futures[fut]] = fut.result()
                 bar.update(1)
@@ -309,11 +329,20 @@ def compare(
     executor: cf.Executor | None = None,
     resume: bool = True,
     progress: bool | str = False,
+    calibrate: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every policy on every scenario for every seed: (summary table, per-query table)."""
+    """Every policy on every scenario for every seed: (summary table, per-query table).
+    ``calibrate``: the per-query table gains ``bound`` (the clairvoyant's recall at each
+    run's own footprint) and the summary gains ``bound`` and ``gap`` rows."""
     defs = grid(policies, scenario_specs, seeds, params, llm)
     results = run_grid(
-        defs, root=root, jobs=jobs, executor=executor, resume=resume, progress=progress
+        defs,
+        root=root,
+        jobs=jobs,
+        executor=executor,
+        resume=resume,
+        progress=progress,
+        calibrate=calibrate,
     )
     return tables(results)
 
@@ -345,7 +374,24 @@ def expectation_table(results: Sequence[RunResult]) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------------- statistics
 
-QUERY_METRICS = ("recall", "hit", "mrr", "ndcg", "stale", "needed_forgotten")
+QUERY_METRICS = (
+    "recall",
+    "hit",
+    "mrr",
+    "ndcg",
+    "stale",
+    "needed_forgotten",
+    "ranked_out",
+    "forgotten",
+    "never_kept",
+    "bound",
+    "gap",
+)
+# workbench-level query metrics (calibrate.py): not computed by the engine's evaluate
+CALIBRATION_METRICS = {
+    "bound": ("recall@k of the clairvoyant at this run's own footprint over time", "higher"),
+    "gap": ("bound - recall: what raw-memory retention at this footprint could add", "lower"),
+}
 
 
 def bootstrap_ci(
@@ -372,6 +418,8 @@ def bootstrap_ci(
 
 
 def metric_direction(name: str) -> str:
+    if name in CALIBRATION_METRICS:
+        return CALIBRATION_METRICS[name][1]
     try:
         from memsim.engine.metrics import METRICS
 
@@ -387,15 +435,23 @@ def metric_direction(name: str) -> str:
 
 def summarize(per_query: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """Tidy summary: one row per (scenario, policy, metric) with mean, 95% bootstrap CI,
-    the number of evaluated queries (or runs), and whether it beats both baselines."""
+    the number of evaluated queries (or runs), the number of independent units (seeds) the
+    CI resamples (``clusters``; 1 = one seed, the CI then resamples queries, which share a
+    run), and whether it beats both baselines."""
+    from .calibrate import add_gap, cluster_bootstrap_ci
+
+    per_query = add_gap(per_query)
     rows = []
     for (scenario, policy), g in per_query.groupby(["scenario", "policy"], sort=False):
+        seeds = g["seed"].to_numpy() if "seed" in g else np.zeros(len(g))
         for m in QUERY_METRICS:
             if m not in g:
                 continue
             v = g[m].to_numpy(dtype=np.float64)
             n = int(np.isfinite(v).sum())
-            lo, hi = bootstrap_ci(v)
+            lo, hi, n_c = cluster_bootstrap_ci(v, seeds)
+            if n_c < 2:
+                lo, hi = bootstrap_ci(v)
             rows.append(
                 {
                     "scenario": scenario,
@@ -407,6 +463,7 @@ def summarize(per_query: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
                     "n": n,
                     "unit": "queries",
                     "better": metric_direction(m),
+                    "clusters": max(n_c, 1) if n else 0,
                 }
             )
     run_metrics = [
@@ -429,6 +486,7 @@ def summarize(per_query: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
                     "n": int(np.isfinite(v).sum()),
                     "unit": "runs",
                     "better": metric_direction(m),
+                    "clusters": int(np.isfinite(v).sum()),
                 }
             )
     table = pd.DataFrame(rows)
@@ -450,7 +508,12 @@ def _mark_baselines(table: pd.DataFrame) -> pd.DataFrame:
         base = g[g["policy"].isin(baselines)]
         sign = 1.0 if g["better"].iloc[0] == "higher" else -1.0
         for _, row in g.iterrows():
-            if row["policy"] in baselines or base.empty or not np.isfinite(row["mean"]):
+            if (
+                row["policy"] in baselines
+                or base.empty
+                or not np.isfinite(row["mean"])
+                or row["metric"] in CALIBRATION_METRICS  # a reference, not a result
+            ):
                 beats = None
             else:
                 beats = bool(

@@ -327,13 +327,30 @@ def cmd_compare(args: argparse.Namespace) -> int:
             executor=executor,
             resume=not args.no_resume,
             progress="always" if args.progress else not args.quiet,
+            calibrate=not args.no_calibration,
         )
+        frontier = None
+        if not args.no_calibration:
+            from .api import _overrides
+            from .calibrate import frontier as run_frontier
+
+            frontier = run_frontier(
+                specs,
+                seeds,
+                llm=_overrides(_llm_overrides(args.llm)),
+                root=str(cache),
+                jobs=args.jobs,
+                executor=executor,
+                resume=not args.no_resume,
+                progress="always" if args.progress else not args.quiet,
+            )
     summary, per_query = tables(results)
     write_comparison(
         out,
         summary,
         per_query,
         definition={"policies": policies, "scenarios": specs, "seeds": seeds, "suite": args.suite},
+        frontier=frontier,
     )
     if args.brief:
         from .report import brief_table
@@ -540,6 +557,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--progress", action="store_true", help=PROGRESS_HELP)
+    s.add_argument(
+        "--no-calibration",
+        action="store_true",
+        help="skip the clairvoyant bound at each footprint and the frontier's reference runs",
+    )
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("sweep", help="policy parameters x scenarios x seeds -> a tidy table")

@@ -1052,6 +1052,8 @@ FIGURES = (
     "stale",
     "locomo",
     "latency",
+    "loss",
+    "frontier",
 )
 
 
@@ -1104,6 +1106,19 @@ def build_figures(
         "stale": ("summary.csv", summary, stale_figure),
         "locomo": ("per_query.parquet", per_query, locomo_figure),
     }
+    if results is not None:  # the calibration figures (issue 13): calibration_figures.py
+        from .calibration_figures import frontier_figure, loss_figure
+
+        needs["loss"] = ("per_query.parquet", per_query, loss_figure)
+        frontier = _read_table(Path(results) / "frontier.csv")
+        if per_query is not None and summary is not None and frontier is not None:
+            needs["frontier"] = (
+                "frontier.csv",
+                per_query,
+                functools.partial(frontier_figure, summary=summary, frontier=frontier),
+            )
+        else:
+            needs["frontier"] = ("frontier.csv", None, loss_figure)  # skipped: inputs missing
     for name, (file, frame, make) in needs.items():
         if name not in wanted:
             continue

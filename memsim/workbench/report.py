@@ -21,6 +21,8 @@ from .results import (
 # metrics shown in the readable table, in this order
 SHOWN = (
     "recall",
+    "bound",
+    "gap",
     "hit",
     "mrr",
     "ndcg",
@@ -65,6 +67,8 @@ def markdown(summary: pd.DataFrame) -> str:
                     cell += f" [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]"
                 if r.get("beats_baselines") is False:
                     cell += " †"
+                if m == "gap" and np.isfinite(r["mean"]) and r["mean"] < 0:
+                    cell += " ‡"
                 cells.append(cell)
             lines.append(f"| {policy} | " + " | ".join(cells) + " |")
         nq = g[(g.unit == "queries")]["n"]
@@ -74,10 +78,27 @@ def markdown(summary: pd.DataFrame) -> str:
         lines.append(
             f"n = {int(nq.max()) if len(nq) else 0} evaluated queries per policy ({same}); "
             f"{int(nr.max()) if len(nr) else 0} run(s) per policy. "
-            f"Mean [95% percentile-bootstrap CI]; † = does not beat {_baselines_phrase()}."
+            f"Mean [95% percentile-bootstrap CI{_ci_phrase(g)}]; † = does not beat "
+            f"{_baselines_phrase()}."
         )
+        if "gap" in set(g["metric"]):
+            lines.append(
+                "bound = recall@k of the clairvoyant at this policy's own footprint over time "
+                "(best raw-memory retention); gap = bound - recall; ‡ = exceeds the bound "
+                "(its memories cover several episodes: consolidation)."
+            )
         lines.append("")
     return "\n".join(lines)
+
+
+def _ci_phrase(g: pd.DataFrame) -> str:
+    """Which units the intervals of this scenario's table resample."""
+    if "clusters" not in g:
+        return ""
+    c = g[g.unit == "queries"]["clusters"]
+    if len(c) and int(c.min()) >= 2:
+        return f" over {int(c.min())} seeds (independent runs)"
+    return " over queries (one seed: queries share a run, so it is optimistic)"
 
 
 def write_comparison(
@@ -86,12 +107,26 @@ def write_comparison(
     per_query: pd.DataFrame,
     *,
     definition: dict[str, Any],
+    frontier: pd.DataFrame | None = None,
 ) -> Path:
+    """summary.csv, summary.md (with the calibration sections when the per-query table
+    carries the bound), per_query.parquet, frontier.csv (when given), manifest.json."""
     out = Path(out_dir)
     atomic_write_bytes(
         out / "summary.csv", summary.to_csv(index=False, float_format="%.6g").encode()
     )
-    atomic_write_bytes(out / "summary.md", ("# Comparison\n\n" + markdown(summary)).encode())
+    text = "# Comparison\n\n" + markdown(summary)
+    if "bound" in per_query.columns:
+        from .calibrate import calibration_markdown
+
+        text += "\n" + calibration_markdown(per_query, frontier)
+    atomic_write_bytes(out / "summary.md", text.encode())
+    if frontier is not None:
+        atomic_write_bytes(
+            out / "frontier.csv", frontier.to_csv(index=False, float_format="%.6g").encode()
+        )
+    elif (out / "frontier.csv").exists():  # an earlier run's frontier would be stale here
+        (out / "frontier.csv").unlink()
     atomic_write_parquet(out / "per_query.parquet", per_query)
     atomic_write_json(
         out / "manifest.json",

@@ -1,0 +1,189 @@
+"""Calibrated comparisons (issue 13): the matched clairvoyant bound in every table, the
+frontier's references, cluster-bootstrap intervals, the superiority test, and the same bytes
+serial, parallel and cached."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import memsim
+from memsim.workbench import api
+from memsim.workbench import calibrate as C
+
+TINY = "synthetic:churn,episodes=300,queries=20,facts=30,horizon=30"
+
+
+def test_cluster_bootstrap_resamples_clusters_not_queries():
+    # two clusters of 50 identical queries each: 0s and 1s. Over queries the interval of the
+    # mean would be narrow around 0.5; over two clusters it spans both cluster means
+    v = np.r_[np.zeros(50), np.ones(50)]
+    c = np.r_[np.zeros(50), np.ones(50)]
+    lo, hi, n = C.cluster_bootstrap_ci(v, c)
+    assert n == 2 and lo == 0.0 and hi == 1.0
+    qlo, qhi = api.bootstrap_ci(v)
+    assert qhi - qlo < 0.3
+    # one cluster: no interval (nothing independent to resample)
+    lo, hi, n = C.cluster_bootstrap_ci(v, np.zeros(100))
+    assert n == 1 and np.isnan(lo) and np.isnan(hi)
+    # the pooled mean lies inside; NaN queries are left out
+    rng = np.random.default_rng(1)
+    v = rng.random(60)
+    v[3] = np.nan
+    lo, hi, n = C.cluster_bootstrap_ci(v, np.repeat(np.arange(6), 10))
+    assert n == 6 and lo <= np.nanmean(v) <= hi
+
+
+def test_holm_by_hand():
+    # sorted 0.01, 0.03, 0.04 -> 3 x 0.01, 2 x 0.03, max(0.06, 1 x 0.04)
+    assert C.holm([0.01, 0.04, 0.03]).tolist() == pytest.approx([0.03, 0.06, 0.06])
+    assert C.holm([0.5, 0.9]).tolist() == [1.0, 1.0]
+    out = C.holm([np.nan, 0.02])
+    assert np.isnan(out[0]) and out[1] == pytest.approx(0.02)
+
+
+def _clustered(n_clusters: int) -> pd.DataFrame:
+    rows = []
+    for c in range(n_clusters):
+        for q in range(3):
+            rows += [
+                {"scenario": f"s{c}", "seed": 0, "query_id": q, "policy": "a", "recall": 0.9},
+                {"scenario": f"s{c}", "seed": 0, "query_id": q, "policy": "b", "recall": 0.5},
+                # c ties a on even clusters, loses on odd ones
+                {
+                    "scenario": f"s{c}",
+                    "seed": 0,
+                    "query_id": q,
+                    "policy": "c",
+                    "recall": 0.9 if c % 2 == 0 else 0.1,
+                },
+            ]
+    return pd.DataFrame(rows)
+
+
+def test_superiority_shares_and_holm_corrected_wilcoxon():
+    sup = memsim.superiority(_clustered(8))
+    cell = sup.set_index(["row", "column"])
+    assert cell.loc[("a", "b"), "share"] == 1.0 and cell.loc[("b", "a"), "share"] == 0.0
+    assert cell.loc[("a", "c"), "share"] == 0.5 and cell.loc[("c", "a"), "share"] == 0.0
+    assert (sup["n"] == 8).all()
+    # a beats b on all 8 clusters: exact two-sided Wilcoxon p = 2 / 2^8; Holm over 3 pairs
+    assert cell.loc[("a", "b"), "p"] == pytest.approx(2 / 256)
+    assert cell.loc[("a", "b"), "p_holm"] <= 3 * 2 / 256 + 1e-12
+    assert bool(cell.loc[("a", "b"), "significant"])
+    # a lower-is-better metric flips the direction
+    flipped = memsim.superiority(_clustered(8).rename(columns={"recall": "stale"}), "stale")
+    assert flipped.set_index(["row", "column"]).loc[("b", "a"), "share"] == 1.0
+    # with 3 clusters nothing can be significant (smallest two-sided p is 0.25)
+    assert not memsim.superiority(_clustered(3))["significant"].any()
+
+
+def test_budget_grid_is_logarithmic_and_reaches_every_episode():
+    assert C.budget_grid(300) == [4, 16, 64, 256, 1024]
+    assert C.budget_grid(256) == [4, 16, 64, 256]
+    assert C.budget_grid(2) == [4]
+
+
+def test_family_and_panels():
+    assert C.family("synthetic:churn,episodes=3") == "synthetic"
+    assert C.family("locomo:/a/b.json,sample=conv-1") == "locomo"
+    assert C.family("scripted/name-preference") == "scripted"
+    views = C.panels(
+        ["scripted/x", "synthetic:steady", "locomo:f.json,sample=a", "locomo:f.json,sample=b"]
+    )
+    assert [v[0] for v in views] == ["synthetic:steady", "LoCoMo (2 conversations pooled)"]
+
+
+def test_the_bound_holds_for_raw_memory_policies_and_is_nan_for_the_clairvoyant():
+    summary, q = memsim.compare(["keep-all", "recency", "clairvoyant"], [TINY], seeds=[0])
+    for p in ("keep-all", "recency"):
+        g = q[(q.policy == p) & (q.n_units > 0)]
+        assert g["bound"].notna().all()
+        assert (g["bound"] >= g["recall"] - 1e-12).all()  # raw memories: at or below Belady
+    assert q.loc[q.policy == "clairvoyant", "bound"].isna().all()
+    gap = summary[(summary.metric == "gap") & (summary.policy == "keep-all")]["mean"].iloc[0]
+    rec = summary[(summary.metric == "recall") & (summary.policy == "keep-all")]["mean"].iloc[0]
+    bound = summary[(summary.metric == "bound") & (summary.policy == "keep-all")]["mean"].iloc[0]
+    assert gap == pytest.approx(bound - rec)
+    # the reference rows carry no verdict against the baselines
+    assert summary[summary.metric.isin(["bound", "gap"])]["beats_baselines"].isna().all()
+
+
+def test_a_cached_run_without_its_bound_gains_the_same_one(tmp_path):
+    defs = api.grid(["recency"], [TINY], [0])
+    api.run_grid(defs, root=tmp_path)  # cached without the bound
+    assert "bound" not in api.run_grid(defs, root=tmp_path)[0].queries
+    _, later = memsim.compare(["recency"], [TINY], seeds=[0], root=tmp_path)
+    _, fresh = memsim.compare(["recency"], [TINY], seeds=[0], root=tmp_path / "fresh")
+    pd.testing.assert_frame_equal(later, fresh)
+
+
+def test_frontier_runs_each_reference_on_the_grid():
+    f = memsim.frontier([TINY, "scripted/name-preference"], seeds=[0])
+    assert set(f["scenario"]) == {TINY}  # scripted worked examples get no frontier
+    assert len(f["reference"].unique()) == 2
+    assert sorted(f["budget"].unique()) == [4, 16, 64, 256, 1024]
+    for _, g in f.groupby("reference"):
+        assert (g["footprint_mean"] <= g["budget"] + 1e-9).all()
+    clair = f[f.reference == "clairvoyant"].set_index("budget")["recall"].sort_index()
+    # more room never hurts Belady (recency at a larger budget can: more stale distractors)
+    assert np.all(np.diff(clair.to_numpy()) >= 0)
+    other = f[f.reference != "clairvoyant"].set_index("budget")["recall"]
+    assert (clair >= other - 1e-12).all()
+
+
+def _cli(*args: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "memsim", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={"OPENBLAS_NUM_THREADS": "1", "MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin"},
+        timeout=600,
+    )
+
+
+def test_compare_tables_are_the_same_bytes_serial_parallel_and_cached(tmp_path):
+    common = [
+        "compare",
+        "--policies",
+        "keep-all,kernle",
+        "--scenarios",
+        TINY,
+        "--seeds",
+        "0,1",
+        "--quiet",
+    ]
+    outs = []
+    for name, extra in (("serial", ["--jobs", "1"]), ("parallel", ["--jobs", "2"])):
+        out = tmp_path / name / "out"
+        r = _cli(*common, *extra, "--out", str(out), "--cache", str(out.parent), cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        outs.append(out)
+    r = _cli(*common, "--out", str(outs[0]), "--cache", str(outs[0].parent), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    cached = outs[0]
+    files = ("summary.md", "summary.csv", "per_query.parquet", "frontier.csv")
+    first = {f: (tmp_path / "serial" / "out" / f).read_bytes() for f in files}
+    for f in files:
+        assert (outs[1] / f).read_bytes() == first[f], f
+        assert (cached / f).read_bytes() == first[f], f
+    md = first["summary.md"].decode()
+    for section in ("## The clairvoyant bound", "## References at a budget", "## Superiority"):
+        assert section in md
+    assert "| keep-all |" in md and "clairvoyant at footprint" in md
+    # the loss and frontier figures come from the same folder, by the path `memsim figures` takes
+    from memsim.workbench import figures as F
+
+    notes: list[str] = []
+    figs = F.build_figures(
+        results=cached,
+        benchmarks=None,
+        claims=None,
+        curves=False,
+        only=["loss", "frontier"],
+        notice=notes.append,
+    )
+    assert sorted(figs) == ["frontier", "loss"], notes
