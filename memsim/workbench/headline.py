@@ -27,7 +27,7 @@ SYNTHETIC_COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("needed_forgotten", "needed but forgotten ↓", 3),
     ("footprint_mean", "mean footprint ↓", 0),
     ("noise_retention", "noise kept ↓", 3),
-    ("clairvoyant_gap", "gap to clairvoyant ↓", 3),
+    ("gap", "gap to clairvoyant at equal footprint ↓", 3),
 )
 
 
