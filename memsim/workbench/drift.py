@@ -225,7 +225,9 @@ def run_drift(args: argparse.Namespace) -> int:
 
     seeds = _seeds(args.seeds)
     ids = [p.id for pair in pairs for p in pair]
-    _, per_query = compare(ids, scenarios, seeds, root=args.cache, jobs=args.jobs, progress=False)
+    _, per_query = compare(
+        ids, scenarios, seeds, root=args.cache, jobs=args.jobs, progress=False, calibrate=False
+    )
     text = render(per_query, pairs, command_of(args), seeds)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
