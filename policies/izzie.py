@@ -329,19 +329,23 @@ class Izzie(Policy[IzzieParams]):
     ) -> tuple[np.ndarray, np.ndarray]:
         """003 §Context Retrieval, in the reading ``ranking`` names (see IzzieParams)."""
         p = self.params
+        # every stage breaks ties by the seeded order of memory identity, never by row
+        tb_all = self.store.tie_keys(f"{self.seed}:{salt}")
         if p.limit_before_filter:
             # izzie-code: the result limit first (top k by similarity), then the strength filter
-            top = self.topk(np.where(retrievable, sims, -np.inf), k)
+            top = kernels.topk(np.where(retrievable, sims, -np.inf), k, tb_all)
             kept = top[strength[top] >= p.min_strength]
             scores = sims[kept].astype(np.float64) * strength[kept]
-            order = self.topk(scores, len(kept)) if len(kept) else np.zeros(0, dtype=np.int64)
-            return kept[order], scores[order]
+            if not len(kept):
+                return kept, scores
+            order = kernels.topk(scores, len(kept), tb_all[kept])
+            return kept[order], np.minimum.accumulate(scores[order])
         if p.ranking == "one_stage":
             scores = np.where(retrievable, sims * strength, -np.inf)
             ids = self.rank(scores, k, salt)  # ties: seeded order of memory identity
             return ids, np.minimum.accumulate(scores[ids].astype(np.float64))
         # Semantic search first: the search_limit most similar retrievable memories.
-        found = self.topk(np.where(retrievable, sims, -np.inf), max(p.search_limit, k))
+        found = kernels.topk(np.where(retrievable, sims, -np.inf), max(p.search_limit, k), tb_all)
         found = found[retrievable[found]]
         return self._stage2(found, sims[found], strength[found], k, salt)
 

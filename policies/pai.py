@@ -492,7 +492,7 @@ class PersonalAI(Policy[PaiParams]):
         s = self.store
         searchable = self._searchable()
         cos = np.where(searchable, self._cosine(vec), -np.inf)
-        top = self.topk(cos, p.similar_limit)
+        top = kernels.topk(cos, p.similar_limit, s.tie_keys(f"{self.seed}:{ep.id}#{i}"))
         # Band decisions (§4 0.70 / 0.85) on float64 cosines of the stored vectors: a float32
         # product rounds differently across BLAS builds and can cross a boundary.
         sims = s.embedding[top].astype(np.float64) @ np.asarray(vec, dtype=np.float64)
@@ -698,7 +698,10 @@ class PersonalAI(Policy[PaiParams]):
         p = self.params
         s = self.store
         cols = PaiColumns.of_store(s, TYPE_CODE["insight"], self._searchable())
-        top, top_scores = pai_topk_from_cos(cos, cols, now, self.subject_codes(query), p, query.k)
+        tb = s.tie_keys(f"{self.seed}:{query.id}")  # ties: seeded order, never row
+        top, top_scores = pai_topk_from_cos(
+            cos, cols, now, self.subject_codes(query), p, query.k, tiebreak=tb
+        )
         score = dict(zip(top.tolist(), top_scores.tolist()))
         best: dict[int, float] = dict(score)
         status = s["status"]
@@ -708,9 +711,11 @@ class PersonalAI(Policy[PaiParams]):
             for nb in sorted(self.links.get(parent, ())):
                 if status[nb] == active and ns > best.get(nb, -np.inf):
                     best[nb] = ns
-        ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[: query.k]
-        ids = np.array([r for r, _ in ranked], dtype=np.int64)
-        scores = np.array([v for _, v in ranked], dtype=np.float64)
+        rows = np.fromiter(best.keys(), dtype=np.int64, count=len(best))
+        vals = np.fromiter(best.values(), dtype=np.float64, count=len(best))
+        order = kernels.topk(vals, query.k, tb[rows])
+        ids = rows[order]
+        scores = np.minimum.accumulate(vals[order])
         self._record_access(ids, now)
         return Ranking(ids, scores)
 
@@ -755,15 +760,18 @@ class PersonalAI(Policy[PaiParams]):
 
     def _reflect_rows(self, now: float) -> np.ndarray:
         """reflect() loads up to 200 active beliefs with embeddings (§3): the most recently
-        updated ones (ties: newer row first), always taken in creation order (oldest first),
-        the order of the store below the limit. (pai v1 took them newest-updated first above
-        200 only, so clustering and synthesis saw a reversed order on large stores and a
-        synthesized majority tie went to the superseded value.)"""
+        updated ones, always taken in creation order (oldest first). Beliefs created (or
+        updated) at the same time are ordered by the seeded permutation of their identity
+        (``MemoryStore.tie_keys``), never by row. (pai v1 took them newest-updated first
+        above 200 only, so clustering and synthesis saw a reversed order on large stores and
+        a synthesized majority tie went to the superseded value.)"""
+        s = self.store
         rows = np.flatnonzero(self._searchable())
+        tb = s.tie_keys(f"{self.seed}:reflect")[rows]
         if len(rows) > self.params.reflect_limit:
-            order = np.lexsort((-rows, -self.store["updated"][rows]))
-            rows = np.sort(rows[order[: self.params.reflect_limit]])
-        return rows
+            newest = np.lexsort((tb, -s["updated"][rows]))[: self.params.reflect_limit]
+            rows, tb = rows[newest], tb[newest]
+        return rows[np.lexsort((tb, s["created"][rows]))]
 
     def reflect(
         self, now: float, threshold: float | None = None, rows: np.ndarray | None = None
@@ -796,17 +804,19 @@ class PersonalAI(Policy[PaiParams]):
         return out or [Outcome("reflect", "skip", -1, f"no duplicates; {len(stale)} stale beliefs")]
 
     def merge_duplicates(self, clusters: list[list[int]], now: float) -> list[Outcome]:
-        """§3 mergeDuplicates: winner = highest effective confidence (ties: lower row);
-        losers' episodes go to the winner, losers invalidated (superseded_by = winner),
-        winner reinforced once (+0.1, updated_at reset as in §1's reinforce)."""
+        """§3 mergeDuplicates: winner = highest effective confidence (ties: the seeded order
+        of memory identity, never row); losers' episodes go to the winner, losers
+        invalidated (superseded_by = winner), winner reinforced once (+0.1, updated_at reset
+        as in §1's reinforce)."""
         s = self.store
         eff = self.effective(now)
+        tb = s.tie_keys(f"{self.seed}:merge")
         out: list[Outcome] = []
         for cluster in clusters:
             live = [r for r in cluster if s.status_of(r) == "active"]
             if len(live) < 2:
                 continue
-            live.sort(key=lambda r: (-eff[r], r))
+            live.sort(key=lambda r: (-eff[r], int(tb[r])))
             winner, losers = live[0], live[1:]
             for loser in losers:
                 s.add_provenance(winner, s.provenance[loser], now)
@@ -837,7 +847,8 @@ class PersonalAI(Policy[PaiParams]):
             ):
                 continue
             done += 1
-            key = "meta:" + ",".join(str(r) for r in sorted(cluster))
+            # named by its members' identities, not their rows (row-order invariance)
+            key = "meta:" + ",".join(sorted(f"{int(s['tie_id'][r]):x}" for r in cluster))
             claim = self.llm.synthesize([s.claim[r] for r in cluster], key=key)
             emb = self.llm.embed([claim], [key])
             vec = emb.vectors[0] if bool(emb.ok[0]) else None

@@ -11,7 +11,8 @@ the k-th best score, so the fused kernels here:
    cosine that could still beat the current k-th best score (the *bound* prefilter);
 3. compute the exact score on those candidates only, with the very same float operations,
    in the same order, as :func:`pai_scores` (so results are bit-identical), and take top-k
-   with the same tie rule as :func:`memsim.engine.kernels.topk` (equal scores: lower row first).
+   with the same tie rule as :func:`memsim.engine.kernels.topk` (equal scores: lower row
+   first; :func:`pai_topk_from_cos`, which recall uses, also takes the seeded tie keys).
 
 ``pai_*`` functions implement document 000 §2 (Personal AI): ``score = w_cosine*cos +
 w_importance*importance/importance_scale + w_recency*exp(-recency_rate*daysSinceAccess) +
@@ -33,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from memsim.engine import kernels, kernels_ref
-from memsim.engine.kernels import topk
+from memsim.engine.kernels import TIE_RTOL, topk
 
 # Slack (in cosine units) of the bound prefilter, far above float rounding of the bound.
 _BOUND_SLACK = 1e-7
@@ -303,13 +304,17 @@ def pai_topk_from_cos(
     p: Any,
     k: int,
     bound: tuple[float, float] | None | str = "auto",
+    tiebreak: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Top-k rows and scores of one query from its cosine column ``cos`` (float32 or
-    float64, length n): equal to ``topk(pai_scores(cos, ...), k)`` bit for bit, computing
-    the score on floor-clearing candidates only. With many candidates, the k best cosines
-    give a first k-th score and the bound prunes the candidates before exact scoring.
-    ``bound`` is :func:`pai_rest_bound` (computed when "auto"; pass it when scoring
-    several queries at one time, it does not depend on the query)."""
+    float64, length n): equal to ``topk(pai_scores(cos, ...), k, tiebreak)`` bit for bit,
+    computing the score on floor-clearing candidates only. With many candidates, the k best
+    cosines give a first k-th score and the bound prunes the candidates before exact
+    scoring. ``bound`` is :func:`pai_rest_bound` (computed when "auto"; pass it when
+    scoring several queries at one time, it does not depend on the query). ``tiebreak``
+    (one key per row, ``MemoryStore.tie_keys``): scores within TIE_RTOL are tied and go in
+    key order; the pruning is then undone whenever a pruned row could join the tie at the
+    cut, so the answer stays exact. With the returned scores the running minimum."""
     empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
     if k <= 0 or len(cos) == 0:
         return empty
@@ -318,6 +323,8 @@ def pai_topk_from_cos(
     if cols.allowed is not None and len(cand):
         cand = cand[cols.allowed[cand]]
     codes = np.asarray(subject_codes, dtype=np.int64)
+    everything = cand
+    pruned_below = -np.inf  # every pruned row scores under this
     if len(cand) > 8 * k + 256:
         if isinstance(bound, str):
             bound = pai_rest_bound(cols, now, p)
@@ -331,13 +338,33 @@ def pai_topk_from_cos(
             tau = _cos_threshold(kth, bound, p)
             if tau > floor:
                 cand = cand[cos[cand] >= (_below(tau) if cos.dtype == np.float32 else tau)]
+                pruned_below = kth
     if len(cand) == 0:
         return empty
     scores = _score_candidates(
         cos[cand], cand, cols, now, _subject_match(cols.subject[cand], codes), p
     )
-    best = topk(scores, k)
-    return cand[best], scores[best]
+    if tiebreak is None:
+        best = topk(scores, k)
+        return cand[best], scores[best]
+    best = topk(scores, k, tiebreak[cand])
+    if len(best) and np.isfinite(pruned_below):
+        # the tie group at the cut reaches down to ``lo``; a pruned row (score under
+        # pruned_below) could join it only if lo is within TIE_RTOL of pruned_below
+        s = np.where(np.isfinite(scores), scores, -np.inf)
+        lo = float(s[best[-1]])
+        while True:
+            below = s[(s < lo) & (s >= lo - TIE_RTOL * abs(lo))]
+            if not len(below):
+                break
+            lo = float(below.min())
+        if lo - TIE_RTOL * abs(lo) <= pruned_below:
+            cand = everything
+            scores = _score_candidates(
+                cos[cand], cand, cols, now, _subject_match(cols.subject[cand], codes), p
+            )
+            best = topk(scores, k, tiebreak[cand])
+    return cand[best], np.minimum.accumulate(scores[best])
 
 
 def pai_topk(

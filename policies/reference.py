@@ -129,8 +129,9 @@ class ReferencePolicy(Policy):
                 continue
             sims = (s.embedding @ np.asarray(v, dtype=np.float32)).astype(np.float64)
             scores = self._scores(sims, live, now)
-            ids = self.topk(scores, q.k)
-            out.append(Ranking(ids, scores[ids].astype(np.float64)))
+            ranking = self.ranking(scores, q.k, q.id)  # ties: seeded order, never row
+            ids = ranking.ids
+            out.append(ranking)
             if len(ids):
                 s["last_access"][ids] = now
                 s["access_count"][ids] += 1

@@ -87,6 +87,13 @@ class AscendingScores(KeepAll):
         ]
 
 
+class TiesByRow(KeepAll):
+    """Breaks score ties by storage order (lower row first) instead of the tie rule."""
+
+    def rank(self, scores, k, salt):
+        return self.topk(scores, k)
+
+
 class Unpicklable(KeepAll):
     def setup(self):
         self.hook = lambda x: x
@@ -123,6 +130,7 @@ def test_a_correct_policy_passes_every_check():
         (BatchSensitive, {"check_batched_equals_sequential"}),
         (AscendingScores, {"check_recall_contract"}),
         (Unpicklable, {"check_pickle_round_trip"}),
+        (TiesByRow, {"check_row_order_invariant"}),
     ],
 )
 def test_each_broken_policy_is_caught_by_the_right_check(cls, caught_by):
@@ -153,3 +161,16 @@ def test_expected_failures_name_known_checks():
     for (policy_id, check), reason in checks.EXPECTED_FAILURES.items():
         assert check in checks.CHECKS, check
         assert reason.strip(), (policy_id, check)
+
+
+def test_row_order_check_reverses_rows_but_not_statements_of_one_fact():
+    """Same-time episodes about different facts are reversed (the store's rows permute);
+    two statements of one fact keep their order (the later one is the current value)."""
+    from memsim.engine.events import Claim, Episode, Stream
+
+    def e(i, key):
+        return Episode(f"e{i}", 1.0, f"t{i}", (Claim(key, f"v{i}"),))
+
+    evs = (e(1, "a"), e(2, "b"), e(3, "a"), e(4, "c"), Query("q", 2.0, "?", keys=("a",)))
+    out = checks._reorder_same_time(Stream(evs, name="s", horizon=3.0))
+    assert [ev.id for ev in out.events] == ["e4", "e1", "e2", "e3", "q"]

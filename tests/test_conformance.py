@@ -7,37 +7,9 @@ import pytest
 from memsim.engine import checks, registry
 
 # Policies whose rankings still depend on storage order (issue 12: the engine may not name
-# policy ids, so they are declared here). Strict xfails like checks.EXPECTED_FAILURES.
-ROW_ORDER_KNOWN: dict[tuple[str, str], str] = {
-    ("pai", "check_row_order_invariant"): (
-        "pai's ingest depends on the order of same-time episodes (footprint 11 vs 10 at day "
-        "40.5 of the check stream) and its fused recall kernel breaks ties by lower row"
-    ),
-    ("actr", "check_row_order_invariant"): (
-        "reference policy added alongside issue 12: its recall still breaks ties by lower row "
-        "(not yet on Policy.rank)"
-    ),
-    ("ebisu", "check_row_order_invariant"): (
-        "reference policy added alongside issue 12: its recall still breaks ties by lower row "
-        "(not yet on Policy.rank)"
-    ),
-    ("fsrs", "check_row_order_invariant"): (
-        "reference policy added alongside issue 12: its recall still breaks ties by lower row "
-        "(not yet on Policy.rank)"
-    ),
-    ("generative-agents", "check_row_order_invariant"): (
-        "reference policy added alongside issue 12: its recall still breaks ties by lower row "
-        "(not yet on Policy.rank)"
-    ),
-    ("memorybank", "check_row_order_invariant"): (
-        "reference policy added alongside issue 12: its recall still breaks ties by lower row "
-        "(not yet on Policy.rank)"
-    ),
-    ("pai-code", "check_row_order_invariant"): "as pai (same ingest and recall kernel)",
-    ("izzie-code", "check_row_order_invariant"): (
-        "izzie's code variant ranks through its own path, which still breaks ties by lower row"
-    ),
-}
+# policy ids, so they are declared here). Strict xfails like checks.EXPECTED_FAILURES. Every
+# registered policy now passes check_row_order_invariant, so the table is empty.
+ROW_ORDER_KNOWN: dict[tuple[str, str], str] = {}
 KNOWN = {**checks.EXPECTED_FAILURES, **ROW_ORDER_KNOWN}
 
 

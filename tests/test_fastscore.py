@@ -136,6 +136,38 @@ def test_ties_go_to_the_lower_row():
 
 
 @pytest.mark.parametrize("floor", [0.20, -1.0])
+def test_tiebreak_equals_topk_with_the_tie_rule_even_when_the_bound_prunes(floor):
+    """With tie keys (recall's path), the fused answer is exactly ``topk(scores, k, keys)``:
+    duplicate rows tie within TIE_RTOL and go in key order, and a pruned row that would
+    join the tie at the cut brings the pruned candidates back (floor -1: the bound prunes)."""
+    rng = np.random.default_rng(4)
+    base = unit_rows(rng, 60)
+    X = np.tile(base, (40, 1))  # 2400 rows, 40 copies of each: wide ties at every score
+    n = len(X)
+    cols = columns(rng, n)
+    cols = dataclasses.replace(
+        cols,
+        importance=np.full(n, 5.0),
+        stability=np.ones(n),
+        last_access=np.full(n, np.nan),
+        created=np.zeros(n),
+        subject=np.zeros(n, np.int32),
+        insight=np.zeros(n, bool),
+    )
+    p = dataclasses.replace(P, cosine_floor=floor)
+    keys = rng.integers(0, 2**63, n).astype(np.uint64)
+    for qi in (3, 17, 41):
+        cos = X @ base[qi]
+        for k in (1, 10, 45):
+            scores = fs.pai_scores(cos, cols, 10.0, [], p)
+            want = topk(scores, k, keys)
+            got_ids, got_scores = fs.pai_topk_from_cos(cos, cols, 10.0, [], p, k, tiebreak=keys)
+            np.testing.assert_array_equal(got_ids, want)
+            np.testing.assert_array_equal(got_scores, np.minimum.accumulate(scores[want]))
+            assert not np.array_equal(want, topk(scores, k)) or k == 1
+
+
+@pytest.mark.parametrize("floor", [0.20, -1.0])
 def test_batch_equals_one_query_at_a_time(floor):
     rng = np.random.default_rng(4)
     n, B = 6000, 9

@@ -832,14 +832,25 @@ def test_s8_scripted_conversations_meet_the_four_turns_rule():
 def test_s3_reflect_loads_in_one_order_at_any_store_size():
     """§3 reflect "Load up to 200 active beliefs": below and above the limit the loaded
     beliefs come in creation order (v1 reversed the order above 200, so synthesis broke a
-    majority tie towards the superseded value on large stores)."""
+    majority tie towards the superseded value on large stores); beliefs created at one time
+    come in the seeded order of their identity, never their row (issue 12)."""
     pol = PersonalAI(PaiParams(reflect_limit=3), llm=FakeLLM())
-    pol.ingest([ep(f"e{i}", i, C(f"k.{i}", "v", sim=0.0, slot=i + 1)) for i in range(5)], 4.0)
+    for i in range(5):
+        pol.ingest([ep(f"e{i}", i, C(f"k.{i}", "v", sim=0.0, slot=i + 1))], float(i))
     pol.store["updated"][:] = [5.0, 1.0, 4.0, 3.0, 2.0]
     assert pol._reflect_rows(6.0).tolist() == [0, 2, 3]  # the 3 most recently updated
     pol.store["updated"][:] = [1.0, 2.0, 3.0, 4.0, 5.0]
     assert pol._reflect_rows(6.0).tolist() == [2, 3, 4]
     assert PersonalAI(PaiParams(reflect_limit=10), llm=FakeLLM())._reflect_rows(0.0).size == 0
+    # one batch at one time: the order is a permutation fixed by the seed, not the rows
+    same = PersonalAI(PaiParams(), llm=FakeLLM())
+    same.ingest([ep(f"e{i}", 4, C(f"k.{i}", "v", sim=0.0, slot=i + 1)) for i in range(5)], 4.0)
+    rev = PersonalAI(PaiParams(), llm=FakeLLM())
+    rev.ingest(
+        [ep(f"e{i}", 4, C(f"k.{i}", "v", sim=0.0, slot=i + 1)) for i in range(4, -1, -1)], 4.0
+    )
+    ids = [sorted(same.store.provenance[r]) for r in same._reflect_rows(5.0)]
+    assert ids == [sorted(rev.store.provenance[r]) for r in rev._reflect_rows(5.0)]
 
 
 class _ParaphraseSynth(FakeLLM):

@@ -379,8 +379,30 @@ def check_recall_contract(spec: Any, llm_factory: LLMFactory = default_llm) -> N
     assert answered, f"{_name(spec)}: no query returned any memory"
 
 
+def _reversed_keeping_statements(run: list[Any]) -> list[Any]:
+    """``run`` reversed, except that episodes stating the same fact key keep their relative
+    order: a later statement of a fact supersedes an earlier one at the same time, which
+    is the conversation's meaning, not storage order."""
+    rev = run[::-1]
+    slots: dict[tuple[str, ...], list[int]] = {}
+    for i, ev in enumerate(rev):
+        slots.setdefault(_fact_keys(ev), []).append(i)
+    out = list(rev)
+    for where in slots.values():
+        for slot, ev in zip(where, [rev[i] for i in where][::-1]):
+            out[slot] = ev
+    return out
+
+
+def _fact_keys(ev: Episode) -> tuple[str, ...]:
+    keys = tuple(sorted({c.key for c in ev.claims if c.key}))
+    return keys or (f"#{ev.id}",)  # no fact key: commutes with every other episode
+
+
 def _reorder_same_time(stream: Stream) -> Stream:
-    """The stream with every run of same-time episodes reversed (other events stay put)."""
+    """The stream with every run of same-time episodes reversed (other events stay put),
+    keeping the relative order of episodes that state the same fact key
+    (:func:`_reversed_keeping_statements`)."""
     evs = list(stream.events)
     out: list[Any] = []
     i = 0
@@ -394,7 +416,7 @@ def _reorder_same_time(stream: Stream) -> Stream:
         ):
             j += 1
         if j > i + 1:
-            out.extend(reversed(evs[i:j]))
+            out.extend(_reversed_keeping_statements(evs[i:j]))
             i = j
         else:
             out.append(evs[i])
