@@ -387,6 +387,7 @@ def test_default_modes_are_todays_behaviour():
         "resolution_error": 0.0,
         "chatter_confidence": -1.0,
         "fact_confidence_spread": 0.0,
+        "query_value": 0.0,
     }
     assert MockLLM(seed=0).config()["modes"] == Modes().to_dict()
 
@@ -467,6 +468,8 @@ def test_classification_mode_is_truth_plus_wrong_class_rate():
         ("resolution_error", -0.1),
         ("chatter_confidence", 2.0),
         ("entity_forms", 0),
+        ("query_value", 1.5),
+        ("query_value", -0.2),
     ],
 )
 def test_bad_modes_are_one_line_errors_naming_key_and_value(field, value):
@@ -477,3 +480,50 @@ def test_bad_modes_are_one_line_errors_naming_key_and_value(field, value):
         Modes(**{field: value})
     msg = str(exc.value)
     assert "\n" not in msg and field in msg and str(value) in msg
+
+
+def _value_stream():
+    from memsim.engine.events import Stream
+
+    evs = (
+        Episode("e1", 1.0, "city", (claim("owner.city", "Boston"),)),
+        Episode("e2", 2.0, "city", (claim("owner.city", "Denver"),)),
+        Query("q1", 3.0, "where do I live?", keys=("owner.city",)),
+        Query("q0", 0.5, "where do I live?", keys=("owner.city",)),
+    )
+    return Stream(tuple(sorted(evs, key=lambda e: e.time)), name="v", horizon=4.0)
+
+
+@pytest.mark.parametrize("qv", [0.0, 0.3, 1.0])
+def test_query_value_mode_moves_the_query_towards_the_current_value(qv):
+    """0: a question has the same cosine with every value of its fact (the key only); a
+    larger share of the current value's block puts the current value above a stale one,
+    by a margin growing with the share; a query asked before the fact was stated, or
+    one the stream does not hold, carries no value."""
+    from memsim.engine.truth import GroundTruth
+
+    stream = _value_stream()
+    m = _mock(query_value=qv)
+    m.bind_truth(GroundTruth(stream))
+    mem = m.embed([claim("owner.city", "Boston"), claim("owner.city", "Denver")], ["x1", "x2"])
+    q1 = next(e for e in stream.events if getattr(e, "id", "") == "q1")
+    v = m.embed_query(q1)
+    stale, current = (mem.vectors @ v).tolist()
+    plain = _mock().embed_query(q1)
+    gap0 = float((mem.vectors @ plain)[1] - (mem.vectors @ plain)[0])
+    if qv == 0.0:
+        np.testing.assert_array_equal(v, plain)
+    else:
+        assert current - stale > gap0 + 0.1 * qv
+    if qv == 1.0:  # as specific as a statement of the fact: about the paraphrase band
+        assert current > 0.85 > stale
+    q0 = next(e for e in stream.events if getattr(e, "id", "") == "q0")
+    np.testing.assert_array_equal(m.embed_query(q0), plain)  # nothing stated yet
+    probe = Query("probe", 3.0, "?", keys=("owner.city",))
+    np.testing.assert_array_equal(m.embed_query(probe), plain)
+
+
+def test_query_value_mode_needs_the_truth_bound():
+    q = Query("q1", 3.0, "where?", keys=("owner.city",))
+    with pytest.raises(RuntimeError, match="modes.query_value=0.5 needs the stream's truth"):
+        _mock(query_value=0.5).embed_query(q)

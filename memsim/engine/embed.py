@@ -150,8 +150,16 @@ class ClaimsEmbedder:
             out[i] = self.vector(c.key, c.value, ik)
         return out
 
-    def embed_query(self, keys: Iterable[str]) -> np.ndarray:
-        """Unit float32 query vector: normalized sum of each key's topic and key blocks."""
+    def embed_query(
+        self,
+        keys: Iterable[str],
+        values: dict[str, str] | None = None,
+        value_weight: float = 0.0,
+    ) -> np.ndarray:
+        """Unit float32 query vector: normalized sum of each key's topic and key blocks,
+        plus ``value_weight`` times the value block of ``values[key]`` where given (a
+        question that carries the current value, e.g. "is it still Denver?"; 1 is a
+        question as specific as a statement of the fact, 0 the key alone)."""
         keys = list(keys)
         if not keys:
             raise ValueError("ClaimsEmbedder.embed_query needs at least one key")
@@ -162,6 +170,12 @@ class ClaimsEmbedder:
             for i, (role, name) in enumerate((("topic", topic), ("key", key))):
                 lo, hi = self._blocks[i]
                 acc[lo:hi] += w[i] * self._block_vector(i, role, name)
+            value = (values or {}).get(key)
+            if value is not None and value_weight > 0.0:
+                lo, hi = self._blocks[2]
+                acc[lo:hi] += (
+                    value_weight * w[2] * self._block_vector(2, "value", key + _SEP + value)
+                )
         return (acc / np.linalg.norm(acc)).astype(np.float32)
 
 

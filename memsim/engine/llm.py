@@ -146,6 +146,13 @@ class Modes(Params):
     fact_confidence_spread: float = param(
         0.0, lo=0.0, hi=1.0, doc="std of noise added to the extraction confidence of facts"
     )
+    query_value: float = param(
+        0.0,
+        lo=0.0,
+        hi=1.0,
+        doc="how much of the asked fact's current value a query embedding carries (0: the "
+        "key only; 1: as much as a statement of the fact)",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()

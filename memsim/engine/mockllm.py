@@ -134,6 +134,7 @@ class MockLLM:
         # plain text (streams without claims, e.g. LoCoMo): see memsim.engine.embed.TEXT_EMBEDDERS
         self.text_embedder_name = text_embedder
         self.text_embedder = make_text_embedder(text_embedder, self.dim, self.seed)
+        self._truth: Any = None  # bound by bind_truth (modes.query_value only)
 
     def config(self) -> dict[str, Any]:
         """Everything that determines this mock's answers (for result manifests)."""
@@ -238,14 +239,42 @@ class MockLLM:
             out[text_rows] = self.text_embedder.embed(texts)
         return Embedded(vectors=out, ok=ok)
 
+    def bind_truth(self, truth: Any) -> None:
+        """Give the mock the stream's ground truth (memsim.engine.truth.GroundTruth), which
+        ``modes.query_value`` reads: the current value of each asked key at the query. The
+        mock stands in for the user who asks, so it may know what they know; policies
+        only ever see the resulting vector."""
+        self._truth = truth
+
     def embed_query(self, query: Query) -> np.ndarray | None:
-        """From the query's keys (topic + key blocks only) if it has any, else its text."""
+        """From the query's keys (topic + key blocks, plus ``modes.query_value`` of the
+        current value's block when the truth is bound) if it has any, else its text."""
         if self._fires(self.faults.embed_fail, "embed_query_fail", query.id):
             return None
         if query.keys:
+            qv = self.modes.query_value
+            if qv > 0.0:
+                if self._truth is None:
+                    raise RuntimeError(
+                        f"modes.query_value={qv!r} needs the stream's truth: call "
+                        "MockLLM.bind_truth(GroundTruth(stream)) before the run"
+                    )
+                current = self._current_values(query)
+                return self.claims_embedder.embed_query(query.keys, current, qv)
             return self.claims_embedder.embed_query(query.keys)
         row: np.ndarray = self.text_embedder.embed([query.text])[0]
         return row
+
+    def _current_values(self, query: Query) -> dict[str, str]:
+        """The asked keys' current values; none for a query the stream does not hold (a
+        policy's own probe) or one asked before its key was ever stated."""
+        from .errors import UnknownIdError
+
+        try:
+            values: dict[str, str] = self._truth.current_values(query.id)
+        except UnknownIdError:
+            return {}
+        return values
 
     # -- classify --------------------------------------------------------------
     def classify(

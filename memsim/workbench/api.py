@@ -128,6 +128,9 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
     stream = _load_stream(d.scenario, d.seed)
     meta = dict(stream.meta)
     llm = build_llm(d.seed, meta, dict(d.llm))
+    gt = truth.GroundTruth(stream)
+    if hasattr(llm, "bind_truth"):
+        llm.bind_truth(gt)  # the mock plays the asking user (modes.query_value)
     spec = registry.spec(d.policy)
     params = spec.load().Params()
     if d.params:
@@ -136,7 +139,6 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
     if isinstance(footprint, pd.DataFrame):
         footprint = list(zip(footprint["time"].tolist(), footprint["retrievable"].tolist()))
     trace = runner.run(policy, stream, footprint=footprint, progress=show_progress(progress))
-    gt = truth.GroundTruth(stream)
     queries = metrics.evaluate(trace, gt)
     queries.insert(0, "seed", d.seed)
     queries.insert(0, "scenario", d.scenario)
