@@ -26,7 +26,7 @@ RECENCY = PolicySpec(
 )
 PAI = PolicySpec(
     "pai",
-    2,
+    3,
     "policies.pai:PersonalAI",
     seed_document="000_ec17278fb0252727.txt",
     description=(
@@ -77,7 +77,7 @@ COSMO = PolicySpec(
 # -- reference memory models beside the seeds (issue 14): published models, no seed document
 ACTR = PolicySpec(
     "actr",
-    1,
+    2,
     "policies.actr:ACTR",
     seed_document="",
     description="reference: ACT-R base-level activation (Anderson & Schooler 1991; Pavlik & "
@@ -86,7 +86,7 @@ ACTR = PolicySpec(
 )
 FSRS = PolicySpec(
     "fsrs",
-    1,
+    2,
     "policies.fsrs6:FSRS",
     seed_document="",
     description="reference: FSRS-6 (fsrs package 6.3.2 default parameters), every review Good",
@@ -94,7 +94,7 @@ FSRS = PolicySpec(
 )
 EBISU = PolicySpec(
     "ebisu",
-    1,
+    2,
     "policies.ebisu_model:Ebisu",
     seed_document="",
     description="reference: Ebisu 2 (ebisu package 2.2.0), Beta prior on recall at a "
@@ -103,7 +103,7 @@ EBISU = PolicySpec(
 )
 MEMORYBANK = PolicySpec(
     "memorybank",
-    1,
+    2,
     "policies.memorybank:MemoryBank",
     seed_document="",
     description="reference: MemoryBank (Zhong et al. AAAI 2024), Ebbinghaus R = exp(-t/S), "
@@ -112,7 +112,7 @@ MEMORYBANK = PolicySpec(
 )
 GENERATIVE_AGENTS = PolicySpec(
     "generative-agents",
-    1,
+    2,
     "policies.generative_agents:GenerativeAgents",
     seed_document="",
     description="reference: Generative Agents (Park et al. 2023), min-max normalized "
@@ -124,7 +124,7 @@ GENERATIVE_AGENTS = PolicySpec(
 # behaves where that departs from its document; only the constants the facts name differ.
 PAI_CODE = PolicySpec(
     "pai-code",
-    1,
+    2,
     "policies.pai:PersonalAICode",
     seed_document="000_ec17278fb0252727.txt",
     description="Personal AI as built: insight-type beliefs weighted x0.8 (document: x0.5)",
@@ -133,7 +133,7 @@ PAI_CODE = PolicySpec(
 )
 IZZIE_CODE = PolicySpec(
     "izzie-code",
-    1,
+    2,
     "policies.izzie:IzzieCode",
     seed_document="003_29547c4578628b7b.txt",
     description="Izzie as built: importance slows the decay rate; result limit before the "

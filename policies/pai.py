@@ -732,17 +732,21 @@ class PersonalAI(Policy[PaiParams]):
 
     def _text_search(self, query: Query) -> Ranking:
         """searchBeliefs() FTS5 fallback: active beliefs ranked by how many distinct query
-        words their statement holds (ties: newer row first). No access recording."""
+        words their statement holds; beliefs sharing no word are not returned. 000 states
+        no order among equal matches, so ties take the default rule (the seeded order of
+        memory identity). (pai v2 put newer rows first: with one shared word, the asked
+        subject's name, that made the fallback a recency ranker, and pai kept recall 0.47
+        on churn with every embedding failing while each other policy fell to 0.)
+        No access recording."""
+        s = self.store
         words = _tokens(query.text)
-        active = np.flatnonzero(self.store.mask())
-        hits = [(len(words & self._tokens[r]), int(r)) for r in active.tolist()]
-        hits = [h for h in hits if h[0] > 0]
-        hits.sort(key=lambda h: (-h[0], -h[1]))
-        hits = hits[: query.k]
-        return Ranking(
-            np.array([r for _, r in hits], dtype=np.int64),
-            np.array([float(c) for c, _ in hits], dtype=np.float64),
-        )
+        count = np.full(s.n, -np.inf)
+        for r in np.flatnonzero(s.mask()).tolist():
+            c = len(words & self._tokens[r])
+            if c > 0:
+                count[r] = float(c)
+        ids = kernels.topk(count, query.k, s.tie_keys(f"{self.seed}:{query.id}"))
+        return Ranking(ids, count[ids])
 
     # -- §3 maintenance ------------------------------------------------------------------
     def maintain(self, now: float, jobs: Sequence[str]) -> list[Outcome]:

@@ -493,7 +493,8 @@ def _assemble(
                 _QUERY(
                     f"q{q_no:05d}",
                     t,
-                    f"what is {subj}'s {surface[f]}?",
+                    # the user names themself "my", another person by name
+                    f"what is {'my' if subj == 'owner' else subj + chr(39) + 's'} {surface[f]}?",
                     (fact_key[f],),
                     (),
                     p.k,

@@ -93,7 +93,7 @@ def test_malformed_scenario_file_names_file_path_and_value(tmp_path):
 
 def test_list_and_run_work(tmp_path):
     r = _cli("list")
-    assert r.returncode == 0 and "pai-v2" in r.stdout and "scripted/name-preference" in r.stdout
+    assert r.returncode == 0 and "pai-v3" in r.stdout and "scripted/name-preference" in r.stdout
     r = _cli(
         "run",
         "--policy",

@@ -460,6 +460,23 @@ def test_s2_embedding_failure_uses_text_search_fallback_without_access():
     assert pol.store["access_count"][0] == 0
 
 
+def test_s2_text_search_ties_follow_the_tie_rule_not_the_newest_row():
+    """Equal keyword matches (000 states no order) go in the seeded order of memory
+    identity: the same answer whichever belief was stored first (pai v2 put the newest row
+    first, a recency ranking in disguise when a question shares only a name)."""
+
+    def answer(order):
+        pol = PersonalAI(llm=mock())
+        for i in order:
+            pol.ingest([ep(f"e{i}", 0, Claim(f"maria.k{i}", f"v{i}", subject="maria"))], 0.0)
+        pol.llm = FakeLLM(query_fails=True)
+        r = pol.recall([Query("q", 1, "what is maria's plan?", keys=("maria.k0",), k=3)], 1.0)[0]
+        return [sorted(pol.store.provenance[i]) for i in r.ids.tolist()]
+
+    fwd, rev = answer(range(6)), answer(range(5, -1, -1))
+    assert fwd == rev and len(fwd) == 3
+
+
 def test_s2_batched_queries_equal_one_by_one():
     def build():
         pol = PersonalAI(llm=mock())

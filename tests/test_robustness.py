@@ -85,3 +85,59 @@ def test_conclusions_table_reads_paired_query_effects():
     assert t["conclusion"].iloc[0] == "a has higher recall@10 than b on churn"
     t = conclusions_table(_frames({"default": 0.2, "x": -0.1, "y": 0.3}), (("recall", None),))
     assert t["verdict"].tolist() == [FRAGILE] and t["broken_by"].iloc[0] == "x"
+
+
+def test_queries_pair_within_a_seed_when_seeds_are_pooled():
+    """Query ids repeat across seeds: the paired difference must match (seed, query)."""
+    rows = []
+    for seed, d in ((0, 0.3), (1, 0.3)):
+        for i in range(30):
+            base = 0.1 + 0.02 * i
+            rows += [
+                {"policy": "a", "seed": seed, "query_id": f"q{i}", "recall": base + d},
+                {"policy": "b", "seed": seed, "query_id": f"q{i}", "recall": base},
+            ]
+    pq = pd.DataFrame(rows).assign(scenario="synthetic:churn")
+    runs = pd.DataFrame({"policy": ["a", "b"] * 2, "scenario": "synthetic:churn"})
+    t = conclusions_table({"default": (pq, runs)}, (("recall", None),))
+    assert t["verdict"].tolist() == [ROBUST]
+    assert abs(t["default_effect"].iloc[0] - 0.3) < 1e-12
+
+
+def test_run_metrics_use_their_margins():
+    """Noise retention: an absolute margin of 0.05; footprint: 5% of the larger one."""
+    from memsim.workbench.robustness import _run_effect
+
+    runs = pd.DataFrame(
+        {
+            "policy": ["a", "b", "a", "b"],
+            "seed": [0, 0, 1, 1],
+            "noise_retention": [0.20, 0.30, 0.20, 0.22],  # means 0.20 vs 0.26
+            "footprint_mean": [960.0, 1000.0, 960.0, 1000.0],  # 4% smaller
+        }
+    )
+    e = _run_effect(runs, "a", "b", "noise_retention")
+    assert e.significant and abs(e.diff - 0.06) < 1e-12
+    e = _run_effect(runs, "a", "b", "footprint_mean")
+    assert not e.significant and e.diff == 40.0
+    runs.loc[runs["policy"] == "a", "footprint_mean"] = 900.0
+    assert _run_effect(runs, "a", "b", "footprint_mean").significant
+
+
+def test_end_to_end_on_a_tiny_stream(tmp_path):
+    """Two baselines, two seeds, two modes: every conclusion gets a verdict, the report and
+    figure are written."""
+    from memsim.workbench.robustness import plot, robustness, write_report
+
+    scen = "synthetic:churn,episodes=200,queries=30,facts=20,horizon=30"
+    grid = [("default", {}), ("query_value=0.5", {"modes.query_value": 0.5})]
+    t = robustness(["keep-all", "recency"], [scen], grid, seeds=[0, 1])
+    assert set(t["verdict"]) <= {ROBUST, FRAGILE, NEVER} and len(t) == 4
+    assert t.attrs["seeds"] == [0, 1]
+    rec = t[t["metric"] == "recall"].iloc[0]
+    assert np.isfinite(rec["mode:default"]) and np.isfinite(rec["mode:query_value=0.5"])
+    write_report(t, tmp_path / "r.md", tmp_path / "r.png", command="memsim robustness ...")
+    plot(t, tmp_path / "r.png")
+    assert (tmp_path / "r.png").stat().st_size > 0
+    text = (tmp_path / "r.md").read_text()
+    assert "seeds: [0, 1]" in text and "| all |" in text

@@ -410,14 +410,24 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
 
 
 def cmd_robustness(args: argparse.Namespace) -> int:
-    from .robustness import DEFAULT_SCENARIOS, FRAGILE, ROBUST, plot, robustness, write_report
+    from .robustness import (
+        DEFAULT_SCENARIOS,
+        FRAGILE,
+        ROBUST,
+        default_grid,
+        plot,
+        robustness,
+        small_grid,
+        write_report,
+    )
 
     policies = _csv(args.policies) if args.policies and args.policies != "all" else None
     scenarios = split_specs(args.scenarios) if args.scenarios else list(DEFAULT_SCENARIOS)
     table = robustness(
         policies,
         scenarios,
-        seed=args.seed,
+        default_grid() if args.grid == "default" else small_grid(),
+        seeds=_seeds(args.seeds),
         jobs=args.jobs,
         root=args.cache,
         progress="always" if args.progress else not args.quiet,
@@ -426,7 +436,9 @@ def cmd_robustness(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     fig = out.with_suffix(".png")
     plot(table, fig)
-    write_report(table, out, fig if fig.exists() else None)
+    command = f"memsim robustness --policies {args.policies} --seeds {args.seeds}"
+    command += f" --grid {args.grid}" + (f" --scenarios {args.scenarios}" if args.scenarios else "")
+    write_report(table, out, fig if fig.exists() else None, command=command)
     table.to_csv(out.with_suffix(".csv"), index=False)
     for v in (ROBUST, FRAGILE):
         print(f"{v}: {int((table['verdict'] == v).sum())}")
@@ -578,8 +590,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("robustness", help="which pairwise conclusions survive other mock-LLM modes")
     s.add_argument("--policies", default="all", help="comma list or 'all'")
-    s.add_argument("--scenarios", help="scenario specs (default synthetic:churn, synthetic:noisy)")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--scenarios", help="scenario specs (default the four synthetic profiles)")
+    s.add_argument("--seeds", default="0", help="comma list or START:STOP (default 0)")
+    s.add_argument(
+        "--grid",
+        choices=("default", "small"),
+        default="default",
+        help="default: one factor at a time plus a 2x2x2 core; small: one factor at a time",
+    )
     s.add_argument("--jobs", type=int, default=1, help="parallel processes")
     s.add_argument("--out", default="results/robustness.md", help="report (also .csv, .png)")
     s.add_argument("--cache", help="results root for per-run files (resumable)")

@@ -11,8 +11,9 @@ full-factorial core. Every pairwise conclusion ("A has higher recall@10 than B o
 * **never significant**: significant in no mode.
 
 Significance: for a query metric, the 95% paired bootstrap CI of the per-query difference
-(same query, same stream) excludes 0; for a run metric (noise retention, one number per
-run) the difference is at least :data:`RUN_MARGIN` (a stated margin, not a test).
+(same query, same stream and seed, pooled over seeds) excludes 0; for a run metric (one
+number per run, averaged over seeds) the difference is at least its stated margin
+(:data:`RUN_MARGINS`: a margin, not a test).
 """
 
 from __future__ import annotations
@@ -30,34 +31,62 @@ from memsim.engine.errors import ParamError
 
 ROBUST, FRAGILE, NEVER = "robust", "fragile", "never significant"
 RUN_MARGIN = 0.05  # noise retention: a difference of 5 points counts as a real difference
-DEFAULT_SCENARIOS = ("synthetic:churn", "synthetic:noisy")
+# run metrics: (kind, margin); "abs": |A - B| >= margin, "rel": |A - B| >= margin x max(A, B)
+RUN_MARGINS: dict[str, tuple[str, float]] = {
+    "noise_retention": ("abs", RUN_MARGIN),
+    "footprint_mean": ("rel", 0.05),
+    "footprint_final": ("rel", 0.05),
+}
+# the four synthetic profiles of the standard suite
+DEFAULT_SCENARIOS = ("synthetic:steady", "synthetic:churn", "synthetic:noisy", "synthetic:longgap")
 # (metric, scenario prefix) the conclusions are drawn on; None: every scenario
-DEFAULT_CONCLUSIONS = (("recall", None), ("noise_retention", "synthetic:noisy"))
+DEFAULT_CONCLUSIONS = (
+    ("recall", None),
+    ("stale", None),
+    ("needed_forgotten", None),
+    ("noise_retention", "synthetic:noisy"),
+    ("footprint_mean", None),
+)
 
 
 def default_grid() -> list[tuple[str, dict[str, Any]]]:
-    """(label, --llm overrides): defaults, one factor at a time, and a 2x2 core
-    (synthesis x chatter confidence) whose corners are not already in the list."""
+    """(label, --llm overrides): defaults, one factor at a time (every mode of
+    docs/mock-llm.md and the embedder's paraphrase spread), and a 2x2x2 core (synthesis x
+    chatter confidence x query value) whose corners are not already in the list."""
     ofat: list[tuple[str, dict[str, Any]]] = [
         ("default", {}),
         ("synthesis=latest", {"modes.synthesis": "latest"}),
         ("synthesis=first", {"modes.synthesis": "first"}),
+        ("synthesis=all", {"modes.synthesis": "all"}),
         ("summary=first", {"modes.summary": "first"}),
+        ("summary=latest", {"modes.summary": "latest"}),
         ("entity_forms=2", {"modes.entity_forms": 2}),
+        ("resolution_error=0.1", {"modes.resolution_error": 0.1}),
         ("chatter_confidence=0.9", {"modes.chatter_confidence": 0.9}),
+        ("fact_confidence_spread=0.2", {"modes.fact_confidence_spread": 0.2}),
+        ("query_value=0.3", {"modes.query_value": 0.3}),
         ("wrong_class=0.1", {"faults.wrong_class": 0.1}),
+        ("spread=2", {"bands.spread": 2.0}),
     ]
     seen = {tuple(sorted(o.items())) for _, o in ofat}
     core = []
-    for syn, chat in itertools.product(("majority", "first"), (-1.0, 0.9)):
+    for syn, chat, qv in itertools.product(("majority", "first"), (-1.0, 0.9), (0.0, 0.3)):
         o: dict[str, Any] = {}
         if syn != "majority":
             o["modes.synthesis"] = syn
         if chat != -1.0:
             o["modes.chatter_confidence"] = chat
+        if qv != 0.0:
+            o["modes.query_value"] = qv
         if tuple(sorted(o.items())) not in seen:
-            core.append((f"synthesis={syn}+chatter_confidence={chat:g}", o))
+            label = f"synthesis={syn}+chatter_confidence={chat:g}+query_value={qv:g}"
+            core.append((label, o))
     return ofat + core
+
+
+def small_grid() -> list[tuple[str, dict[str, Any]]]:
+    """The default mode and one factor at a time without the core (a quick look)."""
+    return [(label, o) for label, o in default_grid() if "+" not in label]
 
 
 @dataclass(frozen=True)
@@ -88,7 +117,8 @@ def verdict(effects: Mapping[str, Effect]) -> tuple[str, int, list[str]]:
 def _paired_effect(per_query: pd.DataFrame, a: str, b: str, metric: str, better: str) -> Effect:
     from .api import bootstrap_ci
 
-    wide = per_query.pivot_table(index="query_id", columns="policy", values=metric, aggfunc="first")
+    index = ["seed", "query_id"] if "seed" in per_query else "query_id"
+    wide = per_query.pivot_table(index=index, columns="policy", values=metric, aggfunc="first")
     if a not in wide or b not in wide:
         return Effect(float("nan"), False)
     both = wide[[a, b]].dropna()
@@ -125,13 +155,15 @@ def conclusions_table(
                             pq[pq["scenario"] == scen], a, b, metric, better
                         )
                     else:
-                        r = runs[runs["scenario"] == scen].set_index("policy")[metric]
-                        d = float(r.get(a, np.nan) - r.get(b, np.nan))
-                        d *= 1.0 if better == "higher" else -1.0
-                        effects[mode] = Effect(d, bool(np.isfinite(d) and abs(d) >= RUN_MARGIN))
+                        effects[mode] = _run_effect(runs[runs["scenario"] == scen], a, b, metric)
                 v, sign, broken = verdict(effects)
                 win, lose = (a, b) if sign >= 0 else (b, a)
                 default = effects.get("default", next(iter(effects.values())))
+                flipped = [
+                    m
+                    for m in broken
+                    if effects[m].significant and np.sign(effects[m].diff) == -sign
+                ]
                 rows.append(
                     {
                         "metric": metric,
@@ -140,6 +172,8 @@ def conclusions_table(
                         "verdict": v,
                         "default_effect": default.diff * (sign if sign else 1),
                         "broken_by": ", ".join(broken),
+                        "flipped_by": ", ".join(flipped),
+                        "weak_in": ", ".join(m for m in broken if m not in flipped),
                         **{f"mode:{m}": e.diff * (sign if sign else 1) for m, e in effects.items()},
                         **{f"sig:{m}": e.significant for m, e in effects.items()},
                     }
@@ -147,10 +181,29 @@ def conclusions_table(
     return pd.DataFrame(rows)
 
 
+def _run_effect(runs: pd.DataFrame, a: str, b: str, metric: str) -> Effect:
+    """A run metric: the seed mean of A minus B (oriented), significant when it clears the
+    metric's margin (:data:`RUN_MARGINS`)."""
+    from memsim.engine.metrics import METRICS
+
+    r = runs.groupby("policy")[metric].mean()
+    va, vb = float(r.get(a, np.nan)), float(r.get(b, np.nan))
+    d = (va - vb) * (1.0 if METRICS[metric].better == "higher" else -1.0)
+    kind, margin = RUN_MARGINS.get(metric, ("abs", RUN_MARGIN))
+    need = margin * max(abs(va), abs(vb)) if kind == "rel" else margin
+    return Effect(d, bool(np.isfinite(d) and abs(d) >= need and abs(d) > 0))
+
+
 def _sentence(a: str, b: str, metric: str, scenario: str) -> str:
     name = scenario.split(":", 1)[-1]
     if metric == "noise_retention":
         return f"{a} keeps less noise than {b} on {name}"
+    if metric == "stale":
+        return f"{a} returns fewer stale memories (stale@10) than {b} on {name}"
+    if metric == "needed_forgotten":
+        return f"{a} forgets less of what is needed than {b} on {name}"
+    if metric.startswith("footprint"):
+        return f"{a} keeps a smaller footprint than {b} on {name}"
     return f"{a} has higher {metric}@10 than {b} on {name}"
 
 
@@ -159,10 +212,11 @@ def robustness(
     scenarios: Sequence[str] = DEFAULT_SCENARIOS,
     grid: Sequence[tuple[str, Mapping[str, Any]]] | None = None,
     *,
-    seed: int = 0,
+    seeds: Sequence[int] = (0,),
     jobs: int = 1,
     root: str | Path | None = None,
     progress: bool | str = False,
+    conclusions: Sequence[tuple[str, str | None]] = DEFAULT_CONCLUSIONS,
 ) -> pd.DataFrame:
     """Run the comparison under every mode of ``grid`` (default :func:`default_grid`) and
     classify every pairwise conclusion; see the module docstring."""
@@ -178,7 +232,7 @@ def robustness(
     defs: list[Any] = []
     spans: list[tuple[str, int, int]] = []
     for label, overrides in modes:
-        d = run_defs(pols, scenarios, [seed], None, dict(overrides))
+        d = run_defs(pols, scenarios, list(seeds), None, dict(overrides))
         spans.append((label, len(defs), len(defs) + len(d)))
         defs.extend(d)
     results = run_grid(defs, root=root, jobs=jobs, progress=progress)
@@ -189,69 +243,116 @@ def robustness(
             pd.concat([r.queries for r in rs], ignore_index=True),
             pd.DataFrame([r.summary for r in rs]),
         )
-    table = conclusions_table(frames)
+    table = conclusions_table(frames, conclusions)
     table.attrs["modes"] = modes
+    table.attrs["seeds"] = list(seeds)
+    table.attrs["scenarios"] = list(scenarios)
     return table
 
 
-def write_report(table: pd.DataFrame, path: str | Path, figure: str | Path | None = None) -> None:
-    """results/robustness.md: the grid, the verdict counts, every conclusion."""
+def write_report(
+    table: pd.DataFrame, path: str | Path, figure: str | Path | None = None, command: str = ""
+) -> None:
+    """results/robustness.md: the set-up, the verdict counts per metric, every robust and
+    fragile conclusion (fragile ones with the modes that flip them and those where they
+    are not significant)."""
     modes = table.attrs.get("modes", [])
+    seeds = table.attrs.get("seeds", [])
+    scenarios = table.attrs.get("scenarios", [])
+    margins = ", ".join(
+        f"{m} {'x ' if k == 'rel' else ''}{v:g}{' of the larger' if k == 'rel' else ''}"
+        for m, (k, v) in RUN_MARGINS.items()
+    )
     lines = [
         "# Robustness of the standard comparison to the mock LLM and generator",
         "",
-        "Generated by `memsim robustness` (memsim/workbench/robustness.py). Each mode reruns "
-        "every policy on the scenarios below; a conclusion is *robust* when it is significant "
-        "with the same sign in every mode, *fragile* when some mode makes it insignificant or "
-        "flips it (listed), *never significant* otherwise. Query metrics: 95% paired "
-        f"bootstrap CI; noise retention: a difference of at least {RUN_MARGIN:g}.",
+        "Generated by `memsim robustness` (memsim/workbench/robustness.py)"
+        + (f": `{command}`" if command else "")
+        + ". Each mode reruns every policy on the scenarios below; a conclusion is *robust* "
+        "when it is significant with the same sign in every mode, *fragile* when some mode "
+        "makes it insignificant or flips it (listed), *never significant* otherwise. Query "
+        "metrics: 95% paired bootstrap CI of the per-query difference, queries pooled over "
+        f"seeds; run metrics (seed means): a difference of at least the margin ({margins}).",
         "",
-        "Modes: " + "; ".join(f"`{label}`" for label, _ in modes),
+        f"Scenarios: {', '.join(f'`{x}`' for x in scenarios)}; seeds: {seeds}.",
         "",
-        "| verdict | conclusions |",
-        "| --- | --- |",
-    ]
-    for v in (ROBUST, FRAGILE, NEVER):
-        lines.append(f"| {v} | {int((table['verdict'] == v).sum())} |")
-    lines += [
+        "Modes (`--llm` overrides, docs/mock-llm.md): "
+        + "; ".join(f"`{label}`" for label, _ in modes),
         "",
-        "| conclusion | verdict | effect (default) | broken by |",
+        "| metric | robust | fragile | never significant |",
         "| --- | --- | --- | --- |",
     ]
-    order = {ROBUST: 0, FRAGILE: 1, NEVER: 2}
-    t = table.assign(_o=table["verdict"].map(order)).sort_values(["_o", "metric", "scenario"])
-    for _, r in t.iterrows():
-        if r["verdict"] == NEVER:
-            continue
-        lines.append(
-            f"| {r['conclusion']} | {r['verdict']} | {r['default_effect']:+.3f} | "
-            f"{r['broken_by'] or '-'} |"
-        )
+    for metric, t in table.groupby("metric", sort=False):
+        n = {v: int((t["verdict"] == v).sum()) for v in (ROBUST, FRAGILE, NEVER)}
+        lines.append(f"| {metric} | {n[ROBUST]} | {n[FRAGILE]} | {n[NEVER]} |")
+    n = {v: int((table["verdict"] == v).sum()) for v in (ROBUST, FRAGILE, NEVER)}
+    lines.append(f"| all | {n[ROBUST]} | {n[FRAGILE]} | {n[NEVER]} |")
     if figure is not None:
         lines += ["", f"![robustness]({Path(figure).name})"]
+    order = {ROBUST: 0, FRAGILE: 1, NEVER: 2}
+    t = table.assign(_o=table["verdict"].map(order)).sort_values(
+        ["_o", "metric", "scenario"], kind="stable"
+    )
+    for v in (ROBUST, FRAGILE):
+        sub = t[t["verdict"] == v]
+        lines += ["", f"## {v.capitalize()} ({len(sub)})", ""]
+        if v == ROBUST:
+            lines += ["| conclusion | effect (default) |", "| --- | --- |"]
+            for _, r in sub.iterrows():
+                lines.append(f"| {r['conclusion']} | {r['default_effect']:+.3f} |")
+        else:
+            lines += [
+                "| conclusion | effect (default) | flipped by | not significant in |",
+                "| --- | --- | --- | --- |",
+            ]
+            for _, r in sub.iterrows():
+                lines.append(
+                    f"| {r['conclusion']} | {r['default_effect']:+.3f} | "
+                    f"{r.get('flipped_by', '') or '-'} | {r.get('weak_in', '') or '-'} |"
+                )
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def plot(table: pd.DataFrame, path: str | Path) -> None:
-    """Heatmap: conclusions (robust and fragile) x modes, colour = signed effect, hatched
-    where not significant."""
+    """Two panels: verdict counts per metric (stacked bars), and per mode how many of the
+    conclusions significant in the default mode it flips or makes insignificant."""
     import matplotlib.pyplot as plt
 
-    t = table[table["verdict"] != NEVER]
-    mode_cols = [c for c in t.columns if c.startswith("mode:")]
-    if t.empty or not mode_cols:
+    mode_cols = [c for c in table.columns if c.startswith("mode:")]
+    if table.empty or not mode_cols:
         return
-    vals = t[mode_cols].to_numpy(dtype=float)
-    sig = t[[c.replace("mode:", "sig:", 1) for c in mode_cols]].to_numpy(dtype=bool)
-    lim = float(np.nanmax(np.abs(vals))) or 1.0
-    fig, ax = plt.subplots(figsize=(2 + 0.6 * len(mode_cols), 1 + 0.22 * len(t)))
-    ax.imshow(np.where(sig, vals, 0.0), cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto")
-    for i, j in zip(*np.nonzero(~sig)):
-        ax.text(j, i, "·", ha="center", va="center", fontsize=8)
-    ax.set_xticks(range(len(mode_cols)), [c[5:] for c in mode_cols], rotation=60, ha="right")
-    ax.set_yticks(range(len(t)), [f"{c} [{v}]" for c, v in zip(t["conclusion"], t["verdict"])])
-    ax.tick_params(labelsize=6)
-    ax.set_title("effect of each conclusion per mode (blue: holds; dot: not significant)")
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(12, 1.5 + 0.28 * len(mode_cols)), gridspec_kw={"width_ratios": [1, 1.6]}
+    )
+    metrics = list(dict.fromkeys(table["metric"]))
+    colours = {ROBUST: "#2b7bb9", FRAGILE: "#f0a030", NEVER: "#bbbbbb"}
+    bottom = np.zeros(len(metrics))
+    for v in (ROBUST, FRAGILE, NEVER):
+        n = np.array(
+            [int(((table["metric"] == m) & (table["verdict"] == v)).sum()) for m in metrics]
+        )
+        left.bar(metrics, n, bottom=bottom, color=colours[v], label=v)
+        bottom += n
+    left.set_ylabel("pairwise conclusions")
+    left.set_title("verdicts per metric")
+    left.tick_params(axis="x", rotation=30, labelsize=8)
+    left.legend(fontsize=8)
+    held = table[table["sig:default"].astype(bool)] if "sig:default" in table else table
+    labels = [c[5:] for c in mode_cols if c != "mode:default"]
+    flips, weak = [], []
+    for label in labels:
+        sig = held[f"sig:{label}"].astype(bool)
+        same = np.sign(held[f"mode:{label}"]) == np.sign(held["mode:default"])
+        flips.append(int((sig & ~same).sum()))
+        weak.append(int((~sig).sum()))
+    y = np.arange(len(labels))
+    right.barh(y, flips, color="#c0392b", label="flipped (significant, other sign)")
+    right.barh(y, weak, left=flips, color="#f0a030", label="no longer significant")
+    right.set_yticks(y, labels, fontsize=8)
+    right.invert_yaxis()
+    right.set_xlabel(f"of the {len(held)} conclusions significant in the default mode")
+    right.set_title("what each mode breaks")
+    right.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
