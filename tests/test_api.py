@@ -89,6 +89,15 @@ def test_unknown_ids_and_bad_overrides_are_clear():
         api.build_llm(0, {}, {"temperature": 0.1})
     with pytest.raises(ParamError, match="Faults.embed_fail=1.5"):
         api.build_llm(0, {}, {"faults.embed_fail": 1.5})
+    # mock modes (docs/mock-llm.md): unknown mode or a rate outside [0, 1], one line each
+    for bad, text in (
+        ({"modes.nope": 1}, "modes.nope=1"),
+        ({"modes.query_value": 1.5}, "query_value=1.5"),
+        ({"modes.resolution_error": -0.5}, "resolution_error=-0.5"),
+    ):
+        with pytest.raises(ParamError, match=text) as exc:
+            api.build_llm(0, {}, bad)
+        assert "\n" not in str(exc.value)
 
 
 def test_llm_overrides_reach_the_mock():
