@@ -107,4 +107,4 @@ def test_llm_overrides_reach_the_mock():
 
 def test_run_definitions_carry_the_policy_version():
     (d,) = api.grid(["pai"], ["scripted/name-preference"], [0])
-    assert d == RunDef("pai-v2", "scripted/name-preference", 0)
+    assert d == RunDef("pai-v3", "scripted/name-preference", 0)
