@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from memsim.engine.errors import ParamError
-from memsim.workbench.sweep import SweepSpec, one_at_a_time, points
-from memsim.workbench.tune import spreads, tune, tuning_markdown
+from memsim.workbench.sweep import SweepSpec, one_at_a_time, points, sensitivity_ranges
+from memsim.workbench.tune import _pick, spreads, tune, tuning_markdown
 
 SMALL = "synthetic:churn,episodes=300,queries=20,facts=30,horizon=30"
 
@@ -36,6 +37,8 @@ def test_a_killed_tuning_resumes_from_its_study(tmp_path):
     md = tuning_markdown([b])
     assert "| prune_threshold | 0.05 |" in md and "held-out" in md
     assert set(b.held_out["parameters"]) == {"documented", "tuned"}
+    # the gap to the clairvoyant reference at each run's own footprint is reported
+    assert "clairvoyant_gap" in set(b.held_out["metric"]) and "clairvoyant_gap" in md
 
 
 def test_multi_objective_gives_a_pareto_front(tmp_path):
@@ -77,3 +80,38 @@ def test_one_at_a_time_spread_ranks_the_field_that_moves_the_metric():
     sp = spreads(oat)
     rec = sp[sp["metric"] == "footprint_mean"]
     assert rec.iloc[0]["field"] == "prune_threshold" and rec.iloc[0]["spread"] > 0
+
+
+def test_fields_without_a_finite_range_move_from_half_to_twice_their_default():
+    r = sensitivity_ranges("cosmo")
+    assert r["base_rate"] == (0.01, 0.04, float)  # 002 §Decay Formula: base_rate = 0.02
+    assert r["core_retrievals"] == (5.0, 20.0, int)
+    assert r["min_extraction_confidence"][:2] == (0.0, 1.0)  # its declared range wins
+    assert "decay_mode" not in r  # not numeric
+    with pytest.raises(ParamError, match="decay_mode"):
+        one_at_a_time("cosmo", SMALL, [0], fields=["decay_mode"], n=3)
+
+
+def test_the_tuned_point_is_no_worse_than_the_documented_one_on_the_other_objectives():
+    import optuna
+    from optuna.distributions import FloatDistribution
+
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    dist = {"x": FloatDistribution(0.0, 1.0)}
+    for x, recall, footprint in [(0.5, 0.8, 100.0), (0.9, 0.95, 300.0), (0.6, 0.85, 90.0)]:
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"x": x}, distributions=dist, values=[recall, footprint]
+            )
+        )
+    pareto = pd.DataFrame(
+        [
+            {**t.params, "recall": t.values[0], "footprint_mean": t.values[1]}
+            for t in study.best_trials
+        ]
+    ).sort_values(["recall", "footprint_mean"], ascending=[False, True])
+    objectives, directions = ("recall", "footprint_mean"), ("maximize", "minimize")
+    # documented x=0.5 has footprint 100: the higher-recall x=0.9 needs 300, so x=0.6 is picked
+    assert _pick(pareto, study, {"x": 0.5}, objectives, directions)["x"] == 0.6
+    # no documented trial in the study: the best recall
+    assert _pick(pareto, study, {"x": 0.1}, objectives, directions)["x"] == 0.9

@@ -31,7 +31,7 @@ import pandas as pd
 from memsim.engine.errors import MemsimError, ParamError
 
 from .executors import process_pool
-from .results import RunDef, atomic_write_parquet, is_complete, load, save
+from .results import RunDef, RunResult, atomic_write_parquet, is_complete, load, save
 
 METHODS = ("grid", "random", "lhs")
 # run-level summary of the per-query metrics that a sweep reports for every run
@@ -80,6 +80,34 @@ def declared_ranges(policy: str) -> dict[str, tuple[float, float, type]]:
         if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
             continue
         out[f.name] = (float(lo), float(hi), type(default))
+    return out
+
+
+def sensitivity_ranges(policy: str) -> dict[str, tuple[float, float, type]]:
+    """The range each numeric field is moved over in a sensitivity analysis: its declared
+    range when finite; otherwise half to twice its documented default, clipped to whichever
+    bound it declares (a rate like Cosmo's base_rate 0.02 has a floor but no ceiling). Fields
+    whose default is 0 and have no finite range are left out (no scale to move them by)."""
+    from memsim.engine.registry import spec
+
+    declared = declared_ranges(policy)
+    out: dict[str, tuple[float, float, type]] = {}
+    for f in dataclasses.fields(spec(policy).load().Params):
+        if f.name in declared:
+            out[f.name] = declared[f.name]
+            continue
+        d = f.default
+        if isinstance(d, bool) or not isinstance(d, (int, float)) or d == 0:
+            continue
+        lo, hi = sorted((d / 2, d * 2))
+        if f.metadata.get("lo") is not None:
+            lo = max(lo, float(f.metadata["lo"]))
+        if f.metadata.get("hi") is not None:
+            hi = min(hi, float(f.metadata["hi"]))
+        if isinstance(d, int):
+            lo, hi = math.ceil(lo), math.floor(hi)
+        if lo < hi:
+            out[f.name] = (float(lo), float(hi), type(d))
     return out
 
 
@@ -213,7 +241,12 @@ def _run_one(d: RunDef, root: str | None, resume: bool) -> dict[str, Any]:
                 save(root, r)
     except Exception as e:  # recorded, and the sweep goes on
         return {"error": f"{type(e).__name__}: {e}"}
-    out: dict[str, Any] = {"error": ""}
+    return {"error": "", **run_metrics(r)}
+
+
+def run_metrics(r: RunResult) -> dict[str, float]:
+    """A run's summary metrics: the mean of each per-query metric, and the run-level ones."""
+    out: dict[str, float] = {}
     for m in QUERY_MEANS:
         if m in r.queries:
             v = r.queries[m].to_numpy(dtype=np.float64)
@@ -420,15 +453,32 @@ def one_at_a_time(
     n: int = 5,
     **run: Any,
 ) -> pd.DataFrame:
-    """One-at-a-time curves: each declared-range field moved over ``n`` points of its range
-    while the others keep their defaults. The wide table (one row per run) with a ``field``
-    column naming the field moved."""
-    names = list(fields) if fields is not None else list(declared_ranges(policy))
+    """One-at-a-time curves: each field (default: every declared-range field) moved over ``n``
+    points of its range (:func:`sensitivity_ranges`: a field named in ``fields`` without a
+    finite declared range moves from half to twice its default) while the others keep their
+    defaults. The wide table (one row per run) with a ``field`` column naming the field moved."""
+    ranges = sensitivity_ranges(policy)
+    declared = declared_ranges(policy)
+    names = list(fields) if fields is not None else list(declared)
+    for f in names:
+        if f not in ranges:
+            raise ParamError(f"sensitivity {policy}: {f!r} is not a numeric field it can move")
     frames = []
     for f in names:
-        s = SweepSpec(policy, {f: None}, method="grid", n=n, drop_invalid=True)
+        how: Any = None  # the declared range
+        if f not in declared and f in ranges:
+            lo, hi, kind = ranges[f]
+            grid = np.linspace(lo, hi, num=n)
+            how = sorted({int(round(v)) for v in grid}) if kind is int else [float(v) for v in grid]
+        s = SweepSpec(policy, {f: how}, method="grid", n=n, drop_invalid=True)
         t = sweep(s, [scenario], seeds, **run)
         w = wide(t)
+        if f not in w:  # every run of this field failed: say why, not a KeyError
+            errors = t.loc[t["error"] != "", "error"]
+            raise MemsimError(
+                f"sensitivity {policy}.{f}: every run failed"
+                + (f" ({errors.iloc[0]})" if len(errors) else "")
+            )
         w.insert(0, "field", f)
         w["value_of_field"] = w[f]
         frames.append(w.drop(columns=[f]))
