@@ -28,7 +28,7 @@ import pandas as pd
 
 from memsim.engine.errors import MemsimError, ParamError
 
-from .executors import process_pool
+from .executors import map_in_order
 from .results import RunDef, RunResult, is_complete, load, manifest_for, save
 
 # ---------------------------------------------------------------------------- listing
@@ -275,25 +275,14 @@ def run_grid(
         else:
             todo.append(i)
     bar = _progress(len(defs), progress, initial=len(results))
-    own = None
-    if executor is None and jobs > 1 and len(todo) > 1:
-        own = executor = process_pool(jobs)
-    try:
-        if executor is None:
-            for i in todo:
-                results[i] = _execute_and_save(defs[i], root_s, calibrate)
-                bar.update(1)
-        else:
-            futures = {
-                executor.submit(_execute_and_save, defs[i], root_s, calibrate): i for i in todo
-            }
-            for fut in cf.as_completed(futures):
-                results[futures[fut]] = fut.result()
-                bar.update(1)
-    finally:
-        bar.close()
-        if own is not None:
-            own.shutdown()
+    done = map_in_order(
+        _execute_and_save,
+        [(defs[i], root_s, calibrate) for i in todo],
+        jobs=jobs,
+        executor=executor,
+        bar=bar,
+    )
+    results.update(zip(todo, done))
     return [results[i] for i in range(len(defs))]
 
 

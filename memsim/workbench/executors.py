@@ -16,8 +16,9 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
+from typing import Any, Protocol, TypeVar
 
 from memsim.engine.errors import ParamError
 
@@ -38,6 +39,50 @@ def process_pool(jobs: int) -> cf.ProcessPoolExecutor:
         initializer=die_with_parent,
         initargs=(os.getpid(), on_main),
     )
+
+
+T = TypeVar("T")
+
+
+class Bar(Protocol):
+    def update(self, n: int) -> None: ...
+    def close(self) -> None: ...
+
+
+def map_in_order(
+    fn: Callable[..., T],
+    calls: Sequence[tuple[Any, ...]],
+    *,
+    jobs: int = 1,
+    executor: Executor | None = None,
+    bar: Bar | None = None,
+) -> list[T]:
+    """``fn(*args)`` for every ``args`` in ``calls``: in this process, on a pool of ``jobs``
+    processes made for the occasion, or on ``executor`` (Dask's, say). Results come back in
+    the order of ``calls`` whatever finishes first, so every executor gives the same bytes;
+    ``bar`` (if any) advances once per finished call and is closed at the end."""
+    results: dict[int, T] = {}
+    own = None
+    if executor is None and jobs > 1 and len(calls) > 1:
+        own = executor = process_pool(jobs)
+    try:
+        if executor is None:
+            for i, args in enumerate(calls):
+                results[i] = fn(*args)
+                if bar is not None:
+                    bar.update(1)
+        else:
+            futures = {executor.submit(fn, *args): i for i, args in enumerate(calls)}
+            for fut in cf.as_completed(futures):
+                results[futures[fut]] = fut.result()
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+        if own is not None:
+            own.shutdown()
+    return [results[i] for i in range(len(calls))]
 
 
 def die_with_parent(parent: int, deathsig: bool = True) -> None:

@@ -30,7 +30,7 @@ import pandas as pd
 
 from memsim.engine.errors import MemsimError, ParamError
 
-from .executors import process_pool
+from .executors import map_in_order
 from .results import RunDef, RunResult, atomic_write_parquet, is_complete, load, save
 
 METHODS = ("grid", "random", "lhs")
@@ -279,28 +279,14 @@ def sweep(
         specs = [specs]
     defs = definitions(specs, scenarios, seeds, llm)
     root_s = None if root is None else str(root)
-    results: dict[int, dict[str, Any]] = {}
-    bar = _progress(len(defs), progress)
-    own = None
-    if executor is None and jobs > 1 and len(defs) > 1:
-        own = executor = process_pool(jobs)
-    try:
-        if executor is None:
-            for i, (_, d) in enumerate(defs):
-                results[i] = _run_one(d, root_s, resume)
-                bar.update(1)
-        else:
-            futures = {
-                executor.submit(_run_one, d, root_s, resume): i for i, (_, d) in enumerate(defs)
-            }
-            for fut in cf.as_completed(futures):
-                results[futures[fut]] = fut.result()
-                bar.update(1)
-    finally:
-        bar.close()
-        if own is not None:
-            own.shutdown()
-    table = tidy(defs, [results[i] for i in range(len(defs))])
+    results = map_in_order(
+        _run_one,
+        [(d, root_s, resume) for _, d in defs],
+        jobs=jobs,
+        executor=executor,
+        bar=_progress(len(defs), progress),
+    )
+    table = tidy(defs, results)
     if out is not None:
         o = Path(out)
         atomic_write_parquet(o / "sweep.parquet", table)
