@@ -267,6 +267,12 @@ def tuning_markdown(results: Sequence[TuneResult]) -> str:
                 cells.append(f"{row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]")
             lines.append(f"| {m} | {cells[0]} | {cells[1]} |")
         lines += ["", f"Pareto front on the training seeds: {len(r.pareto)} trial(s).", ""]
+        if len(r.pareto):
+            cols = [*r.tuned, *r.objectives]
+            lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+            for _, row in r.pareto.head(10).iterrows():
+                lines.append("| " + " | ".join(f"{float(row[c]):.4g}" for c in cols) + " |")
+            lines.append("")
     return "\n".join(lines) + "\n"
 
 
