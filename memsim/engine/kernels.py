@@ -341,30 +341,26 @@ def cosines_at_least(
 # -- reference memory models (issue 14) ----------------------------------------------------
 
 
-def _power_neg(x: np.ndarray, d: ArrayLike) -> np.ndarray:
-    """``x ** -d`` in place (x > 0 or inf, d > 0); d = 0.5 goes through sqrt (faster)."""
-    if np.ndim(d) == 0 and float(_f(d)) == 0.5:
-        np.sqrt(x, out=x)
-        return _f(np.reciprocal(x, out=x))
-    return _f(np.power(x, -_f(d), out=x))
+# Rows per block of the ACT-R kernels: a block's (m, rows) temporaries stay in cache, where
+# full-size temporaries cost more in page faults than the arithmetic does.
+_ACTR_BLOCK = 4096
 
 
-def _ages(times: np.ndarray, now: ArrayLike, floor: ArrayLike) -> np.ndarray:
-    """``max(now - t, floor)`` with NaN (no presentation) as +inf, whose power is 0."""
-    age = np.asarray(_f(now) - times)
-    np.maximum(age, floor, out=age)
-    np.copyto(age, np.inf, where=np.isnan(age))
-    return age
+def _actr_blocks(times: ArrayLike) -> tuple[np.ndarray, np.ndarray, int]:
+    """(times as (n, m) float64, result of n, m): the last axis holds a row's presentations
+    (a 1-D ``times`` is one row)."""
+    t = _f(times)
+    t2 = t.reshape(int(np.prod(t.shape[:-1])), t.shape[-1]) if t.ndim else t.reshape(1, 1)
+    return t2, np.empty(t2.shape[0]), t2.shape[1]
 
 
-def _rowsum(x: np.ndarray) -> np.ndarray:
-    """Sum over the last axis of a (n, m) array with small m, column by column (numpy's
-    row-wise reduction pays a per-row overhead that dominates when m is 2-8)."""
-    if x.ndim != 2 or x.shape[1] == 0:
-        return _f(x.sum(axis=-1))
-    out = x[:, 0].copy()
-    for j in range(1, x.shape[1]):
-        out += x[:, j]
+def _present_sum(terms: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Sum of each column of (m, rows) ``terms`` with NaN (no presentation) as 0, in
+    presentation order like the scalar twin's ``sum``."""
+    np.fmax(terms[0], 0.0, out=out)
+    for j in range(1, terms.shape[0]):
+        np.fmax(terms[j], 0.0, out=terms[j])
+        out += terms[j]
     return out
 
 
@@ -373,10 +369,40 @@ def actr_activation(
 ) -> np.ndarray:
     """ACT-R base-level activation ``B = ln(sum_j (now - t_j) ^ -d)`` (Anderson & Schooler
     1991) per row of ``times`` (n, m), NaN-padded presentation times; ages are floored at
-    ``min_age``. A row with no presentation gets -inf. d must be > 0."""
-    terms = _power_neg(_ages(_f(times), now, _f(min_age)), decay)
-    with np.errstate(divide="ignore"):
-        return _f(np.log(_rowsum(terms)))
+    ``min_age``. A row with no presentation gets -inf. d must be > 0. ``now``, ``decay`` and
+    ``min_age`` are scalars (one clock and one decay for the store)."""
+    t, res, m = _actr_blocks(times)
+    now_, d, floor = float(_f(now)), float(_f(decay)), float(_f(min_age))
+    n = len(t)
+    if m == 0:
+        return np.full(np.shape(times)[:-1], -np.inf)
+    buf = np.empty((m, min(n, _ACTR_BLOCK)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for lo in range(0, n, _ACTR_BLOCK):
+            hi = min(n, lo + _ACTR_BLOCK)
+            age = buf[:, : hi - lo]
+            np.subtract(now_, t[lo:hi].T, out=age)  # NaN stays NaN through every step
+            np.maximum(age, floor, out=age)
+            if d == 0.5:  # sqrt and a division: several times faster than pow
+                np.sqrt(age, out=age)
+                np.divide(1.0, age, out=age)
+            else:
+                np.power(age, -d, out=age)
+            np.log(_present_sum(age, res[lo:hi]), out=res[lo:hi])
+    return res.reshape(np.shape(times)[:-1])
+
+
+def _floored_log_ages(age: np.ndarray, floor: float) -> None:
+    """``ln(max(age, floor))`` in place, NaN (no presentation) as ln(1) = 0 so that the
+    transcendental functions never see NaN or inf (their SIMD loops fall back to scalar
+    code, 10-15x slower, on any special value); the caller masks those terms out."""
+    if floor > 0:
+        np.fmax(age, floor, out=age)  # also NaN -> floor (finite)
+    else:
+        missing = np.isnan(age)
+        np.maximum(age, floor, out=age)
+        np.copyto(age, 1.0, where=missing)
+    np.log(age, out=age)
 
 
 def actr_activation_spacing(
@@ -385,22 +411,50 @@ def actr_activation_spacing(
     """Pavlik & Anderson (2005) base-level activation with spacing-dependent decay: the j-th
     presentation decays with ``d_j = c * exp(m_{j-1}) + a``, m_{j-1} the activation at t_j
     from the earlier presentations (m = -inf before the first, so d_1 = a). ``times`` (n, m)
-    in time order, NaN-padded at the end of each row."""
-    t = _f(times)
-    n, m = t.shape
-    a_, c_, floor = float(a), float(c), float(min_age)
-    d = np.full((n, m), a_)  # padded columns keep a (> 0): inf ** -a = 0
-    for j in range(1, m):
-        rows = np.flatnonzero(~np.isnan(t[:, j]))  # rows with a j-th presentation
-        if not len(rows):
-            continue
-        age = t[rows, j : j + 1] - t[rows, :j]
-        np.maximum(age, floor, out=age)
-        np.power(age, -d[rows, :j], out=age)
-        d[rows, j] = c_ * _rowsum(age) + a_  # c * exp(m), m = ln(sum)
-    terms = np.power(_ages(t, now, floor), -d)
-    with np.errstate(divide="ignore"):
-        return _f(np.log(_rowsum(terms)))
+    in time order, NaN-padded at the end of each row. ``x ** -d`` is evaluated as
+    ``exp(-d * ln x)`` (libm's pow with a per-row exponent is the slow part; equal to a few
+    ulp)."""
+    t, res, m = _actr_blocks(times)
+    now_, a_, c_, floor = float(_f(now)), float(a), float(c), float(min_age)
+    n = len(t)
+    if m == 0:
+        return np.full(np.shape(times)[:-1], -np.inf)
+    rows = min(n, _ACTR_BLOCK)
+    neg_d = np.empty((m, rows))  # -d_j per row of the block
+    terms = np.empty((m, rows))
+    present = np.empty((m, rows))  # 1.0 where the row has a j-th presentation, else 0.0
+    tmp = np.empty(rows)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for lo in range(0, n, _ACTR_BLOCK):
+            hi = min(n, lo + _ACTR_BLOCK)
+            b = hi - lo
+            tb = np.ascontiguousarray(t[lo:hi].T)  # (m, b): row j is every j-th presentation
+            nd, tm, x, ok = neg_d[:, :b], terms[:, :b], tmp[:b], present[:, :b]
+            np.isfinite(tb, out=ok, casting="unsafe")
+            nd[0] = -a_
+            for j in range(1, m):
+                age = tm[:j]
+                np.subtract(tb[j], tb[:j], out=age)
+                _floored_log_ages(age, floor)
+                np.multiply(age, nd[:j], out=age)
+                np.exp(age, out=age)
+                np.copyto(x, age[0])
+                for i in range(1, j):
+                    x += age[i]
+                x *= ok[j]  # exp(m_{j-1}); 0 where there is no j-th presentation: d_j = a
+                np.multiply(x, -c_, out=nd[j])
+                nd[j] -= a_
+            np.subtract(now_, tb, out=tm)
+            _floored_log_ages(tm, floor)
+            np.multiply(tm, nd, out=tm)
+            np.exp(tm, out=tm)
+            tm *= ok
+            o = res[lo:hi]
+            np.copyto(o, tm[0])
+            for j in range(1, m):
+                o += tm[j]
+            np.log(o, out=o)
+    return res.reshape(np.shape(times)[:-1])
 
 
 def logistic_recall(activation: ArrayLike, tau: ArrayLike, s: ArrayLike) -> np.ndarray:
@@ -455,7 +509,12 @@ def ebisu_predict_recall(
     alpha: ArrayLike, beta: ArrayLike, half_life: ArrayLike, elapsed: ArrayLike
 ) -> np.ndarray:
     """Ebisu 2 ``predictRecall(exact=True)``: ``B(alpha + dt, beta) / B(alpha, beta)`` with
-    ``dt = elapsed / half_life`` (B the Beta function, through log-gamma)."""
+    ``dt = elapsed / half_life`` (B the Beta function, through log-gamma).
+
+    Speed (issue 14): four scipy ``gammaln`` calls per row cost about 30-40 ns each on this
+    machine, so the kernel stays near 15-30x its scalar twin (about 2 us per row) at 1M rows,
+    short of 100x. numpy/scipy offer no cheaper exact log-gamma; a hand-written vectorized
+    one (Stirling series after a shift) needs some 35 array passes per argument, no faster."""
     from scipy.special import gammaln
 
     a, b = _f(alpha), _f(beta)
