@@ -514,7 +514,8 @@ def ebisu_predict_recall(
     Speed (issue 14): four scipy ``gammaln`` calls per row cost about 30-40 ns each on this
     machine, so the kernel stays near 15-30x its scalar twin (about 2 us per row) at 1M rows,
     short of 100x. numpy/scipy offer no cheaper exact log-gamma; a hand-written vectorized
-    one (Stirling series after a shift) needs some 35 array passes per argument, no faster."""
+    one (Stirling series after a shift, some 35 array passes per argument) was estimated at
+    no better and not attempted."""
     from scipy.special import gammaln
 
     a, b = _f(alpha), _f(beta)
