@@ -377,7 +377,7 @@ def actr_activation(
     if m == 0:
         return np.full(np.shape(times)[:-1], -np.inf)
     buf = np.empty((m, min(n, _ACTR_BLOCK)))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for lo in range(0, n, _ACTR_BLOCK):
             hi = min(n, lo + _ACTR_BLOCK)
             age = buf[:, : hi - lo]
@@ -424,7 +424,7 @@ def actr_activation_spacing(
     terms = np.empty((m, rows))
     present = np.empty((m, rows))  # 1.0 where the row has a j-th presentation, else 0.0
     tmp = np.empty(rows)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for lo in range(0, n, _ACTR_BLOCK):
             hi = min(n, lo + _ACTR_BLOCK)
             b = hi - lo
