@@ -61,7 +61,12 @@ def test_project_root_is_this_checkout():
 
 
 def test_default_output_folders_are_ignored_by_git():
-    names = ["results/compare/summary.csv", "results/quick/x", "results/runs/x"]
+    names = [
+        "results/compare/summary.csv",
+        "results/quick/x",
+        "results/runs/x",
+        "results/sensitivity/x.png",
+    ]
     r = subprocess.run(
         ["git", "check-ignore", *names], cwd=ROOT, capture_output=True, text=True, timeout=30
     )
