@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from memsim.engine.errors import ScenarioError, StreamError, UnknownIdError
-from memsim.engine.events import Claim, Episode, Forget, Protect, Query, Recover, Stream
+from memsim.engine.events import MAX_K, Claim, Episode, Forget, Protect, Query, Recover, Stream
 from memsim.engine.sources import ScenarioSource
 
 from . import expect as _expect
@@ -121,9 +121,11 @@ class _Ctx:
             )
         return float(value)
 
-    def integer(self, value: Any, path: str, lo: int = 0) -> int:
+    def integer(self, value: Any, path: str, lo: int = 0, hi: int | None = None) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < lo:
             raise self.fail(path, f"must be an integer >= {lo}", value)
+        if hi is not None and value > hi:
+            raise self.fail(path, f"must be an integer in [{lo}, {hi}]", value)
         return value
 
     def boolean(self, value: Any, path: str) -> bool:
@@ -233,7 +235,7 @@ def _query(ctx: _Ctx, raw: dict, path: str) -> Query:
         text=ctx.string(raw["text"], f"{path}.text"),
         keys=keys,
         answers=answers,
-        k=ctx.integer(raw.get("k", 10), f"{path}.k", lo=1),
+        k=ctx.integer(raw.get("k", 10), f"{path}.k", lo=1, hi=MAX_K),
         subject=ctx.string(raw.get("subject", ""), f"{path}.subject"),
         group=ctx.string(raw.get("group", ""), f"{path}.group"),
         project=ctx.string(raw.get("project", ""), f"{path}.project"),

@@ -117,6 +117,8 @@ def test_compare_writes_the_tables(tmp_path):
         "scripted/name-preference",
         "--out",
         str(out),
+        "--cache",
+        str(tmp_path / "cache"),
         "--quiet",
     )
     assert r.returncode == 0, r.stderr
@@ -153,6 +155,8 @@ def test_compare_on_locomo_reports_recall_by_category(tmp_path):
         "keep-all",
         "--out",
         str(tmp_path / "lc"),
+        "--cache",
+        str(tmp_path / "cache"),
         "--quiet",
     )
     assert r.returncode == 0, r.stderr

@@ -112,8 +112,12 @@ def test_bad_episode_and_query_fields():
         Episode("", 0.0, "x")
     with pytest.raises(StreamError, match="claims must be a tuple of Claim"):
         Episode("e1", 0.0, "x", [Claim("a")])
-    with pytest.raises(StreamError, match="k must be an integer >= 1, got 0"):
+    with pytest.raises(StreamError, match=r"k must be an integer in \[1, 1000000\], got 0"):
         Query("q1", 0.0, "?", keys=("a",), k=0)
+    with pytest.raises(
+        StreamError, match=r"k must be an integer in \[1, 1000000\], got 1" + "0" * 30
+    ):
+        Query("q1", 0.0, "?", keys=("a",), k=10**30)
     with pytest.raises(StreamError, match="names neither fact keys nor answering episodes"):
         Query("q1", 0.0, "?")
     with pytest.raises(StreamError, match="event #0 is not an event"):

@@ -136,14 +136,15 @@ SCENARIO_CORPUS: dict[str, str] = {
     "failing-expect": yaml.safe_dump(
         {**BASE, "expect": [{"policy": "*", "query": "q1", "not_in_top": "e1"}]}
     ),
+    "huge-k": yaml.safe_dump(BASE).replace("k: 3", "k: 1000000000000000000000000000000"),
     "yaml12-float": yaml.safe_dump({**BASE}).replace("horizon: 12", "horizon: 1e300"),
     "empty": "",
     "top-list": "- 1\n- 2\n",
 }
 BAD_SCENARIOS = set(SCENARIO_CORPUS) - {
     "yaml12-float",
-    "failing-expect",
-}  # run does not judge expect yet
+    "failing-expect",  # run prints the verdict (FAIL) and exits 0; `memsim check` exits 1
+}
 
 
 def _scenario_argv(tmp: Path, name: str, text: str, policy: str = "keep-all") -> list[str]:
@@ -160,6 +161,7 @@ def _arg_corpus(tmp: Path) -> dict[str, list[str]]:
     corrupt = tmp / "corrupt-cache"
     run = ["run", "--policy", "keep-all", "--scenario", str(good)]
     cmp = ["compare", "--policies", "keep-all", "--scenarios", str(good), "--quiet"]
+    cmp += ["--cache", str(tmp / "cache")]
     nolocomo = tmp / "noq.json"
     nolocomo.write_text('[{"sample_id": "s", "conversation": {}, "qa": []}]')
     return {

@@ -17,6 +17,10 @@ from typing import Any
 
 from .errors import StreamError
 
+# The longest ranking a query may ask for (a larger k is no question, and would overflow the
+# int64 arrays of rankings).
+MAX_K = 1_000_000
+
 
 def _check_time(kind: str, ident: str, t: Any) -> None:
     if isinstance(t, bool) or not isinstance(t, (int, float)):
@@ -136,8 +140,10 @@ class Query:
         if not isinstance(self.project, str):
             raise StreamError(f"query {self.id!r}: project must be a string, got {self.project!r}")
         _check_time("query", self.id, self.time)
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
-            raise StreamError(f"query {self.id!r}: k must be an integer >= 1, got {self.k!r}")
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= MAX_K:
+            raise StreamError(
+                f"query {self.id!r}: k must be an integer in [1, {MAX_K}], got {self.k!r}"
+            )
         if not isinstance(self.keys, tuple) or not isinstance(self.answers, tuple):
             raise StreamError(f"query {self.id!r}: keys and answers must be tuples")
         if not self.keys and not self.answers:
