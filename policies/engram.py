@@ -507,6 +507,13 @@ class Engram(Policy[EngramParams]):
                 out.extend(self.consolidate(now))
         return out
 
+    def idle_until(self, now: float, until: float) -> float:
+        """The runner's skip hook: with no event before ``until``, a cycle does nothing (the
+        "skip" branch of ``consolidate``) while fewer than episode_threshold episodes are
+        unread and no cluster is queued; nothing else in Engram moves with time alone."""
+        new = len(set(self.arrival_episodes[self.checkpoint :]))
+        return until if new < self.params.episode_threshold and not self.queue else now
+
     def consolidate(self, now: float) -> list[Outcome]:
         """One cold cycle (001 §How It Works 1-6), budget-capped with carry-over."""
         p, s = self.params, self.store
