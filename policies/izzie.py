@@ -384,11 +384,10 @@ class Izzie(Policy[IzzieParams]):
                 out.append(Ranking.empty())
                 continue
             v32 = np.asarray(v, dtype=np.float32)
-            found = self.candidates.candidates(v32, max(p.search_limit, q.k), retrievable)
-            assert found is not None  # approximate: the index answers
-            ids, scores = self._stage2(
-                found, s.embedding[found] @ v32, self.strength(now, found), q.k, q.id
-            )
+            top = self.candidates.top_rows(v32, max(p.search_limit, q.k), retrievable)
+            assert top is not None  # approximate: the index answers
+            found, sims = top
+            ids, scores = self._stage2(found, sims, self.strength(now, found), q.k, q.id)
             if self.candidates.audit_due():
                 exact, _ = self._rank(s.embedding @ v32, self.strength(now), retrievable, q.k, q.id)
                 self.candidates.record(not np.array_equal(exact, ids))

@@ -163,3 +163,24 @@ def test_compare_on_locomo_reports_recall_by_category(tmp_path):
     assert "recall@k by group" in r.stdout
     for category in ("multi-hop", "temporal", "single-hop"):
         assert category in r.stdout
+
+
+def test_run_with_candidate_index_writes_the_audit(tmp_path, capsys):
+    """Issue 16: --index mode=ivf runs through the candidate index and writes its
+    exactness audit to the manifest and the summary; a bad setting is a one-line error."""
+    import json
+
+    from memsim.workbench.cli import main
+
+    spec = "synthetic:steady,episodes=500,queries=50,horizon=20"
+    args = ["run", "--policy", "izzie", "--scenario", spec, "--out", str(tmp_path)]
+    assert main([*args, "--index", "mode=ivf", "--index", "min_rows=100"]) == 0
+    out = capsys.readouterr().out
+    assert "index_query_differ_share" in out
+    (manifest,) = tmp_path.rglob("manifest.json")
+    audit = json.loads(manifest.read_text())["index_audit"]
+    assert audit["mode"] == "ivf" and audit["searches"] > 0 and audit["checked"] > 0
+    summary = json.loads((manifest.parent / "summary.json").read_text())
+    assert summary["index_query_differ_share"] == audit["query_differ_share"]
+    assert main([*args, "--index", "mode=ivf", "--index", "nprobes=3"]) == 2
+    assert "--index nprobes: unknown setting" in capsys.readouterr().err

@@ -283,3 +283,29 @@ def test_candidate_index_audit_counts():
     assert got["decision_differ_share"] == 1.0
     with pytest.raises(Exception, match="unknown candidate index mode"):
         CandidateIndex(s, "hnsw")
+
+
+def test_candidate_top_rows_equal_the_exact_scan_with_ties():
+    """top_rows gives kernels.topk over the full float32 product (ties to the lower row)
+    bit for bit, also when a large group of rows ties at the k-th place."""
+    from memsim.engine import kernels
+    from memsim.engine.index import CandidateIndex
+
+    s, rng = _cand_store(3000, seed=3)
+    q = rng.standard_normal(16).astype(np.float32)
+    q /= np.linalg.norm(q)
+    # 200 rows at the same cosine with q (equal in exact arithmetic, float noise apart)
+    w = rng.standard_normal((200, 16))
+    w -= (w @ q)[:, None] * q
+    w /= np.linalg.norm(w, axis=1, keepdims=True)
+    rows = rng.choice(3000, 200, replace=False)
+    s.set_embedding(rows, 0.9 * q + np.sqrt(1 - 0.81) * w)
+    s.set_status(rows[:30], "gone", 1.0)
+    idx = CandidateIndex(s, "ivf", min_rows=1000, nprobe=10_000)
+    mask = s.retrievable()
+    for k in (1, 10, 50):
+        got_rows, got_sims = idx.top_rows(q, k, mask)
+        sims = np.where(mask, s.embedding @ q, -np.inf)
+        want = kernels.topk(sims, k)
+        np.testing.assert_array_equal(got_rows, want)
+        np.testing.assert_array_equal(got_sims, sims[want].astype(np.float32))

@@ -376,3 +376,18 @@ def test_cosines_at_least_decides_as_float64(seed, n, share, threshold, near):
     got_rows, got_cos = K.cosines_at_least(E, rows, v.astype(np.float32), threshold)
     np.testing.assert_array_equal(got_rows, rows[want >= threshold])
     np.testing.assert_array_equal(got_cos, want[want >= threshold])
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 2000), m=st.integers(1, 40))
+def test_rows_matvec_is_the_full_product_bit_for_bit(seed, n, m):
+    """The BLAS property a candidate index relies on: a few rows' float32 products equal
+    the full matrix-vector product's, bit for bit (also on a view of a larger buffer, as
+    the store's embedding matrix is)."""
+    rng = np.random.default_rng(seed)
+    buf = np.zeros((n + 7, 384), dtype=np.float32)
+    buf[:n] = rng.standard_normal((n, 384))
+    E = buf[:n]
+    v = rng.standard_normal(384).astype(np.float32)
+    rows = np.concatenate([rng.integers(0, n, m), [n - 1, 0]])
+    np.testing.assert_array_equal(K.rows_matvec(E, rows, v), (E @ v)[rows])

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
+from . import kernels
 from .errors import ParamError, UnknownIdError, VectorError
 from .kernels import batch_topk
 from .store import as_unit_vectors
@@ -430,6 +431,7 @@ class CandidateIndex:
         index = faiss.IndexIVFFlat(quantizer, s.dim, nlist, faiss.METRIC_INNER_PRODUCT)
         index.cp.seed = self.seed
         index.cp.niter = 10
+        index.cp.min_points_per_centroid = 1  # small stores: no warning, train on what there is
         x = np.ascontiguousarray(s.embedding[sample])
         _single_thread(index.train, x)
         _single_thread(index.add_with_ids, np.ascontiguousarray(s.embedding), np.arange(n))
@@ -484,6 +486,49 @@ class CandidateIndex:
         ids = found[0]
         out: np.ndarray = ids[ids >= 0].astype(np.int64)
         return out
+
+    def top_rows(
+        self, vector: np.ndarray, k: int, mask: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The exact scan's answer from the index: ``kernels.topk(np.where(mask, E @ v,
+        -inf), k)`` (float32 products, ties to the lower row) and those products, bit for
+        bit, whenever the probed lists hold every row within SCREEN_MARGIN of the k-th
+        product; None when the caller must scan (exact mode, small store).
+
+        The k nearest candidates give the k-th product; a range search then collects every
+        row above it minus the margin (a whole group of tied rows, which a k-nearest search
+        would cut anywhere), and :func:`kernels.rows_matvec` rescores them with exactly the
+        numbers of the full product."""
+        if not self.approximate:
+            return None
+        self.sync()
+        self.audit["searches"] += 1
+        E = self.store.embedding
+        v = np.ascontiguousarray(np.asarray(vector, dtype=np.float32))
+        empty = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if k < 1 or not mask.any():
+            return empty
+        import faiss
+
+        bitmap = np.packbits(mask, bitorder="little")
+        params = faiss.SearchParametersIVF(  # type: ignore[call-arg]
+            nprobe=self.nprobe, sel=faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap))
+        )
+        q = v[None, :]
+        _, found = _single_thread(lambda: self._index.search(q, int(k), params=params))
+        cand = found[0][found[0] >= 0].astype(np.int64)
+        if len(cand) < k:  # the probed lists hold fewer than k allowed rows: scan
+            sims = np.where(mask, E @ v, -np.inf).astype(np.float32)
+            top = kernels.topk(sims, k)
+            return top, sims[top]
+        kth = float(kernels.rows_matvec(E, cand, v).min())
+        radius = kth - kernels.SCREEN_MARGIN
+        _, _, near = _single_thread(lambda: self._index.range_search(q, radius, params=params))
+        del bitmap  # kept alive until the searches returned
+        rows = np.union1d(cand, near.astype(np.int64))  # ascending: ties go to the lower row
+        sims = kernels.rows_matvec(E, rows, v)
+        local = kernels.topk(sims, k)
+        return rows[local], sims[local]
 
     def audit_due(self) -> bool:
         """Whether the caller should also compute its exact answer for this search (every

@@ -338,6 +338,36 @@ def cosines_at_least(
     return near[keep], exact[keep]
 
 
+# OpenBLAS's float32 matrix-vector product computes each aligned block of 4 rows the same
+# way wherever the block sits, and the last n % 4 rows after a block the same way; so the
+# products of a few rows can be recomputed bit for bit without scanning the matrix
+# (tests/test_kernels.py checks this property of the BLAS in use).
+MATVEC_BLOCK = 4
+
+
+def rows_matvec(embeddings: np.ndarray, rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """``(embeddings @ vector)[rows]`` bit for bit (float32), at the cost of ``len(rows)``
+    aligned blocks instead of the whole matrix: what a candidate index needs to rescore its
+    candidates with exactly the numbers of the full scan."""
+    E = embeddings
+    v = np.asarray(vector, dtype=np.float32)
+    rows = np.asarray(rows, dtype=np.int64)
+    n, b = len(E), MATVEC_BLOCK
+    end = (n // b) * b
+    out = np.empty(len(rows), dtype=np.float32)
+    inner = rows < end
+    if inner.any():
+        blocks, where = np.unique(rows[inner] // b, return_inverse=True)
+        idx = (blocks[:, None] * b + np.arange(b)).ravel()
+        vals = (E[idx] @ v).reshape(-1, b)
+        out[inner] = vals[where, rows[inner] % b]
+    if not inner.all():
+        lo = max(0, end - b)  # the tail with one full block before it, as in the full scan
+        tail = E[lo:n] @ v
+        out[~inner] = tail[rows[~inner] - lo]
+    return out
+
+
 # -- reference memory models (issue 14) ----------------------------------------------------
 
 

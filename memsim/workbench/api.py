@@ -136,6 +136,8 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
     if d.params:
         params = params.replace(**dict(d.params))
     policy = spec.make(params, llm=llm, seed=d.seed)
+    if d.index:
+        policy.use_index(**dict(d.index))
     if isinstance(footprint, pd.DataFrame):
         footprint = list(zip(footprint["time"].tolist(), footprint["retrievable"].tolist()))
     trace = runner.run(policy, stream, footprint=footprint, progress=show_progress(progress))
@@ -150,6 +152,10 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
         **metrics.summarize_run(trace, gt),
     }
     verdicts = [dataclasses.asdict(v) for v in sources.verdicts(d.scenario, stream, trace, spec.id)]
+    if d.index:  # the exactness audit of the candidate index (issue 16)
+        audit = policy.index_audit()
+        summary["index_query_differ_share"] = audit["query_differ_share"]
+        summary["index_decision_differ_share"] = audit["decision_differ_share"]
     footprint = trace.footprint_frame()
     llm_config = llm.config() if hasattr(llm, "config") else {"seed": d.seed}
     return RunResult(

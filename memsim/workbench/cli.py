@@ -183,6 +183,27 @@ def _short(text: str, width: int = 28) -> str:
     return text if len(text) <= width else text[: width - 5] + " ...)"
 
 
+def _index_settings(items: list[str] | None) -> dict[str, Any]:
+    """--index mode=ivf [--index min_rows=N ...]: the candidate index (issue 16); integers
+    for every knob but mode."""
+    out: dict[str, Any] = {}
+    for k, v in _pairs(items, "--index").items():
+        if k == "mode":
+            out[k] = v
+            continue
+        if k not in ("min_rows", "nprobe", "audit_every"):
+            raise ParamError(
+                f"--index {k}: unknown setting; known: mode, min_rows, nprobe, audit_every"
+            )
+        try:
+            out[k] = int(v)
+        except ValueError:
+            raise ParamError(f"--index {k}: cannot read {v!r} as an integer") from None
+    if out and "mode" not in out:
+        raise ParamError("--index: give mode=ivf (or mode=exact) with the other settings")
+    return out
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .api import RunDef, _overrides, execute, resolve_policy
     from .results import save
@@ -191,7 +212,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     llm = _llm_overrides(args.llm)
     _out_dir(args.out)
     d = RunDef(
-        resolve_policy(args.policy), args.scenario, args.seed, _overrides(params), _overrides(llm)
+        resolve_policy(args.policy),
+        args.scenario,
+        args.seed,
+        _overrides(params),
+        _overrides(llm),
+        _overrides(_index_settings(args.index)),
     )
     r = execute(d, progress="always" if args.progress else not args.quiet)
     if args.out:
@@ -506,6 +532,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="KEY=VALUE",
         help="mock LLM override, e.g. faults.embed_fail=0.1",
+    )
+    s.add_argument(
+        "--index",
+        action="append",
+        metavar="KEY=VALUE",
+        help="candidate index for large stores: mode=ivf, min_rows=N, nprobe=N, audit_every=N "
+        "(docs/performance.md); default exact",
     )
     s.add_argument("--out", help="write the run's files under this results root")
     s.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -49,9 +49,14 @@ class RunDef:
     seed: int = 0
     params: tuple[tuple[str, Any], ...] = ()
     llm: tuple[tuple[str, Any], ...] = ()
+    # candidate index settings (mode, min_rows, nprobe, audit_every; issue 16), () = exact
+    index: tuple[tuple[str, Any], ...] = ()
 
     def canonical(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"), default=str)
+        d = asdict(self)
+        if not d["index"]:  # exact runs keep the definition (and key) they always had
+            del d["index"]
+        return json.dumps(d, sort_keys=True, separators=(",", ":"), default=str)
 
     @property
     def key(self) -> str:
@@ -301,6 +306,7 @@ def manifest_for(
         },
         "seeds": {"run": d.seed, "llm": llm_config.get("seed", d.seed)},
         "llm": dict(llm_config),
+        **({"index_audit": policy.index_audit()} if d.index else {}),
         "packages": package_versions(),
         "git_commit": git_commit(),
         "code_fingerprint": code_fingerprint(),
