@@ -30,11 +30,13 @@ PROFILE_LINES = 25
 
 
 def simrun(
-    policy: str, episodes: int, queries: int, timeout: float, profile: int = 0
+    policy: str, episodes: int, queries: int, timeout: float, profile: int = 0, index: str = ""
 ) -> dict | None:
     cmd = [sys.executable, "-m", "benchmarks.simrun", policy, str(episodes), str(queries)]
     if profile:
         cmd += ["--profile", str(profile)]
+    if index:
+        cmd += ["--index", index]
     try:
         done = subprocess.run(
             cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, check=True

@@ -106,6 +106,8 @@ def build(raw: dict, command: str, returncode: int | None) -> tuple[str, dict]:
                 "python_lists_ratio",
                 "overlap",
                 "growth_exponent",
+                "speedup_over_exact",
+                "query_differ_share",
             )
         }
         bits = [f"{k} {_fmt(v)}" for k, v in extra.items()]

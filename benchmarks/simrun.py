@@ -1,9 +1,10 @@
 """One simulation run of a policy through the ``steady`` synthetic year, timed; prints JSON.
 
-    python -m benchmarks.simrun POLICY EPISODES QUERIES [--profile N]
+    python -m benchmarks.simrun POLICY EPISODES QUERIES [--profile N] [--index mode=ivf,min_rows=N]
 
 Used by bench_sim.py in a subprocess (so a run too slow for the time budget can be stopped);
-``--profile N`` adds the N top cProfile entries (by cumulative time) of the run.
+``--profile N`` adds the N top cProfile entries (by cumulative time) of the run; ``--index``
+runs the policy through its candidate index (Policy.use_index) and adds the exactness audit.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("episodes", type=int)
     ap.add_argument("queries", type=int)
     ap.add_argument("--profile", type=int, default=0)
+    ap.add_argument("--index", default="", help="mode=ivf,min_rows=N,nprobe=N,audit_every=N")
     a = ap.parse_args(argv)
     import scenarios
     from memsim.engine import registry
@@ -38,6 +40,10 @@ def main(argv: list[str] | None = None) -> dict:
     stream = scenarios.load(spec(a.episodes, a.queries))
     generate = time.perf_counter() - t0
     policy = registry.make(a.policy, llm=MockLLM(seed=0), seed=0)
+    if a.index:
+        knobs = dict(kv.split("=", 1) for kv in a.index.split(","))
+        mode = knobs.pop("mode")
+        policy.use_index(mode, **{k: int(v) for k, v in knobs.items()})
     prof = cProfile.Profile() if a.profile else None
     t0 = time.perf_counter()
     if prof:
@@ -57,6 +63,8 @@ def main(argv: list[str] | None = None) -> dict:
         "store_rows": int(policy.store.n),
         "footprint": int(policy.footprint()),
     }
+    if a.index:
+        out["index_audit"] = policy.index_audit()
     if prof:
         buf = io.StringIO()
         pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(a.profile)
