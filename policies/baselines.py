@@ -175,7 +175,7 @@ class Recency(_CosineBase[RecencyParams]):
             return []
         # least recently used first; equal times in a seeded random order of memory
         # identity (not row order); argpartition keeps this O(n) per ingest
-        tb = self.store.tie_keys(f"{self.seed}:evict")[live]
+        tb = self.store.tie_keys(f"{self.seed}:evict", live)
         victims = live[topk(-self._last_use()[live], excess, tb)]
         self.store.set_status(victims, "evicted", now)
         cause = episodes[-1].id

@@ -375,7 +375,7 @@ class Engram(Policy[EngramParams]):
             episodes = self.rank(e_score, q.k, q.id)
             cand = np.concatenate([beliefs, episodes])
             scores = np.concatenate([b_score[beliefs], e_score[episodes]])
-            tb = self.store.tie_keys(f"{self.seed}:{q.id}")[cand]
+            tb = self.store.tie_keys(f"{self.seed}:{q.id}", cand)
             order = kernels.topk(scores, q.k, tb)
             ids, sc = cand[order], np.minimum.accumulate(scores[order])
             self._access(ids, now)

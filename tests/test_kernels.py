@@ -391,3 +391,17 @@ def test_rows_matvec_is_the_full_product_bit_for_bit(seed, n, m):
     v = rng.standard_normal(384).astype(np.float32)
     rows = np.concatenate([rng.integers(0, n, m), [n - 1, 0]])
     np.testing.assert_array_equal(K.rows_matvec(E, rows, v), (E @ v)[rows])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    scores=hnp.arrays(np.float64, st.integers(0, 60), elements=st.sampled_from([0.1, 0.5, 1.0])),
+    k=st.integers(0, 70),
+    salt=st.integers(0, 2**63),
+)
+def test_topk_lazy_tiebreak_equals_the_array(scores, k, salt):
+    """A tiebreak given as a function of row indices (keys for candidates only) ranks as
+    the full key array does."""
+    keys = K.mix64(np.arange(len(scores), dtype=np.uint64) * 7 + 3, salt)
+    lazy = K.topk(scores, k, lambda rows: keys[rows])
+    np.testing.assert_array_equal(lazy, K.topk(scores, k, keys))

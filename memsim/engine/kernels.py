@@ -7,7 +7,7 @@ broadcast like numpy operands; results are float64 unless said otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -191,7 +191,11 @@ def mix64(keys: ArrayLike, salt: int) -> np.ndarray:
         return (z ^ (z >> np.uint64(31))) & _MASK64
 
 
-def topk(scores: np.ndarray, k: int, tiebreak: np.ndarray | None = None) -> np.ndarray:
+def topk(
+    scores: np.ndarray,
+    k: int,
+    tiebreak: np.ndarray | Callable[[np.ndarray], np.ndarray] | None = None,
+) -> np.ndarray:
     """Indices of the ``k`` largest finite scores, best first.
 
     Without ``tiebreak``: exact score order, ties to the lower index. With ``tiebreak`` (one
@@ -199,6 +203,8 @@ def topk(scores: np.ndarray, k: int, tiebreak: np.ndarray | None = None) -> np.n
     of each other are a tie (:func:`tie_groups`) and tied rows go in ascending ``tiebreak``
     order, then lower index. ``argpartition`` finds the candidates in O(n); only those are
     sorted. NaN and -inf scores are never returned (use -inf to mask rows out).
+    ``tiebreak`` may also be a function from row indices to their keys, so the keys of a large
+    array are computed for the few candidate rows only.
     """
     scores = np.asarray(scores)
     n = scores.shape[0]
@@ -230,12 +236,16 @@ def topk(scores: np.ndarray, k: int, tiebreak: np.ndarray | None = None) -> np.n
     if tiebreak is None:
         order = np.lexsort((cand, -s[cand]))
         return cand[order][:k].astype(np.int64)
-    tb = np.asarray(tiebreak)
-    if tb.shape != scores.shape:
-        raise ValueError(f"topk: tiebreak shape {tb.shape} != scores shape {scores.shape}")
     by_score = cand[np.lexsort((cand, -s[cand]))]
+    if callable(tiebreak):
+        keys = np.asarray(tiebreak(by_score))
+    else:
+        tb = np.asarray(tiebreak)
+        if tb.shape != scores.shape:
+            raise ValueError(f"topk: tiebreak shape {tb.shape} != scores shape {scores.shape}")
+        keys = tb[by_score]
     groups = tie_groups(s[by_score])
-    order = np.lexsort((by_score, tb[by_score], groups))
+    order = np.lexsort((by_score, keys, groups))
     return by_score[order][:k].astype(np.int64)
 
 

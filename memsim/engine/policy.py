@@ -223,7 +223,9 @@ class Policy(abc.ABC, Generic[P]):
         of (policy seed, ``salt`` e.g. the query id, memory identity), never storage order."""
         from .kernels import topk
 
-        return topk(scores, k, self.store.tie_keys(f"{self.seed}:{salt}"))
+        # keys of the candidate rows only (tie_keys is element-wise): O(k), not O(store)
+        store, tag = self.store, f"{self.seed}:{salt}"
+        return topk(scores, k, lambda rows: store.tie_keys(tag, rows))
 
     def ranking(self, scores: np.ndarray, k: int, salt: str) -> Ranking:
         """:meth:`rank` as a Ranking. Tied rows (within TIE_RTOL) may come in any score
