@@ -7,14 +7,16 @@ Each run is ``python -m benchmarks.simrun POLICY 10000 1000 --profile N`` in a s
 (run it under ``nice -n 10`` on a shared machine). The block goes between the markers
 PROFILES_BEGIN / PROFILES_END of results/benchmarks.md, which benchmarks.report keeps when it
 rewrites the file. ``--baseline DIR`` adds a before column from earlier runs' JSON files
-``DIR/<policy>.json`` (simrun output). Times are of one run on a shared machine: read the
-shares and the profile, not the absolute seconds.
+``DIR/<policy>.json`` (simrun output); ``--baseline-code DIR`` runs each policy on an older
+checkout right before the current code (the fairer comparison on a shared machine). Times
+are of one run each: read the shares and the profile, not the absolute seconds.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,10 +29,19 @@ POLICIES = ["keep-all", "pai", "izzie", "kernle", "engram", "cosmo"]
 EPISODES, QUERIES = 10_000, 1_000
 
 
-def profile(policy: str, lines: int) -> dict:
+def profile(policy: str, lines: int, code: Path | None = None) -> dict:
+    """One profiled run; ``code``: a checkout of older code to run instead (PYTHONPATH)."""
     cmd = [sys.executable, "-m", "benchmarks.simrun", policy, str(EPISODES), str(QUERIES)]
+    env = dict(os.environ)
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
     done = subprocess.run(
-        [*cmd, "--profile", str(lines)], cwd=REPO, capture_output=True, text=True, check=True
+        [*cmd, "--profile", str(lines)],
+        cwd=code or REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
     )
     out: dict = json.loads(done.stdout.strip().splitlines()[-1])
     return out
@@ -103,9 +114,20 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("policies", nargs="*", default=POLICIES)
     ap.add_argument("--lines", type=int, default=15)
     ap.add_argument("--baseline", type=Path, default=None)
+    ap.add_argument(
+        "--baseline-code",
+        type=Path,
+        default=None,
+        help="a checkout of the code before (e.g. git archive of a commit): each policy runs "
+        "there right before it runs here, so both see the same machine load",
+    )
     a = ap.parse_args(argv)
-    runs = {pid: profile(pid, a.lines) for pid in a.policies}
+    runs: dict[str, dict] = {}
     baseline: dict[str, dict] = {}
+    for pid in a.policies:
+        if a.baseline_code is not None:
+            baseline[pid] = profile(pid, a.lines, a.baseline_code)
+        runs[pid] = profile(pid, a.lines)
     if a.baseline is not None:
         for pid in runs:
             f = a.baseline / f"{pid}.json"
