@@ -175,8 +175,7 @@ def test_run_with_candidate_index_writes_the_audit(tmp_path, capsys):
     spec = "synthetic:steady,episodes=500,queries=50,horizon=20"
     args = ["run", "--policy", "izzie", "--scenario", spec, "--out", str(tmp_path)]
     assert main([*args, "--index", "mode=ivf", "--index", "min_rows=100"]) == 0
-    out = capsys.readouterr().out
-    assert "index_query_differ_share" in out
+    capsys.readouterr()
     (manifest,) = tmp_path.rglob("manifest.json")
     audit = json.loads(manifest.read_text())["index_audit"]
     assert audit["mode"] == "ivf" and audit["searches"] > 0 and audit["checked"] > 0
