@@ -167,3 +167,50 @@ def test_compare_param_flag_types_and_checks_the_value(tmp_path, capsys):
         ]
     )
     assert code == 2 and "prune_threshold" in capsys.readouterr().err
+
+
+def test_a_peer_that_is_not_a_scheduler_is_a_one_line_error(capsys):
+    """A service that answers garbage (not a closed port) made distributed try to allocate an
+    exabyte frame: the traceback reached the user. It must be the one-line error."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+
+    def answer_garbage() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                try:
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n" + b"\xff" * 64)
+                except OSError:
+                    pass
+
+    threading.Thread(target=answer_garbage, daemon=True).start()
+    try:
+        code = main(
+            [
+                "sweep",
+                "--policy",
+                "pai",
+                "--field",
+                "prune_threshold",
+                "--scenarios",
+                SMALL,
+                "--dask",
+                f"tcp://127.0.0.1:{port}",
+                "--out",
+                "/tmp/never",
+            ]
+        )
+    finally:
+        server.close()
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert f"tcp://127.0.0.1:{port}" in err and len(err.strip().splitlines()) == 1

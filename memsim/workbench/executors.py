@@ -141,6 +141,12 @@ def dask_executor(address: str | None) -> Iterator[Executor | None]:
         raise ParamError(
             f"--dask {address!r}: no scheduler answered within {CONNECT_TIMEOUT_S} s ({e})"
         ) from None
+    except Exception as e:  # noqa: BLE001 - a peer that is not a scheduler fails in many ways
+        # (seen: a service answering garbage makes distributed allocate a 3 EiB frame).
+        raise ParamError(
+            f"--dask {address!r}: the peer there is not a Dask scheduler "
+            f"({type(e).__name__}: {str(e)[:120]})"
+        ) from None
     try:
         yield client.get_executor()
     finally:
