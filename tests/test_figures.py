@@ -604,3 +604,13 @@ def test_benchmark_frame_report_targets_only():
     x, y = floor_line.get_xdata(), floor_line.get_ydata()
     assert y[-1] / y[0] == pytest.approx(x[-1] / x[0])  # slope 1 on log-log
     assert np.interp(1e6, x, y) == pytest.approx(160.0, rel=1e-3)  # through the measured floor (ms)
+
+
+def test_cli_figures_results_folder_missing_is_an_error(tmp_path, capsys):
+    """A mistyped --results folder used to exit 0 (the decay curves need no input)."""
+    from memsim.workbench.cli import main
+
+    rc = main(["figures", "--out", str(tmp_path / "f"), "--results", str(tmp_path / "typo")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "typo" in err and "no such folder" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "f").exists()

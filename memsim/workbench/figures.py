@@ -1199,6 +1199,16 @@ def run_figures_command(args: argparse.Namespace) -> int:
         from memsim.engine.errors import UnknownIdError
 
         raise UnknownIdError(f"unknown figure {unknown[0]!r}; known: {', '.join(FIGURES)}")
+    # A folder that is not there is a typo, not "nothing to draw": say so rather than skip
+    # every figure that reads it and exit 0 on the decay curves alone.
+    from_results = [f for f in (only or FIGURES) if f not in ("decay_curves", "latency")]
+    if from_results and args.results and not Path(args.results).is_dir():
+        from memsim.engine.errors import ParamError
+
+        raise ParamError(
+            f"--results {args.results!r}: no such folder (figures {', '.join(from_results)} "
+            "read its summary.csv and per_query.parquet; write it with `memsim compare --out`)"
+        )
     written = write_figures(
         args.out,
         results=args.results,
