@@ -21,16 +21,26 @@ STREAM = "synthetic:churn,episodes=150,queries=12,facts=16,horizon=30"
 CONTRADICTIONS = ("supersede", "weaken", "invalidate")
 
 
-@functools.lru_cache(maxsize=256)
+# other fields a property holds fixed (the variant whose threshold it moves)
+BASE: dict[tuple[str, str], dict[str, object]] = {
+    ("memorybank", "cutoff_days"): {"variant": "code"},
+}
+
+
+@functools.lru_cache(maxsize=512)
 def _trace(policy: str, field: str, value: float) -> Trace:
     stream = load(STREAM, seed=0)
     spec = registry.spec(policy)
-    params = spec.load().Params().replace(**{field: value})
+    params = spec.load().Params().replace(**BASE.get((policy, field), {}), **{field: value})
     return runner.run(spec.make(params, llm=MockLLM(seed=0), seed=0), stream)
 
 
 def footprint(t: Trace) -> float:
     return float(sum(f[1] for f in t.footprint))  # retrievable memories summed over batches
+
+
+def returned(t: Trace) -> float:
+    return float(sum(len(q.ids) for q in t.queries))  # memories returned over every query
 
 
 def count(*actions: str) -> Callable[[Trace], float]:
@@ -52,6 +62,28 @@ PROPERTIES = [
     ("cosmo", "min_extraction_confidence", 0.0, 1.0, footprint, "down"),
     ("engram", "archive_confidence", 0.0, 0.6, footprint, "down"),
     ("engram", "reinforce_threshold", 0.71, 1.0, count("reinforce"), "down"),
+    ("pai", "duplicate_threshold", 0.5, 1.0, count("merge"), "down"),
+    ("pai", "synthesis_threshold", 0.3, 1.0, count("synthesize"), "down"),
+    ("pai", "cosine_floor", 0.0, 1.0, returned, "down"),
+    ("pai", "link_lo", 0.0, 0.84, count("link"), "down"),
+    ("cosmo", "confident_candidate", 0.0, 1.0, footprint, "down"),
+    ("cosmo", "consolidate_salience", 0.0, 0.5, footprint, "down"),
+    ("cosmo", "storyline_min_sources", 1, 12, count("synthesize"), "down"),
+    ("cosmo-code", "archive_salience", 0.0, 0.5, footprint, "down"),
+    ("izzie-code", "min_strength", 0.0, 1.0, returned, "down"),
+    ("kernle-code", "forgetting_threshold", 0.8, 1.3, footprint, "down"),
+    ("actr", "forget_below", 0.0, 1.0, footprint, "down"),
+    ("actr", "tau", -2.0, 1.0, footprint, "down"),
+    ("fsrs", "forget_below", 0.0, 1.0, footprint, "down"),
+    ("ebisu", "forget_below", 0.0, 1.0, footprint, "down"),
+    ("memorybank", "forget_below", 0.0, 1.0, footprint, "down"),
+    ("memorybank", "cutoff_days", 1.0, 60.0, footprint, "up"),
+    ("actr", "reinforce_cosine", 0.5, 1.0, count("reinforce"), "down"),
+    ("fsrs", "reinforce_cosine", 0.5, 1.0, count("reinforce"), "down"),
+    ("ebisu", "reinforce_cosine", 0.5, 1.0, count("reinforce"), "down"),
+    ("memorybank", "reinforce_cosine", 0.5, 1.0, count("reinforce"), "down"),
+    ("generative-agents", "reinforce_cosine", 0.0, 1.1, count("reinforce"), "down"),
+    ("recency", "budget", 1, 200, footprint, "up"),
 ]
 # Findings: the model itself is not monotone in these thresholds (a pinned counterexample,
 # run first by every draw, makes the failure deterministic; the xfail is strict).
@@ -59,9 +91,15 @@ NOT_MONOTONE: dict[tuple[str, str], str] = {
     ("cosmo", "min_extraction_confidence"): "not monotone: raising it 0.54 -> 0.55 drops one "
     "more candidate, which removes a reinforcement but lets the nightly job synthesize two more "
     "Storylines/Macros (themselves memories): footprint 14529 -> 14543",
+    ("pai", "duplicate_threshold"): "not monotone: raising it 0.6 -> 0.625 gives 23 merges, "
+    "not 22 (a merge changes which beliefs later duplicate checks see; the path not traced)",
+    ("pai", "synthesis_threshold"): "not monotone: raising it 0.72 -> 0.755 synthesizes 6 "
+    "meta-beliefs, not 5 (clusters are formed greedily; the path not traced)",
 }
 COUNTEREXAMPLES: dict[tuple[str, str], tuple[float, float]] = {
     ("cosmo", "min_extraction_confidence"): (0.54, 0.55),
+    ("pai", "duplicate_threshold"): (0.6, 0.625),
+    ("pai", "synthesis_threshold"): (0.72, 0.755),
 }
 
 
@@ -79,7 +117,11 @@ COUNTEREXAMPLES: dict[tuple[str, str], tuple[float, float]] = {
     ],
 )
 def test_threshold_is_monotone(policy, field, lo, hi, measure, direction):
-    values = st.floats(lo, hi, allow_nan=False).map(lambda v: round(v, 3))
+    values = (
+        st.integers(lo, hi)
+        if isinstance(lo, int)
+        else st.floats(lo, hi, allow_nan=False).map(lambda v: round(v, 3))
+    )
 
     @settings(
         max_examples=5, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
@@ -102,3 +144,15 @@ def test_threshold_is_monotone(policy, field, lo, hi, measure, direction):
     if (policy, field) in COUNTEREXAMPLES:
         check = example(*COUNTEREXAMPLES[policy, field])(check)
     check()
+
+
+def test_generative_agents_has_no_forget_threshold():
+    """Park et al. 2023 §4.1 forgets nothing: forget_below is pinned to 0 (its declared range
+    is the single point [0, 0]), so there is no forgetting threshold to move; any other value
+    is refused."""
+    from memsim.engine.errors import ParamError
+
+    params = registry.spec("generative-agents").load().Params
+    assert params().forget_below == 0.0
+    with pytest.raises(ParamError):
+        params().replace(forget_below=0.01)
