@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,11 @@ from memsim.engine.errors import MemsimError, ParamError
 
 DEFAULT_CACHE = "results"  # compare keeps per-run results in DEFAULT_CACHE/runs (gitignored)
 PROGRESS_HELP = "progress bar on stderr even when it is not a terminal (default: only on one)"
+DASK_HELP = "run on Dask: local:N starts a local cluster of N workers, an address joins one"
+FIELDS_HELP = (
+    "comma list (default: every declared-range field; a field without a finite declared "
+    "range moves from half to twice its default)"
+)
 
 
 def _csv(text: str) -> list[str]:
@@ -417,24 +422,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_sweep(args: argparse.Namespace) -> int:
-    from .sweep import run_sweep_command
-
-    return run_sweep_command(args)
-
-
-def cmd_tune(args: argparse.Namespace) -> int:
-    from .tune import run_tune_command
-
-    return run_tune_command(args)
-
-
-def cmd_sensitivity(args: argparse.Namespace) -> int:
-    from .tune import run_sensitivity_command
-
-    return run_sensitivity_command(args)
-
-
 def cmd_robustness(args: argparse.Namespace) -> int:
     from .robustness import (
         DEFAULT_SCENARIOS,
@@ -472,28 +459,114 @@ def cmd_robustness(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_curve(args: argparse.Namespace) -> int:
-    from .curves import run_curve_command
+def _lazy(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """The command ``name`` of workbench module ``module``, imported when the command runs
+    (so ``memsim list`` does not import matplotlib, optuna or dask)."""
 
-    return run_curve_command(args)
+    def command(args: argparse.Namespace) -> int:
+        from importlib import import_module
 
+        return int(getattr(import_module(f"{__package__}.{module}"), name)(args) or 0)
 
-def cmd_claims(args: argparse.Namespace) -> int:
-    from .claims import main_claims
-
-    return main_claims(args)
-
-
-def cmd_figures(args: argparse.Namespace) -> int:
-    from .figures import run_figures_command
-
-    return run_figures_command(args)
+    return command
 
 
-def cmd_drift(args: argparse.Namespace) -> int:
-    from .drift import run_drift
+def _command(
+    sub: Any,
+    name: str,
+    help: str,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    func: Callable[[argparse.Namespace], int],
+) -> None:
+    """One subcommand whose arguments a function adds and whose body runs lazily."""
+    s = sub.add_parser(name, help=help)
+    add_arguments(s)
+    s.set_defaults(func=func)
 
-    return run_drift(args)
+
+def _add_progress(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--progress", action="store_true", help=PROGRESS_HELP)
+
+
+def _add_study(
+    s: argparse.ArgumentParser,
+    *,
+    out: str,
+    out_help: str,
+    policies: str | None = None,
+    scenarios_required: bool = True,
+    seeds: bool = True,
+) -> None:
+    """What sweep, tune and sensitivity share: the policies (one command's wording), the
+    scenarios, the seeds, the executor (--jobs, --dask) and the output folder."""
+    if policies:
+        s.add_argument("--policies", required=True, help=policies)
+    s.add_argument(
+        "--scenarios",
+        required=scenarios_required,
+        help="scenario specs (comma list), e.g. synthetic:churn; a spec keeps its own "
+        ",key=value options",
+    )
+    if seeds:
+        s.add_argument("--seeds", default="0", help="comma list or START:STOP (default 0)")
+    s.add_argument("--jobs", type=int, default=1, help="local worker processes (same results)")
+    s.add_argument("--dask", metavar="local:N|tcp://HOST:PORT", help=DASK_HELP)
+    s.add_argument("--out", default=out, help=out_help)
+
+
+def _add_sweep_arguments(s: argparse.ArgumentParser) -> None:
+    from .sweep import METHODS
+
+    s.add_argument("file", nargs="?", help="a sweep file (YAML); or give --policy and --field")
+    s.add_argument("--policy", help="the policy to sweep (with --field)")
+    s.add_argument(
+        "--field",
+        action="append",
+        metavar="NAME[=LO:HI|=V1,V2,...]",
+        help="a Params field: its declared range, a sub-range LO:HI, or a list of values "
+        "(repeatable)",
+    )
+    s.add_argument("--method", default="grid", choices=METHODS)
+    s.add_argument("--n", type=int, default=5, help="points per field (grid) or samples")
+    s.add_argument("--sample-seed", type=int, default=0, help="seed of random / lhs samples")
+    _add_study(
+        s,
+        out="results/sweep",
+        out_help="folder of sweep.parquet / sweep.csv",
+        scenarios_required=False,
+    )
+    s.add_argument("--cache", help="folder of cached runs (default: OUT/cache)")
+    s.add_argument("--no-resume", action="store_true", help="rerun finished runs")
+    _add_progress(s)
+
+
+def _add_tune_arguments(s: argparse.ArgumentParser) -> None:
+    from .tune import DIRECTIONS
+
+    _add_study(
+        s,
+        policies="comma list of policies to tune",
+        out="results/tuning",
+        out_help="folder of the study and tuning.md",
+        seeds=False,
+    )
+    s.add_argument("--objectives", default="recall", help=f"comma list of {', '.join(DIRECTIONS)}")
+    s.add_argument("--fields", help=FIELDS_HELP)
+    s.add_argument("--trials", type=int, default=20)
+    s.add_argument("--train-seeds", default="0:5", help="seeds tuned on (default 0:5)")
+    s.add_argument("--test-seeds", default="5:10", help="held-out seeds reported on (default 5:10)")
+
+
+def _add_sensitivity_arguments(s: argparse.ArgumentParser) -> None:
+    _add_study(
+        s,
+        policies="comma list of policies",
+        out="results/sensitivity",
+        out_help="folder of tables and figures",
+    )
+    s.add_argument("--fields", help=FIELDS_HELP)
+    s.add_argument("--n", type=int, default=5, help="points per field")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -501,8 +574,6 @@ def build_parser() -> argparse.ArgumentParser:
     from .curves import add_curve_arguments
     from .drift import add_drift_arguments
     from .figures import add_figures_arguments
-    from .sweep import add_sweep_arguments
-    from .tune import add_sensitivity_arguments, add_tune_arguments
 
     p = argparse.ArgumentParser(
         prog="memsim",
@@ -541,8 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(docs/performance.md); default exact",
     )
     s.add_argument("--out", help="write the run's files under this results root")
-    s.add_argument("--quiet", action="store_true", help="no progress bar")
-    s.add_argument("--progress", action="store_true", help=PROGRESS_HELP)
+    _add_progress(s)
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser(
@@ -553,8 +623,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--llm", action="append", metavar="KEY=VALUE", help="mock LLM override")
     s.add_argument("--jobs", type=int, default=1, help="parallel processes")
-    s.add_argument("--quiet", action="store_true", help="no progress bar")
-    s.add_argument("--progress", action="store_true", help=PROGRESS_HELP)
+    _add_progress(s)
     s.set_defaults(func=cmd_check)
 
     s = sub.add_parser("compare", help="policies x scenarios x seeds -> a summary table")
@@ -577,11 +646,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="mock LLM override for every run: bands.X, faults.X, modes.X (docs/mock-llm.md), "
         "text_embedder=wordllama|hashed|minilm",
     )
-    s.add_argument(
-        "--dask",
-        metavar="local:N|tcp://HOST:PORT",
-        help="run on Dask: local:N starts a local cluster of N workers, an address joins one",
-    )
+    s.add_argument("--dask", metavar="local:N|tcp://HOST:PORT", help=DASK_HELP)
     s.add_argument(
         "--param",
         action="append",
@@ -600,8 +665,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print one line per policy (means over scenarios), not every scenario's table",
     )
-    s.add_argument("--quiet", action="store_true", help="no progress bar")
-    s.add_argument("--progress", action="store_true", help=PROGRESS_HELP)
+    _add_progress(s)
     s.add_argument(
         "--no-calibration",
         action="store_true",
@@ -609,17 +673,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(func=cmd_compare)
 
-    s = sub.add_parser("sweep", help="policy parameters x scenarios x seeds -> a tidy table")
-    add_sweep_arguments(s)
-    s.set_defaults(func=cmd_sweep)
+    _command(
+        sub,
+        "sweep",
+        "policy parameters x scenarios x seeds -> a tidy table",
+        _add_sweep_arguments,
+        _lazy("sweep", "run_sweep_command"),
+    )
 
-    s = sub.add_parser("tune", help="tune thresholds with Optuna; documented vs tuned, held out")
-    add_tune_arguments(s)
-    s.set_defaults(func=cmd_tune)
+    _command(
+        sub,
+        "tune",
+        "tune thresholds with Optuna; documented vs tuned, held out",
+        _add_tune_arguments,
+        _lazy("tune", "run_tune_command"),
+    )
 
-    s = sub.add_parser("sensitivity", help="one-at-a-time sensitivity and tornado figures")
-    add_sensitivity_arguments(s)
-    s.set_defaults(func=cmd_sensitivity)
+    _command(
+        sub,
+        "sensitivity",
+        "one-at-a-time sensitivity and tornado figures",
+        _add_sensitivity_arguments,
+        _lazy("tune", "run_sensitivity_command"),
+    )
 
     s = sub.add_parser("robustness", help="which pairwise conclusions survive other mock-LLM modes")
     s.add_argument("--policies", default="all", help="comma list or 'all'")
@@ -634,25 +710,40 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=int, default=1, help="parallel processes")
     s.add_argument("--out", default="results/robustness.md", help="report (also .csv, .png)")
     s.add_argument("--cache", help="results root for per-run files (resumable)")
-    s.add_argument("--quiet", action="store_true", help="no progress bar")
-    s.add_argument("--progress", action="store_true", help=PROGRESS_HELP)
+    _add_progress(s)
     s.set_defaults(func=cmd_robustness)
 
-    s = sub.add_parser("curve", help="decay curve of one memory under an access pattern (CSV)")
-    add_curve_arguments(s)
-    s.set_defaults(func=cmd_curve)
+    _command(
+        sub,
+        "curve",
+        "decay curve of one memory under an access pattern (CSV)",
+        add_curve_arguments,
+        _lazy("curves", "run_curve_command"),
+    )
 
-    s = sub.add_parser("claims", help="regenerate the table of the seed documents' worked examples")
-    add_claims_arguments(s)
-    s.set_defaults(func=cmd_claims)
+    _command(
+        sub,
+        "claims",
+        "regenerate the table of the seed documents' worked examples",
+        add_claims_arguments,
+        _lazy("claims", "main_claims"),
+    )
 
-    s = sub.add_parser("figures", help="regenerate the PNG figures under results/figures/")
-    add_figures_arguments(s)
-    s.set_defaults(func=cmd_figures)
+    _command(
+        sub,
+        "figures",
+        "regenerate the PNG figures under results/figures/",
+        add_figures_arguments,
+        _lazy("figures", "run_figures_command"),
+    )
 
-    s = sub.add_parser("drift", help="each documented policy against its code variant (markdown)")
-    add_drift_arguments(s)
-    s.set_defaults(func=cmd_drift)
+    _command(
+        sub,
+        "drift",
+        "each documented policy against its code variant (markdown)",
+        add_drift_arguments,
+        _lazy("drift", "run_drift"),
+    )
     return p
 
 

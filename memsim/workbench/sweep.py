@@ -520,30 +520,6 @@ def sobol(
 # ---------------------------------------------------------------------------- command line
 
 
-def add_sweep_arguments(s: Any) -> None:
-    s.add_argument("file", nargs="?", help="a sweep file (YAML); or give --policy and --field")
-    s.add_argument("--policy", help="the policy to sweep (with --field)")
-    s.add_argument(
-        "--field",
-        action="append",
-        metavar="NAME[=LO:HI|=V1,V2,...]",
-        help="a Params field: its declared range, a sub-range LO:HI, or a list of values "
-        "(repeatable)",
-    )
-    s.add_argument("--method", default="grid", choices=METHODS)
-    s.add_argument("--n", type=int, default=5, help="points per field (grid) or samples")
-    s.add_argument("--sample-seed", type=int, default=0, help="seed of random / lhs samples")
-    s.add_argument("--scenarios", help="scenario specs (comma list), e.g. synthetic:churn")
-    s.add_argument("--seeds", default="0", help="0,1,2 or 0:5")
-    s.add_argument("--jobs", type=int, default=1, help="local worker processes")
-    s.add_argument("--dask", metavar="local:N|tcp://HOST:PORT", help="run on Dask")
-    s.add_argument("--out", default="results/sweep", help="folder of sweep.parquet / sweep.csv")
-    s.add_argument("--cache", help="folder of cached runs (default: OUT/cache)")
-    s.add_argument("--no-resume", action="store_true", help="rerun finished runs")
-    s.add_argument("--quiet", action="store_true", help="no progress bar")
-    s.add_argument("--progress", action="store_true", help="progress bar even off a terminal")
-
-
 def _field_arg(policy: str, text: str) -> tuple[str, Any]:
     name, sep, rest = text.partition("=")
     name = name.strip()

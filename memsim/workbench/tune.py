@@ -347,19 +347,6 @@ def sensitivity_markdown(spread: pd.DataFrame, policy: str, threshold: float = 0
 # ---------------------------------------------------------------------------- command line
 
 
-def add_tune_arguments(s: Any) -> None:
-    s.add_argument("--policies", required=True, help="comma list of policies to tune")
-    s.add_argument("--scenarios", required=True, help="scenario specs (comma list)")
-    s.add_argument("--objectives", default="recall", help=f"comma list of {', '.join(DIRECTIONS)}")
-    s.add_argument("--fields", help="comma list of fields (default: every declared-range field)")
-    s.add_argument("--trials", type=int, default=20)
-    s.add_argument("--train-seeds", default="0:5")
-    s.add_argument("--test-seeds", default="5:10")
-    s.add_argument("--jobs", type=int, default=1)
-    s.add_argument("--dask", metavar="local:N|tcp://HOST:PORT")
-    s.add_argument("--out", default="results/tuning", help="folder of the study and tuning.md")
-
-
 def run_tune_command(args: Any) -> int:
     from .cli import _csv, _seeds, split_specs
     from .executors import dask_executor
@@ -386,21 +373,6 @@ def run_tune_command(args: Any) -> int:
     (out / "tuning.md").write_text(text)
     print(text)
     return 0
-
-
-def add_sensitivity_arguments(s: Any) -> None:
-    s.add_argument("--policies", required=True, help="comma list of policies")
-    s.add_argument("--scenarios", required=True, help="scenario specs (comma list)")
-    s.add_argument(
-        "--fields",
-        help="comma list (default: every declared-range field; a field without a finite "
-        "declared range moves from half to twice its default)",
-    )
-    s.add_argument("--n", type=int, default=5, help="points per field")
-    s.add_argument("--seeds", default="0")
-    s.add_argument("--jobs", type=int, default=1)
-    s.add_argument("--dask", metavar="local:N|tcp://HOST:PORT")
-    s.add_argument("--out", default="results/sensitivity", help="folder of tables and figures")
 
 
 def run_sensitivity_command(args: Any) -> int:
