@@ -103,7 +103,7 @@ EBISU = PolicySpec(
 )
 MEMORYBANK = PolicySpec(
     "memorybank",
-    2,
+    3,
     "policies.memorybank:MemoryBank",
     seed_document="",
     description="reference: MemoryBank (Zhong et al. AAAI 2024), Ebbinghaus R = exp(-t/S), "
@@ -112,12 +112,43 @@ MEMORYBANK = PolicySpec(
 )
 GENERATIVE_AGENTS = PolicySpec(
     "generative-agents",
-    2,
+    3,
     "policies.generative_agents:GenerativeAgents",
     seed_document="",
     description="reference: Generative Agents (Park et al. 2023), min-max normalized "
     "recency + importance + relevance, no forgetting",
     capabilities=frozenset({"forget"}),
+)
+
+ACTR_SPACING = PolicySpec(
+    "actr-spacing",
+    1,
+    "policies.actr:ACTRSpacing",
+    seed_document="",
+    description="reference: ACT-R with the spacing-dependent decay of Pavlik & Anderson 2005 "
+    "(d_j = c exp(m_j-1) + a)",
+    capabilities=frozenset({"forget"}),
+    variant_of="actr",
+)
+MEMORYBANK_CODE = PolicySpec(
+    "memorybank-code",
+    1,
+    "policies.memorybank:MemoryBankCode",
+    seed_document="",
+    description="reference: MemoryBank as its released code behaves (S in 1, 2, 3 days; kept "
+    "with probability R, seeded; 30-day cut-off)",
+    capabilities=frozenset({"forget"}),
+    variant_of="memorybank",
+)
+GENERATIVE_AGENTS_CODE = PolicySpec(
+    "generative-agents-code",
+    1,
+    "policies.generative_agents:GenerativeAgentsCode",
+    seed_document="",
+    description="reference: Generative Agents as its released code scores (0.99 ^ rank "
+    "recency; weights 0.5 recency, 3 relevance, 2 importance)",
+    capabilities=frozenset({"forget"}),
+    variant_of="generative-agents",
 )
 
 # Code variants (issue 11 "Each system as built"): each seed system as its public code

@@ -106,3 +106,22 @@ class ACTR(ReferencePolicy):
     def _scores(self, sims: np.ndarray, live: np.ndarray, now: float) -> np.ndarray:
         a = self.activation(now) + self.params.spreading_weight * sims
         return np.where(live, a, -np.inf)
+
+
+@dataclass(frozen=True)
+class ACTRSpacingParams(ACTRParams):
+    """actr-spacing: the same model with Pavlik & Anderson's (2005) spacing-dependent decay
+    as the default; every other constant is actr's."""
+
+    variant: str = param(
+        "spacing",
+        choices=("standard", "spacing"),
+        doc="actr-spacing: Pavlik & Anderson 2005 eq. 2-3, d_j = c * exp(m_{j-1}) + a",
+    )
+
+
+class ACTRSpacing(ACTR):
+    """ACT-R with the spacing-dependent decay of Pavlik & Anderson (2005) (docs/policies/actr.md
+    §The spacing variant)."""
+
+    Params: ClassVar[type[Params]] = ACTRSpacingParams

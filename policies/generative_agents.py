@@ -88,8 +88,12 @@ class GenerativeAgents(ReferencePolicy):
         p = self.params
         idx = np.flatnonzero(live)
         if p.variant == "code":
-            # rank 1 = most recently accessed; ties: the newer row first
-            order = np.lexsort((-idx, -self._last_use()[idx]))
+            # rank 1 = most recently accessed; equal last access: the newer memory first
+            # (retrieve.py sorts the stream, newest node first, with a stable sort), and
+            # memories created at the same time in the seeded tie order (memory identity,
+            # never storage order: Policy.rank's rule)
+            ties = self.store.tie_keys(f"{self.seed}:recency-rank", idx)
+            order = np.lexsort((ties, -self.store["created"][idx], -self._last_use()[idx]))
             rank = np.empty(len(idx))
             rank[order] = np.arange(1, len(idx) + 1)
             recency = np.power(p.code_recency_decay, rank)
@@ -102,3 +106,21 @@ class GenerativeAgents(ReferencePolicy):
             recency, self.store["importance"][idx], sims[idx], w
         )
         return out
+
+
+@dataclass(frozen=True)
+class GenerativeAgentsCodeParams(GenerativeAgentsParams):
+    """generative-agents-code: the retrieval score of the released code; every other
+    constant is the paper's."""
+
+    variant: str = param(
+        "code",
+        choices=("paper", "code"),
+        doc=f"generative-agents-code: {_CODE} (0.99 ^ rank recency, weights 0.5 / 3 / 2)",
+    )
+
+
+class GenerativeAgentsCode(GenerativeAgents):
+    """Generative Agents as built (docs/policies/generative-agents.md §The code variant)."""
+
+    Params: ClassVar[type[Params]] = GenerativeAgentsCodeParams

@@ -18,6 +18,7 @@ cosine x R.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -93,9 +94,49 @@ class MemoryBank(ReferencePolicy):
         if self.params.variant == "paper":
             return super()._doomed(now)
         live = self._live()
-        r = self.retention(now)
-        # one uniform draw per (seed, day, row): independent of batching and call order
-        rng = np.random.default_rng([self.seed, int(round(now * 1440))])
-        keep = rng.random(self.store.n) < r
+        keep = self._draws(now) < self.retention(now)
         old = self.days_since_recall(now) > self.params.cutoff_days
         return np.flatnonzero(live & (~keep | old))
+
+    def _draws(self, now: float) -> np.ndarray:
+        """The code variant's uniform draw in [0, 1) per memory at the pass at ``now``: a pure
+        function of (policy seed, minute of the pass, memory identity), so independent of
+        batching, call order and storage order (same seed, same result)."""
+        keys = self.store.tie_keys(f"{self.seed}:keep:{int(round(now * 1440))}")
+        return (keys >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+    def idle_until(self, now: float, until: float) -> float:
+        """Paper variant: the closed-form crossing (ReferencePolicy.idle_until). Code
+        variant: a memory may be dropped at any pass (kept with probability R < 1), so the
+        passes are not skipped blindly: the draws are pure functions of (seed, time, memory),
+        so the passes after ``now`` are evaluated in turn and the first that would drop a
+        memory is returned (``until`` if none does before it). Exact, not an estimate."""
+        if self.params.variant == "paper":
+            return super().idle_until(now, until)
+        if self.store.n == 0 or not self._live().any():
+            return until
+        every = min(j.every for j in self.schedule if j.name == "decay")
+        t = (math.floor(now / every) + 1) * every
+        while t < until:
+            if len(self._doomed(t)):
+                return t
+            t = (math.floor(t / every + 0.5) + 1) * every
+        return until
+
+
+@dataclass(frozen=True)
+class MemoryBankCodeParams(MemoryBankParams):
+    """memorybank-code: MemoryBank as its released code behaves; every other constant is the
+    paper's."""
+
+    variant: str = param(
+        "code",
+        choices=("paper", "code"),
+        doc=f"memorybank-code: {_CODE} (three levels, kept with probability R, 30-day cut-off)",
+    )
+
+
+class MemoryBankCode(MemoryBank):
+    """MemoryBank as built (docs/policies/memorybank.md §The code variant)."""
+
+    Params: ClassVar[type[Params]] = MemoryBankCodeParams

@@ -27,7 +27,10 @@ footprint at time ``after``:
 
     footprint: N | footprint_min: N | footprint_max: N   retrievable memories (of ``kind``)
 
-Every expectation may carry ``note:`` (the seed section it comes from).
+Every expectation may carry ``note:`` (the seed section it comes from). An expectation for
+every policy (``"*"``) may name ``except_for: [ids]``, the policies it does not bind, with a
+``note`` that says why (e.g. a policy whose forgetting is a seeded random draw cannot promise
+what a deterministic one does); those policies are held to their own expectations instead.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ MEMORY_CHECKS = (
 )
 QUERY_CHECKS = ("top1_from", "top1_not_from", "in_top", "not_in_top")
 FOOTPRINT_CHECKS = ("footprint", "footprint_min", "footprint_max")
-_COMMON = {"policy", "after", "kind", "note"}
+_COMMON = {"policy", "except_for", "after", "kind", "note"}
 
 
 @dataclass(frozen=True)
@@ -68,8 +71,11 @@ class Expectation:
     kind: str = ""
     note: str = ""
     where: str = ""  # "file: expect[3]" for messages
+    except_for: tuple[str, ...] = ()  # with ("*",): the policies it does not bind (see note)
 
     def applies_to(self, policy_id: str) -> bool:
+        if policy_id in self.except_for:
+            return False
         return "*" in self.policies or policy_id in self.policies
 
     def describe(self) -> str:
@@ -86,6 +92,8 @@ class Expectation:
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"policy": list(self.policies), self.check: self.value}
+        if self.except_for:
+            d["except_for"] = list(self.except_for)
         for name in ("memory_of", "query", "after", "kind", "note"):
             v = getattr(self, name)
             if v not in ("", None):
@@ -146,6 +154,19 @@ def parse_one(
     pols = (pol,) if isinstance(pol, str) else tuple(pol) if isinstance(pol, list) else None
     if not pols or not all(isinstance(p, str) and p for p in pols):
         raise fail(f"{path}.policy", 'must be a policy id, a list of ids or "*"', pol)
+
+    exc = raw.get("except_for", [])
+    if (
+        not isinstance(exc, list)
+        or not all(isinstance(p, str) and p for p in exc)
+        or (exc and pols != ("*",))
+        or (exc and not (isinstance(raw.get("note"), str) and raw["note"].strip()))
+    ):
+        raise fail(
+            f"{path}.except_for",
+            'must be a list of policy ids, with policy "*" and a note saying why',
+            exc,
+        )
 
     after = raw.get("after")
     if after is not None:
@@ -217,7 +238,9 @@ def parse_one(
             raise fail(path, f"{check} counts all memories: no memory_of/query", raw)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise fail(f"{path}.{check}", "must be an integer >= 0", value)
-    return Expectation(pols, check, value, memory_of, query, after, kind, note, f"{file}: {path}")
+    return Expectation(
+        pols, check, value, memory_of, query, after, kind, note, f"{file}: {path}", tuple(exc)
+    )
 
 
 # --------------------------------------------------------------------------- the trace side

@@ -18,6 +18,11 @@ from memsim.engine.mockllm import MockLLM
 from scenarios import load
 
 SPARSE = "synthetic:steady,episodes=60,queries=20,facts=10,horizon=3000"
+# actr-spacing's first presentation decays with d_1 = a = 0.1768 (Pavlik & Anderson 2005
+# eq. 2-3): P < 0.05 only after exp((0.704 + 0.255 ln 19) / 0.1768) = 3746.9 days, so on SPARSE
+# nothing is forgotten and the skip would not be tested against a forgetting job. Its sparse
+# stream is four times as long (same episode and query counts).
+STREAMS = {"actr-spacing": SPARSE.replace("horizon=3000", "horizon=12000")}
 SCHEDULED = [
     s.id for s in registry.specs() if registry.make(s.id, llm=MockLLM(seed=0), seed=0).schedule
 ]
@@ -31,11 +36,19 @@ def _run(policy_id: str, stream: Stream):
 
 def test_the_reference_models_and_engram_can_skip():
     assert {"actr", "fsrs", "ebisu", "memorybank", "engram", "engram-code"} <= set(SKIPPERS)
+    assert {"actr-spacing", "memorybank-code"} <= set(SKIPPERS)
+
+
+def test_actr_spacing_forgets_a_single_presentation_after_3747_days():
+    """The closed form behind STREAMS: with P = 0.05 the crossing is at 3746.9 days."""
+    policy = registry.make("actr-spacing", llm=MockLLM(seed=0), seed=0)
+    policy.ingest(list(_far(5000.0).episodes), 0.0)
+    assert not len(policy._doomed(3746.0)) and len(policy._doomed(3748.0))
 
 
 @pytest.mark.parametrize("policy_id", SKIPPERS)
 def test_skipping_idle_days_changes_nothing(policy_id, monkeypatch):
-    stream = load(SPARSE, seed=0)
+    stream = load(STREAMS.get(policy_id, SPARSE), seed=0)
     every_day = _run(policy_id, stream)
     monkeypatch.setattr(runner, "MAX_TICKS", 1000)  # 3000 daily ticks: now over the budget
     skipping = _run(policy_id, stream)

@@ -75,6 +75,17 @@ def test_expectations_for_unregistered_policies_are_reported(loaded):
     assert unknown == [], f"expectations name unregistered policies: {', '.join(unknown)}"
 
 
+def test_except_for_unbinds_only_the_named_policies(loaded):
+    """An expectation for "*" with except_for binds every policy but those named, and the
+    names are registered ids."""
+    exps = [e for sc in loaded.values() for e in sc.expectations if e.except_for]
+    assert exps and all(e.policies == ("*",) and e.note for e in exps)
+    for e in exps:
+        assert set(e.except_for) <= set(POLICIES)
+        assert all(not e.applies_to(p) for p in e.except_for)
+        assert e.applies_to("keep-all") and e.applies_to("memorybank")
+
+
 def test_every_seed_policy_has_expectations(loaded):
     named = {p for sc in loaded.values() for e in sc.expectations for p in e.policies}
     for pid in ("pai", "izzie", "kernle", "engram", "cosmo", "keep-all"):
@@ -305,6 +316,22 @@ def test_claim_fields_and_attrs(tmp_path):
             ),
             "expect[0]",
             "exactly one check",
+        ),
+        (
+            lambda d: d.__setitem__(
+                "expect",
+                [{"policy": "pai", "except_for": ["x"], "memory_of": "e1", "status": "a"}],
+            ),
+            "expect[0].except_for",
+            "['x']",
+        ),
+        (
+            lambda d: d.__setitem__(
+                "expect",
+                [{"policy": "*", "except_for": ["x"], "memory_of": "e1", "status": "a"}],
+            ),
+            "expect[0].except_for",
+            "a note saying why",
         ),
         (
             lambda d: d.__setitem__("expect", [{"policy": 3, "memory_of": "e1", "status": "a"}]),

@@ -1,11 +1,16 @@
-"""Documented model versus its code variant (``memsim drift``, or the module run with -m).
+"""Each model against its variant (``memsim drift``, or the module run with -m).
 
 Every registered policy whose spec names another in ``variant_of`` is paired with it (no id
-is written here: the registry says which policy is a variant of which). Both run on the same
-streams and seeds; per paired query (same scenario, seed and query id) the difference
-variant - documented gives a mean with a 95% bootstrap interval and a Wilcoxon signed-rank
-test (scipy.stats.wilcoxon; "identical" when every difference is 0). Writes a markdown report
-(results/drift.md by default) whose header holds the command that regenerates it.
+is written here: the registry says which policy is a variant of which). ``--kind code``
+pairs each seed system's documented policy (its spec names a seed document) with its code
+variant and writes results/drift.md; ``--kind reference`` pairs each reference model (no
+seed document, not a baseline) with its second variant and writes results/references.md,
+which also lists every reference model beside the baselines; ``--kind all`` writes both
+from one run. Both policies of a pair run on the same streams and seeds; per paired query
+(same scenario, seed and query id) the difference variant - base gives a mean with a 95%
+bootstrap interval and a Wilcoxon signed-rank test (scipy.stats.wilcoxon; "identical" when
+every difference is 0); run-level metrics (mean footprint, noise kept) are paired per
+(scenario, seed) run. Each report's header holds the command that regenerates it.
 """
 
 from __future__ import annotations
@@ -29,14 +34,39 @@ METRICS = (
     ("stale", "stale@10", "lower"),
     ("footprint", "footprint", "lower"),
 )
+# (run-level column of a run's summary, label, better): paired per (scenario, seed)
+RUN_METRICS = (
+    ("footprint_mean", "mean footprint", "lower"),
+    ("noise_retention", "noise kept", "lower"),
+)
 ALPHA = 0.05
+KINDS = ("code", "reference", "all")
+DEFAULT_OUT = {"code": "results/drift.md", "reference": "results/references.md"}
 
 
-def variant_pairs() -> list[tuple[PolicySpec, PolicySpec]]:
-    """(documented spec, variant spec) for every registered variant, by documented id."""
+def is_reference(spec: PolicySpec) -> bool:
+    """A published reference model: no seed document, not a baseline, not clairvoyant."""
+    return not (spec.seed_document or spec.baseline or spec.clairvoyant)
+
+
+def variant_pairs(kind: str = "code") -> list[tuple[PolicySpec, PolicySpec]]:
+    """(base spec, variant spec) for every registered variant, by base id. ``kind`` "code":
+    seed systems against their code variants; "reference": reference models against their
+    second variants; "all": both."""
+    if kind not in KINDS:
+        raise ValueError(f"kind {kind!r}: one of {', '.join(KINDS)}")
     by_id = {s.id: s for s in specs()}
     pairs = [(by_id[s.variant_of], s) for s in specs() if s.variant_of in by_id]
+    if kind == "code":
+        pairs = [p for p in pairs if p[0].seed_document]
+    elif kind == "reference":
+        pairs = [p for p in pairs if is_reference(p[0])]
     return sorted(pairs, key=lambda p: (p[0].id, p[1].id))
+
+
+def reference_ids() -> list[str]:
+    """Every reference model (variants included) and the baselines, by id."""
+    return sorted(s.id for s in specs() if is_reference(s) or s.baseline)
 
 
 def scenario_label(spec: Any) -> str:
@@ -58,41 +88,61 @@ def wilcoxon_p(diff: np.ndarray) -> float:
     return float(stats.wilcoxon(d).pvalue)
 
 
-def paired_rows(per_query: pd.DataFrame, base: str, variant: str) -> pd.DataFrame:
+def paired_rows(
+    per_query: pd.DataFrame, base: str, variant: str, runs: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """One row per (scenario, metric): both means with intervals, the paired difference
-    variant - base with its interval, the Wilcoxon p and the number of paired queries."""
+    variant - base with its interval, the Wilcoxon p and the number of paired queries (for
+    the per-query METRICS) or runs (for RUN_METRICS, from ``runs``: one row per run with
+    policy, scenario, seed and the run-level columns)."""
     import pandas as pd
 
+    rows = []
+    for scenario, g in per_query.groupby("scenario", sort=False):
+        rows += _paired(g, base, variant, scenario, ["scenario", "seed", "query_id"], METRICS)
+        if runs is not None and len(runs):
+            r = runs[runs["scenario"] == scenario]
+            metrics = tuple(m for m in RUN_METRICS if m[0] in r)
+            rows += _paired(r, base, variant, scenario, ["scenario", "seed"], metrics)
+    return pd.DataFrame(rows)
+
+
+def _paired(
+    g: pd.DataFrame,
+    base: str,
+    variant: str,
+    scenario: Any,
+    key: list[str],
+    metrics: Sequence[tuple[str, str, str]],
+) -> list[dict[str, Any]]:
     from .api import bootstrap_ci
 
-    rows = []
-    key = ["scenario", "seed", "query_id"]
-    for scenario, g in per_query.groupby("scenario", sort=False):
-        a = g[g["policy"] == base].set_index(key)
-        b = g[g["policy"] == variant].set_index(key)
-        both = a.index.intersection(b.index)
-        for col, label, better in METRICS:
-            x = a.loc[both, col].to_numpy(dtype=np.float64)
-            y = b.loc[both, col].to_numpy(dtype=np.float64)
-            ok = np.isfinite(x) & np.isfinite(y)
-            x, y = x[ok], y[ok]
-            d = y - x
-            rows.append(
-                {
-                    "scenario": scenario,
-                    "metric": label,
-                    "better": better,
-                    "base": float(x.mean()) if len(x) else np.nan,
-                    "base_ci": bootstrap_ci(x),
-                    "variant": float(y.mean()) if len(y) else np.nan,
-                    "variant_ci": bootstrap_ci(y),
-                    "diff": float(d.mean()) if len(d) else np.nan,
-                    "diff_ci": bootstrap_ci(d),
-                    "p": wilcoxon_p(d),
-                    "n": int(len(d)),
-                }
-            )
-    return pd.DataFrame(rows)
+    rows: list[dict[str, Any]] = []
+    a = g[g["policy"] == base].set_index(key)
+    b = g[g["policy"] == variant].set_index(key)
+    both = a.index.intersection(b.index)
+    for col, label, better in metrics:
+        x = a.loc[both, col].to_numpy(dtype=np.float64)
+        y = b.loc[both, col].to_numpy(dtype=np.float64)
+        ok = np.isfinite(x) & np.isfinite(y)
+        x, y = x[ok], y[ok]
+        d = y - x
+        rows.append(
+            {
+                "scenario": scenario,
+                "metric": label,
+                "better": better,
+                "base": float(x.mean()) if len(x) else np.nan,
+                "base_ci": bootstrap_ci(x),
+                "variant": float(y.mean()) if len(y) else np.nan,
+                "variant_ci": bootstrap_ci(y),
+                "diff": float(d.mean()) if len(d) else np.nan,
+                "diff_ci": bootstrap_ci(d),
+                "p": wilcoxon_p(d),
+                "n": int(len(d)),
+            }
+        )
+    return rows
 
 
 def _num(v: Any, digits: int) -> str:
@@ -112,26 +162,58 @@ def _p(p: Any) -> str:
     return "< 1e-300" if p == 0 else f"{p:.2g}"
 
 
+def _digits(label: str) -> int:
+    return 1 if "footprint" in label else 3
+
+
 def summary_sentence(base: PolicySpec, variant: PolicySpec, table: pd.DataFrame) -> str:
-    """What the variant changes (its spec's description) and, per metric, on how many streams
-    the paired difference is significant, with the range of those differences."""
+    """What the variant changes (its spec's description) and, per query-level metric, on how
+    many streams the paired difference is significant, with the range of those differences;
+    then the range of the run-level differences (a few seeds per stream: a paired test of
+    so few runs cannot reach p < 0.05, so only their size and direction are given)."""
     what = variant.description or variant.id
     streams = table["scenario"].nunique()
     parts = []
+    per_query = table[table["metric"].isin([m[1] for m in METRICS])]
     for _, label, _ in METRICS:
         rows = table[(table["metric"] == label) & (table["p"] < ALPHA)]  # NaN p: identical
         if len(rows):
-            digits = 1 if label == "footprint" else 3
+            digits = _digits(label)
             lo, hi = float(rows["diff"].min()), float(rows["diff"].max())
             span = f"{lo:+.{digits}f}" if lo == hi else f"{lo:+.{digits}f} to {hi:+.{digits}f}"
             parts.append(f"{label} {span} on {len(rows)} of {streams} streams")
-    if not np.isfinite(table["p"]).any():
+    if not np.isfinite(per_query["p"]).any():
         effect = "every paired query gives identical numbers on every stream"
     elif not parts:
         effect = f"no paired difference is significant at p < {ALPHA} on any stream"
     else:
         effect = f"significant (p < {ALPHA}): " + "; ".join(parts)
-    return f"**{base.id} -> {variant.id}.** {what}. Effect: {effect}."
+    run_parts = []
+    for _, label, _ in RUN_METRICS:
+        d = table.loc[table["metric"] == label, "diff"].to_numpy(dtype=np.float64)
+        d = d[np.isfinite(d)]
+        if len(d):
+            digits = _digits(label)
+            lo, hi = float(d.min()), float(d.max())
+            span = f"{lo:+.{digits}f}" if lo == hi else f"{lo:+.{digits}f} to {hi:+.{digits}f}"
+            run_parts.append(f"{label} {span}")
+    runs = f"; per run, across streams: {', '.join(run_parts)}" if run_parts else ""
+    return f"**{base.id} -> {variant.id}.** {what}. Effect: {effect}{runs}."
+
+
+_TEXT = {
+    "code": (
+        "# Documented model versus code variant (drift)",
+        "Each system's documented policy (the default id) against its code variant "
+        "(`variant_of` in the registry)",
+    ),
+    "reference": (
+        "# Reference models: each model's two variants",
+        "Each reference model (ACT-R, MemoryBank, Generative Agents: the default id) against "
+        "its second variant (`variant_of` in the registry: Pavlik & Anderson's spacing decay, "
+        "the released code's behaviour)",
+    ),
+}
 
 
 def render(
@@ -139,29 +221,36 @@ def render(
     pairs: Sequence[tuple[PolicySpec, PolicySpec]],
     command: str,
     seeds: Sequence[int],
+    runs: pd.DataFrame | None = None,
+    kind: str = "code",
 ) -> str:
+    title, who = _TEXT[kind]
     lines = [
-        "# Documented model versus code variant (drift)",
+        title,
         "",
         "Generated by:",
         "",
         f"    {command}",
         "",
-        "Each system's documented policy (the default id) against its code variant "
-        "(`variant_of` in the registry), on the same streams, seeds "
+        f"{who}, on the same streams, seeds "
         f"{', '.join(str(s) for s in seeds)}. Means over queries with 95% bootstrap "
-        "intervals; diff = variant - documented per paired query (same scenario, seed, "
+        "intervals; diff = variant - base per paired query (same scenario, seed, "
         "query), its 95% bootstrap interval and the two-sided Wilcoxon signed-rank p "
         "(`identical`: every paired difference is 0). footprint = retrievable memories at "
         "query time (lower is leaner). recall@10 higher is better, stale@10 lower. Queries "
         "of one run are not independent (footprint least of all: it is a time series), so "
         "the intervals and p values are optimistic; read them as the size and direction of "
-        "each change, and the seeds as the replication.",
+        "each change, and the seeds as the replication. mean footprint (time-averaged "
+        "retrievable memories over the run) and noise kept (share of noise episodes still "
+        "in a retrievable memory at the end) are one number per run, paired per seed: "
+        "n counts runs, and with fewer than 6 runs no Wilcoxon p can fall under 0.05.",
         "",
     ]
+    if kind == "reference" and runs is not None:
+        lines += side_by_side(per_query, runs)
     for base, variant in pairs:
         sub = per_query[per_query["policy"].isin([base.id, variant.id])]
-        table = paired_rows(sub, base.id, variant.id)
+        table = paired_rows(sub, base.id, variant.id, runs)
         lines += [f"## {base.id} vs {variant.id}", ""]
         lines.append(summary_sentence(base, variant, table))
         lines += [
@@ -170,7 +259,7 @@ def render(
             "| --- | --- | --- | --- | --- | --- | --- |",
         ]
         for r in table.itertuples(index=False):
-            digits = 1 if r.metric == "footprint" else 3
+            digits = _digits(str(r.metric))
             lines.append(
                 f"| {scenario_label(r.scenario)} | {r.metric} "
                 f"| {_num(r.base, digits)}{_ci(r.base_ci, digits)} "
@@ -181,7 +270,47 @@ def render(
     return "\n".join(lines)
 
 
+def side_by_side(per_query: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
+    """Every policy of the run (the reference models with their variants, and the
+    baselines) per scenario: recall@10 and stale@10 (mean over queries, 95% bootstrap
+    interval), mean footprint and noise kept (mean over runs)."""
+    from .api import bootstrap_ci
+
+    lines = [
+        "## Every reference model beside the baselines",
+        "",
+        "| scenario | policy | recall@10 | stale@10 | mean footprint | noise kept | queries |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for scenario, g in per_query.groupby("scenario", sort=False):
+        r = runs[runs["scenario"] == scenario]
+        for policy in sorted(g["policy"].unique()):
+            q = g[g["policy"] == policy]
+            rr = r[r["policy"] == policy]
+            cells = []
+            for col in ("recall", "stale"):
+                v = q[col].to_numpy(dtype=np.float64)
+                v = v[np.isfinite(v)]
+                cells.append(f"{_num(v.mean() if len(v) else np.nan, 3)}{_ci(bootstrap_ci(v), 3)}")
+            for col, digits in (("footprint_mean", 1), ("noise_retention", 3)):
+                v = rr[col].to_numpy(dtype=np.float64) if col in rr else np.zeros(0)
+                v = v[np.isfinite(v)]
+                cells.append(_num(v.mean() if len(v) else np.nan, digits))
+            lines.append(
+                f"| {scenario_label(scenario)} | {policy} | {' | '.join(cells)} | {len(q)} |"
+            )
+    lines.append("")
+    return lines
+
+
 def add_drift_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--kind",
+        choices=KINDS,
+        default="code",
+        help="code: seed systems vs code variants (results/drift.md); reference: reference "
+        "models vs their second variants (results/references.md); all: both",
+    )
     p.add_argument(
         "--scenarios",
         default="synthetic:steady,synthetic:churn,synthetic:noisy,synthetic:longgap",
@@ -191,7 +320,12 @@ def add_drift_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seeds", default="0", help="comma list or START:STOP (default 0)")
     p.add_argument("--jobs", type=int, default=1, help="parallel processes")
     p.add_argument("--cache", default=None, help="per-run results root (resumable)")
-    p.add_argument("--out", default="results/drift.md", help="markdown report to write")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="markdown report to write (default results/drift.md for --kind code, "
+        "results/references.md for --kind reference; --kind all writes both defaults)",
+    )
 
 
 def _seeds(text: str) -> list[int]:
@@ -201,38 +335,76 @@ def _seeds(text: str) -> list[int]:
     return [int(s) for s in text.split(",") if s.strip()]
 
 
-def command_of(args: argparse.Namespace) -> str:
+def command_of(args: argparse.Namespace, kind: str | None = None) -> str:
     """The command line that regenerates the report (run-time options such as --jobs and
     --cache left out: they do not change the numbers)."""
-    parts = ["python -m memsim drift", f"--scenarios {args.scenarios}"]
+    kind = kind or args.kind
+    parts = ["python -m memsim drift"]
+    if kind != "code":
+        parts.append(f"--kind {kind}")
+    parts.append(f"--scenarios {args.scenarios}")
     if args.locomo:
         parts.append(f"--locomo {args.locomo}")
     parts.append(f"--seeds {args.seeds}")
-    if args.out != "results/drift.md":
+    if args.out and args.out != DEFAULT_OUT.get(kind):
         parts.append(f"--out {args.out}")
     return " ".join(parts)
 
 
+def run_table(results: Sequence[Any]) -> pd.DataFrame:
+    """One row per run: policy, scenario, seed and the run-level metrics."""
+    import pandas as pd
+
+    rows = []
+    for r in results:
+        d = r.definition
+        row = {"policy": r.summary.get("policy", d.policy), "scenario": d.scenario}
+        row["seed"] = d.seed
+        row.update({m: r.summary.get(m, np.nan) for m, _, _ in RUN_METRICS})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def run_drift(args: argparse.Namespace) -> int:
-    pairs = variant_pairs()
-    if not pairs:
-        print("drift: no registered policy declares variant_of", file=sys.stderr)
+    kinds = ["code", "reference"] if args.kind == "all" else [args.kind]
+    if args.kind == "all" and args.out:
+        print("drift: --out: --kind all writes both default reports, got --out", file=sys.stderr)
+        return 2
+    plan = {k: variant_pairs(k) for k in kinds}
+    if not any(plan.values()):
+        print(f"drift: no registered {args.kind} policy declares variant_of", file=sys.stderr)
         return 2
     scenarios = [s for s in args.scenarios.split(",") if s.strip()]
     if args.locomo:
         scenarios.append(f"locomo:{args.locomo}")
-    from .api import compare
+    import pandas as pd
+
+    from .api import grid, run_grid
 
     seeds = _seeds(args.seeds)
-    ids = [p.id for pair in pairs for p in pair]
-    _, per_query = compare(
-        ids, scenarios, seeds, root=args.cache, jobs=args.jobs, progress=False, calibrate=False
-    )
-    text = render(per_query, pairs, command_of(args), seeds)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text + "\n")
-    print(f"wrote {out}", file=sys.stderr)
+    ids = [p.id for k in kinds for pair in plan[k] for p in pair]
+    if "reference" in kinds:
+        ids += reference_ids()
+    ids = list(dict.fromkeys(ids))
+    results = run_grid(grid(ids, scenarios, seeds), root=args.cache, jobs=args.jobs, progress=False)
+    per_query = pd.concat([r.queries for r in results], ignore_index=True)
+    runs = run_table(results)
+    for k in kinds:
+        keep = [p.id for pair in plan[k] for p in pair]
+        if k == "reference":
+            keep += reference_ids()
+        text = render(
+            per_query[per_query["policy"].isin(keep)],
+            plan[k],
+            command_of(args, k),
+            seeds,
+            runs[runs["policy"].isin(keep)],
+            kind=k,
+        )
+        out = Path(args.out or DEFAULT_OUT[k])
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")
+        print(f"wrote {out}", file=sys.stderr)
     return 0
 
 
