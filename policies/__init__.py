@@ -82,6 +82,7 @@ ACTR = PolicySpec(
     seed_document="",
     description="reference: ACT-R base-level activation (Anderson & Schooler 1991; Pavlik & "
     "Anderson 2005 spacing variant), logistic recall probability",
+    claims="policies.reference_claims",
     capabilities=frozenset({"forget"}),
 )
 FSRS = PolicySpec(
@@ -90,6 +91,7 @@ FSRS = PolicySpec(
     "policies.fsrs6:FSRS",
     seed_document="",
     description="reference: FSRS-6 (fsrs package 6.3.2 default parameters), every review Good",
+    claims="policies.reference_claims",
     capabilities=frozenset({"forget"}),
 )
 EBISU = PolicySpec(
@@ -99,6 +101,7 @@ EBISU = PolicySpec(
     seed_document="",
     description="reference: Ebisu 2 (ebisu package 2.2.0), Beta prior on recall at a "
     "half-life, every review a successful quiz",
+    claims="policies.reference_claims",
     capabilities=frozenset({"forget"}),
 )
 MEMORYBANK = PolicySpec(
@@ -108,6 +111,7 @@ MEMORYBANK = PolicySpec(
     seed_document="",
     description="reference: MemoryBank (Zhong et al. AAAI 2024), Ebbinghaus R = exp(-t/S), "
     "S + 1 per recall",
+    claims="policies.reference_claims",
     capabilities=frozenset({"forget"}),
 )
 GENERATIVE_AGENTS = PolicySpec(
@@ -117,6 +121,7 @@ GENERATIVE_AGENTS = PolicySpec(
     seed_document="",
     description="reference: Generative Agents (Park et al. 2023), min-max normalized "
     "recency + importance + relevance, no forgetting",
+    claims="policies.reference_claims",
     capabilities=frozenset({"forget"}),
 )
 
@@ -127,6 +132,7 @@ ACTR_SPACING = PolicySpec(
     seed_document="",
     description="reference: ACT-R with the spacing-dependent decay of Pavlik & Anderson 2005 "
     "(d_j = c exp(m_j-1) + a)",
+    claims="policies.reference_claims",
     capabilities=frozenset({"forget"}),
     variant_of="actr",
 )
@@ -147,6 +153,7 @@ GENERATIVE_AGENTS_CODE = PolicySpec(
     seed_document="",
     description="reference: Generative Agents as its released code scores (0.99 ^ rank "
     "recency; weights 0.5 recency, 3 relevance, 2 importance)",
+    claims="policies.reference_claims",
     capabilities=frozenset({"forget"}),
     variant_of="generative-agents",
 )

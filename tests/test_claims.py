@@ -115,3 +115,19 @@ def test_table_is_independent_of_last_bit_differences(tmp_path):
     assert evaluate(a) == evaluate(b)
     v = evaluate(a)["implementation"]
     assert v != x and v == float(f"{x:.{SIGNIFICANT_DIGITS}g}")
+
+
+def test_reference_model_claims_present_with_their_sources():
+    """Issue 14: the reference models' published numbers are rows of the table, each naming
+    its paper or package; FSRS-6's one Good review then 10 days gives S 2.3065, R 0.77437."""
+    table = claims_table(["fsrs", "actr", "actr-spacing", "ebisu", "memorybank"]).set_index("id")
+    row = table.loc["fsrs.good_review_10d_retrievability"]
+    assert row["documented"] == 0.77437 and bool(row["agrees"])
+    assert table.loc["fsrs.good_review_stability", "implementation"] == 2.3065
+    assert table.loc["ebisu.recall_at_twice_half_life", "implementation"] == pytest.approx(2 / 7)
+    assert table.loc["actr-spacing.one_presentation_forgotten_day", "formula"] == pytest.approx(
+        3746.912482, rel=1e-9
+    )
+    assert all(not d.endswith(".txt") for d in table["document"])
+    ids = {c.id for c in CLAIMS}
+    assert {"generative-agents.recency_one_day", "generative-agents-code.weights"} <= ids

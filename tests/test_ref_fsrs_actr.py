@@ -50,7 +50,7 @@ def test_fsrs_retrievability_is_ninety_percent_at_t_equal_s():
 
 
 def test_fsrs_initial_difficulty_good():
-    """D0(Good) = w4 - e^(w5 * 2) + 1 = 2.1184... (before clamping to [1, 10])."""
+    """D0(Good) = w4 - e^(w5 * 2) + 1 = 2.1181... (before clamping to [1, 10])."""
     want = W[4] - math.exp(W[5] * 2) + 1
     assert initial_difficulty(DEFAULT_W) == pytest.approx(want, abs=1e-12)
     card, _ = fsrs.Scheduler(enable_fuzzing=False).review_card(fsrs.Card(), fsrs.Rating.Good, T0)
