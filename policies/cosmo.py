@@ -169,6 +169,12 @@ class CosmoParams(Params):
     consolidate_salience: float = param(
         0.2, lo=0.0, doc="002 §Memory Consolidation: salience < 0.2"
     )
+    consolidate_min_sources: int = param(
+        5,
+        lo=0,
+        doc="002 §Memory Consolidation trigger 2: multiple sources (5+) with overlapping "
+        "entities (0: off)",
+    )
     granularity: int = param(
         1,
         choices=(1, 2, 3),
@@ -598,18 +604,39 @@ class Cosmo(Policy[CosmoParams]):
         return out
 
     def consolidate_episodic(self, now: float) -> list[Outcome]:
-        """002 §Memory Consolidation (trigger 1): Sources older than 7 days with salience
-        < 0.2 are archived after their insight is noted on the nodes they mention."""
+        """002 §Memory Consolidation: Sources that meet a trigger are archived after their
+        insight is noted on the nodes they mention (provenance kept). Trigger 1: older than
+        7 days with salience < 0.2. Trigger 2: "multiple sources (5+) with overlapping
+        entities": every live Source mentioning a semantic node that at least
+        ``consolidate_min_sources`` live Sources mention (the cluster shares that entity).
+        Trigger 3 is not modelled (docs/policies/cosmo.md). keep_forever Sources stay."""
         s, p = self.store, self.params
         sal = self.salience_at(now)
-        rows = np.flatnonzero(
-            s.mask(["candidate", "active", "core"], kinds=["source"])
-            & ((now - s["created"]) > p.consolidate_age_days)
-            & (sal < p.consolidate_salience)
-            & (s["ttl"] != TTL_CODE["keep_forever"])
-        )
+        live = s.mask(["candidate", "active", "core"], kinds=["source"])
+        keep = s["ttl"] != TTL_CODE["keep_forever"]
+        due = (now - s["created"]) > p.consolidate_age_days
+        due &= sal < p.consolidate_salience
+        why = {
+            r: "episodic source consolidated into its semantic nodes"
+            for r in np.flatnonzero(live & keep & due).tolist()
+        }
+        if p.consolidate_min_sources > 0:
+            for node in sorted(self.mentions):
+                if len(self.mentions[node]) < p.consolidate_min_sources:
+                    continue  # fewer mentions ever than the trigger needs
+                if s.status_of(node) == "deleted":
+                    continue
+                srcs = sorted({r for r in self.mentions[node] if live[r]})
+                if len(srcs) < p.consolidate_min_sources:
+                    continue
+                for r in srcs:
+                    if keep[r] and r not in why:
+                        why[r] = (
+                            f"one of {len(srcs)} sources sharing an entity, consolidated "
+                            "into its semantic nodes"
+                        )
         out = []
-        for r in rows.tolist():
+        for r in sorted(why):
             for node in self.mentioned_by.get(r, []):
                 if s.status_of(node) != "deleted":
                     s.add_provenance(node, s.provenance[r], now)
@@ -617,11 +644,7 @@ class Cosmo(Policy[CosmoParams]):
             s["salience0"][r] = sal[r]
             s["anchor_time"][r] = now
             s.set_status(r, "archived", now)
-            out.append(
-                Outcome(
-                    "nightly", "archive", r, "episodic source consolidated into its semantic nodes"
-                )
-            )
+            out.append(Outcome("nightly", "archive", r, why[r]))
         return out
 
     def refresh_descriptions(self, now: float) -> list[Outcome]:

@@ -380,3 +380,41 @@ def test_plant_attributes_and_errors():
         plant(pol, 1, state="dormant")
     with pytest.raises(MemsimError, match="salience"):
         plant(pol, 2, salience=1.5)
+
+
+def test_consolidation_trigger_2_five_sources_sharing_an_entity():
+    """002 §Memory Consolidation, trigger 2: "Multiple sources (5+) with overlapping
+    entities". Five live Sources mentioning one node are consolidated that night (archived,
+    their provenance on the node), young and salient as they are (trigger 1 would need
+    > 7 days and salience < 0.2); four are not; Sources of other nodes stay."""
+    pol = make()
+    _mentions(pol, [0.0, 0.2, 0.4, 0.6])
+    _mentions(pol, [0.6], key="other.fact", start=50)
+    assert pol.consolidate_episodic(1.0) == []
+    _mentions(pol, [0.8], start=4)
+    n = node(pol)
+    srcs = sorted(set(pol.mentions[n]))
+    out = pol.consolidate_episodic(1.0)
+    assert len(srcs) == 5 and sorted(o.memory for o in out) == srcs
+    assert all(pol.store.status_of(r) == "archived" for r in srcs)
+    assert {f"e{i}" for i in range(5)} <= pol.store.provenance[n]
+    assert pol.store.status_of(n) == "candidate" and pol.store["is_dirty"][n]
+    other = pol.mentions[node(pol, "other.fact")][0]
+    assert pol.store.status_of(other) == "candidate"
+    # only unconsolidated Sources count: a sixth mention alone does not trigger again
+    _mentions(pol, [1.5], start=5)
+    assert pol.consolidate_episodic(2.0) == []
+
+
+def test_consolidation_trigger_2_threshold_and_off_switch():
+    for params, archived in (
+        ({"consolidate_min_sources": 6}, 0),
+        ({}, 5),
+        ({"consolidate_min_sources": 0}, 0),
+    ):
+        pol = make(**params)
+        _mentions(pol, [0.0, 0.2, 0.4, 0.6, 0.8])
+        assert len(pol.consolidate_episodic(1.0)) == archived, params
+    from policies.cosmo import CosmoCodeParams
+
+    assert CosmoCodeParams().consolidate_min_sources == CosmoParams().consolidate_min_sources == 5

@@ -68,6 +68,7 @@ PROPERTIES = [
     ("pai", "link_lo", 0.0, 0.84, count("link"), "down"),
     ("cosmo", "confident_candidate", 0.0, 1.0, footprint, "down"),
     ("cosmo", "consolidate_salience", 0.0, 0.5, footprint, "down"),
+    ("cosmo", "consolidate_min_sources", 1, 12, footprint, "up"),
     ("cosmo", "storyline_min_sources", 1, 12, count("synthesize"), "down"),
     ("cosmo-code", "archive_salience", 0.0, 0.5, footprint, "down"),
     ("izzie-code", "min_strength", 0.0, 1.0, returned, "down"),
