@@ -437,4 +437,5 @@ SOURCE = ScenarioSource(
             "LoCoMo conversations from your copy of the official JSON",
         )
     ],
+    seeded=False,  # a dataset: the seed changes nothing in the stream
 )

@@ -463,4 +463,6 @@ def _catalog() -> list[tuple[str, str]]:
     return [(f"scripted/{n}", describe(n)) for n in names()]
 
 
-SOURCE = ScenarioSource("scripted", _load_spec, _catalog, accepts=_accepts, check=_expect.verdicts)
+SOURCE = ScenarioSource(
+    "scripted", _load_spec, _catalog, accepts=_accepts, check=_expect.verdicts, seeded=False
+)

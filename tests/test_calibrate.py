@@ -4,6 +4,7 @@ serial, parallel and cached."""
 
 import subprocess
 import sys
+import zlib
 
 import numpy as np
 import pandas as pd
@@ -187,3 +188,141 @@ def test_compare_tables_are_the_same_bytes_serial_parallel_and_cached(tmp_path):
         notice=notes.append,
     )
     assert sorted(figs) == ["frontier", "loss"], notes
+
+
+def _brute_signed_rank_p(d: np.ndarray) -> float:
+    """Every sign flip of the nonzero differences enumerated (Pratt's mid-ranks)."""
+    import itertools
+
+    from scipy import stats
+
+    r = stats.rankdata(np.abs(d))
+    nz = d != 0
+    r, pos = r[nz], d[nz] > 0
+    t, mu = r[pos].sum(), r.sum() / 2
+    flips = [sum(x * y for x, y in zip(r, s)) for s in itertools.product((0, 1), repeat=len(r))]
+    return float(np.mean([abs(f - mu) >= abs(t - mu) - 1e-9 for f in flips]))
+
+
+def test_signed_rank_p_is_exact_with_ties_and_zeros():
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    for n in (4, 7, 11):  # no ties, no zeros: scipy's exact distribution
+        d = rng.normal(0.2, 1.0, n)
+        assert C.signed_rank_p(d) == pytest.approx(stats.wilcoxon(d, method="exact").pvalue)
+    for _ in range(6):  # ties and zeros: the enumeration of every sign flip
+        d = rng.integers(-3, 5, 11) / 10
+        assert C.signed_rank_p(d) == pytest.approx(_brute_signed_rank_p(d))
+    # 15 of 15 in favour with tied differences: exactly 2 / 2^15 (scipy's default falls back
+    # to a normal approximation here and gives 6e-4, ten times too large: the old bug)
+    tied = np.repeat([0.30, 0.35, 0.25, 0.40, 0.33], 3)
+    assert C.signed_rank_p(tied) == pytest.approx(2 / 2**15)
+    assert stats.wilcoxon(tied, zero_method="zsplit").pvalue > 5 * 2 / 2**15
+    assert C.signed_rank_p(np.zeros(5)) == 1.0 and np.isnan(C.signed_rank_p(np.array([])))
+
+
+PROFILES = ("steady", "churn", "noisy", "longgap")
+
+
+def _standard_like(winner_margin: float, seeds: int = 5, n_policies: int = 17) -> pd.DataFrame:
+    """A per-query frame shaped like the standard suite: 17 policies, the four synthetic
+    profiles x ``seeds`` seeds (independent streams) and five LoCoMo conversations (the same
+    stream under every seed), 20 queries each, recalls on a coarse grid (ties in the cluster
+    means). Policy p0 is ``winner_margin`` better than everyone in every cluster; the other
+    policies are draws of one distribution (a coin flip between any two of them)."""
+    streams = [(f"synthetic:{p}", s) for p in PROFILES for s in range(seeds)]
+    loco = [f"locomo:dev.json,sample=conv-{i}" for i in range(5)]
+    rows = []
+    for sc, seed in streams + [(c, s) for c in loco for s in range(seeds)]:
+        # LoCoMo: every seed sees the same values (a deterministic policy on a fixed stream)
+        g = np.random.default_rng([11, zlib.crc32(sc.encode()), 0 if "locomo" in sc else seed])
+        for i in range(n_policies):
+            base = np.round(g.uniform(0.2, 0.7, 20) * 10) / 10
+            if i == 0:
+                base = np.minimum(1.0, base + winner_margin)
+            rows += [
+                {"scenario": sc, "seed": seed, "query_id": q, "policy": f"p{i}", "recall": v}
+                for q, v in enumerate(base)
+            ]
+    return pd.DataFrame(rows)
+
+
+def test_superiority_finds_a_policy_better_in_every_cluster_and_not_a_coin_flip():
+    pq = _standard_like(0.3)
+    syn = pq[pq.scenario.str.startswith("synthetic")]
+    sup = memsim.superiority(syn).set_index(["row", "column"])
+    assert (sup["n"] == 20).all()
+    wins = sup.loc["p0"]
+    assert (wins["share"] == 1.0).all() and wins["significant"].all()
+    # every other pair is a coin flip: nothing significant after Holm over 136 pairs
+    others = sup.drop(index="p0", level="row").drop(index="p0", level="column")
+    assert not others["significant"].any()
+    # LoCoMo: five conversations, however many seeds (they repeat the same stream); with
+    # five clusters nothing can be significant, and the matrix says so
+    loco = pq[pq.scenario.str.startswith("locomo")]
+    sup = memsim.superiority(loco)
+    assert (sup["n"] == 5).all() and not sup["significant"].any()
+    text = "\n".join(C.superiority_markdown(pq))
+    assert "20 clusters = seed x profile" in text
+    assert "5 clusters = conversation (its seeds pooled" in text
+    assert "no difference can be significant here" in text
+
+
+def test_seeds_of_a_seedless_stream_do_not_narrow_its_intervals():
+    pq = _standard_like(0.3)
+    loco = pq[pq.scenario.str.startswith("locomo") & (pq.policy == "p1")]
+    one = loco[loco.seed == 0]
+    t5 = C.pooled_table(loco, ["policy"], ["recall"])
+    t1 = C.pooled_table(one, ["policy"], ["recall"])
+    assert int(t5["clusters"].iloc[0]) == 5
+    assert t5[["mean", "ci_low", "ci_high"]].to_numpy() == pytest.approx(
+        t1[["mean", "ci_low", "ci_high"]].to_numpy()
+    )
+    # per stream (summary): a question counts once, not once per seed
+    runs = pd.DataFrame({"policy": ["p1"], "scenario": [loco.scenario.iloc[0]], "seed": [0]})
+    sc = loco.scenario.iloc[0]
+    s5 = api.summarize(loco[loco.scenario == sc], runs)
+    s1 = api.summarize(one[one.scenario == sc], runs)
+    r5, r1 = (s[s.metric == "recall"].iloc[0] for s in (s5, s1))
+    assert r5["cluster_unit"] == "query" and r5["clusters"] == 20
+    assert (r5["ci_low"], r5["ci_high"]) == pytest.approx((r1["ci_low"], r1["ci_high"]))
+
+
+def test_cluster_bootstrap_covers_the_true_mean_when_clusters_differ():
+    # streams differ (a random effect per cluster, sd 0.15) and queries within one share it:
+    # the cluster interval covers the true mean about 95% of the time; an interval over
+    # queries, blind to the clusters, much less often
+    rng = np.random.default_rng(5)
+    cover_c = cover_q = 0
+    trials = 60
+    for _ in range(trials):
+        effects = rng.normal(0.0, 0.15, 20)
+        v = np.concatenate([0.5 + e + rng.normal(0, 0.2, 40) for e in effects])
+        c = np.repeat(np.arange(20), 40)
+        lo, hi, _ = C.cluster_bootstrap_ci(v, c, n_resamples=500)
+        qlo, qhi = api.bootstrap_ci(v, n_resamples=500)
+        cover_c += lo <= 0.5 <= hi
+        cover_q += qlo <= 0.5 <= qhi
+    assert cover_c / trials >= 0.85
+    assert cover_q / trials <= 0.6
+
+
+def test_each_source_says_truly_whether_its_stream_depends_on_the_seed(tmp_path):
+    from memsim.engine import sources
+
+    loco = tmp_path / "l.json"
+    loco.write_text(
+        '[{"sample_id": "c1", "conversation": {"speaker_a": "A", "speaker_b": "B", '
+        '"session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": '
+        '[{"speaker": "A", "dia_id": "D1:1", "text": "I moved to Oslo."}]}, '
+        '"qa": [{"question": "Where?", "answer": "Oslo", "evidence": ["D1:1"], "category": 4}]}]'
+    )
+    for spec, expected in (
+        (TINY, True),
+        ("scripted/duplicates", False),
+        (f"locomo:{loco},sample=c1", False),
+    ):
+        assert sources.seeded(spec) is expected
+        a, b = (sources.load(spec, seed=s) for s in (0, 1))
+        assert (a.events != b.events) is expected, spec

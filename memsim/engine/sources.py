@@ -36,7 +36,10 @@ class ScenarioSource:
 
     ``load(target, options, seed, name)`` builds the Stream (``name`` is the full spec);
     ``catalog()`` lists (spec, one-line description) of what ships; ``accepts(spec)`` returns
-    the target for a spec without a ``KIND:`` prefix that this source reads, else None."""
+    the target for a spec without a ``KIND:`` prefix that this source reads, else None.
+    ``seeded``: whether the stream depends on the seed. A source that ignores the seed
+    (a fixed script, a dataset) says False: its runs under several seeds share one stream,
+    so statistics count that stream once, not once per seed."""
 
     kind: str
     load: Callable[[str, dict[str, Any], int, str], Stream]
@@ -45,6 +48,7 @@ class ScenarioSource:
     # the stream's stated expectations judged on one run: ``check(stream, trace, policy_id)``
     # gives a Verdict per expectation that applies to the policy (None: a source without any)
     check: Callable[[Stream, Any, str], list[Verdict]] | None = None
+    seeded: bool = True
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,11 @@ def load(spec: str, *, seed: int = 0, **options: Any) -> Stream:
     s = parse(spec)
     merged: dict[str, Any] = {**s.option_dict(), **options}
     return source(s.kind).load(s.target, merged, seed, spec)
+
+
+def seeded(spec: str) -> bool:
+    """Whether the stream ``spec`` names depends on the seed (its source's ``seeded``)."""
+    return source(parse(spec).kind).seeded
 
 
 def verdicts(spec: str, stream: Stream, trace: Any, policy_id: str) -> list[Verdict]:

@@ -432,21 +432,27 @@ def metric_direction(name: str) -> str:
 
 def summarize(per_query: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """Tidy summary: one row per (scenario, policy, metric) with mean, 95% bootstrap CI,
-    the number of evaluated queries (or runs), the number of independent units (seeds) the
-    CI resamples (``clusters``; 1 = one seed, the CI then resamples queries, which share a
-    run), and whether it beats both baselines."""
-    from .calibrate import add_gap, cluster_bootstrap_ci
+    the number of evaluated queries (or runs), the independent units the CI resamples
+    (``cluster_unit``, ``clusters``): ``seed`` for a stream that depends on the seed (1 = one
+    seed, the CI then resamples queries, which share a run), ``query`` for a stream that is
+    the same under every seed (LoCoMo, scripted: a question asked in every seed's run is one
+    unit, never one per seed), and whether it beats both baselines."""
+    from .calibrate import add_gap, cluster_bootstrap_ci, seeded_stream
 
     per_query = add_gap(per_query)
     rows = []
     for (scenario, policy), g in per_query.groupby(["scenario", "policy"], sort=False):
-        seeds = g["seed"].to_numpy() if "seed" in g else np.zeros(len(g))
+        seeded = seeded_stream(str(scenario))
+        if seeded:
+            units = g["seed"].to_numpy() if "seed" in g else np.zeros(len(g))
+        else:
+            units = g["query_id"].astype(str).to_numpy() if "query_id" in g else np.arange(len(g))
         for m in QUERY_METRICS:
             if m not in g:
                 continue
             v = g[m].to_numpy(dtype=np.float64)
             n = int(np.isfinite(v).sum())
-            lo, hi, n_c = cluster_bootstrap_ci(v, seeds)
+            lo, hi, n_c = cluster_bootstrap_ci(v, units)
             if n_c < 2:
                 lo, hi = bootstrap_ci(v)
             rows.append(
@@ -461,6 +467,7 @@ def summarize(per_query: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
                     "unit": "queries",
                     "better": metric_direction(m),
                     "clusters": max(n_c, 1) if n else 0,
+                    "cluster_unit": "seed" if seeded else "query",
                 }
             )
     run_metrics = [
@@ -484,6 +491,7 @@ def summarize(per_query: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
                     "unit": "runs",
                     "better": metric_direction(m),
                     "clusters": int(np.isfinite(v).sum()),
+                    "cluster_unit": "seed",
                 }
             )
     table = pd.DataFrame(rows)

@@ -7,10 +7,16 @@ frontier of references at a budget, cluster-bootstrap intervals and the superior
   whose memories cover several episodes each (consolidation) can exceed it (negative gap).
 - ``frontier_defs`` / ``frontier_table``: every reference that declares ``at_budget`` (a
   Params override, beside ``budget=B``) run on a log grid of budgets B.
-- ``cluster_bootstrap_ci``: the interval of a pooled mean resampling independent units
-  (seed x profile, seed x conversation) instead of queries, which share a run.
+- ``cluster_ids``: the independent unit of each per-query row: seed x stream for a stream
+  that depends on the seed (synthetic profiles), the stream alone for one that does not
+  (LoCoMo conversations, scripted scenarios: their runs under several seeds share one stream,
+  so counting each seed as a unit would replicate the same conversation).
+- ``cluster_bootstrap_ci``: the interval of a pooled mean resampling those units instead of
+  queries, which share a run.
 - ``superiority(per_query)``: per pair of policies, the share of clusters where the row beats
-  the column, and the Wilcoxon signed-rank p of the paired cluster means, Holm-corrected.
+  the column, and the exact Wilcoxon signed-rank p of the paired cluster means (the
+  permutation distribution given the ranks, so ties and zeros are exact too),
+  Holm-corrected.
 
 No policy id is written here: references are found by their spec (``clairvoyant``) or by
 the ``at_budget`` attribute of their class.
@@ -188,6 +194,69 @@ def family(scenario: str) -> str:
     return s.split(":", 1)[0] if ":" in s.split("/", 1)[0] else s.split("/", 1)[0]
 
 
+def seeded_stream(scenario: str) -> bool:
+    """Whether the stream of ``scenario`` depends on the seed (its source says so); a spec
+    that no source reads counts as seeded (each run its own unit)."""
+    from memsim.engine.sources import seeded
+
+    try:
+        return seeded(str(scenario))
+    except MemsimError:
+        return True
+
+
+def cluster_ids(per_query: pd.DataFrame) -> np.ndarray:
+    """The independent unit of each row: ``scenario|seed`` for a seeded stream, ``scenario``
+    for a stream that is the same under every seed (its seeds are pooled into one unit)."""
+    scen = per_query["scenario"].astype(str)
+    seeded = scen.map({s: seeded_stream(s) for s in scen.unique()}).to_numpy(dtype=bool)
+    seed = per_query["seed"].astype(str) if "seed" in per_query else pd.Series("0", scen.index)
+    return np.where(seeded, (scen + "|" + seed).to_numpy(), scen.to_numpy()).astype(str)
+
+
+def cluster_unit(scenarios: Iterable[str]) -> str:
+    """What one cluster of these streams is: ``seed x stream`` or ``stream`` (or mixed)."""
+    kinds = {seeded_stream(s) for s in scenarios}
+    return "seed x stream" if kinds == {True} else "stream" if kinds == {False} else "mixed"
+
+
+EXACT_MAX = 400  # nonzero pairs up to which the signed-rank test is exact (else normal approx)
+
+
+def signed_rank_p(d: np.ndarray) -> float:
+    """Two-sided p of the Wilcoxon signed-rank test of ``d`` (paired differences) against a
+    symmetric null around 0, exact given the ranks: Pratt's ranks of ``|d|`` (zeros ranked,
+    then left out; ties get mid-ranks), and the distribution of the positive rank sum over
+    all 2^n sign flips of the nonzero differences, counted by dynamic programming. Unlike
+    scipy's default, which turns to a normal approximation as soon as two differences tie
+    (e.g. 15 of 15 clusters in favour, p 6e-4 instead of 6e-5), this stays exact. p is
+    P(|T - E T| >= |t - E T|); 1.0 when every difference is 0; NaN when there is none."""
+    from scipy import stats
+
+    v = np.asarray(d, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if not len(v):
+        return np.nan
+    ranks = stats.rankdata(np.abs(v))  # mid-ranks: multiples of 0.5
+    nz = v != 0
+    if not nz.any():
+        return 1.0
+    if nz.sum() > EXACT_MAX:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return float(stats.wilcoxon(v, zero_method="pratt", method="approx").pvalue)
+    r2 = np.rint(2 * ranks[nz]).astype(np.int64)  # doubled ranks: integers
+    total = int(r2.sum())
+    counts = np.zeros(total + 1, dtype=np.float64)  # sign patterns by doubled positive sum
+    counts[0] = 1.0
+    for r in r2:
+        counts[r:] = counts[r:] + counts[: total + 1 - r].copy()
+    t = int(r2[v[nz] > 0].sum())
+    sums = np.arange(total + 1)
+    extreme = np.abs(2 * sums - total) >= abs(2 * t - total)
+    return float(min(1.0, counts[extreme].sum() / counts.sum()))
+
+
 def cluster_bootstrap_ci(
     values: np.ndarray,
     clusters: np.ndarray,
@@ -248,22 +317,30 @@ def holm(p: Sequence[float]) -> np.ndarray:
 def superiority(
     per_query: pd.DataFrame,
     metric: str = "recall",
-    clusters: Sequence[str] = ("scenario", "seed"),
+    clusters: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Paired superiority over independent clusters (default: scenario x seed, i.e. seed x
-    profile or seed x conversation). Each cluster's mean per policy; for every ordered pair
-    (row, column): ``share`` of the clusters both were run on where row is strictly better
-    (direction-aware), ``n`` clusters, the two-sided Wilcoxon signed-rank ``p`` of the paired
-    cluster means and ``p_holm`` (Holm over all unordered pairs). Long format; pivot with
+    """Paired superiority over independent clusters (default: ``cluster_ids``, i.e. seed x
+    profile for synthetic streams and one unit per conversation or scripted scenario, whose
+    stream is the same under every seed; or the given columns). Each cluster's mean per
+    policy; for every ordered pair (row, column): ``share`` of the clusters both were run on
+    where row is strictly better (direction-aware), ``n`` clusters, the two-sided exact
+    Wilcoxon signed-rank ``p`` of the paired cluster means (``signed_rank_p``) and ``p_holm``
+    (Holm over all unordered pairs). Long format; pivot with
     ``.pivot(index="row", columns="column", values="share")``."""
-    from scipy import stats
-
     from .api import metric_direction
 
-    missing = [c for c in (*clusters, "policy", metric) if c not in per_query.columns]
+    cols = ["scenario", "seed"] if clusters is None else list(clusters)
+    missing = [c for c in (*cols, "policy", metric) if c not in per_query.columns]
     if missing:
         raise MemsimError(f"superiority: per-query table has no column {missing[0]!r}")
-    means = per_query.groupby([*clusters, "policy"], sort=False)[metric].mean()
+    if clusters is None:
+        key = cluster_ids(per_query)
+    else:
+        key = per_query[cols].astype(str).agg("|".join, axis=1).to_numpy()
+    frame = pd.DataFrame(
+        {"_cluster": key, "policy": per_query["policy"].to_numpy(), metric: per_query[metric]}
+    )
+    means = frame.groupby(["_cluster", "policy"], sort=False)[metric].mean()
     wide = means.unstack("policy")
     policies = [p for p in dict.fromkeys(per_query["policy"]) if p in wide.columns]
     sign = 1.0 if metric_direction(metric) == "higher" else -1.0
@@ -272,12 +349,7 @@ def superiority(
         for b in policies[i + 1 :]:
             both = wide[[a, b]].dropna()
             d = sign * (both[a].to_numpy() - both[b].to_numpy())
-            if not len(d) or np.all(d == 0):
-                p = 1.0 if len(d) else np.nan
-            else:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    p = float(stats.wilcoxon(d, zero_method="zsplit").pvalue)
+            p = signed_rank_p(d)
             pairs[(a, b)] = (float((d > 0).mean()) if len(d) else np.nan, len(d), p)
             pairs[(b, a)] = (float((d < 0).mean()) if len(d) else np.nan, len(d), p)
     keys = [(a, b) for i, a in enumerate(policies) for b in policies[i + 1 :]]
@@ -313,14 +385,18 @@ def pooled_table(
     per_query: pd.DataFrame,
     by: Sequence[str],
     metrics: Sequence[str],
-    clusters: Sequence[str] = ("scenario", "seed"),
+    clusters: Sequence[str] | None = None,
     n_resamples: int = 1000,
 ) -> pd.DataFrame:
     """Mean of each metric per ``by`` group, pooled over queries, with a cluster-bootstrap
-    interval: columns *by, metric, mean, ci_low, ci_high, n (queries), clusters."""
+    interval (clusters: ``cluster_ids``, or the given columns): columns *by, metric, mean,
+    ci_low, ci_high, n (queries), clusters."""
     rows = []
-    key = per_query[list(clusters)].astype(str).agg("|".join, axis=1)
-    frame = per_query.assign(_cluster=key.to_numpy())
+    if clusters is None:
+        key = cluster_ids(per_query)
+    else:
+        key = per_query[list(clusters)].astype(str).agg("|".join, axis=1).to_numpy()
+    frame = per_query.assign(_cluster=key)
     for names, g in frame.groupby(list(by), sort=False, observed=True):
         names = names if isinstance(names, tuple) else (names,)
         for m in metrics:
@@ -539,19 +615,39 @@ def superiority_markdown(per_query: pd.DataFrame, metric: str = "recall") -> lis
         wide = wide.reindex(index=order, columns=order)
         if not lines:
             lines.append("## Superiority\n")
+        pairs = len(sup) // 2
+        floor = min(1.0, pairs * 2.0 ** (1 - n)) if n else 1.0
+        scen = sub["scenario"].unique()
         lines += [
-            f"### {name} ({metric}@k; {n} clusters = seed x {_unit(name)})\n",
+            f"### {name} ({metric}@k; {n} clusters = {_unit(name, scen)})\n",
             f"Cell: share of clusters where the row policy's mean {metric} is strictly "
-            f"better than the column's; * = two-sided Wilcoxon signed-rank p < {ALPHA} on "
-            "the paired cluster means after Holm correction over all pairs.\n",
+            f"better than the column's; * = two-sided exact Wilcoxon signed-rank p < {ALPHA} "
+            f"on the paired cluster means after Holm correction over all {pairs} pairs.\n",
             *_md_table(wide.fillna("·"), "row beats column", order),
             "",
         ]
         sig = sup[sup["significant"] & (sup["share"] > 0.5)]
         if sig.empty:
             lines.append(f"No difference is significant (with {n} clusters).\n")
+        if floor >= ALPHA:
+            lines.append(
+                f"With {n} clusters the smallest attainable p (one side winning every "
+                f"cluster) is 2/2^{n} = {2.0 ** (1 - n):.2g}, {floor:.2g} after Holm over "
+                f"{pairs} pairs: no difference can be significant here; more "
+                + (
+                    "seeds"
+                    if cluster_unit(scen) == "seed x stream"
+                    else "streams (seeds add no unit to a stream that ignores them)"
+                )
+                + " would be needed.\n"
+            )
     return lines
 
 
-def _unit(fam: str) -> str:
-    return {"synthetic": "profile", "locomo": "conversation"}.get(fam, "scenario")
+def _unit(fam: str, scenarios: Iterable[str]) -> str:
+    """What one cluster of a family is, in words."""
+    noun = {"synthetic": "profile", "locomo": "conversation"}.get(fam, "scenario")
+    kind = cluster_unit(scenarios)
+    if kind == "stream":
+        return f"{noun} (its seeds pooled: the stream is the same under every seed)"
+    return f"seed x {noun}" if kind == "seed x stream" else f"seed x {noun} or {noun}"

@@ -95,7 +95,13 @@ def _ci_phrase(g: pd.DataFrame) -> str:
     """Which units the intervals of this scenario's table resample."""
     if "clusters" not in g:
         return ""
-    c = g[g.unit == "queries"]["clusters"]
+    q = g[g.unit == "queries"]
+    c = q["clusters"]
+    if "cluster_unit" in q and len(q) and (q["cluster_unit"] == "query").all():
+        return (
+            " over questions (the stream is the same under every seed: each question counts "
+            "once, whatever the number of seeds)"
+        )
     if len(c) and int(c.min()) >= 2:
         return f" over {int(c.min())} seeds (independent runs)"
     return " over queries (one seed: queries share a run, so it is optimistic)"
