@@ -92,6 +92,13 @@ class Clairvoyant(Policy):
         if footprint is not None:
             times = np.array([float(t) for t, _ in footprint], dtype=np.float64)
             sizes = np.array([float(n) for _, n in footprint], dtype=np.float64)
+            bad = ~np.isfinite(times) | ~np.isfinite(sizes) | (sizes < 0)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise ParamError(
+                    f"clairvoyant: footprint series entry {i} ({times[i]}, {sizes[i]}) is not "
+                    "a finite time with a number of memories >= 0"
+                )
             first = min((float(e.time) for e in stream.events), default=0.0)
             last = max((float(e.time) for e in stream.events), default=0.0)
             if not len(times) or times[0] > first or times[-1] < last:

@@ -63,6 +63,9 @@ def test_bad_inputs_are_one_line_errors_naming_the_value():
         registry.spec("clairvoyant").make({"budget": -3})
     with pytest.raises(ParamError, match=r"does not cover the run \[1.0, 30.0\]"):
         _run(footprint=[(5.0, 2), (30.0, 2)])
+    for bad in ((15.0, -1), (15.0, float("nan")), (float("nan"), 2)):
+        with pytest.raises(ParamError, match=r"footprint series entry 1 \("):
+            _run(footprint=[(0.0, 2), bad, (30.0, 2)])
     no_queries = make_stream([_ep(1, 1.0, "x.a")], name="quiet", horizon=2.0)
     with pytest.raises(StreamError, match="'quiet' has no queries"):
         runner.run(registry.spec("clairvoyant").make(), no_queries)

@@ -28,6 +28,9 @@ def test_help_of_every_verb(verb, capsys):
     assert "usage: memsim" in capsys.readouterr().out
 
 
+_CLAIRVOYANT = ["run", "--policy", "clairvoyant", "--scenario", "scripted/duplicates"]
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -69,6 +72,11 @@ def test_help_of_every_verb(verb, capsys):
         (["compare", "--suite", "nope"], "unknown suite 'nope'"),
         (["compare", "--seeds", "a,b", "--suite", "quick"], "--seeds"),
         (["curve", "pai", "--pattern", "sometimes", "--days", "0:10:1"], "sometimes"),
+        # the clairvoyant's budget must be a positive number (issue 13)
+        (_CLAIRVOYANT + ["--param", "budget=0"], "budget must be a positive number, got 0.0"),
+        (_CLAIRVOYANT + ["--param", "budget=-2"], "budget=-2.0"),
+        (_CLAIRVOYANT + ["--param", "budget=lots"], "'lots'"),
+        (_CLAIRVOYANT + ["--param", "budget=nan"], "budget=nan"),
     ],
 )
 def test_user_mistakes_print_one_line_and_exit_2(args, message):
@@ -183,3 +191,12 @@ def test_run_with_candidate_index_writes_the_audit(tmp_path, capsys):
     assert summary["index_query_differ_share"] == audit["query_differ_share"]
     assert main([*args, "--index", "mode=ivf", "--index", "nprobes=3"]) == 2
     assert "--index nprobes: unknown setting" in capsys.readouterr().err
+
+
+def test_clairvoyant_on_a_stream_without_queries_says_so(tmp_path):
+    quiet = tmp_path / "quiet.yaml"
+    quiet.write_text("name: quiet\nepisodes:\n  - {id: e1, time: 1, text: hi}\n")
+    r = _cli("run", "--policy", "clairvoyant", "--scenario", str(quiet), "--out", str(tmp_path))
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "has no queries" in lines[0] and str(quiet) in lines[0]
