@@ -390,13 +390,18 @@ def pooled_table(
 ) -> pd.DataFrame:
     """Mean of each metric per ``by`` group, pooled over queries, with a cluster-bootstrap
     interval (clusters: ``cluster_ids``, or the given columns): columns *by, metric, mean,
-    ci_low, ci_high, n (queries), clusters."""
+    ci_low, ci_high, n (queries; a question of a stream that ignores the seed counts once,
+    whatever the number of seeds), clusters."""
     rows = []
     if clusters is None:
         key = cluster_ids(per_query)
     else:
         key = per_query[list(clusters)].astype(str).agg("|".join, axis=1).to_numpy()
     frame = per_query.assign(_cluster=key)
+    if "query_id" in frame:
+        frame["_query"] = frame["_cluster"] + "|" + frame["query_id"].astype(str)
+    else:
+        frame["_query"] = np.arange(len(frame)).astype(str)
     for names, g in frame.groupby(list(by), sort=False, observed=True):
         names = names if isinstance(names, tuple) else (names,)
         for m in metrics:
@@ -412,7 +417,7 @@ def pooled_table(
                     "mean": float(v[ok].mean()) if ok.any() else np.nan,
                     "ci_low": lo,
                     "ci_high": hi,
-                    "n": int(ok.sum()),
+                    "n": int(g["_query"][ok].nunique()),
                     "clusters": n_c,
                 }
             )

@@ -756,15 +756,17 @@ def age_bin_labels(bins: Sequence[float] = AGE_BINS) -> list[str]:
     return out
 
 
-def _mean_ci(values: np.ndarray) -> tuple[float, float, float, int]:
-    from .api import bootstrap_ci
+def _mean_ci(values: np.ndarray, units: np.ndarray) -> tuple[float, float, float, int]:
+    """Mean, 95% bootstrap CI resampling ``units`` (a question asked under several seeds of
+    a stream that ignores the seed is one unit), and the number of units."""
+    from .calibrate import cluster_bootstrap_ci
 
     v = np.asarray(values, dtype=np.float64)
-    v = v[np.isfinite(v)]
-    if not len(v):
+    ok = np.isfinite(v)
+    if not ok.any():
         return (np.nan, np.nan, np.nan, 0)
-    lo, hi = bootstrap_ci(v, n_resamples=500)
-    return (float(v.mean()), lo, hi, len(v))
+    lo, hi, n = cluster_bootstrap_ci(v, np.asarray(units), n_resamples=500)
+    return (float(v[ok].mean()), lo, hi, n)
 
 
 def locomo_tables(
@@ -783,12 +785,16 @@ def locomo_tables(
         age=pd.cut(lq["evidence_age"], list(bins), right=False, labels=labels),
         category=lq["group"].astype(str).replace("", "(none)"),
     )
+    if "query_id" in lq:  # a question, whatever the seeds: LoCoMo ignores the seed
+        lq = lq.assign(_unit=lq["scenario"].astype(str) + "|" + lq["query_id"].astype(str))
+    else:
+        lq = lq.assign(_unit=np.arange(len(lq)))
     by_cat, by_age = [], []
     for (p, c), g in lq.groupby(["policy", "category"], sort=True):
-        m, lo, hi, n = _mean_ci(g["recall"].to_numpy())
+        m, lo, hi, n = _mean_ci(g["recall"].to_numpy(), g["_unit"].to_numpy())
         by_cat.append({"policy": p, "category": c, "mean": m, "ci_low": lo, "ci_high": hi, "n": n})
     for (p, a), g in lq.groupby(["policy", "age"], sort=True, observed=True):
-        m, lo, hi, n = _mean_ci(g["recall"].to_numpy())
+        m, lo, hi, n = _mean_ci(g["recall"].to_numpy(), g["_unit"].to_numpy())
         by_age.append({"policy": p, "age": str(a), "mean": m, "ci_low": lo, "ci_high": hi, "n": n})
     return pd.DataFrame(by_cat), pd.DataFrame(by_age)
 
