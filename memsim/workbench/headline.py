@@ -7,7 +7,8 @@ scenario's mean (over every seed); the LoCoMo column pools every LoCoMo question
 conversation weighs by its questions).
 
 Significance: a recall cell carries ▲ (▼) when the policy's recall is significantly above
-(below) the reference's (keep-all) by ``memsim.superiority`` on the same rows: the exact
+(below) the reference's (the first baseline in the table: keep-all in the standard run) by
+``memsim.superiority`` on the same rows: the exact
 two-sided Wilcoxon signed-rank test on the paired cluster means (synthetic: seed x profile;
 LoCoMo: one cluster per conversation, whatever the seeds), Holm-corrected over every pair of
 policies, p < 0.05. A note under the table gives the clusters, seeds and what is attainable.
@@ -57,14 +58,18 @@ def _fmt(value: float | None, digits: int) -> str:
     return f"{value:,.{digits}f}"
 
 
-REFERENCE = "keep-all"  # significance marks compare each policy's recall with this one's
 UP, DOWN = "▲", "▼"
 
 
-def significance_marks(per_query: pd.DataFrame, reference: str = REFERENCE) -> dict[str, str]:
+def reference_policy(policies: list[str]) -> str | None:
+    """The policy the significance marks compare with: the first baseline in table order."""
+    return next((p for p in policies if spec(p).baseline), None)
+
+
+def significance_marks(per_query: pd.DataFrame, reference: str | None) -> dict[str, str]:
     """policy -> UP / DOWN / "" : whether its recall is significantly above / below the
     reference's on these rows (``memsim.superiority``, Holm over all pairs)."""
-    if per_query.empty or reference not in set(per_query["policy"]):
+    if reference is None or per_query.empty or reference not in set(per_query["policy"]):
         return {}
     sup = superiority(per_query, "recall")
     vs = sup[(sup["column"] == reference) & sup["significant"]].set_index("row")
@@ -115,8 +120,9 @@ def headline_table(results: Path) -> str:
     locomo = per_query[per_query.scenario.str.startswith("locomo:")]
     locomo_recall = locomo.groupby("policy")["recall"].mean()
     synthetic_rows = per_query[per_query.scenario.str.startswith("synthetic:")]
-    marks = significance_marks(synthetic_rows)
-    locomo_marks = significance_marks(locomo)
+    reference = reference_policy(list(dict.fromkeys(summary.policy)))
+    marks = significance_marks(synthetic_rows, reference)
+    locomo_marks = significance_marks(locomo, reference)
     titles = ["policy", "what"] + [title for _, title, _ in columns]
     if len(locomo_recall):
         titles.append("LoCoMo recall@10 ↑")
@@ -131,14 +137,14 @@ def headline_table(results: Path) -> str:
             cells.append(_fmt(locomo_recall.get(policy), 3) + (f" {mark}" if mark else ""))
         lines.append("| " + " | ".join(cells) + " |")
     notes = []
-    if len(synthetic_rows) and REFERENCE in set(synthetic_rows.policy):
+    if len(synthetic_rows) and reference in set(synthetic_rows.policy):
         notes.append(_note("synthetic", "profile", synthetic_rows, marks))
-    if len(locomo) and REFERENCE in set(locomo.policy):
+    if len(locomo) and reference in set(locomo.policy):
         notes.append(_note("LoCoMo", "conversation", locomo, locomo_marks))
     if notes:
         lines += [
             "",
-            f"{UP} / {DOWN}: recall significantly above / below {REFERENCE}'s (exact "
+            f"{UP} / {DOWN}: recall significantly above / below {reference}'s (exact "
             "two-sided Wilcoxon signed-rank test on the paired cluster means, Holm over every "
             f"pair of policies, p < {ALPHA}; `memsim.superiority`). " + "; ".join(notes) + ".",
         ]
