@@ -19,7 +19,7 @@ if [ -z "$locomo" ] && [ -f ../shared/data/locomo/locomo-dev.json ]; then
   locomo=../shared/data/locomo/locomo-dev.json
 fi
 # Five seeds: 4 synthetic profiles x 5 seeds = 20 independent clusters, enough for the exact
-# signed-rank test to pass Holm over every pair of 17 policies (one seed gives 4 clusters, whose
+# signed-rank test to pass Holm over every pair of ~20 policies (one seed gives 4 clusters, whose
 # smallest attainable p is 0.125). LoCoMo and the scripted scenarios ignore the seed: their
 # seeds vary only the policies' own tie-breaking and count as one unit per stream.
 args=(--suite standard --seeds 0:5 --jobs 2 --out results/standard --brief)
