@@ -1,0 +1,242 @@
+"""Target 9 (issue 16): every registered policy's steady year against keep-all's, and the
+growth exponent of its run time, all measured in the same run.
+
+For each policy: the ``steady`` synthetic stream at a SMALL and a LARGE share of the year
+(the year: 100,000 episodes, 10,000 queries over 365 days; a share of it is that share of the
+episodes and queries over the same 365 days, the convention of bench_sim.py and of the
+issue's figures), each a subprocess of ``benchmarks.simrun``, one at a time:
+
+* ratio = policy's run time at LARGE / keep-all's run time at LARGE (target <= 3 at the year);
+* growth exponent = ln(t_LARGE / t_SMALL) / ln(LARGE / SMALL) (target <= 1.15 from a tenth
+  to the year, where ln(LARGE / SMALL) = ln 10).
+
+The issue's definition is SMALL = 0.1, LARGE = 1.0 (the default). ``--large 0.25`` measures
+the same quantities from a tenth to a quarter year when the year does not fit the machine;
+the table names the sizes. keep-all runs first and again last, and the ratio uses the mean
+of its two times (both are shown, so the drift of the machine's load is visible).
+
+    nice -n 5 python -m benchmarks.bench_scaling [--large 1.0] [--small 0.1] [POLICY ...]
+        # full mode: writes the table between SCALING_BEGIN / SCALING_END of results/benchmarks.md
+    python -m pytest benchmarks/bench_scaling.py          # the same through pytest-benchmark
+    MEMSIM_BENCH_SMOKE=1 python -m pytest benchmarks/bench_scaling.py --benchmark-disable
+
+Smoke mode runs every policy in-process on a 1,700-episode "year" (sizes only; no target is
+asserted). Times are wall seconds of ``runner.run`` (stream generation excluded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import math
+import os
+import sys
+
+import pytest
+
+from benchmarks.conftest import assert_target_in_full_mode, record_target
+from benchmarks.workloads import REPO, SMOKE, size
+
+OUT_MD = REPO / "results" / "benchmarks.md"
+BEGIN, END = "<!-- SCALING_BEGIN -->", "<!-- SCALING_END -->"
+YEAR_EPISODES, YEAR_QUERIES = size(100_000, 1_700), size(10_000, 100)
+SMALL = 0.1
+LARGE = float(os.environ.get("MEMSIM_SCALING_LARGE", "1.0"))
+TIMEOUT = 3600.0
+RATIO_LIMIT, EXPONENT_LIMIT = 3.0, 1.15
+REFERENCE = "keep-all"
+
+
+def policy_ids() -> list[str]:
+    from memsim.engine import registry
+
+    return [s.id for s in registry.specs()]
+
+
+def sizes(scale: float) -> tuple[int, int]:
+    return max(1, int(round(YEAR_EPISODES * scale))), max(1, int(round(YEAR_QUERIES * scale)))
+
+
+def measure(policy: str, scale: float) -> dict:
+    """One timed run of ``policy`` on ``scale`` of the steady year (simrun's JSON)."""
+    episodes, queries = sizes(scale)
+    if SMOKE:
+        import contextlib
+        import io
+
+        from benchmarks import simrun as simrun_mod
+
+        with contextlib.redirect_stdout(io.StringIO()):
+            return simrun_mod.main([policy, str(episodes), str(queries)])
+    from benchmarks.bench_sim import simrun
+
+    got = simrun(policy, episodes, queries, timeout=TIMEOUT)
+    if got is None:
+        raise RuntimeError(f"{policy} at {scale:g} of the year took over {TIMEOUT:.0f} s")
+    return got
+
+
+def exponent(small: dict, large: dict, small_scale: float, large_scale: float) -> float:
+    """Growth exponent of run time between the two sizes (1.0: linear)."""
+    t0, t1 = max(small["run_seconds"], 1e-6), max(large["run_seconds"], 1e-6)
+    return math.log(t1 / t0) / math.log(large_scale / small_scale)
+
+
+def row(pid: str, small: dict, large: dict, ref_large: float, s: float, L: float) -> dict:
+    return dict(
+        policy=pid,
+        small_seconds=small["run_seconds"],
+        large_seconds=large["run_seconds"],
+        ratio=large["run_seconds"] / max(ref_large, 1e-6),
+        exponent=exponent(small, large, s, L),
+        store_rows=large["store_rows"],
+        timings=large["timings"],
+    )
+
+
+def _shares(tm: dict) -> str:
+    total = max(tm.get("total", 0.0), 1e-12)
+    return " / ".join(f"{tm.get(k, 0.0) / total:.0%}" for k in ("ingest", "recall", "maintain"))
+
+
+def table(rows: list[dict], ref: dict, small: float, large: float, command: str) -> str:
+    se, sq = sizes(small)
+    le, lq = sizes(large)
+    at_year = large == 1.0 and small == 0.1
+    lines = [
+        BEGIN,
+        "## Every policy against keep-all, and growth of run time (issue 16, target 9)",
+        "",
+        f"`{command}` on {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, "
+        f"{os.cpu_count()} cores shared with other jobs; each run one subprocess, one at a time.",
+        f"Sizes: small = {small:g} of the steady year ({se:,} episodes, {sq:,} queries), "
+        f"large = {large:g} ({le:,} episodes, {lq:,} queries), both over 365 days "
+        "(`benchmarks.simrun`'s steady stream). Ratio = the policy's large run / keep-all's "
+        f"large run (mean of keep-all's first and last runs: {ref['first']:.2f} s and "
+        f"{ref['last']:.2f} s). Exponent = ln(t_large / t_small) / ln({large / small:g}).",
+        ""
+        if at_year
+        else (
+            "**Not the issue's definition** (a tenth to a full year): the year for every policy "
+            "does not fit this session's shared machine, so the ratio is at the large size and "
+            "the exponent is over a factor of "
+            f"{large / small:g} in size, not 10."
+        ),
+        "",
+        f"| policy | small s | large s | ratio to keep-all (<= {RATIO_LIMIT:g}) | "
+        f"exponent (<= {EXPONENT_LIMIT:g}) | ingest / recall / maintain | store rows |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        ok_r = "" if r["ratio"] <= RATIO_LIMIT else " **no**"
+        ok_e = "" if r["exponent"] <= EXPONENT_LIMIT else " **no**"
+        lines.append(
+            f"| {r['policy']} | {r['small_seconds']:.2f} | {r['large_seconds']:.2f} | "
+            f"{r['ratio']:.2f}{ok_r} | {r['exponent']:.2f}{ok_e} | {_shares(r['timings'])} | "
+            f"{r['store_rows']:,} |"
+        )
+    met_r = sum(r["ratio"] <= RATIO_LIMIT for r in rows)
+    met_e = sum(r["exponent"] <= EXPONENT_LIMIT for r in rows)
+    lines += [
+        "",
+        f"Ratio met by {met_r} of {len(rows)} policies, exponent by {met_e} of {len(rows)} "
+        f"(at these sizes).",
+        END,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def splice(md: str, new_block: str) -> str:
+    if BEGIN in md and END in md:
+        head, rest = md.split(BEGIN, 1)
+        return head + new_block + rest.split(END, 1)[1].lstrip("\n")
+    return md.rstrip("\n") + "\n\n" + new_block
+
+
+def kept_block(md: str) -> str:
+    """The scaling block of ``md`` ('' when none), for benchmarks.report to keep."""
+    if BEGIN in md and END in md:
+        return BEGIN + md.split(BEGIN, 1)[1].split(END, 1)[0] + END + "\n"
+    return ""
+
+
+# ---- pytest ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict:
+    return {SMALL: measure(REFERENCE, SMALL), LARGE: measure(REFERENCE, LARGE)}
+
+
+@pytest.mark.parametrize("policy_id", [p for p in policy_ids() if p != REFERENCE])
+def test_target9_year_against_keep_all(benchmark, reference, policy_id):
+    small, large = measure(policy_id, SMALL), measure(policy_id, LARGE)
+    r = row(policy_id, small, large, reference[LARGE]["run_seconds"], SMALL, LARGE)
+    record_target(
+        benchmark,
+        target=f"9 steady year {policy_id} (/ keep-all's, same run; {LARGE:g} of the year)",
+        ratio=r["ratio"],
+        limit=RATIO_LIMIT,
+        better="lower",
+        n=large["episodes"],
+        what=f"runner.run on {large['spec']} / keep-all's",
+        growth_exponent=r["exponent"],
+        exponent_sizes=[SMALL, LARGE],
+        seconds={
+            "small": small["run_seconds"],
+            "large": large["run_seconds"],
+            "keep_all_small": reference[SMALL]["run_seconds"],
+            "keep_all_large": reference[LARGE]["run_seconds"],
+        },
+    )
+    benchmark.group = "scaling"
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+    assert r["small_seconds"] > 0 and r["large_seconds"] > 0
+    assert large["episodes"] > small["episodes"]
+    if not SMOKE:
+        assert r["exponent"] <= EXPONENT_LIMIT, f"{policy_id}: exponent {r['exponent']:.2f}"
+    assert_target_in_full_mode(benchmark)
+
+
+# ---- command line ---------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_scaling")
+    ap.add_argument("policies", nargs="*")
+    ap.add_argument("--small", type=float, default=SMALL)
+    ap.add_argument("--large", type=float, default=LARGE)
+    ap.add_argument("--no-write", action="store_true", help="print the table only")
+    a = ap.parse_args(argv)
+    if not 0 < a.small < a.large:
+        print(f"bench_scaling: need 0 < --small < --large, got {a.small} and {a.large}")
+        return 2
+    pids = [p for p in (a.policies or policy_ids()) if p != REFERENCE]
+    ref_small, ref_large = measure(REFERENCE, a.small), measure(REFERENCE, a.large)
+    print(f"keep-all: {ref_small['run_seconds']:.2f} s, {ref_large['run_seconds']:.2f} s")
+    runs = {}
+    for pid in pids:
+        runs[pid] = (measure(pid, a.small), measure(pid, a.large))
+        s, L = runs[pid]
+        print(f"{pid}: {s['run_seconds']:.2f} s, {L['run_seconds']:.2f} s", flush=True)
+    ref_last = measure(REFERENCE, a.large)
+    ref_mean = (ref_large["run_seconds"] + ref_last["run_seconds"]) / 2
+    rows = [row(REFERENCE, ref_small, ref_large, ref_mean, a.small, a.large)]
+    rows += [row(pid, s, L, ref_mean, a.small, a.large) for pid, (s, L) in runs.items()]
+    command = "nice -n 5 python -m benchmarks.bench_scaling" + (
+        f" --small {a.small:g} --large {a.large:g}" if (a.small, a.large) != (0.1, 1.0) else ""
+    )
+    if a.policies:
+        command += " " + " ".join(a.policies)
+    ref = {"first": ref_large["run_seconds"], "last": ref_last["run_seconds"]}
+    block = table(rows, ref, a.small, a.large, command)
+    print(block)
+    if not a.no_write:
+        md = OUT_MD.read_text() if OUT_MD.exists() else "# Benchmarks\n"
+        OUT_MD.write_text(splice(md, block))
+        print(f"wrote the table into {OUT_MD}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
