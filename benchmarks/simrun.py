@@ -45,13 +45,13 @@ def main(argv: list[str] | None = None) -> dict:
         mode = knobs.pop("mode")
         policy.use_index(mode, **{k: int(v) for k, v in knobs.items()})
     prof = cProfile.Profile() if a.profile else None
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     if prof:
         prof.enable()
     trace = run(policy, stream)
     if prof:
         prof.disable()
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     out = {
         "policy": a.policy,
         "episodes": a.episodes,
@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> dict:
         "spec": spec(a.episodes, a.queries),
         "generate_seconds": generate,
         "run_seconds": wall,
+        "run_cpu_seconds": cpu,
         "timings": dict(trace.timings),
         "store_rows": int(policy.store.n),
         "footprint": int(policy.footprint()),
