@@ -30,6 +30,7 @@ import argparse
 import datetime as dt
 import math
 import os
+import subprocess
 import sys
 
 import pytest
@@ -107,7 +108,20 @@ def _shares(tm: dict) -> str:
     return " / ".join(f"{tm.get(k, 0.0) / total:.0%}" for k in ("ingest", "recall", "maintain"))
 
 
-def table(rows: list[dict], ref: dict, small: float, large: float, command: str) -> str:
+def _commit() -> str:
+    """The checkout's commit (short), '' outside git (e.g. a ``git archive`` snapshot)."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short=10", "HEAD"], cwd=REPO, capture_output=True, text=True
+        )
+    except OSError:
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def table(
+    rows: list[dict], ref: dict, small: float, large: float, command: str, code: str = ""
+) -> str:
     se, sq = sizes(small)
     le, lq = sizes(large)
     at_year = large == 1.0 and small == 0.1
@@ -115,7 +129,9 @@ def table(rows: list[dict], ref: dict, small: float, large: float, command: str)
         BEGIN,
         "## Every policy against keep-all, and growth of run time (issue 16, target 9)",
         "",
-        f"`{command}` on {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, "
+        f"`{command}` on {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC"
+        + (f", code at commit {code}" if code else "")
+        + ", "
         f"{os.cpu_count()} cores shared with other jobs; each run one subprocess, one at a time.",
         f"Sizes: small = {small:g} of the steady year ({se:,} episodes, {sq:,} queries), "
         f"large = {large:g} ({le:,} episodes, {lq:,} queries), both over 365 days "
@@ -222,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--small", type=float, default=SMALL)
     ap.add_argument("--large", type=float, default=LARGE)
     ap.add_argument("--no-write", action="store_true", help="print the table only")
+    ap.add_argument("--code", default="", help="the commit measured, for the table (default: git)")
     a = ap.parse_args(argv)
     if not 0 < a.small < a.large:
         print(f"bench_scaling: need 0 < --small < --large, got {a.small} and {a.large}")
@@ -247,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.policies:
         command += " " + " ".join(a.policies)
     ref = {"first": ref_large["run_seconds"], "last": ref_last["run_seconds"]}
-    block = table(rows, ref, a.small, a.large, command)
+    block = table(rows, ref, a.small, a.large, command, a.code or _commit())
     print(block)
     if not a.no_write:
         md = OUT_MD.read_text() if OUT_MD.exists() else "# Benchmarks\n"

@@ -175,8 +175,10 @@ class Recency(_CosineBase[RecencyParams]):
             return []
         # least recently used first; equal times in a seeded random order of memory
         # identity (not row order); argpartition keeps this O(n) per ingest
-        tb = self.store.tie_keys(f"{self.seed}:evict", live)
-        victims = live[topk(-self._last_use()[live], excess, tb)]
+        store, tag = self.store, f"{self.seed}:evict"
+        victims = live[  # tie keys of the rows at the cut only (tie_keys is element-wise)
+            topk(-self._last_use()[live], excess, lambda i: store.tie_keys(tag, live[i]))
+        ]
         self.store.set_status(victims, "evicted", now)
         cause = episodes[-1].id
         return [

@@ -311,7 +311,12 @@ class Izzie(Policy[IzzieParams]):
             # float64 per query cost more than the product itself
             sims[i] = s.embedding @ np.asarray(qvecs[i], dtype=np.float32)
         retrievable = s.retrievable()
-        strength = self.strength(now)
+        p = self.params
+        strength: np.ndarray | _RowStrength = (
+            self.strength(now)
+            if p.ranking == "one_stage" and not p.limit_before_filter
+            else _RowStrength(self, now)  # the other readings read a few rows per query
+        )
         out: list[Ranking] = []
         # Queries are answered in order: a retrieval refreshes lastAccessed before the next
         # query of the batch is scored, exactly as one-by-one recall would.
@@ -325,12 +330,22 @@ class Izzie(Policy[IzzieParams]):
         return out
 
     def _rank(
-        self, sims: np.ndarray, strength: np.ndarray, retrievable: np.ndarray, k: int, salt: str
+        self,
+        sims: np.ndarray,
+        strength: np.ndarray | _RowStrength,
+        retrievable: np.ndarray,
+        k: int,
+        salt: str,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """003 §Context Retrieval, in the reading ``ranking`` names (see IzzieParams)."""
+        """003 §Context Retrieval, in the reading ``ranking`` names (see IzzieParams).
+        ``strength``: every row's, or a _RowStrength (not for the one_stage reading)."""
         p = self.params
         # every stage breaks ties by the seeded order of memory identity, never by row
-        tb_all = self.store.tie_keys(f"{self.seed}:{salt}")
+        store, tag = self.store, f"{self.seed}:{salt}"
+
+        def tb_all(rows: np.ndarray) -> np.ndarray:  # keys of the rows topk asks for only
+            return store.tie_keys(tag, rows)
+
         if p.limit_before_filter:
             # izzie-code: the result limit first (top k by similarity), then the strength filter
             top = kernels.topk(np.where(retrievable, sims, -np.inf), k, tb_all)
@@ -338,9 +353,10 @@ class Izzie(Policy[IzzieParams]):
             scores = sims[kept].astype(np.float64) * strength[kept]
             if not len(kept):
                 return kept, scores
-            order = kernels.topk(scores, len(kept), tb_all[kept])
+            order = kernels.topk(scores, len(kept), tb_all(kept))
             return kept[order], np.minimum.accumulate(scores[order])
         if p.ranking == "one_stage":
+            assert isinstance(strength, np.ndarray)
             scores = np.where(retrievable, sims * strength, -np.inf)
             ids = self.rank(scores, k, salt)  # ties: seeded order of memory identity
             return ids, np.minimum.accumulate(scores[ids].astype(np.float64))
@@ -403,7 +419,7 @@ class Izzie(Policy[IzzieParams]):
             return np.ones(len(rows))
         return np.asarray(self.store["importance"][rows], dtype=np.float64)
 
-    def _touch(self, ids: np.ndarray, now: float, strength: np.ndarray) -> None:
+    def _touch(self, ids: np.ndarray, now: float, strength: np.ndarray | _RowStrength) -> None:
         if len(ids):
             s = self.store
             s["last_access"][ids] = now
@@ -453,3 +469,28 @@ class IzzieCode(Izzie):
     """Izzie as its code is built (docs/policies/izzie-code.md)."""
 
     Params: ClassVar[type[Params]] = IzzieCodeParams
+
+
+class _RowStrength:
+    """Izzie's strength at ``now`` of the rows a recall batch reads, computed for those rows
+    only (``Izzie.strength(now, rows)``: the same numbers element by element) instead of for
+    the whole store per batch, with the rows a query of the batch touched set to their fresh
+    strength, exactly as the whole-store array the batch used to update."""
+
+    def __init__(self, policy: Izzie, now: float) -> None:
+        self._policy, self._now = policy, now
+        n = policy.store.n
+        self._fresh = np.zeros(n, dtype=bool)
+        self._value = np.zeros(n, dtype=np.float64)
+
+    def __getitem__(self, rows: np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        got = self._policy.strength(self._now, rows)
+        fresh = self._fresh[rows]
+        if fresh.any():
+            got = np.where(fresh, self._value[rows], got)
+        return got
+
+    def __setitem__(self, rows: np.ndarray, values: np.ndarray) -> None:
+        self._fresh[rows] = True
+        self._value[rows] = values

@@ -492,7 +492,8 @@ class PersonalAI(Policy[PaiParams]):
         s = self.store
         searchable = self._searchable()
         cos = np.where(searchable, self._cosine(vec), -np.inf)
-        top = kernels.topk(cos, p.similar_limit, s.tie_keys(f"{self.seed}:{ep.id}#{i}"))
+        tag = f"{self.seed}:{ep.id}#{i}"  # tie keys of the rows at the cut only (same order)
+        top = kernels.topk(cos, p.similar_limit, lambda rows: s.tie_keys(tag, rows))
         # Band decisions (§4 0.70 / 0.85) on float64 cosines of the stored vectors: a float32
         # product rounds differently across BLAS builds and can cross a boundary.
         sims = s.embedding[top].astype(np.float64) @ np.asarray(vec, dtype=np.float64)
@@ -698,7 +699,11 @@ class PersonalAI(Policy[PaiParams]):
         p = self.params
         s = self.store
         cols = PaiColumns.of_store(s, TYPE_CODE["insight"], self._searchable())
-        tb = s.tie_keys(f"{self.seed}:{query.id}")  # ties: seeded order, never row
+        tag = f"{self.seed}:{query.id}"  # ties: seeded order, never row (keys at the cut only)
+
+        def tb(rows: np.ndarray) -> np.ndarray:
+            return s.tie_keys(tag, rows)
+
         top, top_scores = pai_topk_from_cos(
             cos, cols, now, self.subject_codes(query), p, query.k, tiebreak=tb
         )
@@ -713,7 +718,7 @@ class PersonalAI(Policy[PaiParams]):
                     best[nb] = ns
         rows = np.fromiter(best.keys(), dtype=np.int64, count=len(best))
         vals = np.fromiter(best.values(), dtype=np.float64, count=len(best))
-        order = kernels.topk(vals, query.k, tb[rows])
+        order = kernels.topk(vals, query.k, tb(rows))
         ids = rows[order]
         scores = np.minimum.accumulate(vals[order])
         self._record_access(ids, now)
@@ -745,7 +750,8 @@ class PersonalAI(Policy[PaiParams]):
             c = len(words & self._tokens[r])
             if c > 0:
                 count[r] = float(c)
-        ids = kernels.topk(count, query.k, s.tie_keys(f"{self.seed}:{query.id}"))
+        tag = f"{self.seed}:{query.id}"
+        ids = kernels.topk(count, query.k, lambda rows: s.tie_keys(tag, rows))
         return Ranking(ids, count[ids])
 
     # -- §3 maintenance ------------------------------------------------------------------
@@ -771,7 +777,7 @@ class PersonalAI(Policy[PaiParams]):
         a synthesized majority tie went to the superseded value.)"""
         s = self.store
         rows = np.flatnonzero(self._searchable())
-        tb = s.tie_keys(f"{self.seed}:reflect")[rows]
+        tb = s.tie_keys(f"{self.seed}:reflect", rows)
         if len(rows) > self.params.reflect_limit:
             newest = np.lexsort((tb, -s["updated"][rows]))[: self.params.reflect_limit]
             rows, tb = rows[newest], tb[newest]

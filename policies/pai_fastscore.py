@@ -27,7 +27,7 @@ version (the operation order of ``policies.pai.recall_scores``) and
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -304,7 +304,7 @@ def pai_topk_from_cos(
     p: Any,
     k: int,
     bound: tuple[float, float] | None | str = "auto",
-    tiebreak: np.ndarray | None = None,
+    tiebreak: np.ndarray | Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Top-k rows and scores of one query from its cosine column ``cos`` (float32 or
     float64, length n): equal to ``topk(pai_scores(cos, ...), k, tiebreak)`` bit for bit,
@@ -312,7 +312,8 @@ def pai_topk_from_cos(
     cosines give a first k-th score and the bound prunes the candidates before exact
     scoring. ``bound`` is :func:`pai_rest_bound` (computed when "auto"; pass it when
     scoring several queries at one time, it does not depend on the query). ``tiebreak``
-    (one key per row, ``MemoryStore.tie_keys``): scores within TIE_RTOL are tied and go in
+    (one key per row, ``MemoryStore.tie_keys``, or a function from rows to their keys, then
+    called for the few rows at the cut only): scores within TIE_RTOL are tied and go in
     key order; the pruning is then undone whenever a pruned row could join the tie at the
     cut, so the answer stays exact. With the returned scores the running minimum."""
     empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
@@ -347,7 +348,7 @@ def pai_topk_from_cos(
     if tiebreak is None:
         best = topk(scores, k)
         return cand[best], scores[best]
-    best = topk(scores, k, tiebreak[cand])
+    best = topk(scores, k, _keys_of(tiebreak, cand))
     if len(best) and np.isfinite(pruned_below):
         # the tie group at the cut reaches down to ``lo``; a pruned row (score under
         # pruned_below) could join it only if lo is within TIE_RTOL of pruned_below
@@ -363,8 +364,17 @@ def pai_topk_from_cos(
             scores = _score_candidates(
                 cos[cand], cand, cols, now, _subject_match(cols.subject[cand], codes), p
             )
-            best = topk(scores, k, tiebreak[cand])
+            best = topk(scores, k, _keys_of(tiebreak, cand))
     return cand[best], np.minimum.accumulate(scores[best])
+
+
+def _keys_of(
+    tiebreak: np.ndarray | Callable[[np.ndarray], np.ndarray], cand: np.ndarray
+) -> np.ndarray | Callable[[np.ndarray], np.ndarray]:
+    """The tie keys of the rows ``cand`` for ``topk`` over them (lazily when a function)."""
+    if callable(tiebreak):
+        return lambda idx: tiebreak(cand[idx])
+    return tiebreak[cand]
 
 
 def pai_topk(
