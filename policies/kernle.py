@@ -65,6 +65,8 @@ _CONS = "004 §Consolidation Process"
 _META = "004 §Meta-Memory System"
 KINDS = ("episode", "note", "belief", "value", "drive")
 _WORD = re.compile(r"[0-9a-z]+")
+# Performance only (no model constant): float32 products per block of belief revision's screen
+REVISE_SCREEN_ELEMENTS = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -499,13 +501,33 @@ class Kernle(Policy[KernleParams]):
         """Beliefs captured since the last run: one contradicting an older similar belief
         supersedes it (004 §3 Beliefs revision chain)."""
         s = self.store
-        new = np.flatnonzero(s.mask(("active",), ("belief",)) & ~s["reflected"]).tolist()
+        beliefs = s.mask(("active",), ("belief",))
+        new = np.flatnonzero(beliefs & ~s["reflected"])
         out: list[Outcome] = []
-        for b in new:
+        # The older similar beliefs of every new one (_similar_beliefs(E[b], exclude=b), rows
+        # under b) screened by one float32 product per block of new beliefs instead of one
+        # scan of the store per belief: rows only leave the active beliefs in this loop, so
+        # the screen over those at the start, minus the rows superseded since, holds every
+        # candidate; the float64 decision on the screened rows is the same as before.
+        pool = np.flatnonzero(beliefs)
+        emb, active = s.embedding, s.statuses.code("active")
+        margin = kernels.screen_margin(s.dim)
+        block = max(1, REVISE_SCREEN_ELEMENTS // max(1, len(pool)))
+        screen, at = np.zeros((0, 0), dtype=np.float32), -1
+        for j, b in enumerate(new.tolist()):
             s["reflected"][b] = True
             if s.status_of(b) != "active":
                 continue  # superseded earlier in this loop by a newer capture
-            older = [r for r in self._similar_beliefs(s.embedding[b], exclude=b) if r < b]
+            if j // block != at:
+                at = j // block
+                screen = emb[pool] @ emb[new[at * block : (at + 1) * block]].T
+            near = pool[screen[:, j % block] >= self.params.pattern_similarity - margin]
+            near = near[(near < b) & (s["status"][near] == active)]
+            if len(near):
+                exact = kernels.exact_cosines(emb[near], emb[b])
+                older = near[exact >= self.params.pattern_similarity].tolist()
+            else:
+                older = []
             rel = self._relations(s.claim[b], older, f"kernle:revise:{b}:{now!r}")
             for old, r in zip(older, rel):
                 if r == CONTRADICTS:

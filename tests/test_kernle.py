@@ -300,3 +300,30 @@ def test_doc_salience_sequence_every_7_days():
 
     doc = (Path(__file__).parent.parent / "docs/policies/kernle.md").read_text()
     assert "1.248" in doc and "1.36" not in doc
+
+
+def test_revision_screen_in_blocks_decides_as_the_float64_scan(monkeypatch):
+    """Performance only (issue 16): belief revision screens the older beliefs with one float32
+    product per block of new beliefs, then decides on float64 cosines. The same run with no
+    screen (margin 2: every active belief reaches the float64 decision, as a plain scan)
+    and with blocks of one belief gives the same trace."""
+    import scenarios
+    from memsim.engine import kernels
+    from memsim.engine.mockllm import MockLLM
+    from policies import kernle as kernle_mod
+
+    stream = scenarios.load("synthetic:churn,episodes=600,queries=30,horizon=60")
+
+    def trace():
+        return run(make("kernle", llm=MockLLM(seed=0), seed=0), stream).content()
+
+    screened = trace()
+    monkeypatch.setattr(kernle_mod, "REVISE_SCREEN_ELEMENTS", 1)
+    assert trace() == screened
+    monkeypatch.setattr(kernels, "screen_margin", lambda dim: 2.0)
+    unscreened = trace()
+    assert unscreened == screened
+    assert any(
+        o.action == "supersede"
+        for o in run(make("kernle", llm=MockLLM(seed=0), seed=0), stream).outcomes
+    ), "the stream never revises a belief: the test checks nothing"

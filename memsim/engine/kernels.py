@@ -318,6 +318,13 @@ def scores_matvec(embeddings: np.ndarray, queries: np.ndarray) -> np.ndarray:
 SCREEN_MARGIN = 1e-4
 
 
+def screen_margin(dim: int) -> float:
+    """How far under a threshold a float32 screen of unit-vector dot products (any BLAS
+    product: matrix-vector or matrix-matrix) must keep rows so that no row whose float64
+    cosine reaches the threshold is lost."""
+    return max(SCREEN_MARGIN, 4.0 * dim * 2.0**-24)
+
+
 def exact_cosines(embeddings: np.ndarray, vector: np.ndarray) -> np.ndarray:
     """Float64 dot products of each row with ``vector``, each row summed on its own (a BLAS
     matrix-vector product rounds a row differently depending on the other rows, so a subset
@@ -337,8 +344,7 @@ def cosines_at_least(
     rows = np.asarray(rows, dtype=np.int64)
     if not len(rows):
         return rows, np.zeros(0, dtype=np.float64)
-    d = embeddings.shape[1]
-    margin = max(SCREEN_MARGIN, 4.0 * d * 2.0**-24)
+    margin = screen_margin(embeddings.shape[1])
     v32 = np.asarray(vector, dtype=np.float32)
     # a scan of every row is cheaper than gathering most of them first
     approx = (embeddings @ v32)[rows] if 4 * len(rows) > len(embeddings) else embeddings[rows] @ v32
