@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -232,6 +234,29 @@ def test_target9_year_against_keep_all(benchmark, reference, policy_id):
 # ---- command line ---------------------------------------------------------------------
 
 
+def _rows_of_log(records: list[dict], small: float, large: float) -> tuple[list[dict], dict]:
+    """Table rows of one run's records (``--log``): each policy against that run's keep-all
+    (mean of its first and last large runs; the first alone if the run stopped early)."""
+    got: dict[tuple[str, float, str], dict] = {}
+    for r in records:
+        got[(r["policy"], r["scale"], r["when"])] = r["result"]
+    first = got.get((REFERENCE, large, "first"))
+    ref_small = got.get((REFERENCE, small, "first"))
+    if first is None or ref_small is None:
+        return [], {}
+    last = got.get((REFERENCE, large, "last"), first)
+    ref = {
+        "wall": (first["run_seconds"] + last["run_seconds"]) / 2,
+        "cpu": (first["run_cpu_seconds"] + last["run_cpu_seconds"]) / 2,
+    }
+    rows = [row(REFERENCE, ref_small, first, ref, small, large)]
+    for pid in dict.fromkeys(r["policy"] for r in records if r["policy"] != REFERENCE):
+        s_, L_ = got.get((pid, small, "run")), got.get((pid, large, "run"))
+        if s_ is not None and L_ is not None:
+            rows.append(row(pid, s_, L_, ref, small, large))
+    return rows, {"first": first["run_seconds"], "last": last["run_seconds"]}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_scaling")
     ap.add_argument("policies", nargs="*")
@@ -239,31 +264,60 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--large", type=float, default=LARGE)
     ap.add_argument("--no-write", action="store_true", help="print the table only")
     ap.add_argument("--code", default="", help="the commit measured, for the table (default: git)")
+    ap.add_argument("--log", type=Path, default=None, help="append every run's JSON to this file")
+    ap.add_argument(
+        "--from-logs",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="build the table from the --log files of runs of policy groups (each group "
+        "against the keep-all of its own run) instead of measuring",
+    )
     a = ap.parse_args(argv)
     if not 0 < a.small < a.large:
         print(f"bench_scaling: need 0 < --small < --large, got {a.small} and {a.large}")
         return 2
-    pids = [p for p in (a.policies or policy_ids()) if p != REFERENCE]
-    ref_small, ref_large = measure(REFERENCE, a.small), measure(REFERENCE, a.large)
-    print(f"keep-all: {ref_small['run_seconds']:.2f} s, {ref_large['run_seconds']:.2f} s")
-    runs = {}
-    for pid in pids:
-        runs[pid] = (measure(pid, a.small), measure(pid, a.large))
-        s, L = runs[pid]
-        print(f"{pid}: {s['run_seconds']:.2f} s, {L['run_seconds']:.2f} s", flush=True)
-    ref_last = measure(REFERENCE, a.large)
-    ref_mean = {
-        "wall": (ref_large["run_seconds"] + ref_last["run_seconds"]) / 2,
-        "cpu": (ref_large["run_cpu_seconds"] + ref_last["run_cpu_seconds"]) / 2,
-    }
-    rows = [row(REFERENCE, ref_small, ref_large, ref_mean, a.small, a.large)]
-    rows += [row(pid, s, L, ref_mean, a.small, a.large) for pid, (s, L) in runs.items()]
     command = "nice -n 5 python -m benchmarks.bench_scaling" + (
         f" --small {a.small:g} --large {a.large:g}" if (a.small, a.large) != (0.1, 1.0) else ""
     )
-    if a.policies:
-        command += " " + " ".join(a.policies)
-    ref = {"first": ref_large["run_seconds"], "last": ref_last["run_seconds"]}
+    if a.from_logs:
+        rows, refs = [], []
+        for path in a.from_logs:
+            got, ref = _rows_of_log(
+                [json.loads(x) for x in path.read_text().splitlines() if x.strip()],
+                a.small,
+                a.large,
+            )
+            rows += got if not rows else got[1:]  # keep-all's row once (the first group's)
+            refs.append(ref)
+        if not rows:
+            print("bench_scaling: the logs hold no complete keep-all reference")
+            return 2
+        command += f" --log LOG POLICY... (in {len(a.from_logs)} groups run side by side)"
+        ref = {"first": refs[0]["first"], "last": refs[0]["last"]}
+    else:
+
+        def measured(pid: str, scale: float, when: str) -> dict:
+            result = measure(pid, scale)
+            if a.log is not None:
+                rec = {"policy": pid, "scale": scale, "when": when, "result": result}
+                with a.log.open("a") as fh:
+                    fh.write(json.dumps(rec) + "\n")
+            return result
+
+        pids = [p for p in (a.policies or policy_ids()) if p != REFERENCE]
+        records: list[dict] = []
+        for pid, scale, when in (
+            [(REFERENCE, a.small, "first"), (REFERENCE, a.large, "first")]
+            + [(pid, sc, "run") for pid in pids for sc in (a.small, a.large)]
+            + [(REFERENCE, a.large, "last")]
+        ):
+            result = measured(pid, scale, when)
+            records.append({"policy": pid, "scale": scale, "when": when, "result": result})
+            print(f"{pid} at {scale:g}: {result['run_seconds']:.2f} s", flush=True)
+        rows, ref = _rows_of_log(records, a.small, a.large)
+        if a.policies:
+            command += " " + " ".join(a.policies)
     block = table(rows, ref, a.small, a.large, command, a.code or _commit())
     print(block)
     if not a.no_write:

@@ -210,10 +210,12 @@ def main(argv: list[str] | None = None) -> int:
         raw_path = RAW
     raw = json.loads(raw_path.read_text())
     md, doc = build(raw, command, returncode)
+    from benchmarks.bench_scaling import kept_block as kept_scaling
     from benchmarks.profiles import kept_block  # the profile summary has its own command
 
-    if OUT_MD.exists() and (kept := kept_block(OUT_MD.read_text())):
-        md = md.rstrip("\n") + "\n\n" + kept
+    for keep in (kept_block, kept_scaling):  # blocks written by their own commands
+        if OUT_MD.exists() and (kept := keep(OUT_MD.read_text())):
+            md = md.rstrip("\n") + "\n\n" + kept
     OUT_MD.write_text(md)
     OUT_JSON.write_text(json.dumps(doc, indent=1, default=str) + "\n")
     print(
