@@ -157,10 +157,13 @@ class Recency(_CosineBase[RecencyParams]):
         retrievable=frozenset({"active"}),
     )
 
-    def _last_use(self) -> np.ndarray:
-        """Time of the last access, else of creation: the LRU order of eviction."""
-        la = self.store["last_access"]
-        return np.where(np.isnan(la), self.store["created"], la)
+    def _last_use(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """Time of the last access, else of creation: the LRU order of eviction (of ``rows``
+        only, when given: the live rows, not the whole store, per ingest)."""
+        la, created = self.store["last_access"], self.store["created"]
+        if rows is not None:
+            la, created = la[rows], created[rows]
+        return np.where(np.isnan(la), created, la)
 
     def _weights(self, now: float) -> np.ndarray:
         return np.exp(-self.params.rate * self.store.days_since_access(now))
@@ -177,7 +180,7 @@ class Recency(_CosineBase[RecencyParams]):
         # identity (not row order); argpartition keeps this O(n) per ingest
         store, tag = self.store, f"{self.seed}:evict"
         victims = live[  # tie keys of the rows at the cut only (tie_keys is element-wise)
-            topk(-self._last_use()[live], excess, lambda i: store.tie_keys(tag, live[i]))
+            topk(-self._last_use(live), excess, lambda i: store.tie_keys(tag, live[i]))
         ]
         self.store.set_status(victims, "evicted", now)
         cause = episodes[-1].id

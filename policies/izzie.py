@@ -37,7 +37,7 @@ memsim choices (the document is silent; see docs/policies/izzie.md):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -48,7 +48,7 @@ from memsim.engine.errors import ParamError
 from memsim.engine.events import Claim, Episode, Forget, Query
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Outcome, Policy, Ranking
-from memsim.engine.store import Statuses
+from memsim.engine.store import MemoryStore, Statuses
 
 CATEGORIES = ("preference", "fact", "relationship", "decision", "event", "sentiment", "reminder")
 _DOC_TABLE = "003 §Memory Categories & Decay Rates"
@@ -400,7 +400,9 @@ class Izzie(Policy[IzzieParams]):
                 out.append(Ranking.empty())
                 continue
             v32 = np.asarray(v, dtype=np.float32)
-            top = self.candidates.top_rows(v32, max(p.search_limit, q.k), retrievable)
+            top = self.candidates.top_rows(  # the first stage breaks ties as _rank's does
+                v32, max(p.search_limit, q.k), retrievable, _keys_of(s, f"{self.seed}:{q.id}")
+            )
             assert top is not None  # approximate: the index answers
             found, sims = top
             ids, scores = self._stage2(found, sims, self.strength(now, found), q.k, q.id)
@@ -469,6 +471,11 @@ class IzzieCode(Izzie):
     """Izzie as its code is built (docs/policies/izzie-code.md)."""
 
     Params: ClassVar[type[Params]] = IzzieCodeParams
+
+
+def _keys_of(store: MemoryStore, tag: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The tie keys (``MemoryStore.tie_keys`` under ``tag``) of the rows asked for."""
+    return lambda rows: store.tie_keys(tag, rows)
 
 
 class _RowStrength:

@@ -488,12 +488,18 @@ class CandidateIndex:
         return out
 
     def top_rows(
-        self, vector: np.ndarray, k: int, mask: np.ndarray
+        self,
+        vector: np.ndarray,
+        k: int,
+        mask: np.ndarray,
+        tiebreak: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """The exact scan's answer from the index: ``kernels.topk(np.where(mask, E @ v,
-        -inf), k)`` (float32 products, ties to the lower row) and those products, bit for
-        bit, whenever the probed lists hold every row within SCREEN_MARGIN of the k-th
-        product; None when the caller must scan (exact mode, small store).
+        -inf), k, tiebreak)`` (float32 products; ties to the lower row, or with ``tiebreak``,
+        a function from rows to their tie keys, ties within TIE_RTOL in key order as the
+        caller's exact scan breaks them) and those products, bit for bit, whenever the probed
+        lists hold every row within SCREEN_MARGIN of the k-th product; None when the caller
+        must scan (exact mode, small store).
 
         The k nearest candidates give the k-th product; a range search then collects every
         row above it minus the margin (a whole group of tied rows, which a k-nearest search
@@ -519,7 +525,7 @@ class CandidateIndex:
         cand = found[0][found[0] >= 0].astype(np.int64)
         if len(cand) < k:  # the probed lists hold fewer than k allowed rows: scan
             sims = np.where(mask, E @ v, -np.inf).astype(np.float32)
-            top = kernels.topk(sims, k)
+            top = kernels.topk(sims, k, tiebreak)
             return top, sims[top]
         kth = float(kernels.rows_matvec(E, cand, v).min())
         radius = kth - kernels.SCREEN_MARGIN
@@ -527,7 +533,8 @@ class CandidateIndex:
         del bitmap  # kept alive until the searches returned
         rows = np.union1d(cand, near.astype(np.int64))  # ascending: ties go to the lower row
         sims = kernels.rows_matvec(E, rows, v)
-        local = kernels.topk(sims, k)
+        keys = None if tiebreak is None else (lambda i: tiebreak(rows[i]))
+        local = kernels.topk(sims, k, keys)
         return rows[local], sims[local]
 
     def audit_due(self) -> bool:
