@@ -138,8 +138,7 @@ def table(
         f"Sizes: small = {small:g} of the steady year ({se:,} episodes, {sq:,} queries), "
         f"large = {large:g} ({le:,} episodes, {lq:,} queries), both over 365 days "
         "(`benchmarks.simrun`'s steady stream). Ratio = the policy's large run / keep-all's "
-        f"large run (mean of keep-all's first and last runs: {ref['first']:.2f} s and "
-        f"{ref['last']:.2f} s). Exponent = ln(t_large / t_small) / ln({large / small:g}). "
+        f"large run ({_ref_text(ref)}). Exponent = ln(t_large / t_small) / ln({large / small:g}). "
         "The CPU columns are the same on the run's process CPU time (less sensitive to the "
         "other jobs on the machine than wall time).",
         ""
@@ -174,6 +173,19 @@ def table(
         END,
     ]
     return "\n".join(lines) + "\n"
+
+
+def _ref_text(ref: dict) -> str:
+    if "groups" in ref:
+        pairs = "; ".join(
+            f"{a:.2f} s and " + ("(not run)" if b is None else f"{b:.2f} s")
+            for a, b in ref["groups"]
+        )
+        return (
+            "each group of policies against the keep-all of its own run, the mean of its "
+            f"first and last large runs, by group: {pairs}; keep-all's row is the first group's"
+        )
+    return f"mean of keep-all's first and last runs: {ref['first']:.2f} s and {ref['last']:.2f} s"
 
 
 def splice(md: str, new_block: str) -> str:
@@ -254,7 +266,8 @@ def _rows_of_log(records: list[dict], small: float, large: float) -> tuple[list[
         s_, L_ = got.get((pid, small, "run")), got.get((pid, large, "run"))
         if s_ is not None and L_ is not None:
             rows.append(row(pid, s_, L_, ref, small, large))
-    return rows, {"first": first["run_seconds"], "last": last["run_seconds"]}
+    has_last = (REFERENCE, large, "last") in got
+    return rows, {"first": first["run_seconds"], "last": last["run_seconds"] if has_last else None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -288,13 +301,15 @@ def main(argv: list[str] | None = None) -> int:
                 a.small,
                 a.large,
             )
-            rows += got if not rows else got[1:]  # keep-all's row once (the first group's)
+            seen = {r["policy"] for r in rows}
+            # keep-all's row once (the first group's); a policy in two logs: the first's
+            rows += [r for r in got if r["policy"] not in seen]
             refs.append(ref)
         if not rows:
             print("bench_scaling: the logs hold no complete keep-all reference")
             return 2
         command += f" --log LOG POLICY... (in {len(a.from_logs)} groups run side by side)"
-        ref = {"first": refs[0]["first"], "last": refs[0]["last"]}
+        ref = {"groups": [(r["first"], r["last"]) for r in refs if r]}
     else:
 
         def measured(pid: str, scale: float, when: str) -> dict:
