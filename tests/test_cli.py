@@ -7,7 +7,7 @@ import pytest
 
 from memsim.workbench.cli import main
 
-VERBS = ("list", "run", "compare", "curve", "claims", "figures")
+VERBS = ("list", "run", "compare", "curve", "claims", "figures", "robustness")
 
 
 def _cli(*args, cwd=None):
@@ -200,3 +200,66 @@ def test_clairvoyant_on_a_stream_without_queries_says_so(tmp_path):
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "has no queries" in lines[0] and str(quiet) in lines[0]
+
+
+TINY = "synthetic:churn,episodes=200,queries=10,facts=20,horizon=30"
+
+
+@pytest.mark.parametrize(
+    "override, group, field, value",
+    [
+        ("modes.synthesis=latest", "modes", "synthesis", "latest"),
+        ("modes.summary=first", "modes", "summary", "first"),
+        ("modes.entity_forms=2", "modes", "entity_forms", 2),
+        ("modes.resolution_error=0.1", "modes", "resolution_error", 0.1),
+        ("modes.chatter_confidence=0.9", "modes", "chatter_confidence", 0.9),
+        ("modes.fact_confidence_spread=0.2", "modes", "fact_confidence_spread", 0.2),
+        ("modes.query_value=0.3", "modes", "query_value", 0.3),
+        ("faults.wrong_class=0.1", "faults", "wrong_class", 0.1),
+        ("bands.spread=2", "bands", "spread", 2.0),
+    ],
+)
+def test_every_mode_is_set_with_llm_and_recorded_in_the_manifest(
+    tmp_path, capsys, override, group, field, value
+):
+    """Issue 12: each mode of docs/mock-llm.md (and the classification and paraphrase
+    knobs the robustness grid varies) is one --llm KEY=VALUE, and the run's manifest
+    records it beside the other modes at their defaults."""
+    import json
+
+    from memsim.engine.llm import Modes
+
+    args = ["run", "--policy", "keep-all", "--scenario", TINY, "--quiet", "--out", str(tmp_path)]
+    assert main([*args, "--llm", override]) == 0
+    capsys.readouterr()
+    (manifest,) = tmp_path.rglob("manifest.json")
+    llm = json.loads(manifest.read_text())["llm"]
+    assert llm[group][field] == value
+    expected_modes = Modes().to_dict()
+    if group == "modes":
+        expected_modes[field] = value
+    assert llm["modes"] == expected_modes
+
+
+@pytest.mark.parametrize(
+    "override, key, value",
+    [
+        ("modes.nope=1", "modes.nope", "1"),
+        ("modes.synthesis=median", "synthesis", "median"),
+        ("modes.summary=best", "summary", "best"),
+        ("modes.resolution_error=1.5", "resolution_error", "1.5"),
+        ("modes.query_value=-0.2", "query_value", "-0.2"),
+        ("modes.fact_confidence_spread=3", "fact_confidence_spread", "3"),
+        ("modes.chatter_confidence=1.2", "chatter_confidence", "1.2"),
+        ("modes.entity_forms=0", "entity_forms", "0"),
+        ("faults.wrong_class=2", "wrong_class", "2"),
+        ("faults.nope=0.1", "faults.nope", "nope"),
+    ],
+)
+def test_bad_llm_modes_are_one_line_errors_naming_key_and_value(capsys, override, key, value):
+    """An unknown mode or value, or a rate outside [0, 1]: exit 2, one line naming both."""
+    code = main(["run", "--policy", "keep-all", "--scenario", TINY, "--quiet", "--llm", override])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and err.startswith("memsim: error:"), err
+    assert key in err and value in err, err
