@@ -41,6 +41,32 @@ def test_a_conclusion_built_to_flip_is_fragile_and_names_the_flipping_modes(name
     assert set(broken) == losers
 
 
+@given(modes, st.data(), st.sampled_from([1, -1]), st.booleans())
+@settings(max_examples=80, deadline=None)
+def test_the_default_mode_orients_the_conclusion_even_as_a_minority(names, data, sign, sig):
+    """The conclusion is the one the standard comparison (the default mode) draws: every
+    other mode significant with the other sign flips it, whether or not the default
+    effect is itself significant (a sentence never contradicts the default numbers)."""
+    others = [m for m in names if m != "default"]
+    effects = {"default": Effect(sign * data.draw(sizes), sig)}
+    effects |= {m: Effect(-sign * data.draw(sizes), True) for m in others}
+    v, s, broken = verdict(effects)
+    assert (v, s) == (FRAGILE, sign)
+    assert set(broken) == set(others) | ({"default"} if not sig else set())
+
+
+def test_a_default_effect_against_the_majority_is_stated_as_the_default_has_it():
+    """Regression (robustness run of issue 12): "cosmo has higher recall@10 than recency on
+    churn" was printed with a default effect of -0.033 because 4 query_value modes outvoted
+    2 others; the row must read the default's way and list the 4 as flipping it."""
+    diffs = {"default": -0.05, "x": -0.1, "y": -0.1, "q1": 0.2, "q2": 0.2, "q3": 0.2, "q4": 0.2}
+    t = conclusions_table(_frames(diffs), (("recall", None),))
+    row = t.iloc[0]
+    assert row["conclusion"] == "b has higher recall@10 than a on churn"
+    assert row["default_effect"] > 0 and row["mode:x"] > 0 and row["mode:q1"] < 0
+    assert row["verdict"] == FRAGILE and row["flipped_by"] == "q1, q2, q3, q4"
+
+
 @given(modes, st.data())
 @settings(max_examples=40, deadline=None)
 def test_insignificant_somewhere_is_fragile_and_nowhere_is_never(names, data):
