@@ -21,17 +21,11 @@ STREAM = "synthetic:churn,episodes=150,queries=12,facts=16,horizon=30"
 CONTRADICTIONS = ("supersede", "weaken", "invalidate")
 
 
-# other fields a property holds fixed (the variant whose threshold it moves)
-BASE: dict[tuple[str, str], dict[str, object]] = {
-    ("memorybank", "cutoff_days"): {"variant": "code"},
-}
-
-
 @functools.lru_cache(maxsize=512)
 def _trace(policy: str, field: str, value: float) -> Trace:
     stream = load(STREAM, seed=0)
     spec = registry.spec(policy)
-    params = spec.load().Params().replace(**BASE.get((policy, field), {}), **{field: value})
+    params = spec.load().Params().replace(**{field: value})
     return runner.run(spec.make(params, llm=MockLLM(seed=0), seed=0), stream)
 
 
@@ -78,7 +72,9 @@ PROPERTIES = [
     ("fsrs", "forget_below", 0.0, 1.0, footprint, "down"),
     ("ebisu", "forget_below", 0.0, 1.0, footprint, "down"),
     ("memorybank", "forget_below", 0.0, 1.0, footprint, "down"),
-    ("memorybank", "cutoff_days", 1.0, 60.0, footprint, "up"),
+    ("memorybank-code", "cutoff_days", 1.0, 60.0, footprint, "up"),
+    ("actr-spacing", "forget_below", 0.0, 1.0, footprint, "down"),
+    ("actr-spacing", "tau", -2.0, 1.0, footprint, "down"),
     ("actr", "reinforce_cosine", 0.5, 1.0, count("reinforce"), "down"),
     ("fsrs", "reinforce_cosine", 0.5, 1.0, count("reinforce"), "down"),
     ("ebisu", "reinforce_cosine", 0.5, 1.0, count("reinforce"), "down"),
@@ -147,13 +143,14 @@ def test_threshold_is_monotone(policy, field, lo, hi, measure, direction):
     check()
 
 
-def test_generative_agents_has_no_forget_threshold():
+@pytest.mark.parametrize("policy", ["generative-agents", "generative-agents-code"])
+def test_generative_agents_has_no_forget_threshold(policy):
     """Park et al. 2023 §4.1 forgets nothing: forget_below is pinned to 0 (its declared range
     is the single point [0, 0]), so there is no forgetting threshold to move; any other value
     is refused."""
     from memsim.engine.errors import ParamError
 
-    params = registry.spec("generative-agents").load().Params
+    params = registry.spec(policy).load().Params
     assert params().forget_below == 0.0
     with pytest.raises(ParamError):
         params().replace(forget_below=0.01)
