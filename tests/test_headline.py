@@ -87,3 +87,12 @@ def test_significance_marks_need_enough_clusters(tmp_path):
     table = headline_table(_fake_results(tmp_path, 1))
     assert "▲ " not in table.split("\n\n")[0] and "▲" not in table.split("\n\n")[0]
     assert "synthetic: 4 clusters (seed x profile, seed 0), too few for any mark" in table
+
+
+def test_what_column_names_a_seed_variant_code_and_a_reference_variant_plain():
+    from memsim.workbench.headline import _kind
+
+    assert _kind("pai-code") == "code variant of pai"
+    assert _kind("actr-spacing") == "variant of actr"  # Pavlik & Anderson, not a code variant
+    assert _kind("memorybank-code") == "variant of memorybank"
+    assert _kind("pai") == "seed, documented" and _kind("fsrs") == "reference model"

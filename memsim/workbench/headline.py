@@ -47,8 +47,9 @@ def _kind(policy: str) -> str:
         return "baseline"
     if s.clairvoyant:
         return "reference bound"
-    if s.variant_of:
-        return f"code variant of {s.variant_of}"
+    if s.variant_of:  # a seed's variant follows its code; a reference model's, a second source
+        parent = spec(s.variant_of)
+        return f"{'code ' if parent.seed_document else ''}variant of {s.variant_of}"
     return "seed, documented" if s.seed_document else "reference model"
 
 
