@@ -65,7 +65,7 @@ ENGRAM = PolicySpec(
 )
 COSMO = PolicySpec(
     "cosmo",
-    2,
+    3,
     "policies.cosmo:Cosmo",
     seed_document="002_79c73a48129ece5d.txt",
     description="Cosmo: salience decay with recall frequency and spacing effect, "
@@ -200,7 +200,7 @@ ENGRAM_CODE = PolicySpec(
 )
 COSMO_CODE = PolicySpec(
     "cosmo-code",
-    2,
+    3,
     "policies.cosmo:CosmoCode",
     seed_document="002_79c73a48129ece5d.txt",
     description="Cosmo as built: nightly compounding decay; the gradient drifts up every night",

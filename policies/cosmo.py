@@ -648,18 +648,26 @@ class Cosmo(Policy[CosmoParams]):
         return out
 
     def refresh_descriptions(self, now: float) -> list[Outcome]:
-        """002 §Nightly Description Consolidation: dirty semantic nodes re-embed from their
-        latest note."""
+        """002 §Nightly Description Consolidation: "1. Gather current description + all notes
+        (sorted by date_added) 2. LLM synthesizes updated description incorporating new notes
+        ... 4. Regenerate embedding from updated description + notes". The node's notes are
+        kept in the order they were added (the first is the one that created the node, its
+        first description), so the LLM's ``synthesize`` is given them in date order; the
+        claim it returns becomes the node's description and, through ``embed``, its vector.
+        Which value wins is the mock LLM's ``modes.synthesis``, not this policy's choice."""
         s = self.store
         rows = np.flatnonzero(
             s["is_dirty"] & s.mask(["candidate", "active", "core", "archived"], kinds=SEMANTIC)
         )
         out = []
         noted = [r for r in rows.tolist() if self.notes.get(r)]
-        if noted:  # one embedding call for every dirty node's latest note
-            latest = [self.notes[r][-1] for r in noted]
-            vecs, ok = self._embed(latest, [f"node:{r}:{len(self.notes[r])}" for r in noted])
-            for r, c, v, good in zip(noted, latest, vecs, ok):
+        if noted:  # one synthesize call per dirty node, one embedding call for all of them
+            keys = [f"node:{r}:{len(self.notes[r])}" for r in noted]
+            described = [
+                self.llm.synthesize(list(self.notes[r]), key=k) for r, k in zip(noted, keys)
+            ]
+            vecs, ok = self._embed(described, keys)
+            for r, c, v, good in zip(noted, described, vecs, ok):
                 if good:
                     s.set_embedding(r, v)
                     s.text[r] = f"{c.subject} {c.key} {c.value}"

@@ -9,6 +9,8 @@ import pytest
 
 from memsim.engine.errors import MemsimError
 from memsim.engine.events import Claim, Episode, Forget, Query
+from memsim.engine.llm import Modes
+from memsim.engine.mockllm import MockLLM
 from policies.cosmo import Cosmo, CosmoParams, decay_rate
 from tests.test_engram import StubLLM
 
@@ -337,6 +339,27 @@ def test_episodic_consolidation():
     out = pol.consolidate_episodic(7.5)
     assert [o.memory for o in out] == [src] and pol.store.status_of(src) == "archived"
     assert "e0" in pol.store.provenance[n] and pol.store["is_dirty"][n]
+
+
+# -- §Nightly Description Consolidation --------------------------------------------------------
+@pytest.mark.parametrize("mode, value", [("latest", "c"), ("first", "a"), ("majority", "b")])
+def test_description_is_the_llms_synthesis_of_the_notes_in_date_order(mode, value):
+    """002 §Nightly Description Consolidation: "Gather current description + all notes
+    (sorted by date_added)", "LLM synthesizes updated description", "Regenerate embedding from
+    updated description". The notes a, b, b, c (in that order) go to the LLM's synthesize;
+    which value the description states is the mock's modes.synthesis, not Cosmo's choice."""
+    llm = MockLLM(seed=0, modes=Modes(synthesis=mode))
+    pol = Cosmo(CosmoParams(), llm=llm)
+    for i, v in enumerate(["a", "b", "b", "c"]):
+        pol.ingest([ep(i, i * 0.1, value=v)], i * 0.1)
+    n = node(pol)
+    assert [c.value for c in pol.notes[n]] == ["a", "b", "b", "c"]
+    pol.refresh_descriptions(0.5)
+    s = pol.store
+    assert s.claim[n].value == value and s.text[n] == f"{s.claim[n].subject} topic.fact {value}"
+    assert not s["is_dirty"][n] and s["updated"][n] == 0.5
+    want = llm.embed([s.claim[n]], keys=[f"node:{n}:4"]).vectors[0]
+    assert np.allclose(s.embedding[n], want)
 
 
 # -- user actions, batching, planting --------------------------------------------------------------
