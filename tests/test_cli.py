@@ -263,3 +263,52 @@ def test_bad_llm_modes_are_one_line_errors_naming_key_and_value(capsys, override
     assert code == 2
     assert len(err.splitlines()) == 1 and err.startswith("memsim: error:"), err
     assert key in err and value in err, err
+
+
+def test_compare_prints_a_failing_expectation_in_one_readable_line(tmp_path, capsys):
+    """The failure line read ``v.where`` off a pandas row: DataFrame.where, a method, so the
+    whole row was printed as "<bound method NDFrame.where ...>" over nine lines."""
+    import yaml
+
+    from memsim.workbench.cli import main
+
+    scenario = {
+        "name": "fails",
+        "horizon": 5,
+        "episodes": [
+            {
+                "id": "e1",
+                "time": 0,
+                "text": "Call me Masa",
+                "claims": [{"key": "owner.name", "value": "Masa"}],
+            },
+            {
+                "id": "e2",
+                "time": 1,
+                "text": "I work at Acme",
+                "claims": [{"key": "owner.job", "value": "Acme"}],
+            },
+        ],
+        "queries": [{"id": "q1", "time": 2, "text": "what is my name", "keys": ["owner.name"]}],
+        "expect": [{"policy": "keep-all", "query": "q1", "top1_from": "e2"}],
+    }
+    path = tmp_path / "fails.yaml"
+    path.write_text(yaml.safe_dump(scenario), encoding="utf-8")
+    code = main(
+        [
+            "compare",
+            "--policies",
+            "keep-all",
+            "--scenarios",
+            str(path),
+            "--quiet",
+            "--out",
+            str(tmp_path / "out"),
+            "--cache",
+            str(tmp_path / "cache"),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and "1 of 1" not in out and "0 of 1 hold, these fail:" in out
+    line = next(li for li in out.splitlines() if li.startswith("  keep-all on "))
+    assert "bound method" not in out and "fails.yaml: expect[0]" in line and "top1_from" in line

@@ -414,7 +414,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
         for _, v in failed.iterrows():  # a failure is always worth a line
             print(
-                f"  {v.policy} on {v.scenario} (seed {v.seed}): {v.where}: {v.expected}; {v.detail}"
+                f"  {v.policy} on {v.scenario} (seed {v.seed}): {v['where']}: {v.expected}; {v.detail}"
             )
     print(f"\nwrote {out}/{wrote}")
     if args.brief:
