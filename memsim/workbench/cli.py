@@ -413,8 +413,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             f"{len(verdicts)} hold" + (", these fail:" if len(failed) else "")
         )
         for _, v in failed.iterrows():  # a failure is always worth a line
+            where = v["where"]  # not v.where: that is DataFrame.where
             print(
-                f"  {v.policy} on {v.scenario} (seed {v.seed}): {v['where']}: {v.expected}; {v.detail}"
+                f"  {v.policy} on {v.scenario} (seed {v.seed}): {where}: {v.expected}; {v.detail}"
             )
     print(f"\nwrote {out}/{wrote}")
     if args.brief:
