@@ -121,25 +121,14 @@ def test_sweep_file_round_trip(tmp_path):
     ]
 
 
+def _sweep_on_dask(address: str) -> int:
+    """memsim sweep's exit code for a small pai sweep sent to ``--dask address``."""
+    argv = ["sweep", "--policy", "pai", "--field", "prune_threshold", "--scenarios", SMALL]
+    return main(argv + ["--dask", address, "--out", "/tmp/never"])
+
+
 def test_malformed_dask_address_is_a_one_line_error(capsys):
-    assert (
-        main(
-            [
-                "sweep",
-                "--policy",
-                "pai",
-                "--field",
-                "prune_threshold",
-                "--scenarios",
-                SMALL,
-                "--dask",
-                "not an address",
-                "--out",
-                "/tmp/never",
-            ]
-        )
-        == 2
-    )
+    assert _sweep_on_dask("not an address") == 2
     assert "expected local:N" in capsys.readouterr().err
 
 
@@ -194,21 +183,7 @@ def test_a_peer_that_is_not_a_scheduler_is_a_one_line_error(capsys):
 
     threading.Thread(target=answer_garbage, daemon=True).start()
     try:
-        code = main(
-            [
-                "sweep",
-                "--policy",
-                "pai",
-                "--field",
-                "prune_threshold",
-                "--scenarios",
-                SMALL,
-                "--dask",
-                f"tcp://127.0.0.1:{port}",
-                "--out",
-                "/tmp/never",
-            ]
-        )
+        code = _sweep_on_dask(f"tcp://127.0.0.1:{port}")
     finally:
         server.close()
     err = capsys.readouterr().err
