@@ -1,0 +1,73 @@
+"""Trace fingerprints: the check that a speed change leaves a policy's runs identical.
+
+    python -m benchmarks.fingerprint [--save FILE | --check FILE] POLICY ...
+
+For each policy, each of the four synthetic profiles (steady at 3,000 episodes; churn, noisy
+and longgap at 2,000; seed 0, the mock LLM with seed 0) is run and hashed (sha256) over
+everything the trace holds but its timings (every query's returned ids and scores, the
+provenance and stated facts, every outcome, the footprint, status and provenance logs, the
+kind of every row) and over every column of the final store and its embeddings, bytes
+included. ``--save`` writes ``{policy: {profile: digest}}`` as JSON; ``--check`` compares
+with such a file and exits 1 on any difference. Run the saved file from the code before a
+change (e.g. a ``git archive`` of it on PYTHONPATH) and ``--check`` on the code after it
+(docs/performance.md, "Same traces").
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+PROFILES = {
+    "steady": "synthetic:steady,episodes=3000",
+    "churn": "synthetic:churn,episodes=2000",
+    "noisy": "synthetic:noisy,episodes=2000",
+    "longgap": "synthetic:longgap,episodes=2000",
+}
+
+
+def fingerprint(policy_id: str, spec: str) -> str:
+    import scenarios
+    from memsim.engine import registry
+    from memsim.engine.mockllm import MockLLM
+    from memsim.engine.runner import run
+
+    policy = registry.make(policy_id, llm=MockLLM(seed=0), seed=0)
+    trace = run(policy, scenarios.load(spec))
+    h = hashlib.sha256(repr(trace.content()).encode())
+    s = policy.store
+    for name in sorted(s.columns):
+        h.update(name.encode())
+        h.update(s[name].tobytes())
+    h.update(s.embedding.tobytes())
+    return h.hexdigest()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.fingerprint")
+    ap.add_argument("policies", nargs="+")
+    ap.add_argument("--save", type=Path, default=None)
+    ap.add_argument("--check", type=Path, default=None)
+    ap.add_argument("--profiles", nargs="+", default=list(PROFILES), choices=list(PROFILES))
+    a = ap.parse_args(argv)
+    got: dict[str, dict[str, str]] = {}
+    for pid in a.policies:
+        got[pid] = {}
+        for name in a.profiles:
+            got[pid][name] = fingerprint(pid, PROFILES[name])
+            print(f"{pid} {name} {got[pid][name]}", flush=True)
+    if a.save is not None:
+        a.save.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
+    if a.check is not None:
+        want = json.loads(a.check.read_text())
+        bad = [f"{p} {n}" for p in got for n in got[p] if want.get(p, {}).get(n) != got[p][n]]
+        print("identical" if not bad else "DIFFER: " + ", ".join(bad))
+        return 1 if bad else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
