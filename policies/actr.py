@@ -77,28 +77,39 @@ class ACTR(ReferencePolicy):
     def setup(self) -> None:
         # presentation times (days), row-major, NaN-padded; grown on demand
         self.times = np.full((0, 1), np.nan)
+        # presentations per row (the non-NaN prefix of its row of ``times``)
+        self.counts = np.zeros(0, dtype=np.int64)
 
     def _after_create(self, row: int, now: float) -> None:
         if row >= len(self.times):
             grow = np.full((max(2 * len(self.times), row + 1), self.times.shape[1]), np.nan)
             grow[: len(self.times)] = self.times
             self.times = grow
+            counts = np.zeros(len(grow), dtype=np.int64)
+            counts[: len(self.counts)] = self.counts
+            self.counts = counts
         self.times[row, 0] = now
+        self.counts[row] = 1
 
     def _review(self, rows: np.ndarray, now: float) -> None:
-        counts = (~np.isnan(self.times[rows])).sum(axis=1)
+        counts = self.counts[rows]
         if counts.max() >= self.times.shape[1]:
             extra = np.full((len(self.times), self.times.shape[1]), np.nan)
             self.times = np.concatenate([self.times, extra], axis=1)
         self.times[rows, counts] = now
+        self.counts[rows] = counts + 1
 
     def activation(self, now: float) -> np.ndarray:
         p = self.params
-        t = self.times[: self.store.n] / p.time_unit_days
+        n = self.store.n
         t_now = now / p.time_unit_days
         if p.variant == "spacing":
+            t = self.times[:n] / p.time_unit_days
             return kernels.actr_activation_spacing(t, t_now, p.spacing_a, p.spacing_c, p.min_age)
-        return kernels.actr_activation(t, t_now, p.decay, p.min_age)
+        # x / 1.0 == x for every float: skip the copy of the whole matrix in days
+        t = self.times[:n] if p.time_unit_days == 1.0 else self.times[:n] / p.time_unit_days
+        # the padded kernel's result bit for bit, over the presentations only
+        return kernels.actr_activation_counted(t, self.counts[:n], t_now, p.decay, p.min_age)
 
     def retention(self, now: float) -> np.ndarray:
         return kernels.logistic_recall(self.activation(now), self.params.tau, self.params.s)

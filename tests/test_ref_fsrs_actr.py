@@ -209,6 +209,43 @@ def test_actr_kernels_equal_their_scalar_twins(rows, d, extra):
         assert math.isclose(p, R.logistic_recall(got[i], -0.704, 0.255), rel_tol=1e-12)
 
 
+@given(
+    st.lists(
+        st.lists(st.floats(0.0, 100.0), min_size=0, max_size=40).map(sorted),
+        min_size=1,
+        max_size=12,
+    ),
+    st.sampled_from([0.5, 0.3, 1.1]),
+    st.floats(0.0, 50.0),
+    st.integers(0, 5),
+)
+def test_actr_counted_kernel_is_the_padded_kernel_bit_for_bit(rows, d, extra, pad):
+    """Rows up to 40 presentations (wider than the 8 terms under which a reduction stops
+    summing in order), rows with none, extra NaN columns beyond the widest row."""
+    now = 100.0 + extra
+    m = max(len(r) for r in rows) + pad
+    t = np.full((len(rows), m), np.nan)
+    for i, r in enumerate(rows):
+        t[i, : len(r)] = r
+    counts = np.array([len(r) for r in rows])
+    want = K.actr_activation(t, now, d, 1 / 24)
+    got = K.actr_activation_counted(t, counts, now, d, 1 / 24)
+    assert got.tobytes() == want.tobytes()
+
+
+def test_actr_policy_keeps_counts_of_its_presentations():
+    """ACTR.counts is the number of presentations of each row of ACTR.times (what the
+    counted kernel reads): two claims, one repeated, one retrieval."""
+    pol = make("actr", llm=OneVectorLLM())
+    c = Claim(key="a.b", value="1")
+    pol.ingest([Episode(id="e0", time=0.0, text="x", claims=(c,))], 0.0)
+    pol.ingest([Episode(id="e1", time=2.0, text="x", claims=(c,))], 2.0)
+    pol.recall([Query(id="q", time=10.0, text="a?", keys=("a.b",), k=1)], 10.0)
+    n = pol.store.n
+    assert pol.counts[:n].tolist() == (~np.isnan(pol.times[:n])).sum(axis=1).tolist()
+    assert pol.counts[0] == 3
+
+
 def test_actr_policy_presentations_and_variant():
     """Creation at 0, reinforcement at 2 and a retrieval at 10 are three presentations."""
     for variant in ("standard", "spacing"):

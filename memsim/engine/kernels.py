@@ -438,6 +438,54 @@ def actr_activation(
     return res.reshape(np.shape(times)[:-1])
 
 
+def actr_activation_counted(
+    times: np.ndarray,
+    counts: np.ndarray,
+    now: float,
+    decay: float = 0.5,
+    min_age: float = 0.0,
+) -> np.ndarray:
+    """:func:`actr_activation` of the (n, m) NaN-padded ``times`` bit for bit, where row i
+    holds its presentations in its first ``counts[i]`` columns (NaN after them), at the cost
+    of the presentations instead of n x m. Rows are grouped by the power of two at or above
+    their count and each group is evaluated over its own widest row's columns only: every
+    element goes through the same operations as in the padded kernel, and each row's terms
+    are summed in presentation order (running sums down a (columns, rows) block: ``np.add.reduce``
+    may sum pairwise), the padded kernel's extra columns being exact zeros."""
+    t = np.asarray(times, dtype=np.float64)
+    c = np.asarray(counts, dtype=np.int64)
+    n, m = len(c), t.shape[1]
+    res = np.full(n, -np.inf)  # no presentation: ln(0), as in the padded kernel
+    if m == 0 or n == 0:
+        return res
+    now_, d, floor = float(now), float(decay), float(min_age)
+    has = np.flatnonzero(c > 0)
+    if not len(has):
+        return res
+    cls = np.ceil(np.log2(c[has])).astype(np.int64)  # 1 -> 0, 2 -> 1, 3..4 -> 2, ...
+    order = np.argsort(cls, kind="stable")
+    starts = np.flatnonzero(np.r_[True, cls[order][1:] != cls[order][:-1]])
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for lo, hi in zip(starts, [*starts[1:], len(order)], strict=True):
+            rows = has[order[lo:hi]]
+            w = int(c[rows].max())
+            age = np.ascontiguousarray(t[rows, :w].T)  # (w, rows): column j = j-th presentations
+            np.subtract(now_, age, out=age)
+            np.maximum(age, floor, out=age)
+            if d == 0.5:
+                np.sqrt(age, out=age)
+                np.divide(1.0, age, out=age)
+            else:
+                np.power(age, -d, out=age)
+            np.fmax(age, 0.0, out=age)
+            # running sums down the columns, strictly in order (a reduction may sum pairwise)
+            np.add.accumulate(age, axis=0, out=age)
+            total = age[-1].copy()
+            np.log(total, out=total)
+            res[rows] = total
+    return res
+
+
 def _floored_log_ages(age: np.ndarray, floor: float) -> None:
     """``ln(max(age, floor))`` in place, NaN (no presentation) as ln(1) = 0 so that the
     transcendental functions never see NaN or inf (their SIMD loops fall back to scalar
