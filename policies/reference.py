@@ -23,6 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from memsim.engine import kernels
 from memsim.engine.events import Claim, Episode, Forget, Query
 from memsim.engine.policy import Job, Outcome, Policy, Ranking
 from memsim.engine.store import Statuses
@@ -87,15 +88,19 @@ class ReferencePolicy(Policy):
         keys = [f"{ep.id}#{i}" for i in range(len(claims))]
         emb = self.llm.embed(list(claims), keys)
         out: list[Outcome] = []
+        s = self.store
+        # float32 products of unit vectors exceed 1 by rounding only (well under the screen
+        # margin): a threshold above 1 + margin is never met, every claim is a new memory,
+        # and the scan of the store for a repetition is skipped (Generative Agents' 2.0)
+        can_repeat = self.params.reinforce_cosine <= 1.0 + kernels.screen_margin(s.dim)
         for i, c in enumerate(claims):
             if not emb.ok[i]:
                 out.append(Outcome(ep.id, "drop", -1, f"embedding failed for claim {keys[i]}"))
                 continue
             vec = np.asarray(emb.vectors[i], dtype=np.float32)
             vec = vec / np.linalg.norm(vec)
-            s = self.store
-            live = self._live()
-            if live.any():
+            live = self._live() if can_repeat else None
+            if live is not None and live.any():
                 sims = np.where(live, s.embedding @ vec, -np.inf)
                 best = int(np.argmax(sims))
                 if sims[best] >= self.params.reinforce_cosine:
