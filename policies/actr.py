@@ -75,41 +75,77 @@ class ACTR(ReferencePolicy):
     params: ACTRParams
 
     def setup(self) -> None:
-        # presentation times (days), row-major, NaN-padded; grown on demand
-        self.times = np.full((0, 1), np.nan)
-        # presentations per row (the non-NaN prefix of its row of ``times``)
+        # presentation times (days): row r's, in order, are
+        # pool[start[r] : start[r] + counts[r]], with room for room[r]; a row whose room is
+        # full moves to the end of the pool with twice the room. Memory O(presentations): a
+        # NaN-padded rows x widest-row matrix took 134 MB at a quarter of the steady year.
+        self.pool = np.empty(64)
+        self.used = 0
+        self.start = np.zeros(0, dtype=np.int64)
+        self.room = np.zeros(0, dtype=np.int64)
         self.counts = np.zeros(0, dtype=np.int64)
 
+    def presentations(self, row: int) -> np.ndarray:
+        """The presentation times (days) of ``row``, in order."""
+        at = int(self.start[row])
+        return self.pool[at : at + int(self.counts[row])].copy()
+
+    def _alloc(self, size: int) -> int:
+        if self.used + size > len(self.pool):
+            grow = np.empty(max(2 * len(self.pool), self.used + size))
+            grow[: self.used] = self.pool[: self.used]
+            self.pool = grow
+        at = self.used
+        self.used += size
+        return at
+
     def _after_create(self, row: int, now: float) -> None:
-        if row >= len(self.times):
-            grow = np.full((max(2 * len(self.times), row + 1), self.times.shape[1]), np.nan)
-            grow[: len(self.times)] = self.times
-            self.times = grow
-            counts = np.zeros(len(grow), dtype=np.int64)
-            counts[: len(self.counts)] = self.counts
-            self.counts = counts
-        self.times[row, 0] = now
-        self.counts[row] = 1
+        if row >= len(self.counts):
+            cap = max(2 * len(self.counts), row + 1)
+            for name in ("start", "room", "counts"):
+                grown = np.zeros(cap, dtype=np.int64)
+                old = getattr(self, name)
+                grown[: len(old)] = old
+                setattr(self, name, grown)
+        at = self._alloc(1)
+        self.pool[at] = now
+        self.start[row], self.room[row], self.counts[row] = at, 1, 1
 
     def _review(self, rows: np.ndarray, now: float) -> None:
-        counts = self.counts[rows]
-        if counts.max() >= self.times.shape[1]:
-            extra = np.full((len(self.times), self.times.shape[1]), np.nan)
-            self.times = np.concatenate([self.times, extra], axis=1)
-        self.times[rows, counts] = now
-        self.counts[rows] = counts + 1
+        for r in rows[self.counts[rows] >= self.room[rows]].tolist():
+            c, room = int(self.counts[r]), 2 * int(self.room[r])
+            at = self._alloc(room)
+            self.pool[at : at + c] = self.pool[self.start[r] : self.start[r] + c]
+            self.start[r], self.room[r] = at, room
+        self.pool[self.start[rows] + self.counts[rows]] = now
+        self.counts[rows] += 1
+
+    def _padded(self, n: int) -> np.ndarray:
+        """The presentation times of rows [0, n) as the NaN-padded matrix the spacing kernel
+        reads, as wide as it used to be kept (the smallest power of two at or above the
+        largest count: its width doubled whenever a full row was presented again), since
+        that kernel's result can depend on the width (docs/performance.md, actr-spacing)."""
+        c = self.counts[:n]
+        width = 1 << (max(1, int(c.max(initial=1))) - 1).bit_length()
+        t = np.full((n, width), np.nan)
+        j = np.arange(width)
+        present = j[None, :] < c[:, None]
+        t[present] = self.pool[(self.start[:n, None] + j[None, :])[present]]
+        return t
 
     def activation(self, now: float) -> np.ndarray:
         p = self.params
         n = self.store.n
         t_now = now / p.time_unit_days
         if p.variant == "spacing":
-            t = self.times[:n] / p.time_unit_days
+            t = self._padded(n) / p.time_unit_days
             return kernels.actr_activation_spacing(t, t_now, p.spacing_a, p.spacing_c, p.min_age)
-        # x / 1.0 == x for every float: skip the copy of the whole matrix in days
-        t = self.times[:n] if p.time_unit_days == 1.0 else self.times[:n] / p.time_unit_days
+        # x / 1.0 == x for every float: skip the copy of every presentation in days
+        pool = self.pool if p.time_unit_days == 1.0 else self.pool / p.time_unit_days
         # the padded kernel's result bit for bit, over the presentations only
-        return kernels.actr_activation_counted(t, self.counts[:n], t_now, p.decay, p.min_age)
+        return kernels.actr_activation_segments(
+            pool, self.start[:n], self.counts[:n], t_now, p.decay, p.min_age
+        )
 
     def retention(self, now: float) -> np.ndarray:
         return kernels.logistic_recall(self.activation(now), self.params.tau, self.params.s)

@@ -219,7 +219,7 @@ def test_actr_kernels_equal_their_scalar_twins(rows, d, extra):
     st.floats(0.0, 50.0),
     st.integers(0, 5),
 )
-def test_actr_counted_kernel_is_the_padded_kernel_bit_for_bit(rows, d, extra, pad):
+def test_actr_counted_and_segments_kernels_are_the_padded_kernel_bit_for_bit(rows, d, extra, pad):
     """Rows up to 40 presentations (wider than the 8 terms under which a reduction stops
     summing in order), rows with none, extra NaN columns beyond the widest row."""
     now = 100.0 + extra
@@ -231,19 +231,49 @@ def test_actr_counted_kernel_is_the_padded_kernel_bit_for_bit(rows, d, extra, pa
     want = K.actr_activation(t, now, d, 1 / 24)
     got = K.actr_activation_counted(t, counts, now, d, 1 / 24)
     assert got.tobytes() == want.tobytes()
+    # the same rows as segments of one pool, in reverse order with a gap after each
+    pool, start, at = np.full(sum(counts) + 3 * len(rows), -7.0), np.zeros(len(rows), int), 0
+    for i in reversed(range(len(rows))):
+        start[i] = at
+        pool[at : at + counts[i]] = rows[i]
+        at += counts[i] + 3
+    got = K.actr_activation_segments(pool, start, counts, now, d, 1 / 24)
+    assert got.tobytes() == want.tobytes()
 
 
-def test_actr_policy_keeps_counts_of_its_presentations():
-    """ACTR.counts is the number of presentations of each row of ACTR.times (what the
-    counted kernel reads): two claims, one repeated, one retrieval."""
+def test_actr_policy_keeps_every_rows_presentations_in_order():
+    """ACTR's presentation store (segments of one pool, a full row moved with twice the
+    room): after creations and random reviews every row's presentations are the ones made,
+    in order; the padded matrix for the spacing kernel is as wide as the matrix it replaces
+    (the smallest power of two at or above the largest count); the segments kernel equals
+    the padded kernel on it bit for bit."""
     pol = make("actr", llm=OneVectorLLM())
-    c = Claim(key="a.b", value="1")
-    pol.ingest([Episode(id="e0", time=0.0, text="x", claims=(c,))], 0.0)
-    pol.ingest([Episode(id="e1", time=2.0, text="x", claims=(c,))], 2.0)
-    pol.recall([Query(id="q", time=10.0, text="a?", keys=("a.b",), k=1)], 10.0)
-    n = pol.store.n
-    assert pol.counts[:n].tolist() == (~np.isnan(pol.times[:n])).sum(axis=1).tolist()
-    assert pol.counts[0] == 3
+    rng = np.random.default_rng(0)
+    made: list[list[float]] = []
+    now = 0.0
+    for step in range(300):
+        now += float(rng.exponential(0.5))
+        if step % 7 == 0 or not made:
+            pol._after_create(len(made), now)
+            made.append([now])
+        else:
+            rows = np.unique(rng.integers(0, len(made), size=int(rng.integers(1, 4))))
+            rows = rows[rng.permutation(len(rows))]
+            pol._review(rows, now)
+            for r in rows.tolist():
+                made[r].append(now)
+    n = len(made)
+    assert [pol.presentations(r).tolist() for r in range(n)] == made
+    padded = pol._padded(n)
+    widest = max(len(m) for m in made)
+    assert padded.shape == (n, 1 << (widest - 1).bit_length()) and padded.shape[1] >= widest
+    for r, m in enumerate(made):
+        assert padded[r, : len(m)].tolist() == m and np.isnan(padded[r, len(m) :]).all()
+    want = K.actr_activation(padded, now + 1.0, 0.5, 1 / 24)
+    got = K.actr_activation_segments(
+        pol.pool, pol.start[:n], pol.counts[:n], now + 1.0, 0.5, 1 / 24
+    )
+    assert got.tobytes() == want.tobytes()
 
 
 def test_actr_policy_presentations_and_variant():
@@ -254,7 +284,7 @@ def test_actr_policy_presentations_and_variant():
         pol.ingest([Episode(id="e0", time=0.0, text="x", claims=(c,))], 0.0)
         pol.ingest([Episode(id="e1", time=2.0, text="x", claims=(c,))], 2.0)
         pol.recall([Query(id="q", time=10.0, text="a?", keys=("a.b",), k=1)], 10.0)
-        assert pol.times[0, :3].tolist() == [0.0, 2.0, 10.0]
+        assert pol.presentations(0).tolist() == [0.0, 2.0, 10.0]
         if variant == "standard":
             want = math.log(20.0**-0.5 + 18.0**-0.5 + 10.0**-0.5)
         else:

@@ -447,29 +447,70 @@ def actr_activation_counted(
 ) -> np.ndarray:
     """:func:`actr_activation` of the (n, m) NaN-padded ``times`` bit for bit, where row i
     holds its presentations in its first ``counts[i]`` columns (NaN after them), at the cost
-    of the presentations instead of n x m. Rows are grouped by the power of two at or above
-    their count and each group is evaluated over its own widest row's columns only: every
-    element goes through the same operations as in the padded kernel, and each row's terms
-    are summed in presentation order (running sums down a (columns, rows) block: ``np.add.reduce``
-    may sum pairwise), the padded kernel's extra columns being exact zeros."""
+    of the presentations instead of n x m (see :func:`_actr_grouped`)."""
     t = np.asarray(times, dtype=np.float64)
     c = np.asarray(counts, dtype=np.int64)
-    n, m = len(c), t.shape[1]
+    if t.shape[1] == 0:
+        return np.full(len(c), -np.inf)
+
+    def block(rows: np.ndarray, w: int) -> np.ndarray:
+        return np.ascontiguousarray(t[rows, :w].T)
+
+    return _actr_grouped(c, block, now, decay, min_age)
+
+
+def actr_activation_segments(
+    pool: np.ndarray,
+    start: np.ndarray,
+    counts: np.ndarray,
+    now: float,
+    decay: float = 0.5,
+    min_age: float = 0.0,
+) -> np.ndarray:
+    """:func:`actr_activation` bit for bit of rows whose presentations are stored one after
+    the other: row i's are ``pool[start[i] : start[i] + counts[i]]``, in order (memory
+    O(presentations) instead of a rows x widest-row matrix)."""
+    pool_ = np.asarray(pool, dtype=np.float64)
+    st = np.asarray(start, dtype=np.int64)
+    c = np.asarray(counts, dtype=np.int64)
+
+    def block(rows: np.ndarray, w: int) -> np.ndarray:
+        j = np.arange(w)[:, None]
+        present = j < c[rows]
+        out = np.full((w, len(rows)), np.nan)
+        out[present] = pool_[(st[rows] + j)[present]]
+        return out
+
+    return _actr_grouped(c, block, now, decay, min_age)
+
+
+def _actr_grouped(
+    c: np.ndarray,
+    block: Callable[[np.ndarray, int], np.ndarray],
+    now: float,
+    decay: float,
+    min_age: float,
+) -> np.ndarray:
+    """The padded kernel's activation, group by group: rows are grouped by the power of two
+    at or above their count, and each group is evaluated over its own widest row's columns
+    only (``block(rows, w)``: the (w, rows) C-contiguous times of those rows, column j their
+    j-th presentations, NaN past a row's count). Every element goes through the same
+    operations as in :func:`actr_activation`, and each row's terms are summed in presentation
+    order (running sums down the block: ``np.add.reduce`` may sum pairwise), the padded
+    kernel's extra columns being exact zeros."""
+    n = len(c)
     res = np.full(n, -np.inf)  # no presentation: ln(0), as in the padded kernel
-    if m == 0 or n == 0:
-        return res
-    now_, d, floor = float(now), float(decay), float(min_age)
     has = np.flatnonzero(c > 0)
     if not len(has):
         return res
+    now_, d, floor = float(now), float(decay), float(min_age)
     cls = np.ceil(np.log2(c[has])).astype(np.int64)  # 1 -> 0, 2 -> 1, 3..4 -> 2, ...
     order = np.argsort(cls, kind="stable")
     starts = np.flatnonzero(np.r_[True, cls[order][1:] != cls[order][:-1]])
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for lo, hi in zip(starts, [*starts[1:], len(order)], strict=True):
             rows = has[order[lo:hi]]
-            w = int(c[rows].max())
-            age = np.ascontiguousarray(t[rows, :w].T)  # (w, rows): column j = j-th presentations
+            age = block(rows, int(c[rows].max()))  # (w, rows), a fresh array
             np.subtract(now_, age, out=age)
             np.maximum(age, floor, out=age)
             if d == 0.5:
