@@ -568,6 +568,21 @@ def _add_sensitivity_arguments(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument("--fields", help=FIELDS_HELP)
     s.add_argument("--n", type=int, default=5, help="points per field")
+    s.add_argument(
+        "--sobol",
+        type=int,
+        metavar="N",
+        help="variance-based (Sobol') indices instead of one-at-a-time curves, from N base "
+        "samples (a power of 2; N x (fields + 2) points, each run at every seed): "
+        "OUT/sobol_<policy>_<profile>.csv",
+    )
+    s.add_argument(
+        "--metrics",
+        default="recall,stale,footprint_mean",
+        help="with --sobol: comma list of metrics, all from the same runs",
+    )
+    s.add_argument("--sample-seed", type=int, default=0, help="with --sobol: seed of the samples")
+    _add_progress(s)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -693,7 +708,7 @@ def build_parser() -> argparse.ArgumentParser:
     _command(
         sub,
         "sensitivity",
-        "one-at-a-time sensitivity and tornado figures",
+        "one-at-a-time sensitivity and tornado figures, or Sobol' indices (--sobol N)",
         _add_sensitivity_arguments,
         _lazy("tune", "run_sensitivity_command"),
     )

@@ -273,25 +273,38 @@ def sweep(
     """Run every point of every spec on every scenario and seed; the tidy table (one row per
     run and metric). With ``out``, the table is also written there as ``sweep.parquet`` and
     ``sweep.csv``. Rows come in definition order whatever the executor."""
-    from .api import _progress
-
     if isinstance(specs, SweepSpec):
         specs = [specs]
     defs = definitions(specs, scenarios, seeds, llm)
-    root_s = None if root is None else str(root)
-    results = map_in_order(
-        _run_one,
-        [(d, root_s, resume) for _, d in defs],
-        jobs=jobs,
-        executor=executor,
-        bar=_progress(len(defs), progress),
-    )
+    results = _execute([d for _, d in defs], root, jobs, executor, resume, progress)
     table = tidy(defs, results)
     if out is not None:
         o = Path(out)
         atomic_write_parquet(o / "sweep.parquet", table)
         (o / "sweep.csv").write_text(table.to_csv(index=False, float_format="%.10g"))
     return table
+
+
+def _execute(
+    defs: Sequence[RunDef],
+    root: str | Path | None,
+    jobs: int,
+    executor: cf.Executor | None,
+    resume: bool,
+    progress: bool | str,
+) -> list[dict[str, Any]]:
+    """Every run's metrics (or its error), in definition order, on the chosen executor;
+    cached under ``root`` at the definition-derived paths (resumed when ``resume``)."""
+    from .api import _progress
+
+    root_s = None if root is None else str(root)
+    return map_in_order(
+        _run_one,
+        [(d, root_s, resume) for d in defs],
+        jobs=jobs,
+        executor=executor,
+        bar=_progress(len(defs), progress),
+    )
 
 
 def tidy(defs: Sequence[tuple[int, RunDef]], results: Sequence[dict[str, Any]]) -> pd.DataFrame:
@@ -471,50 +484,195 @@ def one_at_a_time(
     return pd.concat(frames, ignore_index=True)
 
 
+SOBOL_METRICS = ("recall", "stale", "footprint_mean")
+
+
+def sobol_sample(dists: Sequence[Any], n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The Saltelli design of ``scipy.stats.sobol_indices``: A and B (each ``(d, n)``, from one
+    scrambled Sobol' sequence of 2d columns) and the AB pages (``(d, d, n)``: page i is A with
+    row i taken from B). The same numbers scipy draws for ``rng=np.random.default_rng(seed)``."""
+    from scipy.stats import qmc
+
+    d = len(dists)
+    a_b = qmc.Sobol(d=2 * d, rng=np.random.default_rng(seed), bits=64).random(n).T
+    a_b = a_b.reshape(2, d, -1)
+    for j, dist in enumerate(dists):
+        a_b[:, j] = dist.ppf(a_b[:, j])
+    a, b = a_b
+    ab = np.tile(a, (d, 1, 1))
+    i = np.arange(d)
+    ab[i, i] = b[i]
+    return a_b, ab
+
+
+def sobol_estimates(
+    f_a: np.ndarray, f_b: np.ndarray, f_ab: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """First and total order indices of one output (``f_a``, ``f_b``: ``(n,)``; ``f_ab``:
+    ``(d, n)``): scipy's ``saltelli_2010`` after its centring on the mean of A and B (Saltelli
+    et al. 2010, table 2 (b) and (f)). A constant output has indices 0, as in scipy."""
+    mean = np.mean([f_a, f_b])
+    fa, fb, fab = f_a - mean, f_b - mean, f_ab - mean
+    var = np.var([fa, fb])
+    if not var > 0:
+        return np.zeros(len(f_ab)), np.zeros(len(f_ab))
+    first = np.mean(fb * (fab - fa), axis=-1) / var
+    total = 0.5 * np.mean((fa - fab) ** 2, axis=-1) / var
+    return first, total
+
+
+def sobol_ranges(policy: str, fields: Sequence[str] | None) -> dict[str, tuple[float, float, type]]:
+    """The range each field is sampled over: :func:`sensitivity_ranges` (the declared range,
+    else half to twice the documented default); by default every declared-range field."""
+    from memsim.engine.registry import spec
+
+    cls = spec(policy).load().Params
+    known = {f.name for f in dataclasses.fields(cls)}
+    ranges = sensitivity_ranges(policy)
+    names = list(fields) if fields is not None else list(declared_ranges(policy))
+    if not names:
+        raise ParamError(f"sobol {policy}: no fields to sample")
+    if len(set(names)) != len(names):
+        raise ParamError(f"sobol {policy}: a field is named twice in {names}")
+    for f in names:
+        if f not in known:
+            raise ParamError(
+                f"sobol {policy}: {cls.__qualname__} has no parameter {f!r}; "
+                f"known: {', '.join(sorted(known))}"
+            )
+        if f not in ranges:
+            raise ParamError(f"sobol {policy}: {f!r} is not a numeric field it can move")
+    return {f: ranges[f] for f in names}
+
+
 def sobol(
     policy: str,
     scenario: str,
+    seeds: Sequence[int] = (0,),
     *,
-    metric: str = "recall",
+    metrics: Sequence[str] | str = SOBOL_METRICS,
     fields: Sequence[str] | None = None,
-    n: int = 16,
+    n: int = 64,
     seed: int = 0,
-    run_seed: int = 0,
-    **run: Any,
+    bootstrap: int = 999,
+    llm: Mapping[str, Any] | None = None,
+    root: str | Path | None = None,
+    jobs: int = 1,
+    executor: cf.Executor | None = None,
+    resume: bool = True,
+    progress: bool | str = False,
 ) -> pd.DataFrame:
-    """First-order and total Sobol indices of ``metric`` over the declared ranges of
-    ``fields`` (``scipy.stats.sobol_indices``; ``n`` is a power of 2, cost n x (d + 2) runs)."""
-    from scipy.stats import sobol_indices, uniform
+    """First and total order Sobol' indices of every metric in ``metrics`` with respect to
+    ``fields`` (default: every declared-range field), from one set of n x (d + 2) parameter
+    points (the Saltelli design of ``scipy.stats.sobol_indices``, ``n`` a power of 2, sample
+    seed ``seed``), each run on ``scenario`` at every seed of ``seeds`` (the metric of a point
+    is its mean over them). Fields are sampled uniformly over :func:`sobol_ranges` (a field
+    without a finite declared range: half to twice its default; an int field is rounded).
 
-    names = list(fields) if fields is not None else list(declared_ranges(policy))
-    ranges = declared_ranges(policy)
-    dists = [uniform(loc=ranges[f][0], scale=ranges[f][1] - ranges[f][0]) for f in names]
+    The runs go through the sweep's executor (``jobs``, ``executor``; cached under ``root`` at
+    their definition-derived paths, so an interrupted analysis resumes, and serial, processes
+    and Dask give the same bytes).
 
-    def func(x: np.ndarray) -> np.ndarray:
-        rows = x.T  # (n, d)
-        ys = []
-        for row in rows:
-            values = {
-                f: int(round(v)) if ranges[f][2] is int else float(v) for f, v in zip(names, row)
-            }
-            t = sweep(
-                SweepSpec(policy, {f: [v] for f, v in values.items()}, method="grid", n=1),
-                [scenario],
-                [run_seed],
-                **run,
+    Base samples that cannot be scored are dropped, per metric, before estimation: a point
+    whose combination the Params refuse (not run), a failed run, a NaN metric; dropping base
+    sample j drops its A, B and AB rows together, so the estimator stays paired (the indices
+    are then those of the valid part of the box). ``used`` says how many of the n base samples
+    each index rests on. Intervals: percentile bootstrap over the used base samples
+    (``bootstrap`` resamples, seeded by ``seed``; 0 for none).
+
+    The tidy table: one row per metric and field (policy, scenario, metric, field, lo, hi,
+    first_order, first_low, first_high, total_order, total_low, total_high, n, used)."""
+    from scipy.stats import uniform
+
+    from memsim.engine.registry import spec
+
+    from .api import _overrides, resolve_policy
+
+    metrics = [metrics] if isinstance(metrics, str) else list(metrics)
+    known_metrics = (*QUERY_MEANS, *RUN_METRICS)
+    for m in metrics:
+        if m not in known_metrics:
+            raise ParamError(
+                f"sobol {policy}: unknown metric {m!r}; known: {', '.join(known_metrics)}"
             )
-            v = t[(t["metric"] == metric)]["value"]
-            ys.append(float(v.iloc[0]) if len(v) else math.nan)
-        return np.asarray(ys)
-
-    res = sobol_indices(func=func, n=n, dists=dists, rng=np.random.default_rng(seed))
-    return pd.DataFrame(
-        {
-            "field": names,
-            "first_order": np.asarray(res.first_order, dtype=float),
-            "total_order": np.asarray(res.total_order, dtype=float),
-        }
-    )
+    if not metrics:
+        raise ParamError(f"sobol {policy}: no metrics")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2 or n & (n - 1):
+        raise ParamError(f"sobol {policy}: n must be a power of 2 (>= 2), got {n!r}")
+    if not seeds:
+        raise ParamError(f"sobol {policy}: no seeds")
+    ranges = sobol_ranges(policy, fields)
+    names = list(ranges)
+    d = len(names)
+    dists = [uniform(loc=lo, scale=hi - lo) for lo, hi, _ in ranges.values()]
+    a_b, ab = sobol_sample(dists, n, seed)
+    # every point: A's n columns, B's n, then each AB page's n
+    x = np.concatenate([a_b[0], a_b[1], *ab], axis=1).T  # (n (d + 2), d)
+    cls = spec(policy).load().Params
+    full = resolve_policy(policy)
+    values: list[dict[str, Any]] = []
+    valid: list[bool] = []
+    for row in x:
+        v = {f: int(round(t)) if ranges[f][2] is int else float(t) for f, t in zip(names, row)}
+        try:
+            cls().replace(**v)
+            valid.append(True)
+        except ParamError:  # a combination the Params refuse: not run, dropped below
+            valid.append(False)
+        values.append(v)
+    defs = [
+        RunDef(full, scenario, int(s), _overrides(v), _overrides(llm))
+        for v, ok in zip(values, valid)
+        if ok
+        for s in seeds
+    ]
+    results = iter(_execute(defs, root, jobs, executor, resume, progress))
+    y = np.full((len(metrics), len(values)), math.nan)
+    for k, ok in enumerate(valid):
+        if not ok:
+            continue
+        per_seed = [next(results) for _ in seeds]
+        for i, m in enumerate(metrics):
+            got = [r.get(m, math.nan) if r["error"] == "" else math.nan for r in per_seed]
+            y[i, k] = float(np.mean(got))
+    rows = []
+    for i, m in enumerate(metrics):
+        f_a, f_b, f_ab = y[i, :n], y[i, n : 2 * n], y[i, 2 * n :].reshape(d, n)
+        keep = np.isfinite(f_a) & np.isfinite(f_b) & np.isfinite(f_ab).all(axis=0)
+        used = int(keep.sum())
+        first = total = np.full(d, math.nan)
+        lo_hi = np.full((4, d), math.nan)
+        if used >= 2:
+            f_a, f_b, f_ab = f_a[keep], f_b[keep], f_ab[:, keep]
+            first, total = sobol_estimates(f_a, f_b, f_ab)
+            if bootstrap > 0:
+                rng = np.random.default_rng([seed, i])
+                draws = np.empty((bootstrap, 2, d))
+                for b in range(bootstrap):
+                    idx = rng.integers(0, used, size=used)
+                    draws[b] = sobol_estimates(f_a[idx], f_b[idx], f_ab[:, idx])
+                q = np.quantile(draws, [0.025, 0.975], axis=0)  # (2, 2, d)
+                lo_hi = np.array([q[0, 0], q[1, 0], q[0, 1], q[1, 1]])
+        for j, f in enumerate(names):
+            rows.append(
+                {
+                    "policy": policy,
+                    "scenario": scenario,
+                    "metric": m,
+                    "field": f,
+                    "lo": ranges[f][0],
+                    "hi": ranges[f][1],
+                    "first_order": float(first[j]),
+                    "first_low": float(lo_hi[0, j]),
+                    "first_high": float(lo_hi[1, j]),
+                    "total_order": float(total[j]),
+                    "total_low": float(lo_hi[2, j]),
+                    "total_high": float(lo_hi[3, j]),
+                    "n": n,
+                    "used": used,
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------------------- command line
