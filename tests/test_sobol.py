@@ -49,6 +49,7 @@ def test_a_field_that_moves_nothing_has_zero_indices_and_metrics_share_one_set_o
         assert by.loc[(m, "stale_threshold"), "first_order"] == 0.0
         assert by.loc[(m, "stale_threshold"), "total_order"] == 0.0
     assert by.loc[("footprint_mean", "prune_threshold"), "total_order"] > 0.5
+    assert by.loc[("footprint_mean", "stale_threshold"), "sd"] > 1  # memories, over A and B
     assert (t["used"] == 4).all() and (t["first_low"] <= t["first_high"]).all()
 
     # the runs are cached: a second analysis runs nothing and one metric alone gives the rows

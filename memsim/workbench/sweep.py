@@ -581,7 +581,9 @@ def sobol(
     (``bootstrap`` resamples, seeded by ``seed``; 0 for none).
 
     The tidy table: one row per metric and field (policy, scenario, metric, field, lo, hi,
-    first_order, first_low, first_high, total_order, total_low, total_high, n, used)."""
+    first_order, first_low, first_high, total_order, total_low, total_high, n, used, and the
+    metric's mean and standard deviation over the used A and B points: the variance the
+    indices divide)."""
     from scipy.stats import uniform
 
     from memsim.engine.registry import spec
@@ -642,8 +644,10 @@ def sobol(
         used = int(keep.sum())
         first = total = np.full(d, math.nan)
         lo_hi = np.full((4, d), math.nan)
+        spread = (math.nan, math.nan)
         if used >= 2:
             f_a, f_b, f_ab = f_a[keep], f_b[keep], f_ab[:, keep]
+            spread = (float(np.mean([f_a, f_b])), float(np.std([f_a, f_b])))
             first, total = sobol_estimates(f_a, f_b, f_ab)
             if bootstrap > 0:
                 rng = np.random.default_rng([seed, i])
@@ -670,6 +674,8 @@ def sobol(
                     "total_high": float(lo_hi[3, j]),
                     "n": n,
                     "used": used,
+                    "mean": spread[0],
+                    "sd": spread[1],
                 }
             )
     return pd.DataFrame(rows)

@@ -444,11 +444,13 @@ def sobol_table(t: pd.DataFrame) -> str:
             f"{by.loc[m, 'first_order']:.2f} / {by.loc[m, 'total_order']:.2f}" for m in metrics
         ]
         lines.append(f"| `{f}` | " + " | ".join(cells) + " |")
-    used = t.groupby("metric", sort=False)["used"].first()
+    first = t.groupby("metric", sort=False).first()
     lines.append("")
     lines.append(
-        f"n = {int(t['n'].iloc[0])}; base samples used: "
-        + ", ".join(f"{m} {int(u)}" for m, u in used.items())
+        f"n = {int(t['n'].iloc[0])}; base samples used, mean and sd of the metric: "
+        + ", ".join(
+            f"{m} {int(r['used'])}, {r['mean']:.3g}, {r['sd']:.3g}" for m, r in first.iterrows()
+        )
     )
     return "\n".join(lines)
 
