@@ -35,6 +35,17 @@ def test_design_and_estimator_are_scipys():
     assert total[2] > 0.15 and total[2] > 2 * first[2]
 
 
+def test_an_output_that_varies_only_by_rounding_has_zero_indices():
+    rng = np.random.default_rng(0)
+    f_a = np.full(16, 142.894)
+    f_b = f_a + rng.choice([0.0, 2.8e-14], size=16)
+    first, total = sobol_estimates(f_a, f_b, np.array([f_b, f_a]))
+    assert (first == 0).all() and (total == 0).all()
+    f_b = f_a + rng.random(16)  # a real variation, carried by the first field alone
+    first, total = sobol_estimates(f_a, f_b, np.array([f_b, f_a]))
+    assert total[0] > 0.5 and total[1] == 0
+
+
 def _ishigami_pages(ab: np.ndarray) -> np.ndarray:
     return np.array([_ishigami(page) for page in ab])
 

@@ -510,11 +510,13 @@ def sobol_estimates(
 ) -> tuple[np.ndarray, np.ndarray]:
     """First and total order indices of one output (``f_a``, ``f_b``: ``(n,)``; ``f_ab``:
     ``(d, n)``): scipy's ``saltelli_2010`` after its centring on the mean of A and B (Saltelli
-    et al. 2010, table 2 (b) and (f)). A constant output has indices 0, as in scipy."""
+    et al. 2010, table 2 (b) and (f)). A constant output has indices 0, as in scipy; so does
+    one that varies only by rounding (an sd under 1e-9 of its mean: a footprint that is a mean
+    of identical counts summed in another order), whose indices would share out float noise."""
     mean = np.mean([f_a, f_b])
     fa, fb, fab = f_a - mean, f_b - mean, f_ab - mean
     var = np.var([fa, fb])
-    if not var > 0:
+    if not var > (1e-9 * max(1.0, abs(mean))) ** 2:
         return np.zeros(len(f_ab)), np.zeros(len(f_ab))
     first = np.mean(fb * (fab - fa), axis=-1) / var
     total = 0.5 * np.mean((fa - fab) ** 2, axis=-1) / var
