@@ -116,7 +116,7 @@ MEMORYBANK = PolicySpec(
 )
 GENERATIVE_AGENTS = PolicySpec(
     "generative-agents",
-    3,
+    4,
     "policies.generative_agents:GenerativeAgents",
     seed_document="",
     description="reference: Generative Agents (Park et al. 2023), min-max normalized "
@@ -148,11 +148,12 @@ MEMORYBANK_CODE = PolicySpec(
 )
 GENERATIVE_AGENTS_CODE = PolicySpec(
     "generative-agents-code",
-    1,
+    2,
     "policies.generative_agents:GenerativeAgentsCode",
     seed_document="",
     description="reference: Generative Agents as its released code scores (0.99 ^ rank "
-    "recency; weights 0.5 recency, 3 relevance, 2 importance)",
+    "recency, rank 1 the least recently accessed as retrieve.py sorts; weights 0.5 recency, "
+    "3 relevance, 2 importance)",
     claims="policies.reference_claims",
     capabilities=frozenset({"forget"}),
     variant_of="generative-agents",

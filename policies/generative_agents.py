@@ -9,7 +9,8 @@ Sources:
   forgotten: the memory stream only grows.
 - released code (``variant="code"``, github.com/joonspk-research/generative_agents,
   reverie/backend_server/persona/cognitive_modules/retrieve.py): recency ``0.99 ^ rank``
-  with memories ranked by last access (rank 1 = most recent), weights recency 0.5,
+  with memories ranked by last access as ``new_retrieve`` does it (sorted ascending, so rank
+  1 = the least recently accessed: the code inverts the paper's recency), weights recency 0.5,
   relevance 3, importance 2 (``gw = [0.5, 3, 2]``); normalization gives 0.5 to every
   candidate when a component is constant (``normalize_dict_floats``).
 
@@ -48,6 +49,12 @@ class GenerativeAgentsParams(Params):
     w_recency: float = param(1.0, lo=0.0, doc=f"{_PAPER}: alpha_recency = 1")
     w_importance: float = param(1.0, lo=0.0, doc=f"{_PAPER}: alpha_importance = 1")
     w_relevance: float = param(1.0, lo=0.0, doc=f"{_PAPER}: alpha_relevance = 1")
+    code_rank_order: str = param(
+        "oldest_first",
+        choices=("oldest_first", "newest_first"),
+        doc=f"{_CODE}: new_retrieve sorts by last_accessed ascending and extract_recency gives "
+        "0.99^1 to the first node (oldest_first); newest_first is the paper's direction",
+    )
     code_w_recency: float = param(0.5, lo=0.0, doc=f"{_CODE}: gw[0] = 0.5")
     code_w_relevance: float = param(3.0, lo=0.0, doc=f"{_CODE}: gw[1] = 3")
     code_w_importance: float = param(2.0, lo=0.0, doc=f"{_CODE}: gw[2] = 2")
@@ -88,12 +95,17 @@ class GenerativeAgents(ReferencePolicy):
         p = self.params
         idx = np.flatnonzero(live)
         if p.variant == "code":
-            # rank 1 = most recently accessed; equal last access: the newer memory first
-            # (retrieve.py sorts the stream, newest node first, with a stable sort), and
-            # memories created at the same time in the seeded tie order (memory identity,
-            # never storage order: Policy.rank's rule)
+            # retrieve.py: a stable sort of the stream (kept newest node first) by last
+            # access, ascending, then 0.99^1 to the first: rank 1 = the least recently
+            # accessed (oldest_first, as released) or the most (newest_first, the paper's
+            # direction); equal last access keeps the newer memory first, memories created
+            # at the same time in the seeded tie order (memory identity, never storage
+            # order: Policy.rank's rule)
             ties = self.store.tie_keys(f"{self.seed}:recency-rank", idx)
-            order = np.lexsort((ties, -self.store["created"][idx], -self._last_use()[idx]))
+            access = self._last_use()[idx]
+            if p.code_rank_order == "newest_first":
+                access = -access
+            order = np.lexsort((ties, -self.store["created"][idx], access))
             rank = np.empty(len(idx))
             rank[order] = np.arange(1, len(idx) + 1)
             recency = np.power(p.code_recency_decay, rank)

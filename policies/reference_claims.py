@@ -291,7 +291,8 @@ register_claim(
 
 def _ga_top_score() -> float:
     """The released code's weights on two memories: relevant, unimportant and older (rank
-    2) against irrelevant, important and newer (rank 1); the top score."""
+    1: retrieve.py ranks by last access ascending) against irrelevant, important and newer
+    (rank 2); the top score."""
     import numpy as np
 
     from memsim.engine.llm import Embedded
@@ -330,11 +331,43 @@ register_claim(
     policy="generative-agents-code",
     document=GA_DOC,
     section="released code retrieve.py: gw = [0.5, 3, 2], min-max normalized components",
-    statement="Relevant but unimportant and older (0 + 0 + 3 x 1) beats irrelevant but "
-    "important and newer (0.5 x 1 + 2 x 1 + 0): top score 3",
+    statement="Relevant but unimportant and older (0.5 x 1 + 3 x 1 + 2 x 0) beats irrelevant "
+    "but important and newer (0.5 x 0 + 3 x 0 + 2 x 1): top score 3.5",
     documented=None,
     measure=_ga_top_score,
-    formula=lambda: 0.5 * 0.0 + 3.0 * 1.0 + 2.0 * 0.0,
+    formula=lambda: 0.5 * 1.0 + 3.0 * 1.0 + 2.0 * 0.0,
     tol=0.0,
     note="relevance outweighs the rest in the released code (the paper weights all three 1)",
+)
+
+
+def _ga_older_minus_newer() -> float:
+    """The released code's score of the older of two memories (created a day apart, never
+    retrieved, same vector and importance) minus the newer's: recency's part alone."""
+    from memsim.engine.registry import make
+
+    pol = make("generative-agents-code", llm=_OneVector(), seed=0)
+    for i in range(2):
+        c = Claim(key=f"k.{i}", value="x", importance=0.5)
+        pol.ingest([Episode(f"e{i}", float(i), "x", claims=(c,))], float(i))
+    r = pol.recall([Query("q", 2.0, "k?", keys=("k.0",), k=2)], 2.0)[0]
+    by_episode = {min(pol.store.provenance[int(m)]): float(v) for m, v in zip(r.ids, r.scores)}
+    return by_episode["e0"] - by_episode["e1"]
+
+
+register_claim(
+    id="generative-agents-code.recency_order",
+    policy="generative-agents-code",
+    document=GA_DOC,
+    section="released code retrieve.py: new_retrieve sorts nodes by last_accessed ascending; "
+    "extract_recency gives recency_decay ** i, i = 1.. in that order",
+    statement="Of two memories a day apart, never retrieved, alike otherwise, the OLDER scores "
+    "0.5 x (1 - 0) = 0.5 above the newer: the code's recency favours the least recently "
+    "accessed memory, the paper's (§4.1) the most recent",
+    documented=None,
+    measure=_ga_older_minus_newer,
+    formula=lambda: 0.5 * (1.0 - 0.0),
+    tol=1e-12,
+    note="generative-agents-code follows the code (code_rank_order='oldest_first'); "
+    "'newest_first' is the paper's direction",
 )

@@ -170,10 +170,20 @@ def test_generative_agents_code_variant_ranks_by_weights():
     pol.ingest([_ep(0, 0.0, "a.b", importance=0.1)], 0.0)  # relevant, unimportant, older
     pol.ingest([_ep(1, 1.0, "c.d", importance=0.9)], 1.0)  # irrelevant, important, newer
     r = pol.recall([_q(2.0, k=2)], 2.0)[0]
-    # row 0: recency 0.99^2 -> 0, importance 0, relevance 1 -> 3; row 1: 0.5 + 2 + 0 = 2.5
+    # as released (rank 1 = least recently accessed): row 0: recency 0.99^1 -> 1,
+    # importance 0, relevance 1 -> 0.5 + 3 = 3.5; row 1: 0 + 2 + 0 = 2
+    assert r.ids.tolist() == [0, 1]
+    assert r.scores.tolist() == pytest.approx([3.5, 2.0])
+    assert pol.footprint() == 2 and pol.schedule == ()
+    # the paper's direction: row 0 recency 0 -> 3; row 1: 0.5 + 2 + 0 = 2.5
+    pol = make(
+        "generative-agents", {"variant": "code", "code_rank_order": "newest_first"}, llm=TwoKeys()
+    )
+    pol.ingest([_ep(0, 0.0, "a.b", importance=0.1)], 0.0)
+    pol.ingest([_ep(1, 1.0, "c.d", importance=0.9)], 1.0)
+    r = pol.recall([_q(2.0, k=2)], 2.0)[0]
     assert r.ids.tolist() == [0, 1]
     assert r.scores.tolist() == pytest.approx([3.0, 2.5])
-    assert pol.footprint() == 2 and pol.schedule == ()
 
 
 def test_generative_agents_bad_params():

@@ -101,18 +101,37 @@ class SameVectorsLLM(OneVectorLLM):
     is recency's alone."""
 
 
-def _ga_ranking(order: list[int], times: list[float]) -> list[str]:
-    pol = make("generative-agents-code", llm=SameVectorsLLM(), seed=5)
+def _ga_ranking(
+    order: list[int], times: list[float], accessed: float | None = None, **params: object
+) -> list[str]:
+    pol = make("generative-agents-code", dict(params) or None, llm=SameVectorsLLM(), seed=5)
     for i in order:
         ep = Episode(f"e{i}", times[i], "x", claims=(Claim(f"k.{i}", "v", importance=0.5),))
         pol.ingest([ep], times[i])
+    if accessed is not None:  # every memory last accessed at the same instant
+        pol.store["last_access"][:] = accessed
     r = pol.recall([Query("q", 10.0, "k?", keys=("k.0",), k=len(order))], 10.0)[0]
     return [min(pol.store.provenance[int(x)]) for x in r.ids]
 
 
-def test_generative_agents_code_recency_rank_puts_the_newer_memory_first_on_equal_access():
-    """No memory accessed yet: last access is creation; the newest gets rank 1 (0.99^1)."""
-    assert _ga_ranking([0, 1, 2], [1.0, 2.0, 3.0]) == ["e2", "e1", "e0"]
+def test_generative_agents_code_ranks_the_least_recently_accessed_first_as_released():
+    """retrieve.py's new_retrieve sorts the nodes by last access ascending and
+    extract_recency gives 0.99^1 to the first: the oldest access gets the most recency
+    (never accessed: last access is creation). newest_first is the paper's direction."""
+    assert _ga_ranking([0, 1, 2], [1.0, 2.0, 3.0]) == ["e0", "e1", "e2"]
+    assert _ga_ranking([0, 1, 2], [1.0, 2.0, 3.0], code_rank_order="newest_first") == [
+        "e2",
+        "e1",
+        "e0",
+    ]
+
+
+@pytest.mark.parametrize("order", ["oldest_first", "newest_first"])
+def test_generative_agents_code_puts_the_newer_memory_first_on_equal_access(order):
+    """A stable sort of the stream, kept newest node first: on equal last access the newer
+    memory keeps the lower rank, in either direction."""
+    got = _ga_ranking([0, 1, 2], [1.0, 2.0, 3.0], accessed=5.0, code_rank_order=order)
+    assert got == ["e2", "e1", "e0"]
 
 
 def test_generative_agents_code_same_time_memories_go_in_the_seeded_order_not_row_order():
