@@ -298,3 +298,23 @@ def test_actr_policy_presentations_and_variant():
 def test_actr_bad_params(field, value):
     with pytest.raises(ParamError, match=f"ACTRParams.{field}={value}"):
         ACTRParams(**{field: value})
+
+
+def test_actr_spacing_activation_does_not_depend_on_padding_after_rapid_repetitions():
+    """Five presentations an hour apart (in days) overflow Pavlik & Anderson's decay
+    d = c exp(m) + a; the row's activation must not turn NaN because a wider matrix pads it
+    (an overflowed term times the 0 of a missing presentation was NaN: 173 of 500 rows at
+    the end of a 3,000-episode steady run of actr-spacing)."""
+    from memsim.engine import kernels
+
+    row = [0.0, 1 / 24, 2 / 24, 3 / 24, 4 / 24]
+    alone = kernels.actr_activation_spacing(np.array([row]), 1.0, 0.1768, 0.2170, 1 / 24)
+    padded = kernels.actr_activation_spacing(
+        np.array([row + [np.nan] * 3, [0.0] + [np.nan] * 7]), 1.0, 0.1768, 0.2170, 1 / 24
+    )
+    assert not np.isnan(padded).any()
+    assert padded[0] == alone[0]
+    assert (
+        padded[1]
+        == kernels.actr_activation_spacing(np.array([[0.0]]), 1.0, 0.1768, 0.2170, 1 / 24)[0]
+    )

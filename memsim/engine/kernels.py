@@ -576,14 +576,17 @@ def actr_activation_spacing(
                 np.copyto(x, age[0])
                 for i in range(1, j):
                     x += age[i]
-                x *= ok[j]  # exp(m_{j-1}); 0 where there is no j-th presentation: d_j = a
+                # exp(m_{j-1}); 0 where there is no j-th presentation (d_j = a): a copy,
+                # not a product, since x overflows to inf after rapid repetitions and
+                # inf * 0 would be NaN
+                np.copyto(x, 0.0, where=ok[j] == 0)
                 np.multiply(x, -c_, out=nd[j])
                 nd[j] -= a_
             np.subtract(now_, tb, out=tm)
             _floored_log_ages(tm, floor)
             np.multiply(tm, nd, out=tm)
             np.exp(tm, out=tm)
-            tm *= ok
+            np.copyto(tm, 0.0, where=ok == 0)  # as above: an overflowed term times 0 is NaN
             o = res[lo:hi]
             np.copyto(o, tm[0])
             for j in range(1, m):
