@@ -74,7 +74,13 @@ def tune(
     executor: Any = None,
 ) -> TuneResult:
     """Tune ``fields`` (default: every declared-range field) of ``policy``; see the module."""
-    import optuna
+    import warnings
+
+    with warnings.catch_warnings():
+        # optuna imports tqdm.auto, which warns in a notebook without ipywidgets; memsim
+        # never asks optuna for a progress bar
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        import optuna
 
     for o in objectives:
         if o not in DIRECTIONS:
