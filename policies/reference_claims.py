@@ -21,9 +21,9 @@ MEMORYBANK_DOC = "Zhong et al. AAAI 2024 (MemoryBank)"
 GA_DOC = "Park et al. UIST 2023 (Generative Agents)"
 
 
-class _OneVector:
-    """A mock LLM whose every claim and query embeds to one vector: each later episode is a
-    repetition, each query retrieves the memory (the same helper as the policy tests)."""
+class OneVectorLLM:
+    """A scripted LLM whose every claim and query embeds to one vector: each later episode is
+    a repetition, each query retrieves the memory (the policy tests use it too)."""
 
     dim = 4
     seed = 0
@@ -46,12 +46,28 @@ class _OneVector:
         return np.array([1.0, 0, 0, 0], dtype=np.float32)
 
 
+class TwoKeysLLM(OneVectorLLM):
+    """Claims of key ``a.b`` embed along the query's axis, every other key orthogonal to it;
+    all share one more axis (so relevance is 1 or 0 after min-max, nothing else differs)."""
+
+    def embed(self, items, keys):
+        import numpy as np
+
+        from memsim.engine.llm import Embedded
+
+        v = np.zeros((len(items), self.dim), dtype=np.float32)
+        for i, it in enumerate(items):
+            v[i, 0 if it.key == "a.b" else 1] = 1.0
+            v[i, 2] = 1.0
+        return Embedded(v, np.ones(len(items), dtype=bool))
+
+
 def _planted(policy_id: str, times: tuple[float, ...] = (0.0,), **params: object):
     """``policy_id`` with one memory presented at each of ``times`` (a creation, then
     repetitions)."""
     from memsim.engine.registry import make
 
-    pol = make(policy_id, dict(params) or None, llm=_OneVector(), seed=0)
+    pol = make(policy_id, dict(params) or None, llm=OneVectorLLM(), seed=0)
     for i, t in enumerate(times):
         c = Claim(key="owner.city", value="Paris", importance=0.5)
         pol.ingest([Episode(f"e{i}", t, "I live in Paris", claims=(c,))], t)
@@ -293,20 +309,9 @@ def _ga_top_score() -> float:
     """The released code's weights on two memories: relevant, unimportant and older (rank
     1: retrieve.py ranks by last access ascending) against irrelevant, important and newer
     (rank 2); the top score."""
-    import numpy as np
-
-    from memsim.engine.llm import Embedded
     from memsim.engine.registry import make
 
-    class TwoKeys(_OneVector):
-        def embed(self, items, keys):
-            v = np.zeros((len(items), 4), dtype=np.float32)
-            for i, it in enumerate(items):
-                v[i, 0 if it.key == "a.b" else 1] = 1.0
-                v[i, 2] = 1.0
-            return Embedded(v, np.ones(len(items), dtype=bool))
-
-    pol = make("generative-agents-code", llm=TwoKeys(), seed=0)
+    pol = make("generative-agents-code", llm=TwoKeysLLM(), seed=0)
     for i, (key, imp) in enumerate((("a.b", 0.1), ("c.d", 0.9))):
         c = Claim(key=key, value="x", importance=imp)
         pol.ingest([Episode(f"e{i}", float(i), "x", claims=(c,))], float(i))
@@ -346,7 +351,7 @@ def _ga_older_minus_newer() -> float:
     retrieved, same vector and importance) minus the newer's: recency's part alone."""
     from memsim.engine.registry import make
 
-    pol = make("generative-agents-code", llm=_OneVector(), seed=0)
+    pol = make("generative-agents-code", llm=OneVectorLLM(), seed=0)
     for i in range(2):
         c = Claim(key=f"k.{i}", value="x", importance=0.5)
         pol.ingest([Episode(f"e{i}", float(i), "x", claims=(c,))], float(i))

@@ -19,6 +19,7 @@ from memsim.engine.events import Claim, Episode, Query
 from memsim.engine.registry import make
 from policies.actr import ACTRParams
 from policies.fsrs6 import DEFAULT_W, FSRS, FSRSParams, initial_difficulty
+from policies.reference_claims import OneVectorLLM
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 W = fsrs.scheduler.DEFAULT_PARAMETERS
@@ -96,26 +97,6 @@ def test_fsrs_kernels_equal_their_scalar_twins(S, D, t):
         assert math.isclose(got_s[i], s, rel_tol=1e-12)
         assert math.isclose(got_d[i], d, rel_tol=1e-12)
         assert math.isclose(got_r[i], R.fsrs_retrievability(t[i], S[i], W[20]), rel_tol=1e-12)
-
-
-class OneVectorLLM:
-    """Every claim and query embeds to the same unit vector: each later episode reinforces."""
-
-    dim = 4
-    seed = 0
-
-    def extract(self, episode):
-        return episode.claims
-
-    def embed(self, items, keys):
-        from memsim.engine.llm import Embedded
-
-        v = np.zeros((len(items), self.dim), dtype=np.float32)
-        v[:, 0] = 1.0
-        return Embedded(v, np.ones(len(items), dtype=bool))
-
-    def embed_query(self, query):
-        return np.array([1.0, 0, 0, 0], dtype=np.float32)
 
 
 def test_fsrs_policy_reviews_match_the_package():

@@ -19,7 +19,7 @@ from memsim.engine.registry import make
 from policies.ebisu_model import EbisuParams
 from policies.generative_agents import GenerativeAgentsParams
 from policies.memorybank import MemoryBankParams
-from tests.test_ref_fsrs_actr import OneVectorLLM
+from policies.reference_claims import OneVectorLLM, TwoKeysLLM
 
 
 def _ep(i: int, t: float, key: str = "a.b", value: str = "1", importance: float = 0.5):
@@ -150,40 +150,26 @@ def test_generative_agents_kernels_equal_their_scalar_twins(rec, data):
         assert math.isclose(g, x, rel_tol=1e-12, abs_tol=1e-12)
 
 
-def test_generative_agents_code_variant_ranks_by_weights():
+@pytest.mark.parametrize(
+    "order, scores",
+    [
+        # as released (rank 1 = least recently accessed): row 0: recency 0.99^1 -> 1,
+        # importance 0, relevance 1 -> 0.5 + 3 = 3.5; row 1: 0 + 2 + 0 = 2
+        ("oldest_first", [3.5, 2.0]),
+        # the paper's direction: row 0 recency 0 -> 3; row 1: 0.5 + 2 + 0 = 2.5
+        ("newest_first", [3.0, 2.5]),
+    ],
+)
+def test_generative_agents_code_variant_ranks_by_weights(order, scores):
     """Released code, gw = [0.5, 3, 2]: relevance (3) outweighs importance (2) and recency (0.5)."""
-
-    class TwoKeys(OneVectorLLM):
-        def embed(self, items, keys):
-            from memsim.engine.llm import Embedded
-
-            v = np.zeros((len(items), 4), dtype=np.float32)
-            for i, it in enumerate(items):
-                v[i, 0 if it.key == "a.b" else 1] = 1.0
-                v[i, 2] = 1.0
-            return Embedded(v, np.ones(len(items), dtype=bool))
-
-        def embed_query(self, query):
-            return np.array([1.0, 0, 0, 0], dtype=np.float32)
-
-    pol = make("generative-agents", {"variant": "code"}, llm=TwoKeys())
+    params = {"variant": "code", "code_rank_order": order}
+    pol = make("generative-agents", params, llm=TwoKeysLLM())
     pol.ingest([_ep(0, 0.0, "a.b", importance=0.1)], 0.0)  # relevant, unimportant, older
     pol.ingest([_ep(1, 1.0, "c.d", importance=0.9)], 1.0)  # irrelevant, important, newer
     r = pol.recall([_q(2.0, k=2)], 2.0)[0]
-    # as released (rank 1 = least recently accessed): row 0: recency 0.99^1 -> 1,
-    # importance 0, relevance 1 -> 0.5 + 3 = 3.5; row 1: 0 + 2 + 0 = 2
     assert r.ids.tolist() == [0, 1]
-    assert r.scores.tolist() == pytest.approx([3.5, 2.0])
+    assert r.scores.tolist() == pytest.approx(scores)
     assert pol.footprint() == 2 and pol.schedule == ()
-    # the paper's direction: row 0 recency 0 -> 3; row 1: 0.5 + 2 + 0 = 2.5
-    pol = make(
-        "generative-agents", {"variant": "code", "code_rank_order": "newest_first"}, llm=TwoKeys()
-    )
-    pol.ingest([_ep(0, 0.0, "a.b", importance=0.1)], 0.0)
-    pol.ingest([_ep(1, 1.0, "c.d", importance=0.9)], 1.0)
-    r = pol.recall([_q(2.0, k=2)], 2.0)[0]
-    assert r.ids.tolist() == [0, 1]
-    assert r.scores.tolist() == pytest.approx([3.0, 2.5])
 
 
 def test_generative_agents_bad_params():

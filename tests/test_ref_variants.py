@@ -14,8 +14,8 @@ from memsim.engine import registry, runner
 from memsim.engine.events import Claim, Episode, Query
 from memsim.engine.mockllm import MockLLM
 from memsim.engine.registry import make
+from policies.reference_claims import OneVectorLLM
 from scenarios import load
-from tests.test_ref_fsrs_actr import OneVectorLLM
 
 VARIANTS = {
     "actr": ("actr-spacing", "spacing"),
