@@ -123,8 +123,9 @@ class ACTR(ReferencePolicy):
     def _padded(self, n: int) -> np.ndarray:
         """The presentation times of rows [0, n) as the NaN-padded matrix the spacing kernel
         reads, as wide as it used to be kept (the smallest power of two at or above the
-        largest count: its width doubled whenever a full row was presented again), since
-        that kernel's result can depend on the width (docs/performance.md, actr-spacing)."""
+        largest count: its width doubled whenever a full row was presented again). Since
+        actr-spacing v2 the padding adds exact zeros, so the width no longer changes a result
+        (docs/performance.md, actr-spacing)."""
         c = self.counts[:n]
         width = 1 << (max(1, int(c.max(initial=1))) - 1).bit_length()
         t = np.full((n, width), np.nan)
