@@ -341,10 +341,7 @@ class Izzie(Policy[IzzieParams]):
         ``strength``: every row's, or a _RowStrength (not for the one_stage reading)."""
         p = self.params
         # every stage breaks ties by the seeded order of memory identity, never by row
-        store, tag = self.store, f"{self.seed}:{salt}"
-
-        def tb_all(rows: np.ndarray) -> np.ndarray:  # keys of the rows topk asks for only
-            return store.tie_keys(tag, rows)
+        tb_all = _keys_of(self.store, f"{self.seed}:{salt}")  # of the rows topk asks for
 
         if p.limit_before_filter:
             # izzie-code: the result limit first (top k by similarity), then the strength filter
