@@ -80,6 +80,12 @@ class ACTR(ReferencePolicy):
         # full moves to the end of the pool with twice the room. Memory O(presentations): a
         # NaN-padded rows x widest-row matrix took 134 MB at a quarter of the steady year.
         self.pool = np.empty(64)
+        # spacing variant: -d_j of each presentation, at the same places as its time. d_j
+        # depends only on the row's earlier presentations (Pavlik & Anderson 2005 eq. 3), so
+        # it is computed once, when the presentation is made, not at every evaluation.
+        self.neg_decay: np.ndarray | None = (
+            np.empty(64) if self.params.variant == "spacing" else None
+        )
         self.used = 0
         self.start = np.zeros(0, dtype=np.int64)
         self.room = np.zeros(0, dtype=np.int64)
@@ -90,11 +96,23 @@ class ACTR(ReferencePolicy):
         at = int(self.start[row])
         return self.pool[at : at + int(self.counts[row])].copy()
 
+    def decays(self, row: int) -> np.ndarray:
+        """The spacing variant's decay d_j of each presentation of ``row``, in order."""
+        if self.neg_decay is None:
+            raise ValueError(f"decays are kept by the spacing variant, not {self.params.variant}")
+        at = int(self.start[row])
+        return -self.neg_decay[at : at + int(self.counts[row])]
+
     def _alloc(self, size: int) -> int:
         if self.used + size > len(self.pool):
-            grow = np.empty(max(2 * len(self.pool), self.used + size))
+            cap = max(2 * len(self.pool), self.used + size)
+            grow = np.empty(cap)
             grow[: self.used] = self.pool[: self.used]
             self.pool = grow
+            if self.neg_decay is not None:
+                grow = np.empty(cap)
+                grow[: self.used] = self.neg_decay[: self.used]
+                self.neg_decay = grow
         at = self.used
         self.used += size
         return at
@@ -109,20 +127,46 @@ class ACTR(ReferencePolicy):
                 setattr(self, name, grown)
         at = self._alloc(1)
         self.pool[at] = now
+        if self.neg_decay is not None:  # no earlier presentation: exp(m_0) = 0, d_1 = a
+            p = self.params
+            self.neg_decay[at] = kernels.actr_spacing_neg_decay(0.0, p.spacing_a, p.spacing_c)
         self.start[row], self.room[row], self.counts[row] = at, 1, 1
 
     def _review(self, rows: np.ndarray, now: float) -> None:
+        new_nd = None
+        if self.neg_decay is not None:  # d of the new presentations, from the earlier ones
+            p = self.params
+            x = kernels.actr_spacing_sums(
+                self._pool_in_units(),
+                self.neg_decay,
+                self.start[rows],
+                self.counts[rows],
+                now / p.time_unit_days,
+                p.min_age,
+            )
+            new_nd = kernels.actr_spacing_neg_decay(x, p.spacing_a, p.spacing_c)
         for r in rows[self.counts[rows] >= self.room[rows]].tolist():
             c, room = int(self.counts[r]), 2 * int(self.room[r])
             at = self._alloc(room)
-            self.pool[at : at + c] = self.pool[self.start[r] : self.start[r] + c]
+            old = self.start[r]
+            self.pool[at : at + c] = self.pool[old : old + c]
+            if self.neg_decay is not None:
+                self.neg_decay[at : at + c] = self.neg_decay[old : old + c]
             self.start[r], self.room[r] = at, room
         self.pool[self.start[rows] + self.counts[rows]] = now
+        if self.neg_decay is not None:
+            self.neg_decay[self.start[rows] + self.counts[rows]] = new_nd
         self.counts[rows] += 1
 
+    def _pool_in_units(self) -> np.ndarray:
+        # x / 1.0 == x for every float: skip the copy of every presentation in days
+        u = self.params.time_unit_days
+        return self.pool if u == 1.0 else self.pool / u
+
     def _padded(self, n: int) -> np.ndarray:
-        """The presentation times of rows [0, n) as the NaN-padded matrix the spacing kernel
-        reads, as wide as it used to be kept (the smallest power of two at or above the
+        """The presentation times of rows [0, n) as the NaN-padded matrix the padded spacing
+        kernel (``kernels.actr_activation_spacing``, the reference of the decays cached in
+        ``neg_decay``; no longer on the policy's path) reads, as wide as it used to be kept (the smallest power of two at or above the
         largest count: its width doubled whenever a full row was presented again). Since
         actr-spacing v2 the padding adds exact zeros, so the width no longer changes a result
         (docs/performance.md, actr-spacing)."""
@@ -138,12 +182,12 @@ class ACTR(ReferencePolicy):
         p = self.params
         n = self.store.n
         t_now = now / p.time_unit_days
-        if p.variant == "spacing":
-            t = self._padded(n) / p.time_unit_days
-            return kernels.actr_activation_spacing(t, t_now, p.spacing_a, p.spacing_c, p.min_age)
-        # x / 1.0 == x for every float: skip the copy of every presentation in days
-        pool = self.pool if p.time_unit_days == 1.0 else self.pool / p.time_unit_days
-        # the padded kernel's result bit for bit, over the presentations only
+        pool = self._pool_in_units()
+        # the padded kernels' results bit for bit, over the presentations only
+        if self.neg_decay is not None:
+            return kernels.actr_activation_spacing_segments(
+                pool, self.neg_decay, self.start[:n], self.counts[:n], t_now, p.min_age
+            )
         return kernels.actr_activation_segments(
             pool, self.start[:n], self.counts[:n], t_now, p.decay, p.min_age
         )

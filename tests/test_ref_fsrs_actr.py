@@ -299,3 +299,108 @@ def test_actr_spacing_activation_does_not_depend_on_padding_after_rapid_repetiti
         padded[1]
         == kernels.actr_activation_spacing(np.array([[0.0]]), 1.0, 0.1768, 0.2170, 1 / 24)[0]
     )
+
+
+def _create_row(pol, now: float) -> None:
+    """A row in ``pol``'s store and its first presentation, as ``ReferencePolicy.ingest``
+    makes one."""
+    row = int(
+        pol.store.add(
+            now,
+            np.ones((1, pol.store.dim), np.float32),
+            texts=[""],
+            claims=[None],
+            provenance=[()],
+        )[0]
+    )
+    pol._after_create(row, now)
+
+
+# gaps between presentations (days): rapid repetitions within min_age (an hour), which
+# overflow d = c exp(m) + a to inf after a few, and ordinary gaps
+spacing_gaps = st.one_of(st.sampled_from([0.0, 1 / 96, 1 / 48, 1 / 24]), st.floats(0.0, 30.0))
+
+
+@given(
+    st.lists(st.lists(spacing_gaps, min_size=0, max_size=24), min_size=1, max_size=8),
+    st.sampled_from([0.0, 1 / 24, 0.5]),
+    st.sampled_from([0.0, 1 / 24, 1.0, 20.0]),
+    st.integers(0, 3),
+)
+def test_actr_spacing_segments_kernel_is_the_padded_kernel_bit_for_bit(rows, min_age, extra, pad):
+    """Rows up to 24 presentations (rapid repetitions whose activation overflows to +inf,
+    rows with none, extra NaN columns), stored as segments of two pools in reverse order
+    with gaps, with the decays of ``actr_spacing_neg_decays``: the segments kernel equals
+    the padded kernel bit for bit, and the decays are the padded kernel's (d_1 = a)."""
+    a, c = 0.1768, 0.2170
+    times = [np.cumsum(g).tolist() for g in rows]
+    last = max((t[-1] for t in times if t), default=0.0)
+    now = last + extra
+    m = max(len(t) for t in times) + pad
+    padded = np.full((len(times), m), np.nan)
+    for i, t in enumerate(times):
+        padded[i, : len(t)] = t
+    nd = K.actr_spacing_neg_decays(padded, a, c, min_age)
+    assert np.array_equal(np.isnan(nd), np.isnan(padded))
+    assert all(nd[i, 0] == -a for i, t in enumerate(times) if t)
+    counts = np.array([len(t) for t in times])
+    pool, dpool = (
+        np.full(sum(counts) + 3 * len(times), -7.0),
+        np.full(sum(counts) + 3 * len(times), 5.0),
+    )
+    start, at = np.zeros(len(times), int), 0
+    for i in reversed(range(len(times))):
+        start[i] = at
+        pool[at : at + counts[i]] = times[i]
+        dpool[at : at + counts[i]] = nd[i, : counts[i]]
+        at += counts[i] + 3
+    want = K.actr_activation_spacing(padded, now, a, c, min_age)
+    got = K.actr_activation_spacing_segments(pool, dpool, start, counts, now, min_age)
+    assert got.tobytes() == want.tobytes()
+
+
+@given(
+    st.lists(st.tuples(spacing_gaps, st.integers(0, 7)), min_size=1, max_size=120),
+    st.sampled_from([1.0, 1 / 24]),
+    st.sampled_from([0.0, 1 / 24, 1.0, 20.0]),
+)
+def test_actr_spacing_policy_caches_the_padded_kernels_decays(steps, unit, extra):
+    """The spacing variant computes each presentation's decay once, when it is made
+    (creations and reviews of random rows, rapid repetitions included, time units of a day
+    and an hour): its cached decays are the ones the padded kernel recomputes from the
+    presentation times, and its activation is the padded kernel's on ``_padded`` bit for
+    bit (+inf rows included)."""
+    pol = make(
+        "actr-spacing", {"time_unit_days": unit, "min_age": 1 / 24 / unit}, llm=OneVectorLLM()
+    )
+    p = pol.params
+    now, n = 0.0, 0
+    for gap, pick in steps:
+        now += gap
+        if pick == 0 or n == 0:
+            _create_row(pol, now)
+            n += 1
+        else:
+            pol._review(np.unique(np.array([pick, 2 * pick, pick + 3]) % n), now)
+    padded = pol._padded(n) / unit
+    want_nd = K.actr_spacing_neg_decays(padded, p.spacing_a, p.spacing_c, p.min_age)
+    for r in range(n):
+        assert (-pol.decays(r)).tobytes() == want_nd[r, : pol.counts[r]].tobytes()
+    t = now + extra * unit
+    want = K.actr_activation_spacing(padded, t / unit, p.spacing_a, p.spacing_c, p.min_age)
+    assert pol.activation(t).tobytes() == want.tobytes()
+
+
+def test_actr_spacing_policy_rapid_repetitions_reach_inf_as_the_padded_kernel():
+    """Six presentations an hour apart: the sixth decay overflows to inf and the activation
+    at the last presentation is +inf, in the policy and in the padded kernel alike."""
+    pol = make("actr-spacing", llm=OneVectorLLM())
+    _create_row(pol, 0.0)
+    _create_row(pol, 0.0)
+    for k in range(1, 6):
+        pol._review(np.array([0]), k / 24)
+    p = pol.params
+    assert math.isinf(pol.decays(0)[-1])
+    got = pol.activation(5 / 24)
+    want = K.actr_activation_spacing(pol._padded(2), 5 / 24, p.spacing_a, p.spacing_c, p.min_age)
+    assert got[0] == math.inf and got.tobytes() == want.tobytes()

@@ -540,6 +540,50 @@ def _floored_log_ages(age: np.ndarray, floor: float) -> None:
     np.log(age, out=age)
 
 
+def _spacing_terms(age: np.ndarray, neg_decay: np.ndarray, floor: float) -> None:
+    """``max(age, floor) ** -d`` in place as ``exp(-d * ln max(age, floor))`` (``neg_decay``
+    is -d): a presentation's term in Pavlik & Anderson's activation. NaN ages (no
+    presentation) give finite garbage the caller masks out by copy."""
+    _floored_log_ages(age, floor)
+    np.multiply(age, neg_decay, out=age)
+    np.exp(age, out=age)
+
+
+def actr_spacing_neg_decay(
+    x: ArrayLike, a: float = 0.1768, c: float = 0.2170, out: np.ndarray | None = None
+) -> np.ndarray:
+    """-d of a new presentation, ``d = c * exp(m) + a`` (Pavlik & Anderson 2005 eq. 3),
+    from ``x = exp(m)``, the sum of the earlier presentations' terms at its time (0 for the
+    first presentation: d_1 = a). Computed as ``x * -c - a``: the one place of the formula,
+    for the padded kernel and the policy's decays cached at each presentation alike."""
+    r = np.multiply(x, -float(c), out=out)
+    r -= float(a)
+    return r
+
+
+def _spacing_block_neg_decays(
+    tb: np.ndarray, ok: np.ndarray, a: float, c: float, floor: float, nd: np.ndarray
+) -> None:
+    """-d_j of the (m, b) block ``tb`` (column: a row's presentations, NaN after them; ``ok``
+    1.0 where present) into ``nd``, -a where a row has no j-th presentation. Each d_j's sum
+    is over the row's earlier presentations, in order."""
+    m, b = tb.shape
+    tm = np.empty((m, b))
+    x = np.empty(b)
+    nd[0] = -a
+    for j in range(1, m):
+        age = tm[:j]
+        np.subtract(tb[j], tb[:j], out=age)
+        _spacing_terms(age, nd[:j], floor)
+        np.copyto(x, age[0])
+        for i in range(1, j):
+            x += age[i]
+        # exp(m_{j-1}); 0 where there is no j-th presentation (d_j = a): a copy, not a
+        # product, since x overflows to inf after rapid repetitions and inf * 0 would be NaN
+        np.copyto(x, 0.0, where=ok[j] == 0)
+        actr_spacing_neg_decay(x, a, c, out=nd[j])
+
+
 def actr_activation_spacing(
     times: ArrayLike, now: ArrayLike, a: float = 0.1768, c: float = 0.2170, min_age: float = 0.0
 ) -> np.ndarray:
@@ -548,7 +592,8 @@ def actr_activation_spacing(
     from the earlier presentations (m = -inf before the first, so d_1 = a). ``times`` (n, m)
     in time order, NaN-padded at the end of each row. ``x ** -d`` is evaluated as
     ``exp(-d * ln x)`` (libm's pow with a per-row exponent is the slow part; equal to a few
-    ulp)."""
+    ulp). Every d_j is recomputed per call (O(m^2) per row): the reference of
+    :func:`actr_activation_spacing_segments`, which reads decays cached at presentation."""
     t, res, m = _actr_blocks(times)
     now_, a_, c_, floor = float(_f(now)), float(a), float(c), float(min_age)
     n = len(t)
@@ -558,34 +603,16 @@ def actr_activation_spacing(
     neg_d = np.empty((m, rows))  # -d_j per row of the block
     terms = np.empty((m, rows))
     present = np.empty((m, rows))  # 1.0 where the row has a j-th presentation, else 0.0
-    tmp = np.empty(rows)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for lo in range(0, n, _ACTR_BLOCK):
             hi = min(n, lo + _ACTR_BLOCK)
             b = hi - lo
             tb = np.ascontiguousarray(t[lo:hi].T)  # (m, b): row j is every j-th presentation
-            nd, tm, x, ok = neg_d[:, :b], terms[:, :b], tmp[:b], present[:, :b]
+            nd, tm, ok = neg_d[:, :b], terms[:, :b], present[:, :b]
             np.isfinite(tb, out=ok, casting="unsafe")
-            nd[0] = -a_
-            for j in range(1, m):
-                age = tm[:j]
-                np.subtract(tb[j], tb[:j], out=age)
-                _floored_log_ages(age, floor)
-                np.multiply(age, nd[:j], out=age)
-                np.exp(age, out=age)
-                np.copyto(x, age[0])
-                for i in range(1, j):
-                    x += age[i]
-                # exp(m_{j-1}); 0 where there is no j-th presentation (d_j = a): a copy,
-                # not a product, since x overflows to inf after rapid repetitions and
-                # inf * 0 would be NaN
-                np.copyto(x, 0.0, where=ok[j] == 0)
-                np.multiply(x, -c_, out=nd[j])
-                nd[j] -= a_
+            _spacing_block_neg_decays(tb, ok, a_, c_, floor, nd)
             np.subtract(now_, tb, out=tm)
-            _floored_log_ages(tm, floor)
-            np.multiply(tm, nd, out=tm)
-            np.exp(tm, out=tm)
+            _spacing_terms(tm, nd, floor)
             np.copyto(tm, 0.0, where=ok == 0)  # as above: an overflowed term times 0 is NaN
             o = res[lo:hi]
             np.copyto(o, tm[0])
@@ -593,6 +620,88 @@ def actr_activation_spacing(
                 o += tm[j]
             np.log(o, out=o)
     return res.reshape(np.shape(times)[:-1])
+
+
+def actr_spacing_neg_decays(
+    times: ArrayLike, a: float = 0.1768, c: float = 0.2170, min_age: float = 0.0
+) -> np.ndarray:
+    """-d_j of every presentation of the (n, m) NaN-padded ``times``, as
+    :func:`actr_activation_spacing` computes them (NaN where a row has no j-th
+    presentation): the decays a policy may cache at each presentation instead."""
+    t, _, m = _actr_blocks(times)
+    out = np.full(t.shape, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for lo in range(0, len(t), _ACTR_BLOCK):
+            tb = np.ascontiguousarray(t[lo : lo + _ACTR_BLOCK].T)
+            ok = np.isfinite(tb).astype(np.float64)
+            nd = np.empty(tb.shape)
+            if m:
+                _spacing_block_neg_decays(tb, ok, float(a), float(c), float(min_age), nd)
+            out[lo : lo + _ACTR_BLOCK] = np.where(ok == 1.0, nd, np.nan).T
+    return out.reshape(np.shape(times))
+
+
+def actr_spacing_sums(
+    pool: np.ndarray,
+    neg_decay: np.ndarray,
+    start: np.ndarray,
+    counts: np.ndarray,
+    now: float,
+    min_age: float = 0.0,
+) -> np.ndarray:
+    """``sum_j max(now - t_j, min_age) ** -d_j`` of rows whose presentations and their -d_j
+    are stored one after the other: row i's are ``pool[start[i] : start[i] + counts[i]]``
+    and ``neg_decay[...]`` at the same places (0 for a row with none). Summed in
+    presentation order with the padded kernel's operations per element, so that
+    ``ln`` of it is :func:`actr_activation_spacing` bit for bit and
+    :func:`actr_spacing_neg_decay` of it at a new presentation's time is that kernel's d_j.
+    Rows are grouped by the power of two at or above their count (cost O(presentations))."""
+    pool_ = np.asarray(pool, dtype=np.float64)
+    nd_ = np.asarray(neg_decay, dtype=np.float64)
+    st = np.asarray(start, dtype=np.int64)
+    c = np.asarray(counts, dtype=np.int64)
+    out = np.zeros(len(c))
+    has = np.flatnonzero(c > 0)
+    if not len(has):
+        return out
+    now_, floor = float(now), float(min_age)
+    cls = np.ceil(np.log2(c[has])).astype(np.int64)  # 1 -> 0, 2 -> 1, 3..4 -> 2, ...
+    order = np.argsort(cls, kind="stable")
+    starts = np.flatnonzero(np.r_[True, cls[order][1:] != cls[order][:-1]])
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for lo, hi in zip(starts, [*starts[1:], len(order)], strict=True):
+            rows = has[order[lo:hi]]
+            j = np.arange(int(c[rows].max()))[:, None]
+            present = j < c[rows]  # (w, rows)
+            at = (st[rows] + j)[present]
+            age = np.full(present.shape, np.nan)
+            age[present] = pool_[at]
+            nd = np.zeros(present.shape)
+            nd[present] = nd_[at]
+            np.subtract(now_, age, out=age)
+            _spacing_terms(age, nd, floor)
+            np.copyto(age, 0.0, where=~present)  # a copy: an overflowed term times 0 is NaN
+            # running sums down the columns, strictly in order (a reduction may sum pairwise)
+            np.add.accumulate(age, axis=0, out=age)
+            out[rows] = age[-1]
+    return out
+
+
+def actr_activation_spacing_segments(
+    pool: np.ndarray,
+    neg_decay: np.ndarray,
+    start: np.ndarray,
+    counts: np.ndarray,
+    now: float,
+    min_age: float = 0.0,
+) -> np.ndarray:
+    """:func:`actr_activation_spacing` bit for bit, from presentations and their -d_j stored
+    as segments of two parallel pools (see :func:`actr_spacing_sums`): O(presentations)
+    per call instead of the padded kernel's O(widest row^2) numpy calls."""
+    x = actr_spacing_sums(pool, neg_decay, start, counts, now, min_age)
+    with np.errstate(divide="ignore"):
+        np.log(x, out=x)
+    return x
 
 
 def logistic_recall(activation: ArrayLike, tau: ArrayLike, s: ArrayLike) -> np.ndarray:
