@@ -166,10 +166,10 @@ class ACTR(ReferencePolicy):
     def _padded(self, n: int) -> np.ndarray:
         """The presentation times of rows [0, n) as the NaN-padded matrix the padded spacing
         kernel (``kernels.actr_activation_spacing``, the reference of the decays cached in
-        ``neg_decay``; no longer on the policy's path) reads, as wide as it used to be kept (the smallest power of two at or above the
-        largest count: its width doubled whenever a full row was presented again). Since
-        actr-spacing v2 the padding adds exact zeros, so the width no longer changes a result
-        (docs/performance.md, actr-spacing)."""
+        ``neg_decay``; no longer on the policy's path) reads, as wide as it used to be kept
+        (the smallest power of two at or above the largest count: its width doubled whenever
+        a full row was presented again). Since actr-spacing v2 the padding adds exact zeros,
+        so the width no longer changes a result (docs/performance.md, actr-spacing)."""
         c = self.counts[:n]
         width = 1 << (max(1, int(c.max(initial=1))) - 1).bit_length()
         t = np.full((n, width), np.nan)
