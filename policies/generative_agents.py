@@ -74,6 +74,12 @@ class GenerativeAgents(ReferencePolicy):
 
     def setup(self) -> None:
         self.store.add_column("importance", np.float64, 0.0)
+        # the code variant's recency order of every row (see _recency_order) and the
+        # last use and creation time of each row when it was computed
+        self._order = np.zeros(0, dtype=np.int64)
+        self._order_last = np.zeros(0)
+        self._order_created = np.zeros(0)
+        self._order_newest_first = False
 
     def _create(self, claim: Claim, now: float) -> dict[str, float]:
         # no importance from the LLM: the middle of the scale (min-max normalizes anyway)
@@ -100,15 +106,12 @@ class GenerativeAgents(ReferencePolicy):
             # accessed (oldest_first, as released) or the most (newest_first, the paper's
             # direction); equal last access keeps the newer memory first, memories created
             # at the same time in the seeded tie order (memory identity, never storage
-            # order: Policy.rank's rule)
-            ties = self.store.tie_keys(f"{self.seed}:recency-rank", idx)
-            access = self._last_use()[idx]
-            if p.code_rank_order == "newest_first":
-                access = -access
-            order = np.lexsort((ties, -self.store["created"][idx], access))
-            rank = np.empty(len(idx))
-            rank[order] = np.arange(1, len(idx) + 1)
-            recency = np.power(p.code_recency_decay, rank)
+            # order: Policy.rank's rule). The order is kept between queries (_recency_order)
+            order = self._recency_order(p.code_rank_order == "newest_first")
+            order = order[live[order]]
+            rank = np.empty(len(live))
+            rank[order] = np.arange(1, len(order) + 1)
+            recency = np.power(p.code_recency_decay, rank[idx])
             w = (p.code_w_recency, p.code_w_importance, p.code_w_relevance)
         else:
             recency = self.retention(now)[idx]
@@ -118,6 +121,42 @@ class GenerativeAgents(ReferencePolicy):
             recency, self.store["importance"][idx], sims[idx], w
         )
         return out
+
+    def _recency_order(self, newest_first: bool) -> np.ndarray:
+        """Every row by last use (the oldest first, or the newest first with
+        ``newest_first``), then creation (newest first), then the seeded tie key of memory
+        identity, then row: the stable ``np.lexsort`` of those keys, whose restriction to the
+        live rows is their order by the same keys. Kept between queries: the rows whose last
+        use or creation changed since (the retrieved ones) and the new rows are sorted among
+        themselves and put at the recent end when all of them were used later than every
+        other row (what a retrieval or a creation at ``now`` does); any other change
+        re-sorts every row."""
+        s = self.store
+        n, m = s.n, len(self._order_last)
+        last, created = self._last_use(), s["created"]
+        access = -last if newest_first else last
+        changed = np.flatnonzero(
+            (last[:m] != self._order_last) | (created[:m] != self._order_created)
+        )
+        changed = np.concatenate([changed, np.arange(m, n)])
+        salt = f"{self.seed}:recency-rank"
+        if newest_first != self._order_newest_first:
+            changed = np.arange(n)  # another direction: every row anew
+        if len(changed):
+            moved = np.zeros(n, dtype=bool)
+            moved[changed] = True
+            stay = self._order[~moved[self._order]]
+            if len(stay) and not last[changed].min() > last[stay].max():
+                rows = np.arange(n)
+                self._order = rows[np.lexsort((s.tie_keys(salt, rows), -created, access))]
+            else:
+                ties = s.tie_keys(salt, changed)
+                recent = changed[np.lexsort((ties, -created[changed], access[changed]))]
+                parts = [recent, stay] if newest_first else [stay, recent]
+                self._order = np.concatenate(parts)
+            self._order_last, self._order_created = last.copy(), created.copy()
+            self._order_newest_first = newest_first
+        return self._order
 
 
 @dataclass(frozen=True)

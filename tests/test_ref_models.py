@@ -172,6 +172,96 @@ def test_generative_agents_code_variant_ranks_by_weights(order, scores):
     assert pol.footprint() == 2 and pol.schedule == ()
 
 
+def _check_code_recency_against_the_full_sort(monkeypatch) -> list[int]:
+    """Patch GenerativeAgents._scores to assert, at every query, that its scores equal those
+    of the stable lexsort of (last use, creation, tie key) over the live rows (the code
+    variant's recency rank computed from scratch, as before the order was kept)."""
+    from memsim.engine import kernels
+    from policies.generative_agents import GenerativeAgents
+
+    kept = GenerativeAgents._scores
+    checked: list[int] = []
+
+    def checking(self, sims, live, now):
+        got = kept(self, sims, live, now)
+        p, s, idx = self.params, self.store, np.flatnonzero(live)
+        ties = s.tie_keys(f"{self.seed}:recency-rank", idx)
+        access = self._last_use()[idx]
+        if p.code_rank_order == "newest_first":
+            access = -access
+        order = np.lexsort((ties, -s["created"][idx], access))
+        rank = np.empty(len(idx))
+        rank[order] = np.arange(1, len(idx) + 1)
+        want = np.full(len(sims), -np.inf)
+        want[idx] = kernels.generative_agents_score(
+            np.power(p.code_recency_decay, rank),
+            s["importance"][idx],
+            sims[idx],
+            (p.code_w_recency, p.code_w_importance, p.code_w_relevance),
+        )
+        assert got.tobytes() == want.tobytes()
+        checked.append(len(idx))
+        return got
+
+    monkeypatch.setattr(GenerativeAgents, "_scores", checking)
+    return checked
+
+
+def test_generative_agents_code_recency_kept_between_queries_is_the_full_sort(monkeypatch):
+    """The code variant's recency order is kept between queries (retrieved and new rows put
+    in front); at every query it scores as the full sort it replaces, on a stream with user
+    forgets and with reinforcements (reinforce_cosine 0.9: one refreshes last use)."""
+    import scenarios
+    from memsim.engine.events import Forget, Stream
+    from memsim.engine.mockllm import MockLLM
+    from memsim.engine.runner import run
+
+    checked = _check_code_recency_against_the_full_sort(monkeypatch)
+    stream = scenarios.load("synthetic:churn,episodes=600")
+    events, episodes = [], []
+    for ev in stream.events:
+        events.append(ev)
+        if isinstance(ev, Episode):
+            episodes.append(ev.id)
+        elif isinstance(ev, Query) and len(episodes) > 3 and len(events) % 3 == 0:
+            events.append(Forget(id=f"forget-{len(events)}", time=ev.time, episode_id=episodes[-3]))
+    with_forgets = Stream(tuple(events), name="churn-with-forgets", horizon=stream.horizon)
+    for over in ({}, {"reinforce_cosine": 0.9}, {"code_rank_order": "newest_first"}):
+        pol = make("generative-agents-code", over, llm=MockLLM(seed=0), seed=0)
+        actions = {o.action for o in run(pol, with_forgets).outcomes}
+        assert "forget" in actions
+        assert "reinforce" in actions or "reinforce_cosine" not in over
+    assert len(checked) > 150
+
+
+def test_generative_agents_code_recency_retrieved_row_ties_an_unretrieved_newer_one(monkeypatch):
+    """Newest first: row 0 (created at 0) is retrieved at 1, when row 1 was created: both
+    were last used at 1, and row 1, the newer, comes first; a kept order that put the
+    retrieved row at the recent end without a full sort would put it first."""
+    checked = _check_code_recency_against_the_full_sort(monkeypatch)
+    pol = make("generative-agents-code", {"code_rank_order": "newest_first"}, llm=TwoKeysLLM())
+    pol.ingest([_ep(0, 0.0, "a.b")], 0.0)
+    pol.ingest([_ep(1, 1.0, "c.d")], 1.0)
+    assert pol.recall([_q(1.0, k=1)], 1.0)[0].ids.tolist() == [0]
+    pol.recall([_q(1.0, k=2)], 1.0)
+    assert pol._order.tolist() == [1, 0] and checked == [2, 2]
+
+
+def test_generative_agents_code_recency_new_row_ties_a_retrieved_older_one(monkeypatch):
+    """Oldest first (the released code): row 0 (created at 0) is retrieved twice at 1, then
+    row 1 is created at 1: both last used at 1, the newer (row 1) comes first; a kept order
+    that put the new row at the recent end without a full sort would put it last."""
+    checked = _check_code_recency_against_the_full_sort(monkeypatch)
+    pol = make("generative-agents-code", llm=TwoKeysLLM())
+    assert pol.params.code_rank_order == "oldest_first"
+    pol.ingest([_ep(0, 0.0, "a.b")], 0.0)
+    pol.recall([_q(1.0, k=1)], 1.0)
+    pol.recall([_q(1.0, k=1)], 1.0)
+    pol.ingest([_ep(1, 1.0, "c.d")], 1.0)
+    pol.recall([_q(1.0, k=2)], 1.0)
+    assert pol._order.tolist() == [1, 0] and checked == [1, 1, 2]
+
+
 def test_generative_agents_bad_params():
     with pytest.raises(ParamError, match="recency_decay=0.0"):
         GenerativeAgentsParams(recency_decay=0.0)
