@@ -5,6 +5,9 @@
 Used by bench_sim.py in a subprocess (so a run too slow for the time budget can be stopped);
 ``--profile N`` adds the N top cProfile entries (by cumulative time) of the run; ``--index``
 runs the policy through its candidate index (Policy.use_index) and adds the exactness audit.
+Memory: the process's peak resident set (``peak_rss_mib``, getrusage), its resident set after
+the stream was generated and before the run (``stream_rss_mib``), and the raw bytes of the
+final store's embeddings (``raw_embedding_mib``: rows x dim x 4).
 """
 
 from __future__ import annotations
@@ -14,9 +17,20 @@ import cProfile
 import io
 import json
 import pstats
+import resource
 import time
+from pathlib import Path
 
 HORIZON = 365.0
+
+
+def _rss_mib() -> float:
+    """The resident set of this process now (Linux /proc; NaN elsewhere)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+    return pages * resource.getpagesize() / 2**20
 
 
 def spec(episodes: int, queries: int) -> str:
@@ -39,6 +53,7 @@ def main(argv: list[str] | None = None) -> dict:
     t0 = time.perf_counter()
     stream = scenarios.load(spec(a.episodes, a.queries))
     generate = time.perf_counter() - t0
+    stream_rss = _rss_mib()
     policy = registry.make(a.policy, llm=MockLLM(seed=0), seed=0)
     if a.index:
         knobs = dict(kv.split("=", 1) for kv in a.index.split(","))
@@ -63,6 +78,9 @@ def main(argv: list[str] | None = None) -> dict:
         "timings": dict(trace.timings),
         "store_rows": int(policy.store.n),
         "footprint": int(policy.footprint()),
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "stream_rss_mib": stream_rss,
+        "raw_embedding_mib": policy.store.n * policy.store.embedding.shape[1] * 4 / 2**20,
     }
     if a.index:
         out["index_audit"] = policy.index_audit()
