@@ -212,3 +212,66 @@ def test_stable_hash_is_the_same_in_another_process():
             env={**os.environ, "PYTHONHASHSEED": salt},
         )
         assert int(out.stdout) == stable_hash(0, "a", "b") == 7692335375239204862
+
+
+# -- the batched draws (ClaimsEmbedder.vectors from _BATCH_DRAWS claims on) ------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=20))
+def test_pcg64_states_are_numpys_seeding(seeds):
+    """pcg64_states reproduces SeedSequence + PCG64 seeding: the state default_rng(s)
+    starts from, for any 64-bit seed (one or two 32-bit words)."""
+    from memsim.engine.embed import pcg64_states
+
+    seeds = seeds + [0, 1, 2**32 - 1, 2**32, 2**64 - 1]
+    want = [np.random.default_rng(s).bit_generator.state["state"] for s in seeds]
+    assert pcg64_states(seeds) == [(w["state"], w["inc"]) for w in want]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.text(max_size=8), min_size=1, max_size=12), st.integers(0, 99))
+def test_stable_normals_are_stable_rng_draws(names, seed):
+    from memsim.engine.embed import stable_normals, stable_rng
+
+    got = stable_normals(seed, "item", names, 33)
+    for row, name in zip(got, names):
+        assert row.tobytes() == stable_rng(seed, "item", name).standard_normal(33).tobytes()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a.b", "a.c", "d.e", "f", "g.h.i"]), st.sampled_from("xyz")),
+        min_size=0,
+        max_size=30,
+    ),
+    st.sampled_from([1.0, 1.7]),
+    st.sampled_from([3, 200_000]),
+    st.booleans(),
+)
+def test_vectors_batch_is_one_by_one_bit_for_bit(claims, spread, cache_limit, warm):
+    """The batched path (shared draws, one product per block) gives the bytes of vector()
+    claim by claim, below and above _BATCH_DRAWS, cold or warm cache, and when the block
+    cache overflows (a limit of 3) in the middle of a batch."""
+    keys, values = [k for k, _ in claims], [v for _, v in claims]
+    items = [f"e{i}#0" for i in range(len(claims))]
+    batched = ClaimsEmbedder(dim=64, bands=Bands(spread=spread), seed=5)
+    single = ClaimsEmbedder(dim=64, bands=Bands(spread=spread), seed=5)
+    batched.CACHE_LIMIT = cache_limit
+    if warm:
+        batched.vectors(keys[:3], values[:3], ["warm"] * len(keys[:3]))
+    got = batched.vectors(keys, values, items)
+    assert got.shape == (len(claims), 64)
+    for i in range(len(claims)):
+        assert got[i].tobytes() == single.vector(keys[i], values[i], items[i]).tobytes()
+    cl = [Claim(key=k, value=v) for k, v in claims]
+    assert batched.embed(cl, items).tobytes() == got.astype(np.float32).tobytes()
+
+
+def test_vectors_batch_refuses_a_text_only_claim():
+    e = ClaimsEmbedder()
+    with pytest.raises(ValueError, match="text-only claim"):
+        e.vectors(["a.b"] * 9 + [""], ["1"] * 10, [str(i) for i in range(10)])
+    with pytest.raises(ValueError, match="3 keys, 2 values"):
+        e.vectors(["a.b"] * 3, ["1"] * 2, ["x"] * 3)
