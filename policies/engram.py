@@ -241,10 +241,54 @@ class Engram(Policy[EngramParams]):
 
     # -- ingest: episodes stored as they arrive -------------------------------------
     def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
-        out: list[Outcome] = []
+        """Every episode's claims stored as bites, in order. Storing decides nothing, so a
+        batch is extracted, embedded and added at once: the same rows, outcomes and store as
+        one episode at a time (benchmarks/bench_ingest.py checks it)."""
+        claims_of: list[tuple[Claim, ...]] = []
+        keys: list[str] = []
+        texts: list[str] = []
         for ep in episodes:
-            out.extend(self._ingest_one(ep, now))
-        return out
+            if ep.project:
+                self.episode_project[ep.id] = ep.project
+            claims = self._claims_of(ep)
+            claims_of.append(claims)
+            keys.extend(f"{ep.id}#{i}" for i in range(len(claims)))
+            texts.extend([ep.text] * len(claims))
+        flat = [c for claims in claims_of for c in claims]
+        vecs, ok = self._embed_claims(flat, keys, texts)
+        # each episode's outcomes as one episode at a time gives them: its drops, its rows
+        per_episode: list[list[Outcome]] = [[] for _ in episodes]
+        kept: list[int] = []  # positions in ``flat`` of the claims stored, in order
+        owner: list[int] = []  # the episode (index) of each
+        pos = 0
+        for e, claims in enumerate(claims_of):
+            for i in range(len(claims)):
+                if ok[pos + i]:
+                    kept.append(pos + i)
+                    owner.append(e)
+                else:
+                    drop = Outcome(episodes[e].id, "drop", -1, f"claim {i}: embedding failed")
+                    per_episode[e].append(drop)
+            pos += len(claims)
+        if kept:
+            rows = self.store.add(
+                now,
+                vecs[kept],
+                texts=[texts[j] for j in kept],
+                claims=[flat[j] for j in kept],
+                provenance=[{episodes[e].id} for e in owner],
+                status="active",
+                kind="episode",
+                last_reinforced=now,
+                evidence=1,
+            )
+            for r, e in zip(rows.tolist(), owner):
+                ep_id = episodes[e].id
+                self.arrivals.append(r)
+                self.arrival_episodes.append(ep_id)
+                self.episode_row_of.setdefault(ep_id, []).append(r)
+                per_episode[e].append(Outcome(ep_id, "create", r, "episode"))
+        return [o for outs in per_episode for o in outs]
 
     def _claims_of(self, ep: Episode) -> tuple[Claim, ...]:
         claims = self.llm.extract(ep)
@@ -267,36 +311,6 @@ class Engram(Policy[EngramParams]):
             vecs[bad] = retry.vectors
             ok[bad] = retry.ok
         return vecs, ok
-
-    def _ingest_one(self, ep: Episode, now: float) -> list[Outcome]:
-        if ep.project:
-            self.episode_project[ep.id] = ep.project
-        claims = self._claims_of(ep)
-        keys = [f"{ep.id}#{i}" for i in range(len(claims))]
-        vecs, ok = self._embed_claims(claims, keys, [ep.text] * len(claims))
-        out: list[Outcome] = []
-        keep = np.flatnonzero(ok)
-        for i in np.flatnonzero(~ok):
-            out.append(Outcome(ep.id, "drop", -1, f"claim {i}: embedding failed"))
-        if len(keep) == 0:
-            return out
-        rows = self.store.add(
-            now,
-            vecs[keep],
-            texts=[ep.text] * len(keep),
-            claims=[claims[i] for i in keep],
-            provenance=[{ep.id}] * len(keep),
-            status="active",
-            kind="episode",
-            last_reinforced=now,
-            evidence=1,
-        )
-        for r in rows.tolist():
-            self.arrivals.append(r)
-            self.arrival_episodes.append(ep.id)
-            self.episode_row_of.setdefault(ep.id, []).append(r)
-            out.append(Outcome(ep.id, "create", r, "episode"))
-        return out
 
     # -- confidence / strength ----------------------------------------------------
     def confidence(self, rows: Any = None) -> np.ndarray:

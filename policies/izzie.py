@@ -227,32 +227,43 @@ class Izzie(Policy[IzzieParams]):
         return float(imp)
 
     def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
-        out: list[Outcome] = []
+        # each episode's outcomes in the order one episode at a time gives them
+        per_episode: list[list[Outcome]] = [[] for _ in episodes]
         self._message_context(episodes, now)
-        items: list[tuple[Episode, Claim, str]] = []
-        for ep in episodes:
+        items: list[tuple[int, Claim, str]] = []  # (episode index, claim, item key)
+        for e, ep in enumerate(episodes):
             claims = self.llm.extract(ep)
             if claims is None:
-                out.append(
+                per_episode[e].append(
                     Outcome(ep.id, "drop", detail="LLM response could not be parsed: nothing saved")
                 )
                 continue
             if not claims:
-                out.append(Outcome(ep.id, "drop", detail="memoriesToSave is empty"))
+                per_episode[e].append(Outcome(ep.id, "drop", detail="memoriesToSave is empty"))
             for i, c in enumerate(claims):
-                items.append((ep, c, f"{ep.id}#{i}"))
-        if not items:
-            return out
+                items.append((e, c, f"{ep.id}#{i}"))
+        if items:
+            self._store_items(episodes, items, per_episode, now)
+        return [o for outs in per_episode for o in outs]
+
+    def _store_items(
+        self,
+        episodes: Sequence[Episode],
+        items: list[tuple[int, Claim, str]],
+        per_episode: list[list[Outcome]],
+        now: float,
+    ) -> None:
         emb = self.llm.embed([c for _, c, _ in items], [k for _, _, k in items])
         ok = np.asarray(emb.ok, dtype=bool)
         keep = [i for i in range(len(items)) if ok[i]]
         for i in range(len(items)):
             if not ok[i]:
-                out.append(
-                    Outcome(items[i][0].id, "drop", detail=f"embedding failed for {items[i][2]}")
+                e, _, key = items[i]
+                per_episode[e].append(
+                    Outcome(episodes[e].id, "drop", detail=f"embedding failed for {key}")
                 )
         if not keep:
-            return out
+            return
         cats = [self.params.table_category(items[i][1].category) for i in keep]
         rows = self.store.add(
             now,
@@ -264,20 +275,20 @@ class Izzie(Policy[IzzieParams]):
                 for i in keep
             ],
             claims=[items[i][1] for i in keep],
-            provenance=[(items[i][0].id,) for i in keep],
+            provenance=[(episodes[items[i][0]].id,) for i in keep],
             importance=np.array([self._importance(items[i][1], c) for i, c in zip(keep, cats)]),
             decay_rate=np.array([self.params.decay_rate(c) for c in cats]),
             category=np.array([CATEGORIES.index(c) for c in cats], dtype=np.int8),
-            source_date=np.array([items[i][0].time for i in keep], dtype=np.float64),
+            source_date=np.array([episodes[items[i][0]].time for i in keep], dtype=np.float64),
         )
         for i, row in zip(keep, rows.tolist()):
-            ep = items[i][0]
+            e = items[i][0]
+            ep = episodes[e]
             self.source_type.append("chat")
             self.source_id.append(ep.conversation or ep.id)
-            out.append(
+            per_episode[e].append(
                 Outcome(ep.id, "create", int(row), detail=CATEGORIES[self.store["category"][row]])
             )
-        return out
 
     # -- strength and recall -----------------------------------------------------
     def days_since_access(self, now: float) -> np.ndarray:

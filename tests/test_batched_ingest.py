@@ -52,3 +52,27 @@ def test_batched_day_equals_one_by_one(policy_id, stream_seed, day, seed):
     assert out_a == out_b
     assert store_state(a.store) == store_state(b.store)
     assert np.array_equal(a.strength(now), b.strength(now), equal_nan=True)
+
+
+@pytest.mark.parametrize("policy_id", SEEDS)
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stream_seed=st.integers(0, 2**16), day=st.integers(1, 9), seed=st.integers(0, 3))
+def test_batched_day_equals_one_by_one_with_failures(policy_id, stream_seed, day, seed):
+    """The same with the mock's extraction and embedding failures (the fallbacks and drops a
+    batch must interleave per episode as one episode at a time does)."""
+    import scenarios
+    from memsim.engine.llm import Faults
+
+    stream = scenarios.load("synthetic:steady,episodes=300,queries=10,horizon=10", seed=stream_seed)
+    eps = [e for e in stream.events if isinstance(e, Episode)]
+    llm = MockLLM(seed=seed, faults=Faults(extract_fail=0.2, embed_fail=0.3))
+    pol = registry.make(policy_id, llm=llm, seed=seed)
+    for t, batch in groupby((e for e in eps if e.time < day), key=lambda e: e.time):
+        pol.ingest(list(batch), t)
+    todays = [e for e in eps if day <= e.time < day + 1]
+    now = day + 1.0
+    a, b = pol, copy.deepcopy(pol)
+    out_a = a.ingest(todays, now)
+    out_b = [o for e in todays for o in b.ingest([e], now)]
+    assert out_a == out_b
+    assert store_state(a.store) == store_state(b.store)
