@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -37,9 +38,14 @@ def simrun(
         cmd += ["--profile", str(profile)]
     if index:
         cmd += ["--index", index]
+    # one BLAS thread: a simulation makes many small products (one per claim for the
+    # policies that scan for a repetition), and a second BLAS thread on a shared 2-core
+    # machine makes each of them wait for a descheduled thread (Ebisu's year: 546 s wall,
+    # 490 s of it in ingest, against 2.8 s at a tenth, with another job on the other core)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     try:
         done = subprocess.run(
-            cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, check=True
+            cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout, check=True
         )
     except subprocess.TimeoutExpired:
         return None
