@@ -404,3 +404,23 @@ def test_actr_spacing_policy_rapid_repetitions_reach_inf_as_the_padded_kernel():
     got = pol.activation(5 / 24)
     want = K.actr_activation_spacing(pol._padded(2), 5 / 24, p.spacing_a, p.spacing_c, p.min_age)
     assert got[0] == math.inf and got.tobytes() == want.tobytes()
+
+
+def test_actr_spacing_overflowed_decay_one_time_unit_later_is_not_nan():
+    """After six presentations 45 minutes apart (binary fractions of a day, so that the age
+    below is exactly 1; the sixth decay overflows to inf), one time unit after the last
+    presentation that term is 1 ** -inf = 1 (IEEE pow), not 0 x -inf = NaN: the activation
+    is finite and the same in the policy and the padded kernel."""
+    pol = make("actr-spacing", llm=OneVectorLLM())
+    _create_row(pol, 0.0)
+    _create_row(pol, 0.0)
+    for k in range(1, 6):
+        pol._review(np.array([0]), k / 32)
+    p = pol.params
+    assert math.isinf(pol.decays(0)[-1])
+    at = 5 / 32 + 1.0
+    assert at - 5 / 32 == 1.0
+    got = pol.activation(at)
+    want = K.actr_activation_spacing(pol._padded(2), at, p.spacing_a, p.spacing_c, p.min_age)
+    assert np.isfinite(got).all() and got.tobytes() == want.tobytes()
+    assert got[0] > got[1]  # the repeated memory stays the stronger

@@ -543,9 +543,12 @@ def _floored_log_ages(age: np.ndarray, floor: float) -> None:
 def _spacing_terms(age: np.ndarray, neg_decay: np.ndarray, floor: float) -> None:
     """``max(age, floor) ** -d`` in place as ``exp(-d * ln max(age, floor))`` (``neg_decay``
     is -d): a presentation's term in Pavlik & Anderson's activation. NaN ages (no
-    presentation) give finite garbage the caller masks out by copy."""
+    presentation) give finite garbage the caller masks out by copy. An overflowed decay
+    (d = inf) at age exactly 1 gives 0 x -inf = NaN where ``1 ** -inf`` is 1: the product is
+    set to 0 there (exp(0) = 1; no finite product is NaN, so nothing else changes)."""
     _floored_log_ages(age, floor)
     np.multiply(age, neg_decay, out=age)
+    np.copyto(age, 0.0, where=np.isnan(age))
     np.exp(age, out=age)
 
 
