@@ -31,9 +31,16 @@ PROFILE_LINES = 25
 
 
 def simrun(
-    policy: str, episodes: int, queries: int, timeout: float, profile: int = 0, index: str = ""
+    policy: str,
+    episodes: int,
+    queries: int,
+    timeout: float,
+    profile: int = 0,
+    index: str = "",
+    extra: list[str] | None = None,
 ) -> dict | None:
     cmd = [sys.executable, "-m", "benchmarks.simrun", policy, str(episodes), str(queries)]
+    cmd += extra or []
     if profile:
         cmd += ["--profile", str(profile)]
     if index:

@@ -211,9 +211,10 @@ def main(argv: list[str] | None = None) -> int:
     raw = json.loads(raw_path.read_text())
     md, doc = build(raw, command, returncode)
     from benchmarks.bench_scaling import kept_block as kept_scaling
+    from benchmarks.bench_tenyear import kept_block as kept_tenyear
     from benchmarks.profiles import kept_block  # the profile summary has its own command
 
-    for keep in (kept_block, kept_scaling):  # blocks written by their own commands
+    for keep in (kept_block, kept_scaling, kept_tenyear):  # blocks written by their own commands
         if OUT_MD.exists() and (kept := keep(OUT_MD.read_text())):
             md = md.rstrip("\n") + "\n\n" + kept
     OUT_MD.write_text(md)

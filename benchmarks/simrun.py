@@ -1,6 +1,7 @@
 """One simulation run of a policy through the ``steady`` synthetic year, timed; prints JSON.
 
-    python -m benchmarks.simrun POLICY EPISODES QUERIES [--profile N] [--index mode=ivf,min_rows=N]
+    python -m benchmarks.simrun POLICY EPISODES QUERIES [--horizon DAYS] [--profile N]
+        [--index mode=ivf,min_rows=N]
 
 Used by bench_sim.py in a subprocess (so a run too slow for the time budget can be stopped);
 ``--profile N`` adds the N top cProfile entries (by cumulative time) of the run; ``--index``
@@ -33,8 +34,8 @@ def _rss_mib() -> float:
     return pages * resource.getpagesize() / 2**20
 
 
-def spec(episodes: int, queries: int) -> str:
-    return f"synthetic:steady,episodes={episodes},queries={queries},horizon={HORIZON:g}"
+def spec(episodes: int, queries: int, horizon: float = HORIZON) -> str:
+    return f"synthetic:steady,episodes={episodes},queries={queries},horizon={horizon:g}"
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -42,6 +43,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("policy")
     ap.add_argument("episodes", type=int)
     ap.add_argument("queries", type=int)
+    ap.add_argument("--horizon", type=float, default=HORIZON, help="days (default: a year)")
     ap.add_argument("--profile", type=int, default=0)
     ap.add_argument("--index", default="", help="mode=ivf,min_rows=N,nprobe=N,audit_every=N")
     a = ap.parse_args(argv)
@@ -51,7 +53,7 @@ def main(argv: list[str] | None = None) -> dict:
     from memsim.engine.runner import run
 
     t0 = time.perf_counter()
-    stream = scenarios.load(spec(a.episodes, a.queries))
+    stream = scenarios.load(spec(a.episodes, a.queries, a.horizon))
     generate = time.perf_counter() - t0
     stream_rss = _rss_mib()
     policy = registry.make(a.policy, llm=MockLLM(seed=0), seed=0)
@@ -71,7 +73,7 @@ def main(argv: list[str] | None = None) -> dict:
         "policy": a.policy,
         "episodes": a.episodes,
         "queries": a.queries,
-        "spec": spec(a.episodes, a.queries),
+        "spec": spec(a.episodes, a.queries, a.horizon),
         "generate_seconds": generate,
         "run_seconds": wall,
         "run_cpu_seconds": cpu,

@@ -1,0 +1,154 @@
+"""Target 10 (issue 16): a ten-year steady stream (1,000,000 episodes, 100,000 queries over
+3,650 days) runs to the end, with the peak memory against the raw bytes of the embeddings.
+
+Each policy runs once through ``benchmarks.simrun`` in a subprocess (one BLAS thread), which
+reports the process's peak resident set (``peak_rss_mib``), its resident set once the stream
+is generated (``stream_rss_mib``) and the raw bytes of the final store's embeddings
+(``raw_embedding_mib``: rows x dim x 4). The table's memory ratio is
+(peak - stream) / raw: what the run added over the raw embeddings it ends with.
+
+    nice -n 5 python -m benchmarks.bench_tenyear [POLICY ...]      # full mode; writes its table
+    python -m benchmarks.bench_tenyear --from-json R1.json R2.json    # the table from simrun's JSON
+    MEMSIM_BENCH_SMOKE=1 python -m pytest benchmarks/bench_tenyear.py --benchmark-disable
+
+Full mode writes the table between ``TENYEAR_BEGIN`` / ``TENYEAR_END`` of
+results/benchmarks.md. Smoke mode runs keep-all in-process on a 2,000-episode "decade".
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.bench_scaling import _shares
+from benchmarks.conftest import record_target
+from benchmarks.workloads import REPO, SMOKE, size
+
+OUT_MD = REPO / "results" / "benchmarks.md"
+BEGIN, END = "<!-- TENYEAR_BEGIN -->", "<!-- TENYEAR_END -->"
+EPISODES, QUERIES = size(1_000_000, 2_000), size(100_000, 100)
+HORIZON = 3650.0
+TIMEOUT = 6 * 3600.0
+
+
+def spec_args() -> list[str]:
+    return [str(EPISODES), str(QUERIES), "--horizon", f"{HORIZON:g}"]
+
+
+def measure(policy: str) -> dict | None:
+    """simrun's JSON of one ten-year run of ``policy`` (None: over the time limit)."""
+    if SMOKE:
+        import contextlib
+        import io
+
+        from benchmarks import simrun as simrun_mod
+
+        with contextlib.redirect_stdout(io.StringIO()):
+            return simrun_mod.main([policy, *spec_args()])
+    from benchmarks.bench_sim import simrun
+
+    return simrun(policy, EPISODES, QUERIES, timeout=TIMEOUT, extra=["--horizon", f"{HORIZON:g}"])
+
+
+def memory_ratio(r: dict) -> float:
+    """(peak resident set - resident set after the stream) / raw embedding bytes."""
+    return (r["peak_rss_mib"] - r["stream_rss_mib"]) / max(r["raw_embedding_mib"], 1e-9)
+
+
+def table(results: list[dict], command: str) -> str:
+    lines = [
+        BEGIN,
+        "## The ten-year steady stream (issue 16, target 10)",
+        "",
+        f"`{command}` on {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; each run one subprocess "
+        "with one BLAS thread. Memory: peak resident set of the process, its resident set once "
+        "the stream was generated, the raw bytes of the final store's embeddings (rows x dim x "
+        "4); ratio = (peak - after the stream) / raw.",
+        "",
+        "| policy | episodes | queries | run s | CPU s | ingest / recall / maintain | "
+        "store rows | peak MiB | after the stream MiB | raw embeddings MiB | ratio |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['policy']} | {r['episodes']:,} | {r['queries']:,} | {r['run_seconds']:.0f} | "
+            f"{r['run_cpu_seconds']:.0f} | {_shares(r['timings'])} | {r['store_rows']:,} | "
+            f"{r['peak_rss_mib']:,.0f} | {r['stream_rss_mib']:,.0f} | "
+            f"{r['raw_embedding_mib']:,.0f} | {memory_ratio(r):.2f} |"
+        )
+    lines += ["", END, ""]
+    return "\n".join(lines)
+
+
+def splice(md: str, block: str) -> str:
+    if BEGIN in md and END in md:
+        head, rest = md.split(BEGIN, 1)
+        return head + block + rest.split(END, 1)[1].lstrip("\n")
+    return md.rstrip("\n") + "\n\n" + block
+
+
+def kept_block(md: str) -> str:
+    """The ten-year block of ``md`` ('' when none), for benchmarks.report to keep."""
+    if BEGIN in md and END in md:
+        return BEGIN + md.split(BEGIN, 1)[1].split(END, 1)[0] + END + "\n"
+    return ""
+
+
+@pytest.mark.parametrize("policy_id", ["keep-all"])
+def test_target10_ten_year_stream_runs_to_the_end(benchmark, policy_id):
+    r = measure(policy_id)
+    assert r is not None, f"{policy_id}: the ten-year stream took over {TIMEOUT:.0f} s"
+    assert r["episodes"] == EPISODES and r["store_rows"] > 0
+    assert r["peak_rss_mib"] >= r["stream_rss_mib"] > 0 and r["raw_embedding_mib"] > 0
+    record_target(
+        benchmark,
+        target=f"10 ten-year stream {policy_id} (peak memory over the stream / raw embeddings)",
+        ratio=memory_ratio(r),
+        limit=float("inf"),
+        better="lower",
+        n=r["episodes"],
+        what="runs to the end; (peak RSS - RSS after the stream) / raw embedding bytes",
+        run_seconds=r["run_seconds"],
+        store_rows=r["store_rows"],
+    )
+    benchmark.group = "tenyear"
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_tenyear")
+    ap.add_argument("policies", nargs="*", default=["keep-all"])
+    ap.add_argument("--from-json", type=Path, nargs="+", default=None)
+    ap.add_argument("--no-write", action="store_true", help="print the table only")
+    a = ap.parse_args(argv)
+    command = "nice -n 5 python -m benchmarks.bench_tenyear"
+    results: list[dict] = []
+    if a.from_json:
+        for path in a.from_json:
+            results.append(json.loads(path.read_text().strip().splitlines()[-1]))
+        command += " " + " ".join(r["policy"] for r in results)
+    else:
+        for pid in a.policies:
+            r = measure(pid)
+            if r is None:
+                print(f"bench_tenyear: {pid} took over {TIMEOUT:.0f} s", flush=True)
+                continue
+            results.append(r)
+            print(f"{pid}: {r['run_seconds']:.0f} s", flush=True)
+        command += " " + " ".join(a.policies)
+    block = table(results, command)
+    print(block)
+    if not a.no_write:
+        md = OUT_MD.read_text() if OUT_MD.exists() else "# Benchmarks\n"
+        OUT_MD.write_text(splice(md, block))
+        print(f"wrote the table into {OUT_MD}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
