@@ -37,6 +37,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import blocks
 from benchmarks.conftest import assert_target_in_full_mode, record_target
 from benchmarks.workloads import REPO, SMOKE, size
 
@@ -191,18 +192,9 @@ def _ref_text(ref: dict) -> str:
     return f"mean of keep-all's first and last runs: {ref['first']:.2f} s and {ref['last']:.2f} s"
 
 
-def splice(md: str, new_block: str) -> str:
-    if BEGIN in md and END in md:
-        head, rest = md.split(BEGIN, 1)
-        return head + new_block + rest.split(END, 1)[1].lstrip("\n")
-    return md.rstrip("\n") + "\n\n" + new_block
-
-
 def kept_block(md: str) -> str:
     """The scaling block of ``md`` ('' when none), for benchmarks.report to keep."""
-    if BEGIN in md and END in md:
-        return BEGIN + md.split(BEGIN, 1)[1].split(END, 1)[0] + END + "\n"
-    return ""
+    return blocks.kept(md, BEGIN, END)
 
 
 # ---- pytest ---------------------------------------------------------------------------
@@ -339,8 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     block = table(rows, ref, a.small, a.large, command, a.code or _commit())
     print(block)
     if not a.no_write:
-        md = OUT_MD.read_text() if OUT_MD.exists() else "# Benchmarks\n"
-        OUT_MD.write_text(splice(md, block))
+        blocks.write(OUT_MD, block, BEGIN, END)
         print(f"wrote the table into {OUT_MD}")
     return 0
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import blocks
 from benchmarks.bench_scaling import _shares
 from benchmarks.conftest import record_target
 from benchmarks.workloads import REPO, SMOKE, size
@@ -85,18 +86,9 @@ def table(results: list[dict], command: str) -> str:
     return "\n".join(lines)
 
 
-def splice(md: str, block: str) -> str:
-    if BEGIN in md and END in md:
-        head, rest = md.split(BEGIN, 1)
-        return head + block + rest.split(END, 1)[1].lstrip("\n")
-    return md.rstrip("\n") + "\n\n" + block
-
-
 def kept_block(md: str) -> str:
     """The ten-year block of ``md`` ('' when none), for benchmarks.report to keep."""
-    if BEGIN in md and END in md:
-        return BEGIN + md.split(BEGIN, 1)[1].split(END, 1)[0] + END + "\n"
-    return ""
+    return blocks.kept(md, BEGIN, END)
 
 
 @pytest.mark.parametrize("policy_id", ["keep-all"])
@@ -144,8 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     block = table(results, command)
     print(block)
     if not a.no_write:
-        md = OUT_MD.read_text() if OUT_MD.exists() else "# Benchmarks\n"
-        OUT_MD.write_text(splice(md, block))
+        blocks.write(OUT_MD, block, BEGIN, END)
         print(f"wrote the table into {OUT_MD}")
     return 0
 

@@ -21,6 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks import blocks
 from benchmarks.workloads import REPO
 
 OUT_MD = REPO / "results" / "benchmarks.md"
@@ -93,20 +94,9 @@ def block(runs: dict[str, dict], baseline: dict[str, dict]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def splice(md: str, new_block: str) -> str:
-    """``md`` with its profile block replaced by ``new_block`` (appended when absent)."""
-    if BEGIN in md and END in md:
-        head, rest = md.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1].lstrip("\n")
-        return head + new_block + tail
-    return md.rstrip("\n") + "\n\n" + new_block
-
-
 def kept_block(md: str) -> str:
     """The profile block of ``md`` ('' when none), for benchmarks.report to keep."""
-    if BEGIN in md and END in md:
-        return BEGIN + md.split(BEGIN, 1)[1].split(END, 1)[0] + END + "\n"
-    return ""
+    return blocks.kept(md, BEGIN, END)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -133,8 +123,7 @@ def main(argv: list[str] | None = None) -> None:
             f = a.baseline / f"{pid}.json"
             if f.exists():
                 baseline[pid] = json.loads(f.read_text())
-    md = OUT_MD.read_text() if OUT_MD.exists() else "# Benchmarks\n"
-    OUT_MD.write_text(splice(md, block(runs, baseline)))
+    blocks.write(OUT_MD, block(runs, baseline), BEGIN, END)
     print(f"wrote the profiles of {', '.join(runs)} into {OUT_MD}")
 
 

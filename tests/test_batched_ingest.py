@@ -33,15 +33,15 @@ def store_state(store) -> tuple:
     )
 
 
-@pytest.mark.parametrize("policy_id", SEEDS)
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(stream_seed=st.integers(0, 2**16), day=st.integers(1, 9), seed=st.integers(0, 3))
-def test_batched_day_equals_one_by_one(policy_id, stream_seed, day, seed):
+def _day_both_ways(policy_id, stream_seed, day, llm, seed):
+    """The policy warmed on the days before ``day`` of a random steady stream, then two
+    copies: one ingests the day in one call, the other one episode at a time. Returns
+    (batched policy, its outcomes, one-at-a-time policy, its outcomes, now)."""
     import scenarios
 
     stream = scenarios.load("synthetic:steady,episodes=300,queries=10,horizon=10", seed=stream_seed)
     eps = [e for e in stream.events if isinstance(e, Episode)]
-    pol = registry.make(policy_id, llm=MockLLM(seed=seed), seed=seed)
+    pol = registry.make(policy_id, llm=llm, seed=seed)
     for t, batch in groupby((e for e in eps if e.time < day), key=lambda e: e.time):
         pol.ingest(list(batch), t)
     todays = [e for e in eps if day <= e.time < day + 1]
@@ -49,6 +49,14 @@ def test_batched_day_equals_one_by_one(policy_id, stream_seed, day, seed):
     a, b = pol, copy.deepcopy(pol)
     out_a = a.ingest(todays, now)
     out_b = [o for e in todays for o in b.ingest([e], now)]
+    return a, out_a, b, out_b, now
+
+
+@pytest.mark.parametrize("policy_id", SEEDS)
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stream_seed=st.integers(0, 2**16), day=st.integers(1, 9), seed=st.integers(0, 3))
+def test_batched_day_equals_one_by_one(policy_id, stream_seed, day, seed):
+    a, out_a, b, out_b, now = _day_both_ways(policy_id, stream_seed, day, MockLLM(seed=seed), seed)
     assert out_a == out_b
     assert store_state(a.store) == store_state(b.store)
     assert np.array_equal(a.strength(now), b.strength(now), equal_nan=True)
@@ -60,19 +68,9 @@ def test_batched_day_equals_one_by_one(policy_id, stream_seed, day, seed):
 def test_batched_day_equals_one_by_one_with_failures(policy_id, stream_seed, day, seed):
     """The same with the mock's extraction and embedding failures (the fallbacks and drops a
     batch must interleave per episode as one episode at a time does)."""
-    import scenarios
     from memsim.engine.llm import Faults
 
-    stream = scenarios.load("synthetic:steady,episodes=300,queries=10,horizon=10", seed=stream_seed)
-    eps = [e for e in stream.events if isinstance(e, Episode)]
     llm = MockLLM(seed=seed, faults=Faults(extract_fail=0.2, embed_fail=0.3))
-    pol = registry.make(policy_id, llm=llm, seed=seed)
-    for t, batch in groupby((e for e in eps if e.time < day), key=lambda e: e.time):
-        pol.ingest(list(batch), t)
-    todays = [e for e in eps if day <= e.time < day + 1]
-    now = day + 1.0
-    a, b = pol, copy.deepcopy(pol)
-    out_a = a.ingest(todays, now)
-    out_b = [o for e in todays for o in b.ingest([e], now)]
+    a, out_a, b, out_b, _ = _day_both_ways(policy_id, stream_seed, day, llm, seed)
     assert out_a == out_b
     assert store_state(a.store) == store_state(b.store)

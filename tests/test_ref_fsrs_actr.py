@@ -391,14 +391,21 @@ def test_actr_spacing_policy_caches_the_padded_kernels_decays(steps, unit, extra
     assert pol.activation(t).tobytes() == want.tobytes()
 
 
-def test_actr_spacing_policy_rapid_repetitions_reach_inf_as_the_padded_kernel():
-    """Six presentations an hour apart: the sixth decay overflows to inf and the activation
-    at the last presentation is +inf, in the policy and in the padded kernel alike."""
+def _rapidly_repeated(per_day: int):
+    """actr-spacing with two memories created at 0, the first presented again at 1 / per_day,
+    2 / per_day, ..., 5 / per_day (six presentations)."""
     pol = make("actr-spacing", llm=OneVectorLLM())
     _create_row(pol, 0.0)
     _create_row(pol, 0.0)
     for k in range(1, 6):
-        pol._review(np.array([0]), k / 24)
+        pol._review(np.array([0]), k / per_day)
+    return pol
+
+
+def test_actr_spacing_policy_rapid_repetitions_reach_inf_as_the_padded_kernel():
+    """Six presentations an hour apart: the sixth decay overflows to inf and the activation
+    at the last presentation is +inf, in the policy and in the padded kernel alike."""
+    pol = _rapidly_repeated(24)
     p = pol.params
     assert math.isinf(pol.decays(0)[-1])
     got = pol.activation(5 / 24)
@@ -411,11 +418,7 @@ def test_actr_spacing_overflowed_decay_one_time_unit_later_is_not_nan():
     below is exactly 1; the sixth decay overflows to inf), one time unit after the last
     presentation that term is 1 ** -inf = 1 (IEEE pow), not 0 x -inf = NaN: the activation
     is finite and the same in the policy and the padded kernel."""
-    pol = make("actr-spacing", llm=OneVectorLLM())
-    _create_row(pol, 0.0)
-    _create_row(pol, 0.0)
-    for k in range(1, 6):
-        pol._review(np.array([0]), k / 32)
+    pol = _rapidly_repeated(32)
     p = pol.params
     assert math.isinf(pol.decays(0)[-1])
     at = 5 / 32 + 1.0
