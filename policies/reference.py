@@ -101,9 +101,8 @@ class ReferencePolicy(Policy):
             vec = vec / np.linalg.norm(vec)
             live = self._live() if can_repeat else None
             if live is not None and live.any():
-                sims = np.where(live, s.embedding @ vec, -np.inf)
-                best = int(np.argmax(sims))
-                if sims[best] >= self.params.reinforce_cosine:
+                best, sim = self._repetition(vec, live)
+                if sim >= self.params.reinforce_cosine:
                     s.add_provenance(best, (ep.id,), now)
                     self._review(np.array([best]), now)
                     s["updated"][best] = now
@@ -122,6 +121,30 @@ class ReferencePolicy(Policy):
             self._after_create(row, now)
             out.append(Outcome(ep.id, "create", row))
         return out
+
+    def _repetition(self, vec: np.ndarray, live: np.ndarray) -> tuple[int, np.float32]:
+        """The live row most similar to ``vec`` and its float32 product: the full scan's
+        ``argmax`` (ties to the lower row), or, when the candidate index answers (mode ivf,
+        store of at least ``min_rows``), ``top_rows(vec, 1, live)``, the same row and
+        product bit for bit whenever the probed lists hold it. Every ``audit_every``-th
+        indexed decision is also taken by the full scan and the audit records whether the
+        two differ (reinforce which row, or create)."""
+        top = self.candidates.top_rows(vec, 1, live) if self.candidates.approximate else None
+        if top is None:
+            return self._repetition_exact(vec, live)
+        best, sim = int(top[0][0]), top[1][0]
+        if self.candidates.audit_due():
+            exact, exact_sim = self._repetition_exact(vec, live)
+            thr = self.params.reinforce_cosine
+            got = best if sim >= thr else -1
+            want = exact if exact_sim >= thr else -1
+            self.candidates.record(got != want, decision=True)
+        return best, sim
+
+    def _repetition_exact(self, vec: np.ndarray, live: np.ndarray) -> tuple[int, np.float32]:
+        sims = np.where(live, self.store.embedding @ vec, -np.inf)
+        best = int(np.argmax(sims))
+        return best, sims[best]
 
     def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
         s = self.store

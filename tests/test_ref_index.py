@@ -1,0 +1,160 @@
+"""The reference models' ingest-time repetition scan through the candidate index (issue 16):
+the same decisions as the full scan (the argmax's row, ties to the lower row, and its float32
+product bit for bit), the ingest-decision audit, copies, same seed same bytes."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import pickle
+
+import numpy as np
+import pytest
+
+import scenarios
+from memsim.engine.events import Episode
+from memsim.engine.mockllm import MockLLM
+from memsim.engine.registry import make
+from memsim.engine.runner import run
+
+SPEC = "synthetic:steady,episodes=600"
+
+
+def _digest(pol, trace) -> str:
+    content = list(trace.content())
+    st = trace.statuses  # its frozensets' repr follows the process's string hash seed
+    content[content.index(st)] = (st.names, sorted(st.terminal), sorted(st.retrievable))
+    h = hashlib.sha256(repr(content).encode())
+    s = pol.store
+    for name in sorted(s.columns):
+        h.update(s[name].tobytes())
+    h.update(s.embedding.tobytes())
+    return h.hexdigest()
+
+
+def _run(policy_id: str, spec: str = SPEC, **index):
+    pol = make(policy_id, llm=MockLLM(seed=0), seed=0)
+    if index:
+        pol.use_index("ivf", **index)
+    return pol, run(pol, scenarios.load(spec))
+
+
+@pytest.mark.parametrize("policy_id", ["actr", "fsrs", "memorybank"])
+def test_through_the_index_every_decision_equals_the_full_scan(policy_id):
+    """Every probed list (nprobe above nlist): each indexed decision, audited, equals the
+    full scan's, and the whole run (trace and store, bytes) equals the exact run."""
+    exact_pol, exact_trace = _run(policy_id)
+    pol, trace = _run(policy_id, min_rows=100, nprobe=10_000, audit_every=1)
+    audit = pol.index_audit()
+    assert audit["searches"] >= 300 and audit["decisions_checked"] == audit["searches"]
+    assert audit["decisions_differ"] == 0
+    assert _digest(pol, trace) == _digest(exact_pol, exact_trace)
+
+
+def test_the_default_probes_stay_within_the_audit_bar():
+    pol, _ = _run("actr", "synthetic:churn", min_rows=100, audit_every=1)
+    audit = pol.index_audit()
+    assert audit["decisions_checked"] >= 300
+    assert audit["decision_differ_share"] <= 0.01, audit
+
+
+def test_exact_mode_never_searches_the_index():
+    plain, plain_trace = _run("actr")
+    small, small_trace = _run("actr", min_rows=10**9)  # ivf asked for, store never that large
+    assert plain.index_audit()["searches"] == 0 and small.index_audit()["searches"] == 0
+    assert _digest(plain, plain_trace) == _digest(small, small_trace)
+
+
+def _planted_ties():
+    """An actr policy through the index with three live rows (same offset in their blocks of
+    four, so the BLAS product computes them alike) holding one vector u: a tie at the top."""
+    pol, _ = _run("actr", min_rows=100, nprobe=10_000, audit_every=1)
+    s = pol.store
+    live = pol._live()
+    r = next(
+        int(i)
+        for i in np.flatnonzero(live)
+        if i + 8 < (s.n // 4) * 4 and live[i + 4 : i + 9 : 4].all()
+    )
+    rows = np.array([r, r + 4, r + 8])
+    u = np.random.default_rng(1).standard_normal(s.dim).astype(np.float32)
+    u /= np.linalg.norm(u)
+    s.set_embedding(rows, np.repeat(u[None, :], 3, axis=0))
+    sims = s.embedding @ u
+    assert sims[rows[0]] == sims[rows[1]] == sims[rows[2]] == sims[live].max()
+    return pol, rows, u, live
+
+
+def test_a_tie_goes_to_the_lower_row_with_the_full_scans_product():
+    pol, rows, u, live = _planted_ties()
+    want_row, want_sim = pol._repetition_exact(u, live)
+    assert want_row == rows[0]
+    before = pol.index_audit()["decisions_checked"]
+    got_row, got_sim = pol._repetition(u, live)
+    assert (got_row, got_sim.tobytes()) == (want_row, want_sim.tobytes())
+    audit = pol.index_audit()
+    assert audit["decisions_checked"] == before + 1 and audit["decisions_differ"] == 0
+    # the planted repetition reinforces the lowest of the tied rows through ingest too
+    ep = Episode(id="tie", time=400.0, text="x", claims=())
+    pol.llm = _FixedLLM(u)
+    (out,) = pol.ingest([ep], 400.0)
+    assert (out.action, out.memory) == ("reinforce", rows[0])
+
+
+def test_the_audit_catches_a_tie_broken_to_the_higher_row(monkeypatch):
+    """A candidate index that broke the tie to the higher row would reinforce another memory:
+    the comparison above fails on it and the audit counts it."""
+    pol, rows, u, live = _planted_ties()
+    real = pol.candidates.top_rows
+
+    def higher(vector, k, mask, tiebreak=None):
+        found, sims = real(vector, k, mask, tiebreak)
+        allsims = pol.store.embedding @ vector
+        tied = np.flatnonzero(mask & (allsims == sims[0]))
+        return tied[-1:], allsims[tied[-1:]]
+
+    monkeypatch.setattr(pol.candidates, "top_rows", higher)
+    got_row, _ = pol._repetition(u, live)
+    assert got_row == rows[-1] != pol._repetition_exact(u, live)[0]
+    assert pol.index_audit()["decisions_differ"] == 1
+
+
+class _FixedLLM:
+    """One claim per episode, embedded to a fixed vector."""
+
+    def __init__(self, vector):
+        self.vector = vector
+        self.seed = 0
+
+    def extract(self, episode):
+        from memsim.engine.events import Claim
+
+        return (Claim(key="t.t", value="1"),)
+
+    def embed(self, items, keys):
+        from memsim.engine.llm import Embedded
+
+        return Embedded(
+            np.repeat(self.vector[None, :], len(items), axis=0), np.ones(len(items), bool)
+        )
+
+
+def test_copies_of_a_policy_through_the_index_decide_alike():
+    """deepcopy and pickle keep the trained index: the copies' later decisions and audits
+    equal the original's."""
+    pol, _ = _run("actr", min_rows=100, audit_every=1)
+    assert pol.index_audit()["trainings"] >= 1
+    twins = [pol, copy.deepcopy(pol), pickle.loads(pickle.dumps(pol))]
+    again = [e for e in scenarios.load(SPEC).events if isinstance(e, Episode)][:200]
+    outs = []
+    for p in twins:
+        got = [(o.action, o.memory) for o in p.ingest(again, 500.0)]
+        outs.append((got, p.index_audit(), p.store.embedding.tobytes()))
+    assert outs[0] == outs[1] == outs[2]
+    assert sum(a == "reinforce" for a, _ in outs[0][0]) > 0
+
+
+def test_same_seed_same_bytes_through_the_index():
+    a = _digest(*_run("actr-spacing", min_rows=100, audit_every=3))
+    b = _digest(*_run("actr-spacing", min_rows=100, audit_every=3))
+    assert a == b
