@@ -30,6 +30,8 @@ from memsim.engine.store import Statuses
 
 from .baselines import claim_text
 
+_NONE = np.float32(-np.inf)  # the product of no row
+
 REVIEW_DOC = "memsim choice (policies/reference.py): what counts as a review"
 
 
@@ -123,25 +125,34 @@ class ReferencePolicy(Policy):
         return out
 
     def _repetition(self, vec: np.ndarray, live: np.ndarray) -> tuple[int, np.float32]:
-        """The live row most similar to ``vec`` and its float32 product: the full scan's
-        ``argmax`` (ties to the lower row), or, when the candidate index answers (mode ivf,
-        store of at least ``min_rows``), ``top_rows(vec, 1, live)``, the same row and
-        product bit for bit whenever the probed lists hold it. Every ``audit_every``-th
-        indexed decision is also taken by the full scan and the audit records whether the
+        """The live row most similar to ``vec`` and its float32 product, as far as the
+        decision needs them: the full scan's ``argmax`` (ties to the lower row), or, when
+        the candidate index answers (mode ivf, store of at least ``min_rows``), the argmax
+        over ``rows_near(vec, reinforce_cosine, live)``: the same row and product bit for
+        bit whenever the full scan's best reaches ``reinforce_cosine`` and the probed lists
+        hold it, and (-1, -inf) when no probed row comes near it (a new memory, as the full
+        scan decides whenever its best stays under the threshold). Every ``audit_every``-th
+        indexed decision is also taken by the full scan, and the audit records whether the
         two differ (reinforce which row, or create)."""
-        top = self.candidates.top_rows(vec, 1, live) if self.candidates.approximate else None
-        if top is None:
+        thr = self.params.reinforce_cosine
+        near = self.candidates.rows_near(vec, thr, live) if self.candidates.approximate else None
+        if near is None:
             return self._repetition_exact(vec, live)
-        best, sim = int(top[0][0]), top[1][0]
+        rows, prods = near  # ascending rows: argmax's ties go to the lower row
+        best, sim = -1, _NONE
+        if len(rows):
+            j = int(np.argmax(prods))
+            best, sim = int(rows[j]), prods[j]
         if self.candidates.audit_due():
             exact, exact_sim = self._repetition_exact(vec, live)
-            thr = self.params.reinforce_cosine
             got = best if sim >= thr else -1
             want = exact if exact_sim >= thr else -1
             self.candidates.record(got != want, decision=True)
         return best, sim
 
     def _repetition_exact(self, vec: np.ndarray, live: np.ndarray) -> tuple[int, np.float32]:
+        """The full scan: the live row with the highest float32 product (ties to the lower
+        row) and that product."""
         sims = np.where(live, self.store.embedding @ vec, -np.inf)
         best = int(np.argmax(sims))
         return best, sims[best]

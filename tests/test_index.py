@@ -332,3 +332,35 @@ def test_izzie_through_the_index_answers_as_its_exact_scan_on_the_standard_profi
         audit = pol.index_audit()
         assert audit["checked"] >= 100
         assert audit["query_differ_share"] <= 0.01, audit
+
+
+def test_candidate_rows_near_hold_every_row_reaching_the_threshold_with_the_full_products():
+    """rows_near: every allowed row whose full-scan float32 product reaches the threshold
+    (a tied group among them, rows near the threshold on both sides), ascending, with the
+    full scan's products bit for bit, and none that is masked out or far below."""
+    from memsim.engine import kernels
+    from memsim.engine.index import CandidateIndex
+
+    s, rng = _cand_store(3000, seed=4)
+    q = rng.standard_normal(16).astype(np.float32)
+    q /= np.linalg.norm(q)
+    w = rng.standard_normal((120, 16))
+    w -= (w @ q)[:, None] * q
+    w /= np.linalg.norm(w, axis=1, keepdims=True)
+    cos = np.concatenate([np.full(40, 0.9), 0.85 + rng.uniform(-3e-5, 3e-5, 40), np.full(40, 0.95)])
+    rows = rng.choice(3000, 120, replace=False)
+    s.set_embedding(rows, cos[:, None] * q + np.sqrt(1 - cos**2)[:, None] * w)
+    s.set_status(rows[::7], "gone", 1.0)
+    idx = CandidateIndex(s, "ivf", min_rows=1000, nprobe=10_000)
+    mask = s.retrievable()
+    got_rows, got_sims = idx.rows_near(q, 0.85, mask)
+    full = s.embedding @ q
+    reach = np.flatnonzero(mask & (full >= np.float32(0.85)))
+    assert len(reach) > 60 and set(reach) <= set(got_rows)
+    assert np.all(np.diff(got_rows) > 0) and mask[got_rows].all()
+    assert got_sims.tobytes() == full[got_rows].tobytes()
+    assert (full[got_rows] >= 0.85 - kernels.screen_margin(16) - 1e-6).all()
+    best = int(got_rows[np.argmax(got_sims)])
+    assert best == int(np.argmax(np.where(mask, full, -np.inf)))
+    assert len(idx.rows_near(q, 0.999, mask)[0]) == 0  # nothing near: a new memory
+    assert CandidateIndex(s, "exact").rows_near(q, 0.85, mask) is None

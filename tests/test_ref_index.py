@@ -102,18 +102,17 @@ def test_a_tie_goes_to_the_lower_row_with_the_full_scans_product():
 
 
 def test_the_audit_catches_a_tie_broken_to_the_higher_row(monkeypatch):
-    """A candidate index that broke the tie to the higher row would reinforce another memory:
-    the comparison above fails on it and the audit counts it."""
+    """A candidate index that broke the tie to the higher row (its rows in descending order)
+    would reinforce another memory: the comparison above fails on it and the audit counts
+    it."""
     pol, rows, u, live = _planted_ties()
-    real = pol.candidates.top_rows
+    real = pol.candidates.rows_near
 
-    def higher(vector, k, mask, tiebreak=None):
-        found, sims = real(vector, k, mask, tiebreak)
-        allsims = pol.store.embedding @ vector
-        tied = np.flatnonzero(mask & (allsims == sims[0]))
-        return tied[-1:], allsims[tied[-1:]]
+    def descending(vector, threshold, mask):
+        found, sims = real(vector, threshold, mask)
+        return found[::-1], sims[::-1]
 
-    monkeypatch.setattr(pol.candidates, "top_rows", higher)
+    monkeypatch.setattr(pol.candidates, "rows_near", descending)
     got_row, _ = pol._repetition(u, live)
     assert got_row == rows[-1] != pol._repetition_exact(u, live)[0]
     assert pol.index_audit()["decisions_differ"] == 1

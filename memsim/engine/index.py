@@ -537,6 +537,41 @@ class CandidateIndex:
         local = kernels.topk(sims, k, keys)
         return rows[local], sims[local]
 
+    def rows_near(
+        self, vector: np.ndarray, threshold: float, mask: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Every row allowed by ``mask`` in the probed lists whose product with ``vector`` is
+        within :func:`kernels.screen_margin` under ``threshold`` or above (faiss's own
+        products, screened), ascending, with its float32 product ``(E @ v)[row]`` as the
+        full scan computes it, bit for bit (:func:`kernels.rows_matvec`); None when the
+        caller must scan (exact mode, small store). One range search: whenever the full
+        scan's best row reaches ``threshold`` and the probed lists hold it, the ``argmax``
+        of these products (ties to the lower row) is that row with that product; a row
+        reaches ``threshold`` here only if it does in the full scan."""
+        if not self.approximate:
+            return None
+        self.sync()
+        self.audit["searches"] += 1
+        empty = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if not mask.any():
+            return empty
+        import faiss
+
+        v = np.ascontiguousarray(np.asarray(vector, dtype=np.float32))
+        bitmap = np.packbits(mask, bitorder="little")
+        params = faiss.SearchParametersIVF(  # type: ignore[call-arg]
+            nprobe=self.nprobe, sel=faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap))
+        )
+        radius = float(threshold) - kernels.screen_margin(self.store.dim)
+        _, _, near = _single_thread(
+            lambda: self._index.range_search(v[None, :], radius, params=params)
+        )
+        del bitmap  # kept alive until the search returned
+        rows = np.unique(near.astype(np.int64))
+        if not len(rows):
+            return empty
+        return rows, kernels.rows_matvec(self.store.embedding, rows, v)
+
     def audit_due(self) -> bool:
         """Whether the caller should also compute its exact answer for this search (every
         ``audit_every``-th approximate search, counted deterministically)."""
