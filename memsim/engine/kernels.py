@@ -7,7 +7,7 @@ broadcast like numpy operands; results are float64 unless said otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -475,13 +475,37 @@ def actr_activation_segments(
     c = np.asarray(counts, dtype=np.int64)
 
     def block(rows: np.ndarray, w: int) -> np.ndarray:
-        j = np.arange(w)[:, None]
-        present = j < c[rows]
-        out = np.full((w, len(rows)), np.nan)
-        out[present] = pool_[(st[rows] + j)[present]]
+        present, at = _segment_places(st, c, rows, w)
+        out = np.full(present.shape, np.nan)
+        out[present] = pool_[at]
         return out
 
     return _actr_grouped(c, block, now, decay, min_age)
+
+
+def _count_groups(c: np.ndarray) -> Iterator[np.ndarray]:
+    """The rows with at least one presentation, grouped by the power of two at or above their
+    count (1 -> 0, 2 -> 1, 3..4 -> 2, ...), each group in row order: a group is evaluated
+    over its own widest row's columns only, so the work is O(presentations)."""
+    has = np.flatnonzero(c > 0)
+    if not len(has):
+        return
+    cls = np.ceil(np.log2(c[has])).astype(np.int64)
+    order = np.argsort(cls, kind="stable")
+    starts = np.flatnonzero(np.r_[True, cls[order][1:] != cls[order][:-1]])
+    for lo, hi in zip(starts, [*starts[1:], len(order)], strict=True):
+        yield has[order[lo:hi]]
+
+
+def _segment_places(
+    start: np.ndarray, counts: np.ndarray, rows: np.ndarray, w: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """For ``rows`` whose values are stored one after the other (row i's at
+    ``start[i] : start[i] + counts[i]`` of a pool), the (w, rows) mask of the presentations
+    each row has and their places in the pool, column by column in presentation order."""
+    j = np.arange(w)[:, None]
+    present = j < counts[rows]
+    return present, (start[rows] + j)[present]
 
 
 def _actr_grouped(
@@ -498,18 +522,10 @@ def _actr_grouped(
     operations as in :func:`actr_activation`, and each row's terms are summed in presentation
     order (running sums down the block: ``np.add.reduce`` may sum pairwise), the padded
     kernel's extra columns being exact zeros."""
-    n = len(c)
-    res = np.full(n, -np.inf)  # no presentation: ln(0), as in the padded kernel
-    has = np.flatnonzero(c > 0)
-    if not len(has):
-        return res
+    res = np.full(len(c), -np.inf)  # no presentation: ln(0), as in the padded kernel
     now_, d, floor = float(now), float(decay), float(min_age)
-    cls = np.ceil(np.log2(c[has])).astype(np.int64)  # 1 -> 0, 2 -> 1, 3..4 -> 2, ...
-    order = np.argsort(cls, kind="stable")
-    starts = np.flatnonzero(np.r_[True, cls[order][1:] != cls[order][:-1]])
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for lo, hi in zip(starts, [*starts[1:], len(order)], strict=True):
-            rows = has[order[lo:hi]]
+        for rows in _count_groups(c):
             age = block(rows, int(c[rows].max()))  # (w, rows), a fresh array
             np.subtract(now_, age, out=age)
             np.maximum(age, floor, out=age)
@@ -664,19 +680,10 @@ def actr_spacing_sums(
     st = np.asarray(start, dtype=np.int64)
     c = np.asarray(counts, dtype=np.int64)
     out = np.zeros(len(c))
-    has = np.flatnonzero(c > 0)
-    if not len(has):
-        return out
     now_, floor = float(now), float(min_age)
-    cls = np.ceil(np.log2(c[has])).astype(np.int64)  # 1 -> 0, 2 -> 1, 3..4 -> 2, ...
-    order = np.argsort(cls, kind="stable")
-    starts = np.flatnonzero(np.r_[True, cls[order][1:] != cls[order][:-1]])
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for lo, hi in zip(starts, [*starts[1:], len(order)], strict=True):
-            rows = has[order[lo:hi]]
-            j = np.arange(int(c[rows].max()))[:, None]
-            present = j < c[rows]  # (w, rows)
-            at = (st[rows] + j)[present]
+        for rows in _count_groups(c):
+            present, at = _segment_places(st, c, rows, int(c[rows].max()))  # (w, rows)
             age = np.full(present.shape, np.nan)
             age[present] = pool_[at]
             nd = np.zeros(present.shape)
