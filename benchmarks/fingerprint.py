@@ -37,7 +37,11 @@ def fingerprint(policy_id: str, spec: str) -> str:
     from memsim.engine.runner import run
 
     policy = registry.make(policy_id, llm=MockLLM(seed=0), seed=0)
-    trace = run(policy, scenarios.load(spec))
+    return digest(policy, run(policy, scenarios.load(spec)))
+
+
+def digest(policy, trace) -> str:
+    """sha256 of a run: its trace without timings, every store column and the embeddings."""
     content = list(trace.content())
     st = trace.statuses  # its frozensets' repr follows the process's string hash seed
     content[content.index(st)] = (st.names, sorted(st.terminal), sorted(st.retrievable))

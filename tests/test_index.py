@@ -187,6 +187,14 @@ def test_pickle_round_trip(kind):
 # -- CandidateIndex (issue 16) -------------------------------------------------------------
 
 
+def _at_cosines(q: np.ndarray, cos: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Unit rows whose cosine with the unit vector ``q`` is ``cos`` (float noise apart): ``q``
+    scaled, plus the part of each row of ``w`` orthogonal to it, normalized."""
+    w = w - (w @ q)[:, None] * q
+    w /= np.linalg.norm(w, axis=1, keepdims=True)
+    return cos[:, None] * q + np.sqrt(1 - cos**2)[:, None] * w
+
+
 def _cand_store(n: int, seed: int = 0):
     from memsim.engine.store import MemoryStore, Statuses
 
@@ -295,11 +303,9 @@ def test_candidate_top_rows_equal_the_exact_scan_with_ties():
     q = rng.standard_normal(16).astype(np.float32)
     q /= np.linalg.norm(q)
     # 200 rows at the same cosine with q (equal in exact arithmetic, float noise apart)
-    w = rng.standard_normal((200, 16))
-    w -= (w @ q)[:, None] * q
-    w /= np.linalg.norm(w, axis=1, keepdims=True)
+    planted = _at_cosines(q, np.full(200, 0.9), rng.standard_normal((200, 16)))
     rows = rng.choice(3000, 200, replace=False)
-    s.set_embedding(rows, 0.9 * q + np.sqrt(1 - 0.81) * w)
+    s.set_embedding(rows, planted)
     s.set_status(rows[:30], "gone", 1.0)
     idx = CandidateIndex(s, "ivf", min_rows=1000, nprobe=10_000)
     mask = s.retrievable()
@@ -345,11 +351,9 @@ def test_candidate_rows_near_hold_every_row_reaching_the_threshold_with_the_full
     q = rng.standard_normal(16).astype(np.float32)
     q /= np.linalg.norm(q)
     w = rng.standard_normal((120, 16))
-    w -= (w @ q)[:, None] * q
-    w /= np.linalg.norm(w, axis=1, keepdims=True)
     cos = np.concatenate([np.full(40, 0.9), 0.85 + rng.uniform(-3e-5, 3e-5, 40), np.full(40, 0.95)])
     rows = rng.choice(3000, 120, replace=False)
-    s.set_embedding(rows, cos[:, None] * q + np.sqrt(1 - cos**2)[:, None] * w)
+    s.set_embedding(rows, _at_cosines(q, cos, w))
     s.set_status(rows[::7], "gone", 1.0)
     idx = CandidateIndex(s, "ivf", min_rows=1000, nprobe=10_000)
     mask = s.retrievable()

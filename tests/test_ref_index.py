@@ -5,31 +5,19 @@ product bit for bit), the ingest-decision audit, copies, same seed same bytes.""
 from __future__ import annotations
 
 import copy
-import hashlib
 import pickle
 
 import numpy as np
 import pytest
 
 import scenarios
+from benchmarks.fingerprint import digest as _digest
 from memsim.engine.events import Episode
 from memsim.engine.mockllm import MockLLM
 from memsim.engine.registry import make
 from memsim.engine.runner import run
 
 SPEC = "synthetic:steady,episodes=600"
-
-
-def _digest(pol, trace) -> str:
-    content = list(trace.content())
-    st = trace.statuses  # its frozensets' repr follows the process's string hash seed
-    content[content.index(st)] = (st.names, sorted(st.terminal), sorted(st.retrievable))
-    h = hashlib.sha256(repr(content).encode())
-    s = pol.store
-    for name in sorted(s.columns):
-        h.update(s[name].tobytes())
-    h.update(s.embedding.tobytes())
-    return h.hexdigest()
 
 
 def _run(policy_id: str, spec: str = SPEC, **index):
