@@ -13,7 +13,7 @@ Choices the document leaves open are Params fields, explained in docs/policies/c
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -24,7 +24,7 @@ from memsim.engine.errors import MemsimError
 from memsim.engine.events import Claim, Episode, Forget, Query
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Job, Outcome, Policy, Ranking
-from memsim.engine.store import Statuses
+from memsim.engine.store import MemoryStore, Statuses
 
 SEMANTIC = ("person", "concept", "entity")
 TTL_POLICIES = (
@@ -82,6 +82,13 @@ def spaced_gradient(
         g + p.spacing_longer,
         np.where(interval < last_interval, g - p.spacing_shorter, g),
     )
+
+
+def _columns(store: MemoryStore, rows: np.ndarray | None) -> Callable[[str], np.ndarray]:
+    """Column reader: the whole column, or its ``rows`` only."""
+    if rows is None:
+        return lambda name: store[name]
+    return lambda name: store[name][rows]
 
 
 @dataclass(frozen=True)
@@ -257,14 +264,16 @@ class Cosmo(Policy[CosmoParams]):
         self.macros_of: dict[int, list[int]] = {}  # storyline -> macros grouping it
 
     # -- helpers ------------------------------------------------------------------
-    def rates(self) -> np.ndarray:
-        """Every row's current decay rate (002 §Offline/Nightly Decay Job step 2)."""
+    def rates(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """Every row's current decay rate (002 §Offline/Nightly Decay Job step 2), or the
+        rates of ``rows`` only (element-wise: the same numbers)."""
         s, p = self.store, self.params
-        conf = s["confidence"]
+        col = _columns(s, rows)
+        conf = col("confidence")
         return decay_rate(
-            s["recall_frequency"],
-            s["decay_gradient"],
-            s["status"] == s.statuses.code("candidate"),
+            col("recall_frequency"),
+            col("decay_gradient"),
+            col("status") == s.statuses.code("candidate"),
             np.nan_to_num(conf, nan=1.0),
             base_rate=p.base_rate,
             confident=p.confident_candidate,
@@ -272,17 +281,18 @@ class Cosmo(Policy[CosmoParams]):
             confidence_applies=~np.isnan(conf),
         )
 
-    def salience_at(self, now: float) -> np.ndarray:
+    def salience_at(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
         """Salience at ``now``: the closed form ``salience_0 * exp(-rate * days_unused)``,
-        or in nightly mode the stored value; keep_forever rows stay at 1.0."""
-        s = self.store
+        or in nightly mode the stored value; keep_forever rows stay at 1.0. ``rows``: those
+        rows' only (element-wise: the same numbers; a query needs its searchable rows')."""
+        col = _columns(self.store, rows)
         if self.params.decay_mode == "closed_form":
-            anchor = np.where(np.isnan(s["anchor_time"]), s["created"], s["anchor_time"])
+            anchor = np.where(np.isnan(col("anchor_time")), col("created"), col("anchor_time"))
             days = np.maximum(now - anchor, 0.0)
-            sal = s["salience0"] * np.exp(-self.rates() * days)
+            sal = col("salience0") * np.exp(-self.rates(rows) * days)
         else:
-            sal = s["salience"].copy()
-        return np.where(s["ttl"] == TTL_CODE["keep_forever"], 1.0, sal)
+            sal = col("salience").copy()
+        return np.where(col("ttl") == TTL_CODE["keep_forever"], 1.0, sal)
 
     def strength(self, now: float) -> np.ndarray:
         """Salience for every kind (Sources, semantic nodes, Storylines, Macros)."""
@@ -501,13 +511,17 @@ class Cosmo(Policy[CosmoParams]):
         """cosine + salience_weight x salience(now) over searchable rows; -inf elsewhere."""
         s = self.store
         qv = self.llm.embed_query(q)
+        searchable = self.searchable()
         cos = (
             np.zeros(s.n)
             if qv is None
-            else (s.embedding @ np.asarray(qv, dtype=np.float32)).astype(np.float64)
+            # the searchable rows' products only (forgotten rows stay in the store)
+            else s.products(np.asarray(qv, dtype=np.float32), searchable, 0.0).astype(np.float64)
         )
-        score = cos + self.params.salience_weight * self.salience_at(now)
-        return np.where(self.searchable(), score, -np.inf)
+        rows = np.flatnonzero(searchable)
+        score = np.full(s.n, -np.inf)
+        score[rows] = cos[rows] + self.params.salience_weight * self.salience_at(now, rows)
+        return score
 
     def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
         out = []
@@ -524,7 +538,7 @@ class Cosmo(Policy[CosmoParams]):
         if len(rows) == 0:
             return
         s, p = self.store, self.params
-        current = self.salience_at(now)[rows]
+        current = self.salience_at(now, rows)
         interval = s.days_since_access(now)[rows]
         old = s["last_recall_interval"][rows]
         s["decay_gradient"][rows] = spaced_gradient(s["decay_gradient"][rows], interval, old, p)

@@ -353,7 +353,6 @@ class Kernle(Policy[KernleParams]):
         s = self.store
         out: list[Ranking] = []
         retrievable = s.retrievable() if s.n else np.zeros(0, dtype=bool)
-        emb = s.embedding  # float32; each query's cosines are cast after the product
         for q in queries:
             v = self.llm.embed_query(q)
             if not retrievable.any():
@@ -364,11 +363,8 @@ class Kernle(Policy[KernleParams]):
                 scores = np.where(retrievable, self.text_match(q.text), -np.inf)
                 scores[scores <= 0.0] = -np.inf  # no shared word: not a match
             else:
-                scores = np.where(
-                    retrievable,
-                    (emb @ np.asarray(v, dtype=np.float32)).astype(np.float64),
-                    -np.inf,
-                )
+                # the retrievable rows' products only (forgotten rows stay in the store)
+                scores = s.products(np.asarray(v, dtype=np.float32), retrievable).astype(np.float64)
             ids = self.rank(scores, q.k, q.id)
             ids = ids[np.isfinite(scores[ids])]
             out.append(Ranking(ids, np.minimum.accumulate(scores[ids])))

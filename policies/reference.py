@@ -153,7 +153,7 @@ class ReferencePolicy(Policy):
     def _repetition_exact(self, vec: np.ndarray, live: np.ndarray) -> tuple[int, np.float32]:
         """The full scan: the live row with the highest float32 product (ties to the lower
         row) and that product."""
-        sims = np.where(live, self.store.embedding @ vec, -np.inf)
+        sims = self.store.products(vec, live)
         best = int(np.argmax(sims))
         return best, sims[best]
 
@@ -166,7 +166,8 @@ class ReferencePolicy(Policy):
             if v is None or not live.any():
                 out.append(Ranking.empty())
                 continue
-            sims = (s.embedding @ np.asarray(v, dtype=np.float32)).astype(np.float64)
+            # the live rows' products only (decayed rows stay in the store)
+            sims = s.products(np.asarray(v, dtype=np.float32), live, 0.0).astype(np.float64)
             scores = self._scores(sims, live, now)
             ranking = self.ranking(scores, q.k, q.id)  # ties: seeded order, never row
             ids = ranking.ids

@@ -3,8 +3,11 @@ log, policy columns, vector validation."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memsim.engine.errors import MemsimError, VectorError
+from memsim.engine.kernels import PackedBlocks
 from memsim.engine.store import MemoryStore, Statuses, as_unit_vectors
 
 ST = Statuses(
@@ -147,3 +150,52 @@ def test_set_embedding_validates_and_normalizes():
         st.set_embedding(0, [np.nan, 0.0, 1.0])
     with pytest.raises(IndexError):
         st.set_embedding(5, [1.0, 0.0, 0.0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 12), fill=st.sampled_from([-np.inf, 0.0])
+)
+def test_products_are_the_masked_full_scan_bit_for_bit(seed, steps, fill):
+    """store.products (kernels.PackedBlocks: only the aligned blocks that hold a masked row,
+    kept packed between calls) gives np.where(mask, E @ v, fill) bit for bit through adds,
+    masks that shrink and grow (blocks appended, dropped, the packed matrix rebuilt and
+    abandoned for the full product), changed embeddings, and a copy."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(PackedBlocks, "MIN_ROWS", 16)
+        _check_products(seed, steps, fill)
+
+
+def _check_products(seed: int, steps: int, fill: float) -> None:
+    import copy
+
+    rng = np.random.default_rng(seed)
+    st_ = MemoryStore(dim=384, statuses=Statuses(("active", "gone")))
+    live = np.zeros(0, dtype=bool)
+    for _ in range(steps):
+        m = int(rng.integers(1, 300))
+        st_.add(
+            0.0,
+            rng.standard_normal((m, 384)),
+            texts=["t"] * m,
+            claims=[None] * m,
+            provenance=[("e",)] * m,
+        )
+        # a searchable set that evolves as a forgetting policy's does, now and then redrawn
+        share = float(rng.choice([0.01, 0.05, 0.2, 0.5, 1.0]))
+        live = np.concatenate([live, rng.random(m) < share])
+        live &= rng.random(st_.n) > 0.2 * share
+        live |= rng.random(st_.n) < 0.01 * share
+        if rng.random() < 0.2:
+            live = rng.random(st_.n) < share
+        for _query in range(2):  # the second query finds the blocks already packed
+            if rng.random() < 0.5 and live.any():  # searchable rows change embedding
+                rows = np.unique(rng.choice(np.flatnonzero(live), int(rng.integers(1, 20))))
+                st_.set_embedding(rows, rng.standard_normal((len(rows), 384)))
+            if rng.random() < 0.1:
+                st_ = copy.deepcopy(st_)
+            v = rng.standard_normal(384).astype(np.float32)
+            got = st_.products(v, live, fill)
+            assert got.dtype == np.float32
+            want = np.where(live, st_.embedding @ v, np.float32(fill))
+            np.testing.assert_array_equal(got, want)

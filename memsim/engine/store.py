@@ -26,7 +26,7 @@ import numpy as np
 
 from . import kernels
 from .errors import PolicyContractError, VectorError
-from .kernels import mix64
+from .kernels import PackedBlocks, mix64
 
 CORE_COLUMNS: dict[str, tuple[Any, Any]] = {
     "created": (np.float64, np.nan),
@@ -137,6 +137,7 @@ class MemoryStore:
         # rows whose embedding changed, collected only once a candidate index asks for them
         self.embedding_changes: set[int] = set()
         self._track_changes = False
+        self._packed = PackedBlocks(self.dim)
 
     # -- columns -------------------------------------------------------------
     def _new_column(self, name: str, dtype: Any, default: Any) -> None:
@@ -256,8 +257,21 @@ class MemoryStore:
         if len(rows) and (rows.min() < 0 or rows.max() >= self.n):
             raise IndexError(f"rows {rows.tolist()} outside 0..{self.n - 1}")
         self._emb[rows] = vecs
+        self._packed.changed(self._emb, rows)
         if getattr(self, "_track_changes", False):
             self.embedding_changes.update(rows.tolist())
+
+    def products(self, vector: Any, mask: np.ndarray, fill: float = -np.inf) -> np.ndarray:
+        """``np.where(mask, embedding @ vector, fill)`` in float32, bit for bit, scanning
+        only the blocks of rows that hold a ``mask`` row (kernels.PackedBlocks): the cosine
+        scan of a policy whose searchable rows are a small share of its store."""
+        return self._packed.products(self.embedding, vector, mask, fill)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # copies and pickles leave the packed blocks behind (a cache, rebuilt on demand)
+        state = self.__dict__.copy()
+        state["_packed"] = PackedBlocks(self.dim)
+        return state
 
     def track_embedding_changes(self) -> None:
         """Collect the rows :meth:`set_embedding` changes in ``embedding_changes`` (a
