@@ -192,8 +192,9 @@ class ACTR(ReferencePolicy):
             pool, self.start[:n], self.counts[:n], t_now, p.decay, p.min_age
         )
 
-    def retention(self, now: float) -> np.ndarray:
-        return kernels.logistic_recall(self.activation(now), self.params.tau, self.params.s)
+    def retention(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
+        r = kernels.logistic_recall(self.activation(now), self.params.tau, self.params.s)
+        return r if rows is None else r[rows]  # (its own _scores ranks by activation)
 
     def _scores(self, sims: np.ndarray, live: np.ndarray, now: float) -> np.ndarray:
         a = self.activation(now) + self.params.spreading_weight * sims

@@ -13,7 +13,7 @@ Choices the document leaves open are Params fields, explained in docs/policies/c
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -24,7 +24,7 @@ from memsim.engine.errors import MemsimError
 from memsim.engine.events import Claim, Episode, Forget, Query
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Job, Outcome, Policy, Ranking
-from memsim.engine.store import MemoryStore, Statuses
+from memsim.engine.store import Statuses
 
 SEMANTIC = ("person", "concept", "entity")
 TTL_POLICIES = (
@@ -82,13 +82,6 @@ def spaced_gradient(
         g + p.spacing_longer,
         np.where(interval < last_interval, g - p.spacing_shorter, g),
     )
-
-
-def _columns(store: MemoryStore, rows: np.ndarray | None) -> Callable[[str], np.ndarray]:
-    """Column reader: the whole column, or its ``rows`` only."""
-    if rows is None:
-        return lambda name: store[name]
-    return lambda name: store[name][rows]
 
 
 @dataclass(frozen=True)
@@ -268,12 +261,11 @@ class Cosmo(Policy[CosmoParams]):
         """Every row's current decay rate (002 §Offline/Nightly Decay Job step 2), or the
         rates of ``rows`` only (element-wise: the same numbers)."""
         s, p = self.store, self.params
-        col = _columns(s, rows)
-        conf = col("confidence")
+        conf = s.at("confidence", rows)
         return decay_rate(
-            col("recall_frequency"),
-            col("decay_gradient"),
-            col("status") == s.statuses.code("candidate"),
+            s.at("recall_frequency", rows),
+            s.at("decay_gradient", rows),
+            s.at("status", rows) == s.statuses.code("candidate"),
             np.nan_to_num(conf, nan=1.0),
             base_rate=p.base_rate,
             confident=p.confident_candidate,
@@ -285,14 +277,15 @@ class Cosmo(Policy[CosmoParams]):
         """Salience at ``now``: the closed form ``salience_0 * exp(-rate * days_unused)``,
         or in nightly mode the stored value; keep_forever rows stay at 1.0. ``rows``: those
         rows' only (element-wise: the same numbers; a query needs its searchable rows')."""
-        col = _columns(self.store, rows)
+        s = self.store
         if self.params.decay_mode == "closed_form":
-            anchor = np.where(np.isnan(col("anchor_time")), col("created"), col("anchor_time"))
+            anchor_time = s.at("anchor_time", rows)
+            anchor = np.where(np.isnan(anchor_time), s.at("created", rows), anchor_time)
             days = np.maximum(now - anchor, 0.0)
-            sal = col("salience0") * np.exp(-self.rates(rows) * days)
+            sal = s.at("salience0", rows) * np.exp(-self.rates(rows) * days)
         else:
-            sal = col("salience").copy()
-        return np.where(col("ttl") == TTL_CODE["keep_forever"], 1.0, sal)
+            sal = s.at("salience", rows).copy()
+        return np.where(s.at("ttl", rows) == TTL_CODE["keep_forever"], 1.0, sal)
 
     def strength(self, now: float) -> np.ndarray:
         """Salience for every kind (Sources, semantic nodes, Storylines, Macros)."""

@@ -74,7 +74,9 @@ class Ebisu(ReferencePolicy):
             s["alpha"][r], s["beta"][r], s["t"][r] = float(a), float(b), float(t)
             s["last_review"][r] = now
 
-    def retention(self, now: float) -> np.ndarray:
+    def retention(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
         s = self.store
-        dt = np.maximum(now - s["last_review"], 0.0)
-        return kernels.ebisu_predict_recall(s["alpha"], s["beta"], s["t"], dt)
+        dt = np.maximum(now - s.at("last_review", rows), 0.0)
+        return kernels.ebisu_predict_recall(
+            s.at("alpha", rows), s.at("beta", rows), s.at("t", rows), dt
+        )

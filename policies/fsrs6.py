@@ -126,8 +126,10 @@ class FSRS(ReferencePolicy):
         s["last_review"][rows] = now
         s["reviews"][rows] += 1
 
-    def retention(self, now: float) -> np.ndarray:
+    def retention(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
         s = self.store
         return kernels.fsrs_retrievability(
-            self._elapsed(now, s["last_review"]), s["stability"], self.params.w[20]
+            self._elapsed(now, s.at("last_review", rows)),
+            s.at("stability", rows),
+            self.params.w[20],
         )

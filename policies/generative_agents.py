@@ -89,12 +89,12 @@ class GenerativeAgents(ReferencePolicy):
     def _review(self, rows: np.ndarray, now: float) -> None:
         self.store["last_access"][rows] = now
 
-    def _last_use(self) -> np.ndarray:
-        la = self.store["last_access"]
-        return np.where(np.isnan(la), self.store["created"], la)
+    def _last_use(self, rows: np.ndarray | None = None) -> np.ndarray:
+        la = self.store.at("last_access", rows)
+        return np.where(np.isnan(la), self.store.at("created", rows), la)
 
-    def retention(self, now: float) -> np.ndarray:
-        hours = np.maximum(now - self._last_use(), 0.0) * 24.0
+    def retention(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
+        hours = np.maximum(now - self._last_use(rows), 0.0) * 24.0
         return np.power(self.params.recency_decay, hours)
 
     def _scores(self, sims: np.ndarray, live: np.ndarray, now: float) -> np.ndarray:
@@ -114,7 +114,7 @@ class GenerativeAgents(ReferencePolicy):
             recency = np.power(p.code_recency_decay, rank[idx])
             w = (p.code_w_recency, p.code_w_importance, p.code_w_relevance)
         else:
-            recency = self.retention(now)[idx]
+            recency = self.retention(now, idx)
             w = (p.w_recency, p.w_importance, p.w_relevance)
         out = np.full(len(sims), -np.inf)
         out[idx] = kernels.generative_agents_score(

@@ -82,12 +82,12 @@ class MemoryBank(ReferencePolicy):
         )
         s["last_recall"][rows] = now
 
-    def days_since_recall(self, now: float) -> np.ndarray:
-        return np.maximum(now - self.store["last_recall"], 0.0)
+    def days_since_recall(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
+        return np.maximum(now - self.store.at("last_recall", rows), 0.0)
 
-    def retention(self, now: float) -> np.ndarray:
+    def retention(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
         return kernels.retrieval_strength(
-            self.days_since_recall(now), self.store["memory_strength"]
+            self.days_since_recall(now, rows), self.store.at("memory_strength", rows)
         )
 
     def _doomed(self, now: float) -> np.ndarray:

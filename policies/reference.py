@@ -58,13 +58,18 @@ class ReferencePolicy(Policy):
     def _review(self, rows: np.ndarray, now: float) -> None:
         raise NotImplementedError
 
-    def retention(self, now: float) -> np.ndarray:
-        """The model's recall probability of every row at ``now`` (float64, length n)."""
+    def retention(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
+        """The model's recall probability of every row at ``now`` (float64, length n), or
+        of ``rows`` only (the same numbers)."""
         raise NotImplementedError
 
     def _scores(self, sims: np.ndarray, live: np.ndarray, now: float) -> np.ndarray:
-        """Ranking score of every row for one query (cosine ``sims``); -inf where not live."""
-        return np.where(live, sims * self.retention(now), -np.inf)
+        """Ranking score of every row for one query (cosine ``sims``); -inf where not live.
+        The retention of the live rows only (decayed rows stay in the store)."""
+        rows = np.flatnonzero(live)
+        out = np.full(len(sims), -np.inf)
+        out[rows] = sims[rows] * self.retention(now, rows)
+        return out
 
     # -- interface -----------------------------------------------------------------
     def _live(self) -> np.ndarray:

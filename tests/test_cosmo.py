@@ -441,3 +441,19 @@ def test_consolidation_trigger_2_threshold_and_off_switch():
     from policies.cosmo import CosmoCodeParams
 
     assert CosmoCodeParams().consolidate_min_sources == CosmoParams().consolidate_min_sources == 5
+
+
+def test_salience_of_the_searchable_rows_is_every_rows_salience_at_those_rows():
+    """A query scores its searchable rows' salience only (score_query); the same numbers, bit
+    for bit, as every row's salience read at those rows, in both decay modes."""
+    import scenarios
+    from memsim.engine.runner import run
+
+    for mode in ("closed_form", "nightly"):
+        pol = Cosmo(CosmoParams(decay_mode=mode), llm=MockLLM(seed=0), seed=0)
+        run(pol, scenarios.load("synthetic:steady,episodes=600,queries=60,horizon=60"))
+        rows = np.flatnonzero(pol.searchable())[::2]
+        assert len(rows) > 5
+        for now in (60.0, 75.0):
+            np.testing.assert_array_equal(pol.salience_at(now, rows), pol.salience_at(now)[rows])
+            np.testing.assert_array_equal(pol.rates(rows), pol.rates()[rows])

@@ -265,3 +265,22 @@ def test_generative_agents_code_recency_new_row_ties_a_retrieved_older_one(monke
 def test_generative_agents_bad_params():
     with pytest.raises(ParamError, match="recency_decay=0.0"):
         GenerativeAgentsParams(recency_decay=0.0)
+
+
+@pytest.mark.parametrize(
+    "pid",
+    ["actr", "actr-spacing", "fsrs", "ebisu", "memorybank", "memorybank-code", "generative-agents"],
+)
+def test_retention_of_some_rows_is_every_rows_retention_at_those_rows(pid):
+    """Recall scores the live rows' retention only (ReferencePolicy._scores); it must be the
+    same numbers, bit for bit, as every row's retention read at those rows."""
+    import scenarios
+    from memsim.engine.mockllm import MockLLM
+    from memsim.engine.runner import run
+
+    pol = make(pid, llm=MockLLM(seed=0), seed=0)
+    run(pol, scenarios.load("synthetic:steady,episodes=600,queries=60,horizon=60"))
+    rows = np.flatnonzero(pol._live())[::3]
+    assert len(rows) > 5
+    for now in (60.0, 61.5, 90.0):
+        np.testing.assert_array_equal(pol.retention(now, rows), pol.retention(now)[rows])

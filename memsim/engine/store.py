@@ -153,6 +153,11 @@ class MemoryStore:
         self._new_column(name, dtype, default)
         self._cols[name][: self.n] = default
 
+    def at(self, name: str, rows: np.ndarray | None = None) -> np.ndarray:
+        """Column ``name`` (``rows`` None: the view ``store[name]``) or its ``rows`` only:
+        what an element-wise formula needs to give the same numbers for a few rows."""
+        return self[name] if rows is None else self._cols[name][: self.n][rows]
+
     @property
     def columns(self) -> tuple[str, ...]:
         return tuple(self._cols)
