@@ -81,8 +81,9 @@ class _CosineBase(Policy[P]):
     def _after_ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
         return []
 
-    def _weights(self, now: float) -> np.ndarray | None:
-        """Per-row multiplier of the cosine (None: plain cosine)."""
+    def _weights(self, now: float, rows: np.ndarray | None = None) -> np.ndarray | None:
+        """Per-row multiplier of the cosine, of every row or of ``rows`` (None: plain
+        cosine)."""
         return None
 
     def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
@@ -95,11 +96,15 @@ class _CosineBase(Policy[P]):
         if not live.any():
             return out
         q = np.stack([np.asarray(vecs[i], dtype=np.float32) for i in have])
-        sims = (self.store.embedding @ q.T).astype(np.float64)  # (n, queries)
-        w = self._weights(now)
+        if len(q) == 1:  # the live rows' products only: the numbers of the product below
+            sims = self.store.products(q[0], live, -np.inf).astype(np.float64)[:, None]
+        else:
+            sims = (self.store.embedding @ q.T).astype(np.float64)  # (n, queries)
+            sims[~live] = -np.inf
+        rows = np.flatnonzero(live)
+        w = self._weights(now, rows)
         if w is not None:
-            sims *= w[:, None]
-        sims[~live] = -np.inf
+            sims[rows] *= w[:, None]
         touched = []
         for j, i in enumerate(have):
             ids = self.rank(sims[:, j], queries[i].k, queries[i].id)
@@ -165,8 +170,8 @@ class Recency(_CosineBase[RecencyParams]):
             la, created = la[rows], created[rows]
         return np.where(np.isnan(la), created, la)
 
-    def _weights(self, now: float) -> np.ndarray:
-        return np.exp(-self.params.rate * self.store.days_since_access(now))
+    def _weights(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
+        return np.exp(-self.params.rate * self.store.days_since_access(now, rows))
 
     def strength(self, now: float) -> np.ndarray:
         return np.where(self._live(), self._weights(now), 0.0)

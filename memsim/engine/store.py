@@ -343,11 +343,11 @@ class MemoryStore:
     def count(self, statuses: Iterable[str] | None = None) -> int:
         return int(self.mask(statuses).sum())
 
-    def days_since_access(self, now: float) -> np.ndarray:
-        """Days since each row's last access, counting from creation until its first one
-        (never negative)."""
+    def days_since_access(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
+        """Days since each row's (or each of ``rows``') last access, counting from creation
+        until its first one (never negative)."""
         return kernels.days_since_access(
-            now, self._cols["last_access"][: self.n], self._cols["created"][: self.n]
+            now, self.at("last_access", rows), self.at("created", rows)
         )
 
     def rows_from(self, episode_id: str) -> np.ndarray:
