@@ -8,11 +8,13 @@ is generated (``stream_rss_mib``) and the raw bytes of the final store's embeddi
 (peak - stream) / raw: what the run added over the raw embeddings it ends with.
 
     nice -n 5 python -m benchmarks.bench_tenyear [POLICY ...]      # full mode; writes its table
-    python -m benchmarks.bench_tenyear --from-json R1.json R2.json    # the table from simrun's JSON
+    python -m benchmarks.bench_tenyear --from-json R1.json R2.json    # rows from simrun's JSON
     MEMSIM_BENCH_SMOKE=1 python -m pytest benchmarks/bench_tenyear.py --benchmark-disable
 
 Full mode writes the table between ``TENYEAR_BEGIN`` / ``TENYEAR_END`` of
-results/benchmarks.md. Smoke mode runs keep-all in-process on a 2,000-episode "decade".
+results/benchmarks.md: a row per policy with the date and code of its run, the rows of the
+policies not run this time kept (a decade is an hour or more per policy). Smoke mode runs
+keep-all in-process on a 2,000-episode "decade".
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import blocks
-from benchmarks.bench_scaling import _shares
+from benchmarks.bench_scaling import _commit, _shares
 from benchmarks.conftest import record_target
 from benchmarks.workloads import REPO, SMOKE, size
 
@@ -61,28 +63,57 @@ def memory_ratio(r: dict) -> float:
     return (r["peak_rss_mib"] - r["stream_rss_mib"]) / max(r["raw_embedding_mib"], 1e-9)
 
 
-def table(results: list[dict], command: str) -> str:
+HEADER = (
+    "| policy | episodes | queries | run s | CPU s | ingest / recall / maintain | store rows | "
+    "peak MiB | after the stream MiB | raw embeddings MiB | ratio | measured (UTC), code |"
+)
+
+
+def row(r: dict, when: str, code: str) -> str:
+    """One policy's table row from simrun's JSON."""
+    return (
+        f"| {r['policy']} | {r['episodes']:,} | {r['queries']:,} | {r['run_seconds']:.0f} | "
+        f"{r['run_cpu_seconds']:.0f} | {_shares(r['timings'])} | {r['store_rows']:,} | "
+        f"{r['peak_rss_mib']:,.0f} | {r['stream_rss_mib']:,.0f} | "
+        f"{r['raw_embedding_mib']:,.0f} | {memory_ratio(r):.2f} | {when}, {code or 'unknown'} |"
+    )
+
+
+def kept_rows(md: str) -> dict[str, str]:
+    """The rows of the ten-year table already in ``md`` (policy -> row), each with its own
+    date and code: a run of some policies keeps the others' rows (a decade is an hour or
+    more per policy, so the table is filled a few policies at a time)."""
+    n_cells = HEADER.count("|")
+    out = {}
+    for line in kept_block(md).splitlines():
+        if line.startswith("| ") and line.count("|") == n_cells and not line.startswith("| policy"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if cells[0] != "---":
+                out[cells[0]] = line
+    return out
+
+
+def table(rows: dict[str, str], command: str) -> str:
+    """The block: ``rows`` (policy -> row) in table order, keep-all first."""
+    order = sorted(rows, key=lambda pid: (pid != "keep-all", pid))
     lines = [
         BEGIN,
         "## The ten-year steady stream (issue 16, target 10)",
         "",
-        f"`{command}` on {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; each run one subprocess "
-        "with one BLAS thread. Memory: peak resident set of the process, its resident set once "
-        "the stream was generated, the raw bytes of the final store's embeddings (rows x dim x "
-        "4); ratio = (peak - after the stream) / raw.",
+        f"`{command}` (the last run of the command: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} "
+        "UTC); each run one subprocess with one BLAS thread, on this 2-core machine with other "
+        "work on the other core; a row per policy with the date and code of its run. Memory: "
+        "peak resident set of the process, its resident set once the stream was generated, "
+        "the raw bytes of the final store's embeddings (rows x dim x 4); ratio = (peak - after "
+        "the stream) / raw. Policies without a row were not run to the end of a decade yet.",
         "",
-        "| policy | episodes | queries | run s | CPU s | ingest / recall / maintain | "
-        "store rows | peak MiB | after the stream MiB | raw embeddings MiB | ratio |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        HEADER,
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        *[rows[pid] for pid in order],
+        "",
+        END,
+        "",
     ]
-    for r in results:
-        lines.append(
-            f"| {r['policy']} | {r['episodes']:,} | {r['queries']:,} | {r['run_seconds']:.0f} | "
-            f"{r['run_cpu_seconds']:.0f} | {_shares(r['timings'])} | {r['store_rows']:,} | "
-            f"{r['peak_rss_mib']:,.0f} | {r['stream_rss_mib']:,.0f} | "
-            f"{r['raw_embedding_mib']:,.0f} | {memory_ratio(r):.2f} |"
-        )
-    lines += ["", END, ""]
     return "\n".join(lines)
 
 
@@ -117,13 +148,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("policies", nargs="*", default=["keep-all"])
     ap.add_argument("--from-json", type=Path, nargs="+", default=None)
     ap.add_argument("--no-write", action="store_true", help="print the table only")
+    ap.add_argument("--code", default="", help="the commit measured, for the table (default: git)")
     a = ap.parse_args(argv)
-    command = "nice -n 5 python -m benchmarks.bench_tenyear"
+    command = "nice -n 5 python -m benchmarks.bench_tenyear POLICY ..."
+    when = f"{dt.datetime.now(dt.UTC):%Y-%m-%d}"
+    code = a.code or _commit()
     results: list[dict] = []
     if a.from_json:
         for path in a.from_json:
             results.append(json.loads(path.read_text().strip().splitlines()[-1]))
-        command += " " + " ".join(r["policy"] for r in results)
     else:
         for pid in a.policies:
             r = measure(pid)
@@ -132,8 +165,9 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             results.append(r)
             print(f"{pid}: {r['run_seconds']:.0f} s", flush=True)
-        command += " " + " ".join(a.policies)
-    block = table(results, command)
+    rows = kept_rows(OUT_MD.read_text()) if OUT_MD.exists() and not a.no_write else {}
+    rows.update({r["policy"]: row(r, when, code) for r in results})
+    block = table(rows, command)
     print(block)
     if not a.no_write:
         blocks.write(OUT_MD, block, BEGIN, END)

@@ -21,3 +21,39 @@ def test_kept_is_the_block_with_its_markers(tmp_path):
     assert path.read_text() == f"# Benchmarks\n\n{new}"
     assert blocks.kept(path.read_text(), B, E) == new
     assert blocks.kept("# Benchmarks\n", B, E) == ""
+
+
+def _decade(policy: str, seconds: float) -> dict:
+    """simrun's JSON of a ten-year run (the fields the table reads)."""
+    return {
+        "policy": policy,
+        "episodes": 1_000_000,
+        "queries": 100_000,
+        "run_seconds": seconds,
+        "run_cpu_seconds": seconds - 1,
+        "timings": {"ingest": 1.0, "recall": 3.0, "maintain": 0.0, "actions": 0.0},
+        "store_rows": 1_000_000,
+        "peak_rss_mib": 3000.0,
+        "stream_rss_mib": 1000.0,
+        "raw_embedding_mib": 1000.0,
+    }
+
+
+def test_ten_year_table_keeps_the_rows_of_policies_not_run_again():
+    """A decade is an hour or more per policy: each run of bench_tenyear adds or replaces its
+    policies' rows and keeps the others', each row with its own date and code."""
+    from benchmarks import bench_tenyear as T
+
+    first = {
+        p: T.row(_decade(p, s), "2026-11-24", "aaa") for p, s in [("keep-all", 10), ("izzie", 20)]
+    }
+    md = "# Benchmarks\n\n" + T.table(first, "cmd")
+    kept = T.kept_rows(md)
+    assert kept == first
+    kept.update({"cosmo": T.row(_decade("cosmo", 30), "2026-11-25", "bbb")})
+    kept["izzie"] = T.row(_decade("izzie", 25), "2026-11-25", "bbb")
+    again = T.kept_rows(blocks.splice(md, T.table(kept, "cmd"), T.BEGIN, T.END))
+    assert list(again) == ["keep-all", "cosmo", "izzie"]  # keep-all first, then by name
+    assert again["keep-all"] == first["keep-all"]
+    assert "| 25 | 24 |" in again["izzie"] and again["izzie"].endswith("| 2026-11-25, bbb |")
+    assert "| 2.00 |" in again["cosmo"]  # (peak - after the stream) / raw
