@@ -5,7 +5,8 @@
 
 Used by bench_sim.py in a subprocess (so a run too slow for the time budget can be stopped);
 ``--profile N`` adds the N top cProfile entries (by cumulative time) of the run; ``--index``
-runs the policy through its candidate index (Policy.use_index) and adds the exactness audit.
+sets the policy's candidate index (Policy.use_index; ``mode=exact`` for the full scans); the
+exactness audit is added whenever the index answered a search (a policy's default index too).
 Memory: the process's peak resident set (``peak_rss_mib``, getrusage), its resident set after
 the stream was generated and before the run (``stream_rss_mib``), and the raw bytes of the
 final store's embeddings (``raw_embedding_mib``: rows x dim x 4).
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> dict:
         "stream_rss_mib": stream_rss,
         "raw_embedding_mib": policy.store.n * policy.store.embedding.shape[1] * 4 / 2**20,
     }
-    if a.index:
+    if a.index or policy.candidates.answered:
         out["index_audit"] = policy.index_audit()
     if prof:
         buf = io.StringIO()

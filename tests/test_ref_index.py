@@ -47,10 +47,49 @@ def test_the_default_probes_stay_within_the_audit_bar():
 
 
 def test_exact_mode_never_searches_the_index():
-    plain, plain_trace = _run("actr")
+    plain, plain_trace = _run("actr")  # the default index, below its 5,000 rows
     small, small_trace = _run("actr", min_rows=10**9)  # ivf asked for, store never that large
     assert plain.index_audit()["searches"] == 0 and small.index_audit()["searches"] == 0
     assert _digest(plain, plain_trace) == _digest(small, small_trace)
+    exact = make("actr", llm=MockLLM(seed=0), seed=0)
+    exact.use_index("exact")
+    exact_trace = run(exact, scenarios.load(SPEC))
+    assert exact.index_audit()["searches"] == 0
+    assert _digest(exact, exact_trace) == _digest(plain, plain_trace)
+
+
+REFERENCE = ["actr", "actr-spacing", "fsrs", "ebisu", "memorybank", "memorybank-code"]
+
+
+def test_the_reference_models_search_through_the_index_from_5000_rows_by_default():
+    """The index is the default where it was measured to pay (the reference models' per-claim
+    repetition scan, from 5,000 stored rows); every other policy scans exactly unless told."""
+    for pid in REFERENCE:
+        c = make(pid).candidates
+        assert (c.mode, c.min_rows, c.audit_every) == ("ivf", 5000, 10), pid
+    for pid in ["keep-all", "recency", "izzie", "pai", "kernle", "engram", "cosmo"]:
+        assert make(pid).candidates.mode == "exact", pid
+    pol = make("fsrs")
+    pol.use_index("exact")
+    assert pol.candidates.mode == "exact"
+
+
+def test_a_run_the_default_index_answered_reports_its_audit(monkeypatch):
+    """The exactness audit goes into the run's summary and manifest whenever the index
+    answered, asked for or by default; a run it never answered carries none."""
+    from memsim.workbench import api
+    from memsim.workbench.results import RunDef
+    from policies.reference import ReferencePolicy
+
+    d = RunDef("actr", SPEC, 0)
+    quiet = api.execute(d)
+    assert "index_decision_differ_share" not in quiet.summary
+    assert "index_audit" not in quiet.manifest
+    monkeypatch.setattr(ReferencePolicy, "default_index", {"mode": "ivf", "min_rows": 100})
+    got = api.execute(d)
+    assert got.manifest["index_audit"]["searches"] >= 300
+    assert got.manifest["index_audit"]["decisions_checked"] >= 30
+    assert got.summary["index_decision_differ_share"] <= 0.01
 
 
 def _planted_ties():

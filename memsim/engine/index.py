@@ -414,6 +414,12 @@ class CandidateIndex:
         self.__dict__.update(state)
 
     @property
+    def answered(self) -> bool:
+        """Whether the index answered a search of this run (its audit then belongs in the
+        run's manifest and summary)."""
+        return self.audit["searches"] > 0
+
+    @property
     def approximate(self) -> bool:
         """Whether searches now come from the index (mode not exact, store large enough)."""
         return self.mode != "exact" and self.store.n >= self.min_rows

@@ -92,6 +92,10 @@ class Policy(abc.ABC, Generic[P]):
     # Seed-named memory attributes (beyond Claim's own fields) that plant() reads from
     # claim.attrs, e.g. {"stability", "state"}: the decay-curve tool rejects any other name.
     curve_attributes: ClassVar[frozenset[str]] = frozenset()
+    # The candidate index a policy searches through unless told otherwise (use_index): exact
+    # (every search the full scan), or a mode with the store size it starts at where a
+    # policy's measurements show it pays (docs/performance.md).
+    default_index: ClassVar[dict[str, Any]] = {"mode": "exact"}
 
     def __init__(self, params: P | None = None, *, llm: LLM | None = None, seed: int = 0) -> None:
         if params is None:
@@ -109,8 +113,7 @@ class Policy(abc.ABC, Generic[P]):
         self.llm = llm
         self.seed = int(seed)
         self.store = MemoryStore(dim=llm.dim, statuses=self.statuses, kinds=self.kinds)
-        # exact by default: a policy that searches through it scans the store as before
-        self.candidates = CandidateIndex(self.store, "exact", seed=self.seed)
+        self.candidates = CandidateIndex(self.store, seed=self.seed, **self.default_index)
         self.setup()
 
     def setup(self) -> None:  # noqa: B027 optional hook, deliberately empty: not abstract

@@ -49,7 +49,8 @@ class RunDef:
     seed: int = 0
     params: tuple[tuple[str, Any], ...] = ()
     llm: tuple[tuple[str, Any], ...] = ()
-    # candidate index settings (mode, min_rows, nprobe, audit_every; issue 16), () = exact
+    # candidate index settings (mode, min_rows, nprobe, audit_every; issue 16), () = the
+    # policy's default (Policy.default_index: exact, or the reference models' from 5,000 rows)
     index: tuple[tuple[str, Any], ...] = ()
 
     def canonical(self) -> str:
@@ -306,7 +307,7 @@ def manifest_for(
         },
         "seeds": {"run": d.seed, "llm": llm_config.get("seed", d.seed)},
         "llm": dict(llm_config),
-        **({"index_audit": policy.index_audit()} if d.index else {}),
+        **({"index_audit": policy.index_audit()} if d.index or policy.candidates.answered else {}),
         "packages": package_versions(),
         "git_commit": git_commit(),
         "code_fingerprint": code_fingerprint(),
