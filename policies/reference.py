@@ -25,6 +25,7 @@ import numpy as np
 
 from memsim.engine import kernels
 from memsim.engine.events import Claim, Episode, Forget, Query
+from memsim.engine.index import INGEST_INDEX_MIN_ROWS
 from memsim.engine.policy import Job, Outcome, Policy, Ranking
 from memsim.engine.store import Statuses
 
@@ -49,9 +50,8 @@ class ReferencePolicy(Policy):
     strength_range = (0.0, 1.0)
     # The per-claim repetition scan goes through the candidate index from 5,000 stored rows
     # (`_repetition`): on the steady year it cut actr's run 84 -> 51 s and fsrs's 73 -> 55 s,
-    # with 0 of 7,858 audited decisions differing, and min_rows 2,000 paid no more
-    # (docs/performance.md). The standard profiles' stores stay below it: exact there.
-    default_index: ClassVar[dict[str, Any]] = {"mode": "ivf", "min_rows": 5000}
+    # with 0 of 7,858 audited decisions differing (docs/performance.md).
+    default_index: ClassVar[dict[str, Any]] = {"mode": "ivf", "min_rows": INGEST_INDEX_MIN_ROWS}
 
     # -- hooks -------------------------------------------------------------------
     def _create(self, claim: Claim, now: float) -> dict[str, float]:

@@ -63,11 +63,12 @@ REFERENCE = ["actr", "actr-spacing", "fsrs", "ebisu", "memorybank", "memorybank-
 
 def test_the_reference_models_search_through_the_index_from_5000_rows_by_default():
     """The index is the default where it was measured to pay (the reference models' per-claim
-    repetition scan, from 5,000 stored rows); every other policy scans exactly unless told."""
-    for pid in REFERENCE:
+    repetition scan and Personal AI's findSimilarBeliefs, from 5,000 stored rows); every
+    other policy scans exactly unless told."""
+    for pid in [*REFERENCE, "pai", "pai-code"]:
         c = make(pid).candidates
         assert (c.mode, c.min_rows, c.audit_every) == ("ivf", 5000, 10), pid
-    for pid in ["keep-all", "recency", "izzie", "pai", "kernle", "engram", "cosmo"]:
+    for pid in ["keep-all", "recency", "izzie", "kernle", "engram", "cosmo"]:
         assert make(pid).candidates.mode == "exact", pid
     pol = make("fsrs")
     pol.use_index("exact")

@@ -334,8 +334,13 @@ def make_index(kind: str, dim: int, **knobs: Any) -> VectorIndex:
 # Store size from which the "ivf" candidate mode searches through the index; below it every
 # search is the caller's exact scan. On the steady synthetic stream the index lost to the
 # exact scan at 30k rows and at the year for Izzie (docs/performance.md: the mock's tie
-# groups), so the mode is opt-in and this is only where it starts once asked for.
+# groups), so for recall the mode is opt-in and this is only where it starts once asked for.
 CANDIDATE_MIN_ROWS = 20_000
+# Store size from which the per-claim searches of ingest go through the "ivf" index by
+# default (Policy.default_index of the reference models' repetition check and of Personal
+# AI's findSimilarBeliefs): measured on the steady year, where it paid and 2,000 paid no more
+# (docs/performance.md); the standard profiles' stores stay below it, so they scan exactly.
+INGEST_INDEX_MIN_ROWS = 5_000
 CANDIDATE_MODES = ("exact", "ivf")
 
 
@@ -501,11 +506,12 @@ class CandidateIndex:
         tiebreak: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """The exact scan's answer from the index: ``kernels.topk(np.where(mask, E @ v,
-        -inf), k, tiebreak)`` (float32 products; ties to the lower row, or with ``tiebreak``,
-        a function from rows to their tie keys, ties within TIE_RTOL in key order as the
-        caller's exact scan breaks them) and those products, bit for bit, whenever the probed
-        lists hold every row within SCREEN_MARGIN of the k-th product; None when the caller
-        must scan (exact mode, small store).
+        -inf).astype(float64), k, tiebreak)`` (float32 products held in float64, as the
+        callers' scans hold them, so the tie tolerance is computed in float64 in both; ties
+        to the lower row, or with ``tiebreak``, a function from rows to their tie keys, ties
+        within TIE_RTOL in key order as the caller's exact scan breaks them) and those
+        products, bit for bit, whenever the probed lists hold every row within SCREEN_MARGIN
+        of the k-th product; None when the caller must scan (exact mode, small store).
 
         The k nearest candidates give the k-th product; a range search then collects every
         row above it minus the margin (a whole group of tied rows, which a k-nearest search
@@ -531,7 +537,7 @@ class CandidateIndex:
         cand = found[0][found[0] >= 0].astype(np.int64)
         if len(cand) < k:  # the probed lists hold fewer than k allowed rows: scan
             sims = np.where(mask, E @ v, -np.inf).astype(np.float32)
-            top = kernels.topk(sims, k, tiebreak)
+            top = kernels.topk(sims.astype(np.float64), k, tiebreak)
             return top, sims[top]
         kth = float(kernels.rows_matvec(E, cand, v).min())
         radius = kth - kernels.SCREEN_MARGIN
@@ -540,7 +546,7 @@ class CandidateIndex:
         rows = np.union1d(cand, near.astype(np.int64))  # ascending: ties go to the lower row
         sims = kernels.rows_matvec(E, rows, v)
         keys = None if tiebreak is None else (lambda i: tiebreak(rows[i]))
-        local = kernels.topk(sims, k, keys)
+        local = kernels.topk(sims.astype(np.float64), k, keys)
         return rows[local], sims[local]
 
     def rows_near(
