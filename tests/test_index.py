@@ -343,37 +343,6 @@ def test_izzie_through_the_index_answers_as_its_exact_scan_on_the_standard_profi
         assert audit["query_differ_share"] <= 0.01, audit
 
 
-@pytest.mark.parametrize("policy_id", ["pai", "pai-code"])
-def test_pai_through_the_index_decides_as_its_full_scan(policy_id):
-    """Personal AI's findSimilarBeliefs (000 §1, the rows every ingest decision reads)
-    through the index: with every list probed, each audited search gives the full scan's
-    rows and the whole run (trace and store, bytes) is the exact run's; with the default
-    probes the audit stays within 1%."""
-    import scenarios
-    from benchmarks.fingerprint import digest
-    from memsim.engine import registry
-    from memsim.engine.mockllm import MockLLM
-    from memsim.engine.runner import run
-
-    def one(spec, **index):
-        pol = registry.make(policy_id, llm=MockLLM(seed=0), seed=0)
-        if index:
-            pol.use_index("ivf", **index)
-        return pol, run(pol, scenarios.load(spec))
-
-    spec = "synthetic:steady,episodes=600"
-    exact, exact_trace = one(spec)
-    pol, trace = one(spec, min_rows=100, nprobe=10_000, audit_every=1)
-    audit = pol.index_audit()
-    assert audit["searches"] >= 300 and audit["decisions_checked"] == audit["searches"]
-    assert audit["decisions_differ"] == 0
-    assert digest(pol, trace) == digest(exact, exact_trace)
-    pol, _ = one("synthetic:churn,episodes=1000", min_rows=100, audit_every=1)
-    audit = pol.index_audit()
-    assert audit["decisions_checked"] >= 500
-    assert audit["decision_differ_share"] <= 0.01, audit
-
-
 def test_candidate_rows_near_hold_every_row_reaching_the_threshold_with_the_full_products():
     """rows_near: every allowed row whose full-scan float32 product reaches the threshold
     (a tied group among them, rows near the threshold on both sides), ascending, with the

@@ -1,6 +1,7 @@
-"""The reference models' ingest-time repetition scan through the candidate index (issue 16):
-the same decisions as the full scan (the argmax's row, ties to the lower row, and its float32
-product bit for bit), the ingest-decision audit, copies, same seed same bytes."""
+"""Ingest-time searches through the candidate index (issue 16): the reference models'
+repetition scan (the argmax's row, ties to the lower row, and its float32 product bit for bit)
+and Personal AI's findSimilarBeliefs (000 §1: the similar_limit rows its decisions read) give
+the full scan's decisions; the ingest-decision audit, copies, same seed same bytes."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def _run(policy_id: str, spec: str = SPEC, **index):
     return pol, run(pol, scenarios.load(spec))
 
 
-@pytest.mark.parametrize("policy_id", ["actr", "fsrs", "memorybank"])
+@pytest.mark.parametrize("policy_id", ["actr", "fsrs", "memorybank", "pai", "pai-code"])
 def test_through_the_index_every_decision_equals_the_full_scan(policy_id):
     """Every probed list (nprobe above nlist): each indexed decision, audited, equals the
     full scan's, and the whole run (trace and store, bytes) equals the exact run."""
@@ -39,10 +40,14 @@ def test_through_the_index_every_decision_equals_the_full_scan(policy_id):
     assert _digest(pol, trace) == _digest(exact_pol, exact_trace)
 
 
-def test_the_default_probes_stay_within_the_audit_bar():
-    pol, _ = _run("actr", "synthetic:churn", min_rows=100, audit_every=1)
+@pytest.mark.parametrize(
+    "policy_id, spec, checked",
+    [("actr", "synthetic:churn", 300), ("pai", "synthetic:churn,episodes=1000", 500)],
+)
+def test_the_default_probes_stay_within_the_audit_bar(policy_id, spec, checked):
+    pol, _ = _run(policy_id, spec, min_rows=100, audit_every=1)
     audit = pol.index_audit()
-    assert audit["decisions_checked"] >= 300
+    assert audit["decisions_checked"] >= checked
     assert audit["decision_differ_share"] <= 0.01, audit
 
 
