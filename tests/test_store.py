@@ -82,6 +82,28 @@ def test_provenance_and_its_log():
     assert s.rows_from("e1").tolist() == [0, 1] and s.rows_from("zz").tolist() == []
 
 
+def test_provenance_of_is_each_rows_provenance_now_one_copy_per_state():
+    """provenance_of: equal to the live sets at every call; while a row's provenance is
+    unchanged the same frozenset object comes back (a trace records it per query), after an
+    addition a new one; copies and pickles of the store start without the kept copies."""
+    import copy
+
+    s = MemoryStore(3, ST)
+    add(s, 3, now=1.0)
+    first = s.provenance_of([2, 0, 2])
+    assert first == tuple(frozenset(s.provenance[r]) for r in (2, 0, 2))
+    assert first[0] is first[2]
+    s.add_provenance(0, ["e7"], 2.0)
+    s.add_provenance(2, ["e2"], 2.0)  # already there: unchanged
+    again = s.provenance_of([0, 2])
+    assert again == (frozenset({"e0", "e7"}), frozenset({"e2"}))
+    assert again[1] is first[0] and again[0] is not first[1] and first[1] == {"e0"}
+    twin = copy.deepcopy(s)
+    twin.add_provenance(1, ["e8"], 3.0)
+    assert twin.provenance_of([1]) == (frozenset({"e1", "e8"}),)
+    assert s.provenance_of([1]) == (frozenset({"e1"}),)
+
+
 def test_columns():
     s = MemoryStore(3, ST)
     add(s, 2)

@@ -421,7 +421,7 @@ def run(
                         float(t),
                         ids,
                         np.asarray(r.scores, dtype=np.float64).copy(),
-                        tuple(frozenset(store.provenance[i]) for i in ids.tolist()),
+                        store.provenance_of(ids.tolist()),
                         q.k,
                         q.group,
                         fp,

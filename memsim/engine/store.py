@@ -7,8 +7,9 @@ belief), and the unit-norm float32 ``embedding`` matrix. A policy registers its 
 (alpha, beta, salience, stability, ...) with :meth:`add_column`.
 
 Provenance is the set of episode ids each memory came from, kept through reinforcement,
-merges and syntheses. Every status change and provenance addition is logged with its time,
-so metrics can reconstruct exactly what was remembered at any moment.
+merges and syntheses; it only grows (:meth:`add`, :meth:`add_provenance`). Every status
+change and provenance addition is logged with its time, so metrics can reconstruct exactly
+what was remembered at any moment.
 
 Rows are never deleted (statuses do that), so a row index is a stable memory id.
 Arrays grow by amortized doubling; column views returned by ``store[name]`` are only valid
@@ -138,6 +139,7 @@ class MemoryStore:
         self.embedding_changes: set[int] = set()
         self._track_changes = False
         self._packed = PackedBlocks(self.dim)
+        self._frozen: dict[int, frozenset[str]] = {}  # provenance_of's copies
 
     # -- columns -------------------------------------------------------------
     def _new_column(self, name: str, dtype: Any, default: Any) -> None:
@@ -276,6 +278,7 @@ class MemoryStore:
         # copies and pickles leave the packed blocks behind (a cache, rebuilt on demand)
         state = self.__dict__.copy()
         state["_packed"] = PackedBlocks(self.dim)
+        state["_frozen"] = {}
         return state
 
     def track_embedding_changes(self) -> None:
@@ -316,6 +319,22 @@ class MemoryStore:
         for e in sorted(set(episode_ids) - prov):
             prov.add(e)
             self.provenance_log.append((float(now), int(row), e))
+
+    def provenance_of(self, rows: Iterable[int]) -> tuple[frozenset[str], ...]:
+        """Each row's provenance now, frozen. A row's frozenset is kept and handed out again
+        while its provenance is unchanged (it only grows, so an unchanged size is an unchanged
+        set): a trace recording the provenance of every query's answer holds one copy per
+        state of a memory rather than one per query (much-reinforced memories are returned by
+        many queries, with thousands of episodes each on long streams)."""
+        frozen: dict[int, frozenset[str]] = self.__dict__.setdefault("_frozen", {})
+        out = []
+        for r in rows:
+            prov = self.provenance[r]
+            f = frozen.get(r)
+            if f is None or len(f) != len(prov):
+                f = frozen[r] = frozenset(prov)
+            out.append(f)
+        return tuple(out)
 
     def mask(
         self, statuses: Iterable[str] | None = None, kinds: Iterable[str] | None = None
