@@ -375,8 +375,9 @@ class PersonalAI(Policy[PaiParams]):
         keys = functools.partial(s.tie_keys, tag)  # keys of the rows at the cut only
         k = self.params.similar_limit
 
-        def full_scan() -> np.ndarray:
-            return kernels.topk(np.where(searchable, self._cosine(vec), -np.inf), k, keys)
+        def full_scan() -> np.ndarray:  # products over the searchable rows' blocks only
+            cos = s.products(np.asarray(vec, dtype=np.float32), searchable)
+            return kernels.topk(cos.astype(np.float64), k, keys)
 
         found = (
             self.candidates.top_rows(np.asarray(vec, dtype=np.float32), k, searchable, keys)
@@ -711,8 +712,9 @@ class PersonalAI(Policy[PaiParams]):
     def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
         """semanticSearch() per query, in order: each query's access recording is seen by
         the next, exactly as one by one. Each query's cosines are one matrix-vector product
-        over the whole store (a batched matrix-matrix product would round differently in
-        float32 and break batch == one-by-one)."""
+        over the searchable rows' blocks (``store.products``: the full product's numbers; the
+        others can never be returned, and a batched matrix-matrix product would round
+        differently in float32 and break batch == one-by-one)."""
         out = []
         for q in queries:
             vec = self.llm.embed_query(q)
@@ -721,7 +723,8 @@ class PersonalAI(Policy[PaiParams]):
             elif self.store.n == 0:
                 out.append(Ranking.empty())
             else:
-                cos = self.store.embedding @ np.asarray(vec, dtype=np.float32)
+                v32 = np.asarray(vec, dtype=np.float32)
+                cos = self.store.products(v32, self._searchable())
                 out.append(self._semantic_search(q, vec, now, cos))
         return out
 
