@@ -21,7 +21,7 @@ import numpy as np
 
 from memsim.engine import kernels
 from memsim.engine.events import Claim, Episode, Forget, Query
-from memsim.engine.index import INGEST_INDEX_MIN_ROWS
+from memsim.engine.index import INGEST_INDEX
 from memsim.engine.llm import NONE
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Job, Outcome, Policy, Ranking
@@ -314,7 +314,7 @@ class PersonalAI(Policy[PaiParams]):
     # findSimilarBeliefs goes through the candidate index from 5,000 stored rows (`_similar`):
     # the steady year's run 91 -> 77 s, 0 of 7,906 audited searches differing
     # (docs/performance.md).
-    default_index: ClassVar[dict[str, Any]] = {"mode": "ivf", "min_rows": INGEST_INDEX_MIN_ROWS}
+    default_index: ClassVar[dict[str, Any]] = INGEST_INDEX
 
     params: PaiParams
 
@@ -374,13 +374,13 @@ class PersonalAI(Policy[PaiParams]):
         searchable = self._searchable()
         keys = functools.partial(s.tie_keys, tag)  # keys of the rows at the cut only
         k = self.params.similar_limit
+        v32 = np.asarray(vec, dtype=np.float32)
 
         def full_scan() -> np.ndarray:  # products over the searchable rows' blocks only
-            cos = s.products(np.asarray(vec, dtype=np.float32), searchable)
-            return kernels.topk(cos.astype(np.float64), k, keys)
+            return kernels.topk(s.products(v32, searchable).astype(np.float64), k, keys)
 
         found = (
-            self.candidates.top_rows(np.asarray(vec, dtype=np.float32), k, searchable, keys)
+            self.candidates.top_rows(v32, k, searchable, keys)
             if self.candidates.approximate
             else None
         )
@@ -723,19 +723,19 @@ class PersonalAI(Policy[PaiParams]):
             elif self.store.n == 0:
                 out.append(Ranking.empty())
             else:
-                v32 = np.asarray(vec, dtype=np.float32)
-                cos = self.store.products(v32, self._searchable())
-                out.append(self._semantic_search(q, vec, now, cos))
+                searchable = self._searchable()
+                cos = self.store.products(np.asarray(vec, dtype=np.float32), searchable)
+                out.append(self._semantic_search(q, now, cos, searchable))
         return out
 
     def _semantic_search(
-        self, query: Query, vec: np.ndarray, now: float, cos: np.ndarray
+        self, query: Query, now: float, cos: np.ndarray, searchable: np.ndarray
     ) -> Ranking:
         """Top N by the §2 score (fused kernel: exactly ``topk(score_rows(...), N)``), then
         the linked neighbours of the top 3 at 0.8 x the parent's score, then access."""
         p = self.params
         s = self.store
-        cols = PaiColumns.of_store(s, TYPE_CODE["insight"], self._searchable())
+        cols = PaiColumns.of_store(s, TYPE_CODE["insight"], searchable)
         tag = f"{self.seed}:{query.id}"  # ties: seeded order, never row (keys at the cut only)
 
         def tb(rows: np.ndarray) -> np.ndarray:

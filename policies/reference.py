@@ -25,7 +25,7 @@ import numpy as np
 
 from memsim.engine import kernels
 from memsim.engine.events import Claim, Episode, Forget, Query
-from memsim.engine.index import INGEST_INDEX_MIN_ROWS
+from memsim.engine.index import INGEST_INDEX
 from memsim.engine.policy import Job, Outcome, Policy, Ranking
 from memsim.engine.store import Statuses
 
@@ -51,7 +51,7 @@ class ReferencePolicy(Policy):
     # The per-claim repetition scan goes through the candidate index from 5,000 stored rows
     # (`_repetition`): on the steady year it cut actr's run 84 -> 51 s and fsrs's 73 -> 55 s,
     # with 0 of 7,858 audited decisions differing (docs/performance.md).
-    default_index: ClassVar[dict[str, Any]] = {"mode": "ivf", "min_rows": INGEST_INDEX_MIN_ROWS}
+    default_index: ClassVar[dict[str, Any]] = INGEST_INDEX
 
     # -- hooks -------------------------------------------------------------------
     def _create(self, claim: Claim, now: float) -> dict[str, float]:

@@ -341,6 +341,7 @@ CANDIDATE_MIN_ROWS = 20_000
 # AI's findSimilarBeliefs): measured on the steady year, where it paid and 2,000 paid no more
 # (docs/performance.md); the standard profiles' stores stay below it, so they scan exactly.
 INGEST_INDEX_MIN_ROWS = 5_000
+INGEST_INDEX: dict[str, Any] = {"mode": "ivf", "min_rows": INGEST_INDEX_MIN_ROWS}
 CANDIDATE_MODES = ("exact", "ivf")
 
 
