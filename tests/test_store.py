@@ -82,26 +82,41 @@ def test_provenance_and_its_log():
     assert s.rows_from("e1").tolist() == [0, 1] and s.rows_from("zz").tolist() == []
 
 
-def test_provenance_of_is_each_rows_provenance_now_one_copy_per_state():
-    """provenance_of: equal to the live sets at every call; while a row's provenance is
-    unchanged the same frozenset object comes back (a trace records it per query), after an
-    addition a new one; copies and pickles of the store start without the kept copies."""
+def test_provenance_of_is_each_rows_provenance_then_one_snapshot_per_state():
+    """provenance_of: equal to the live sets at every call, and each snapshot stays equal
+    to the set as it was when taken while the row grows (a trace records one per query);
+    while a row's provenance is unchanged the same snapshot object comes back; snapshots
+    behave as frozensets (equality, hashing, membership, set operations, pickling); copies
+    and pickles of the store start without the kept logs and agree with the original."""
     import copy
+    import pickle
 
     s = MemoryStore(3, ST)
     add(s, 3, now=1.0)
     first = s.provenance_of([2, 0, 2])
     assert first == tuple(frozenset(s.provenance[r]) for r in (2, 0, 2))
     assert first[0] is first[2]
-    s.add_provenance(0, ["e7"], 2.0)
+    s.add_provenance(0, ["e7", "e5"], 2.0)
     s.add_provenance(2, ["e2"], 2.0)  # already there: unchanged
     again = s.provenance_of([0, 2])
-    assert again == (frozenset({"e0", "e7"}), frozenset({"e2"}))
-    assert again[1] is first[0] and again[0] is not first[1] and first[1] == {"e0"}
+    assert again == (frozenset({"e0", "e5", "e7"}), frozenset({"e2"}))
+    assert again[1] is first[0] and again[0] is not first[1]
+    # the earlier snapshot is the set as it was then, whatever was asked of the row since
+    assert first[1] == {"e0"} and "e7" not in first[1] and "e7" in again[0]
+    assert len(first[1]) == 1 and sorted(again[0]) == ["e0", "e5", "e7"]
+    assert hash(again[0]) == hash(frozenset({"e0", "e5", "e7"}))
+    assert again[0] - {"e5"} == frozenset({"e0", "e7"}) and not again[0].isdisjoint({"e7"})
+    assert first[1].isdisjoint({"e7", "e5"}) and 3 not in again[0]
+    back = pickle.loads(pickle.dumps((first, again)))
+    assert back == (first, again) and "e7" not in back[0][1] and "e7" in back[1][0]
     twin = copy.deepcopy(s)
     twin.add_provenance(1, ["e8"], 3.0)
     assert twin.provenance_of([1]) == (frozenset({"e1", "e8"}),)
     assert s.provenance_of([1]) == (frozenset({"e1"}),)
+    s.add_provenance(0, ["e9"], 4.0)
+    assert twin.provenance_of([0]) == (frozenset({"e0", "e5", "e7"}),)
+    assert s.provenance_of([0]) == (frozenset({"e0", "e5", "e7", "e9"}),)
+    assert again[0] == {"e0", "e5", "e7"}
 
 
 def test_columns():

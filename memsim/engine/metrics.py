@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Container, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,13 +104,13 @@ METRICS: dict[str, Metric] = {
 }
 
 Units = Mapping[str, frozenset[str]]
-Prov = Sequence[frozenset[str]]
+Prov = Sequence[AbstractSet[str]]  # frozensets, or the store's ProvenanceSnapshots
 
 
 # -- per-query metric functions (pure; unit-tested on hand-computed cases) ---------------
 
 
-def _covers(p: frozenset[str], units: Units) -> set[str]:
+def _covers(p: AbstractSet[str], units: Units) -> set[str]:
     return {u for u, eps in units.items() if not p.isdisjoint(eps)}
 
 
@@ -204,7 +205,7 @@ def covered_units(prov: Prov, units: Units, k: int) -> set[str]:
 
 def judge_statements(
     prov: Prov, stated: Sequence[tuple[str, str] | None], units: Units, current: Mapping[str, str]
-) -> tuple[list[frozenset[str]], list[bool]]:
+) -> tuple[list[AbstractSet[str]], list[bool]]:
     """Provenance as the metrics should see it, and which memories misstate an asked key:
     a memory stating key K with a value other than K's current one loses K's relevant
     episodes from its provenance (it does not answer K) and is flagged."""

@@ -18,6 +18,7 @@ import heapq
 import math
 import time as _time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -41,15 +42,16 @@ _ACTIONS: dict[type[Event], str] = {Forget: "forget", Protect: "protect", Recove
 @dataclass(frozen=True)
 class QueryRecord:
     """What one query returned. ``provenance[i]`` is memory ``ids[i]``'s provenance at
-    recall time. ``status_log_len`` / ``provenance_log_len`` are the store's log lengths
-    right after the recall batch, so metrics can reconstruct exactly what was remembered
-    at that moment (times alone cannot order same-time events)."""
+    recall time (a read-only set: the store's ProvenanceSnapshot, which shares the row's
+    log rather than copying it). ``status_log_len`` / ``provenance_log_len`` are the
+    store's log lengths right after the recall batch, so metrics can reconstruct exactly
+    what was remembered at that moment (times alone cannot order same-time events)."""
 
     query_id: str
     time: float
     ids: np.ndarray
     scores: np.ndarray
-    provenance: tuple[frozenset[str], ...]
+    provenance: tuple[AbstractSet[str], ...]
     k: int
     group: str
     footprint: int

@@ -19,9 +19,11 @@ until the next insert.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import Any
+from itertools import islice
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -139,7 +141,7 @@ class MemoryStore:
         self.embedding_changes: set[int] = set()
         self._track_changes = False
         self._packed = PackedBlocks(self.dim)
-        self._frozen: dict[int, frozenset[str]] = {}  # provenance_of's copies
+        self._row_logs: dict[int, _RowLog] = {}  # provenance_of's ordered logs
 
     # -- columns -------------------------------------------------------------
     def _new_column(self, name: str, dtype: Any, default: Any) -> None:
@@ -278,7 +280,7 @@ class MemoryStore:
         # copies and pickles leave the packed blocks behind (a cache, rebuilt on demand)
         state = self.__dict__.copy()
         state["_packed"] = PackedBlocks(self.dim)
-        state["_frozen"] = {}
+        state["_row_logs"] = {}
         return state
 
     def track_embedding_changes(self) -> None:
@@ -316,24 +318,27 @@ class MemoryStore:
 
     def add_provenance(self, row: int, episode_ids: Iterable[str], now: float) -> None:
         prov = self.provenance[row]
+        log = self._row_logs.get(row)
         for e in sorted(set(episode_ids) - prov):
             prov.add(e)
             self.provenance_log.append((float(now), int(row), e))
+            if log is not None:
+                log.episodes.append(e)
 
-    def provenance_of(self, rows: Iterable[int]) -> tuple[frozenset[str], ...]:
-        """Each row's provenance now, frozen. A row's frozenset is kept and handed out again
-        while its provenance is unchanged (it only grows, so an unchanged size is an unchanged
-        set): a trace recording the provenance of every query's answer holds one copy per
-        state of a memory rather than one per query (much-reinforced memories are returned by
-        many queries, with thousands of episodes each on long streams)."""
-        frozen: dict[int, frozenset[str]] = self.__dict__.setdefault("_frozen", {})
+    def provenance_of(self, rows: Iterable[int]) -> tuple[ProvenanceSnapshot, ...]:
+        """Each row's provenance now, as a snapshot that stays what it was while the row's
+        provenance grows: the first ``len`` episodes of the row's ordered log, which the
+        store keeps from the row's first snapshot on. A trace recording the provenance of
+        every query's answer then holds one small object per state of a memory, not a copy
+        of its set (memories that gather every source's provenance, Cosmo's storylines,
+        would make those copies grow quadratically with the stream)."""
+        logs: dict[int, _RowLog] = self.__dict__.setdefault("_row_logs", {})
         out = []
         for r in rows:
-            prov = self.provenance[r]
-            f = frozen.get(r)
-            if f is None or len(f) != len(prov):
-                f = frozen[r] = frozenset(prov)
-            out.append(f)
+            log = logs.get(r)
+            if log is None:
+                log = logs[r] = _RowLog(sorted(self.provenance[r]))
+            out.append(log.snapshot())
         return tuple(out)
 
     def mask(
@@ -378,3 +383,78 @@ class MemoryStore:
     def nbytes(self) -> int:
         """Bytes held by the numeric columns and embeddings (capacity included)."""
         return int(self._emb.nbytes + sum(a.nbytes for a in self._cols.values()))
+
+
+_T = TypeVar("_T")
+
+
+class _RowLog:
+    """One row's episodes in the order they joined its provenance (from its first
+    snapshot on), with a position map built as membership is asked."""
+
+    __slots__ = ("episodes", "_where", "_last")
+
+    def __init__(self, episodes: list[str]) -> None:
+        self.episodes = episodes
+        self._where: dict[str, int] = {}
+        self._last: ProvenanceSnapshot | None = None
+
+    def snapshot(self) -> ProvenanceSnapshot:
+        n = len(self.episodes)
+        if self._last is None or len(self._last) != n:
+            self._last = ProvenanceSnapshot(self, n)
+        return self._last
+
+    def position(self, episode: str, upto: int) -> int | None:
+        """Where ``episode`` joined, if it is among the first ``upto`` (an episode joins a
+        row at most once, so the map only ever extends)."""
+        where = self._where
+        for i in range(len(where), upto):
+            where[self.episodes[i]] = i
+        return where.get(episode)
+
+    def __getstate__(self) -> tuple[list[str]]:
+        return (self.episodes,)  # the map and the last snapshot are caches
+
+    def __setstate__(self, state: tuple[list[str]]) -> None:
+        (self.episodes,) = state
+        self._where = {}
+        self._last = None
+
+
+class ProvenanceSnapshot(AbstractSet[str]):
+    """A memory's provenance as it was when it held ``len`` episodes: a read-only set (it
+    compares equal to the frozenset of the same episodes) over the first ``len`` entries of
+    the row's ordered log, so a snapshot costs no copy of the set."""
+
+    __slots__ = ("_log", "_size")
+
+    def __init__(self, log: _RowLog, size: int) -> None:
+        self._log = log
+        self._size = size
+
+    def __contains__(self, episode: object) -> bool:
+        if not isinstance(episode, str):
+            return False
+        i = self._log.position(episode, self._size)
+        return i is not None and i < self._size
+
+    def __iter__(self) -> Iterator[str]:
+        return islice(self._log.episodes, self._size)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self))
+
+    def __repr__(self) -> str:
+        return f"ProvenanceSnapshot({sorted(self)!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return ProvenanceSnapshot, (self._log, self._size)
+
+    @classmethod
+    def _from_iterable(cls, it: Iterable[_T]) -> frozenset[_T]:
+        # set operations (``p - other``) give plain frozensets
+        return frozenset(it)
