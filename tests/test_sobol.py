@@ -114,6 +114,10 @@ def test_a_field_that_is_not_numeric_is_refused():
         (["--sobol", "6"], "power of 2"),
         (["--sobol", "4", "--fields", "nope"], "no parameter 'nope'"),
         (["--sobol", "4", "--metrics", "nope"], "unknown metric 'nope'"),
+        # options of the other mode are refused, not ignored
+        (["--sobol", "4", "--n", "3"], "--n 3 sets the one-at-a-time curves' points"),
+        (["--metrics", "recall"], "--metrics recall applies to --sobol only"),
+        (["--sample-seed", "3"], "--sample-seed 3 applies to --sobol only"),
     ],
 )
 def test_sensitivity_sobol_bad_input_exits_2_with_one_line(tmp_path, capsys, extra, match):
@@ -122,7 +126,7 @@ def test_sensitivity_sobol_bad_input_exits_2_with_one_line(tmp_path, capsys, ext
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert re.search(match, err)
-    assert not list(tmp_path.glob("sobol_*.csv"))
+    assert not list(tmp_path.glob("sobol_*.csv")) and not list(tmp_path.glob("*_oat.csv"))
 
 
 @pytest.mark.slow

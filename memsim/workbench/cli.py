@@ -559,6 +559,9 @@ def _add_tune_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--test-seeds", default="5:10", help="held-out seeds reported on (default 5:10)")
 
 
+SOBOL_METRICS = "recall,stale,footprint_mean"
+
+
 def _add_sensitivity_arguments(s: argparse.ArgumentParser) -> None:
     _add_study(
         s,
@@ -567,7 +570,7 @@ def _add_sensitivity_arguments(s: argparse.ArgumentParser) -> None:
         out_help="folder of tables and figures",
     )
     s.add_argument("--fields", help=FIELDS_HELP)
-    s.add_argument("--n", type=int, default=5, help="points per field")
+    s.add_argument("--n", type=int, help="points per field (default 5; not with --sobol)")
     s.add_argument(
         "--sobol",
         type=int,
@@ -578,10 +581,10 @@ def _add_sensitivity_arguments(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument(
         "--metrics",
-        default="recall,stale,footprint_mean",
-        help="with --sobol: comma list of metrics, all from the same runs",
+        help="with --sobol: comma list of metrics, all from the same runs "
+        f"(default {SOBOL_METRICS})",
     )
-    s.add_argument("--sample-seed", type=int, default=0, help="with --sobol: seed of the samples")
+    s.add_argument("--sample-seed", type=int, help="with --sobol: seed of the samples (default 0)")
     _add_progress(s)
 
 
