@@ -1,5 +1,6 @@
-"""Profile every seed policy (and keep-all, the reference) through a tenth of the ``steady``
-synthetic year and write the summary into results/benchmarks.md (issue 16: profile first).
+"""Profile every registered policy (keep-all, the reference, first) through a tenth of the
+``steady`` synthetic year and write the summary into results/benchmarks.md (issue 16: profile
+first; one profile per policy).
 
     python -m benchmarks.profiles [--lines 15] [--baseline DIR] [POLICY ...]
 
@@ -8,8 +9,9 @@ Each run is ``python -m benchmarks.simrun POLICY 10000 1000 --profile N`` in a s
 PROFILES_BEGIN / PROFILES_END of results/benchmarks.md, which benchmarks.report keeps when it
 rewrites the file. ``--baseline DIR`` adds a before column from earlier runs' JSON files
 ``DIR/<policy>.json`` (simrun output); ``--baseline-code DIR`` runs each policy on an older
-checkout right before the current code (the fairer comparison on a shared machine). Times
-are of one run each: read the shares and the profile, not the absolute seconds.
+checkout right before the current code (the fairer comparison on a shared machine; a policy
+the older code does not have gets no before column). Times are of one run each: read the
+shares and the profile, not the absolute seconds.
 """
 
 from __future__ import annotations
@@ -26,8 +28,15 @@ from benchmarks.workloads import REPO
 
 OUT_MD = REPO / "results" / "benchmarks.md"
 BEGIN, END = "<!-- PROFILES_BEGIN -->", "<!-- PROFILES_END -->"
-POLICIES = ["keep-all", "pai", "izzie", "kernle", "engram", "cosmo"]
+REFERENCE = "keep-all"
 EPISODES, QUERIES = 10_000, 1_000
+
+
+def policy_ids() -> list[str]:
+    """Every registered policy (the bound excluded, as in bench_scaling), keep-all first."""
+    from benchmarks.bench_scaling import policy_ids as registered
+
+    return [REFERENCE] + [p for p in registered() if p != REFERENCE]
 
 
 def profile(policy: str, lines: int, code: Path | None = None) -> dict:
@@ -101,7 +110,7 @@ def kept_block(md: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.profiles")
-    ap.add_argument("policies", nargs="*", default=POLICIES)
+    ap.add_argument("policies", nargs="*", help="default: every registered policy")
     ap.add_argument("--lines", type=int, default=15)
     ap.add_argument("--baseline", type=Path, default=None)
     ap.add_argument(
@@ -114,9 +123,13 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     runs: dict[str, dict] = {}
     baseline: dict[str, dict] = {}
-    for pid in a.policies:
+    for pid in a.policies or policy_ids():
         if a.baseline_code is not None:
-            baseline[pid] = profile(pid, a.lines, a.baseline_code)
+            try:
+                baseline[pid] = profile(pid, a.lines, a.baseline_code)
+            except subprocess.CalledProcessError as e:  # not registered in the older code
+                last = (e.stderr or "").strip().splitlines()[-1:] or ["no output"]
+                print(f"{pid}: no before column ({last[0][:200]})", file=sys.stderr)
         runs[pid] = profile(pid, a.lines)
     if a.baseline is not None:
         for pid in runs:
