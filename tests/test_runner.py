@@ -182,6 +182,31 @@ def test_recall_records_provenance_snapshot_at_recall_time():
     assert tr.queries[0].ids.tolist() == [0]
 
 
+@pytest.mark.parametrize("policy_id", ["cosmo", "engram", "pai"])
+def test_each_answers_provenance_is_the_log_cut_where_its_recall_batch_ended(policy_id):
+    """The snapshots a trace records (store.ProvenanceSnapshot) are each returned memory's
+    provenance log entries up to the query's ``provenance_log_len``, though the memories
+    (Cosmo's storylines, Engram's and pai's reinforced beliefs) kept growing after; and a
+    pickled trace gives the same sets."""
+    import scenarios
+    from memsim.engine import registry
+    from memsim.engine.mockllm import MockLLM
+
+    policy = registry.make(policy_id, llm=MockLLM(seed=0), seed=0)
+    trace = run(policy, scenarios.load("synthetic:steady,episodes=600,queries=120"))
+    log = trace.provenance_log
+    grown = 0
+    # latest first, so a row's later episodes are already mapped when earlier snapshots are asked
+    for rec in [*reversed(pickle.loads(pickle.dumps(trace)).queries), *reversed(trace.queries)]:
+        for row, prov in zip(rec.ids.tolist(), rec.provenance):
+            then = {e for _, r, e in log[: rec.provenance_log_len] if r == row}
+            assert prov == frozenset(then) and len(prov) == len(then)
+            later = policy.store.provenance[row] - then
+            assert all(e in prov for e in then) and not any(e in prov for e in later)
+            grown += bool(later)
+    assert grown  # some returned memory did grow after the query
+
+
 class TooMany(Recorder):
     def recall(self, queries, now):
         return [Ranking(np.arange(self.store.n), np.zeros(self.store.n)) for _ in queries]
