@@ -17,6 +17,7 @@ shares and the profile, not the absolute seconds.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import subprocess
@@ -24,6 +25,7 @@ import sys
 from pathlib import Path
 
 from benchmarks import blocks
+from benchmarks.bench_scaling import _commit
 from benchmarks.workloads import REPO
 
 OUT_MD = REPO / "results" / "benchmarks.md"
@@ -75,7 +77,8 @@ def _trim(profile: str) -> str:
     )
 
 
-def block(runs: dict[str, dict], baseline: dict[str, dict]) -> str:
+def block(runs: dict[str, dict], baseline: dict[str, dict], measured: str = "") -> str:
+    """The markdown block; ``measured``: when, on what code and under what machine load."""
     rows = [
         "| policy | run s | before s | ingest / recall / maintain / actions | store rows |",
         "| --- | --- | --- | --- | --- |",
@@ -92,7 +95,7 @@ def block(runs: dict[str, dict], baseline: dict[str, dict]) -> str:
         "",
         f"`python -m benchmarks.profiles` ({EPISODES:,} episodes, {QUERIES:,} queries over 365 "
         "days; one cProfile run per policy, top entries by cumulative time; `before` is the "
-        "same run on the code before issue 16's changes, when given).",
+        "same run on the code before issue 16's changes, when given)." + measured,
         "",
         *rows,
         "",
@@ -120,9 +123,11 @@ def main(argv: list[str] | None = None) -> None:
         help="a checkout of the code before (e.g. git archive of a commit): each policy runs "
         "there right before it runs here, so both see the same machine load",
     )
+    ap.add_argument("--code", default="", help="the commit measured (default: git)")
     a = ap.parse_args(argv)
     runs: dict[str, dict] = {}
     baseline: dict[str, dict] = {}
+    load = os.getloadavg()[0]
     for pid in a.policies or policy_ids():
         if a.baseline_code is not None:
             try:
@@ -136,7 +141,13 @@ def main(argv: list[str] | None = None) -> None:
             f = a.baseline / f"{pid}.json"
             if f.exists():
                 baseline[pid] = json.loads(f.read_text())
-    blocks.write(OUT_MD, block(runs, baseline), BEGIN, END)
+    when = f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC"
+    measured = (
+        f" Measured {when}, code at {a.code or _commit() or 'unknown'}, on {os.cpu_count()} "
+        f"cores with a load average of {load:.1f} at the start and "
+        f"{os.getloadavg()[0]:.1f} at the end."
+    )
+    blocks.write(OUT_MD, block(runs, baseline, measured), BEGIN, END)
     print(f"wrote the profiles of {', '.join(runs)} into {OUT_MD}")
 
 
