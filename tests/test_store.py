@@ -119,6 +119,33 @@ def test_provenance_of_is_each_rows_provenance_then_one_snapshot_per_state():
     assert again[0] == {"e0", "e5", "e7"}
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    growth=st.lists(st.lists(st.integers(0, 12), max_size=4), min_size=1, max_size=6),
+    probes=st.lists(st.lists(st.integers(0, 14), max_size=5), min_size=1, max_size=8),
+    newest_first=st.booleans(),
+)
+def test_snapshots_answer_membership_and_isdisjoint_as_their_frozensets(
+    growth, probes, newest_first
+):
+    """Each snapshot taken while a row grows answers ``in`` and ``isdisjoint`` (its own, not
+    the mixin's) as the frozenset of the row's provenance at that moment, whether a newer
+    snapshot extended the row's position map before it is asked or not."""
+    s = MemoryStore(3, ST)
+    add(s, 1)
+    taken = []
+    for step, eps in enumerate(growth):
+        s.add_provenance(0, [f"e{i}" for i in eps], float(step + 1))
+        taken.append((s.provenance_of([0])[0], frozenset(s.provenance[0])))
+    for snap, truth in reversed(taken) if newest_first else taken:
+        for probe in probes:
+            names = [f"e{i}" for i in probe]
+            assert snap.isdisjoint(names) == truth.isdisjoint(names)
+            assert snap.isdisjoint(set(names)) == truth.isdisjoint(names)
+            assert [n in snap for n in names] == [n in truth for n in names]
+        assert snap == truth and len(snap) == len(truth)
+
+
 def test_columns():
     s = MemoryStore(3, ST)
     add(s, 2)

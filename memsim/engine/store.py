@@ -405,13 +405,13 @@ class _RowLog:
             self._last = ProvenanceSnapshot(self, n)
         return self._last
 
-    def position(self, episode: str, upto: int) -> int | None:
-        """Where ``episode`` joined, if it is among the first ``upto`` (an episode joins a
+    def positions(self, upto: int) -> dict[str, int]:
+        """Where each episode joined, for at least the first ``upto`` (an episode joins a
         row at most once, so the map only ever extends)."""
         where = self._where
         for i in range(len(where), upto):
             where[self.episodes[i]] = i
-        return where.get(episode)
+        return where
 
     def __getstate__(self) -> tuple[list[str]]:
         return (self.episodes,)  # the map and the last snapshot are caches
@@ -436,8 +436,20 @@ class ProvenanceSnapshot(AbstractSet[str]):
     def __contains__(self, episode: object) -> bool:
         if not isinstance(episode, str):
             return False
-        i = self._log.position(episode, self._size)
+        i = self._log.positions(self._size).get(episode)
         return i is not None and i < self._size
+
+    def isdisjoint(self, other: Iterable[Any]) -> bool:
+        # the metrics ask this per returned memory and relevant unit: the map's keys are
+        # this snapshot when it holds exactly its entries, and a C-level test then
+        where, size = self._log.positions(self._size), self._size
+        if len(where) == size:
+            return where.keys().isdisjoint(other)
+        for episode in other:
+            i = where.get(episode)
+            if i is not None and i < size:
+                return False
+        return True
 
     def __iter__(self) -> Iterator[str]:
         return islice(self._log.episodes, self._size)
