@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -314,7 +314,7 @@ class PersonalAI(Policy[PaiParams]):
     # findSimilarBeliefs goes through the candidate index from 5,000 stored rows (`_similar`):
     # the steady year's run 91 -> 77 s, 0 of 7,906 audited searches differing
     # (docs/performance.md).
-    default_index: ClassVar[dict[str, Any]] = INGEST_INDEX
+    default_index: ClassVar[Mapping[str, Any]] = INGEST_INDEX
 
     params: PaiParams
 

@@ -18,7 +18,7 @@ all of them (each a documented parameter of every model's Params):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -51,7 +51,7 @@ class ReferencePolicy(Policy):
     # The per-claim repetition scan goes through the candidate index from 5,000 stored rows
     # (`_repetition`): on the steady year it cut actr's run 84 -> 51 s and fsrs's 73 -> 55 s,
     # with 0 of 7,858 audited decisions differing (docs/performance.md).
-    default_index: ClassVar[dict[str, Any]] = INGEST_INDEX
+    default_index: ClassVar[Mapping[str, Any]] = INGEST_INDEX
 
     # -- hooks -------------------------------------------------------------------
     def _create(self, claim: Claim, now: float) -> dict[str, float]:

@@ -78,6 +78,13 @@ def test_the_reference_models_search_through_the_index_from_5000_rows_by_default
     pol = make("fsrs")
     pol.use_index("exact")
     assert pol.candidates.mode == "exact"
+    # the defaults are shared by every policy of a class: read-only, so no run can change
+    # another's
+    with pytest.raises(TypeError):
+        type(pol).default_index["min_rows"] = 100
+    with pytest.raises(TypeError):
+        type(make("izzie")).default_index["mode"] = "ivf"
+    assert make("actr").candidates.min_rows == 5000
 
 
 def test_a_run_the_default_index_answered_reports_its_audit(monkeypatch):

@@ -12,7 +12,8 @@ Results: ``(sims (q, k) float32, ids (q, k) int64)``, best first, padded with ``
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -341,7 +342,10 @@ CANDIDATE_MIN_ROWS = 20_000
 # AI's findSimilarBeliefs): measured on the steady year, where it paid and 2,000 paid no more
 # (docs/performance.md); the standard profiles' stores stay below it, so they scan exactly.
 INGEST_INDEX_MIN_ROWS = 5_000
-INGEST_INDEX: dict[str, Any] = {"mode": "ivf", "min_rows": INGEST_INDEX_MIN_ROWS}
+# read-only: the reference models and Personal AI share it as their class default
+INGEST_INDEX: Mapping[str, Any] = MappingProxyType(
+    {"mode": "ivf", "min_rows": INGEST_INDEX_MIN_ROWS}
+)
 CANDIDATE_MODES = ("exact", "ivf")
 
 

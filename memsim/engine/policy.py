@@ -20,8 +20,9 @@ Batched ingest must give exactly the outcome of one-by-one ingest of the same ep
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import numpy as np
@@ -95,7 +96,7 @@ class Policy(abc.ABC, Generic[P]):
     # The candidate index a policy searches through unless told otherwise (use_index): exact
     # (every search the full scan), or a mode with the store size it starts at where a
     # policy's measurements show it pays (docs/performance.md).
-    default_index: ClassVar[dict[str, Any]] = {"mode": "exact"}
+    default_index: ClassVar[Mapping[str, Any]] = MappingProxyType({"mode": "exact"})
 
     def __init__(self, params: P | None = None, *, llm: LLM | None = None, seed: int = 0) -> None:
         if params is None:
