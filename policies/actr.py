@@ -178,27 +178,58 @@ class ACTR(ReferencePolicy):
         t[present] = self.pool[(self.start[:n, None] + j[None, :])[present]]
         return t
 
-    def activation(self, now: float) -> np.ndarray:
+    def activation(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
+        """Base-level activation of every row, or of ``rows`` (the same numbers: each row's
+        sum is its own)."""
         p = self.params
-        n = self.store.n
         t_now = now / p.time_unit_days
         pool = self._pool_in_units()
+        at = slice(0, self.store.n) if rows is None else rows
         # the padded kernels' results bit for bit, over the presentations only
         if self.neg_decay is not None:
             return kernels.actr_activation_spacing_segments(
-                pool, self.neg_decay, self.start[:n], self.counts[:n], t_now, p.min_age
+                pool, self.neg_decay, self.start[at], self.counts[at], t_now, p.min_age
             )
         return kernels.actr_activation_segments(
-            pool, self.start[:n], self.counts[:n], t_now, p.decay, p.min_age
+            pool, self.start[at], self.counts[at], t_now, p.decay, p.min_age
         )
+
+    def activation_bound(self, now: float, rows: np.ndarray) -> np.ndarray:
+        """Per row, at least its :meth:`activation` as computed: ln(n) plus the ln of its
+        newest presentation's term, which no older term exceeds (ages only grow, and the
+        spacing variant's decays are at least ``spacing_a``, so from an age of one time unit
+        on an older term is at most age_newest ** -spacing_a; younger, no bound: inf), plus
+        a margin far above the rounding of either computation."""
+        p = self.params
+        c = self.counts[rows]
+        newest = self._pool_in_units()[self.start[rows] + np.maximum(c, 1) - 1]
+        age = np.maximum(now / p.time_unit_days - newest, p.min_age)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if self.neg_decay is None:
+                ln_term = -p.decay * np.log(age)
+            else:
+                ln_term = np.where(age >= 1.0, -p.spacing_a * np.log(age), np.inf)
+            ub = np.log(c) + ln_term
+            return ub + 1e-9 * (1.0 + np.abs(ub))
 
     def retention(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
         r = kernels.logistic_recall(self.activation(now), self.params.tau, self.params.s)
         return r if rows is None else r[rows]  # (its own _scores ranks by activation)
 
-    def _scores(self, sims: np.ndarray, live: np.ndarray, now: float) -> np.ndarray:
-        a = self.activation(now) + self.params.spreading_weight * sims
-        return np.where(live, a, -np.inf)
+    def _scores(self, sims: np.ndarray, live: np.ndarray, now: float, k: int) -> np.ndarray:
+        # A = B + W cos of the live rows that can reach the top k, -inf elsewhere: the
+        # activation (O(a row's presentations)) only where a row's bound reaches the k-th
+        # score's ties (kernels.topk_support), so the ranking is the one over every row
+        rows = np.flatnonzero(live)
+        w_sims = self.params.spreading_weight * sims[rows]
+        reach, score = kernels.topk_support(
+            self.activation_bound(now, rows) + w_sims,
+            lambda at: self.activation(now, rows[at]) + w_sims[at],
+            k,
+        )
+        out = np.full(len(sims), -np.inf)
+        out[rows[reach]] = score
+        return out
 
 
 @dataclass(frozen=True)

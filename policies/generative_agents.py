@@ -97,7 +97,7 @@ class GenerativeAgents(ReferencePolicy):
         hours = np.maximum(now - self._last_use(rows), 0.0) * 24.0
         return np.power(self.params.recency_decay, hours)
 
-    def _scores(self, sims: np.ndarray, live: np.ndarray, now: float) -> np.ndarray:
+    def _scores(self, sims: np.ndarray, live: np.ndarray, now: float, k: int) -> np.ndarray:
         p = self.params
         idx = np.flatnonzero(live)
         if p.variant == "code":

@@ -68,9 +68,11 @@ class ReferencePolicy(Policy):
         of ``rows`` only (the same numbers)."""
         raise NotImplementedError
 
-    def _scores(self, sims: np.ndarray, live: np.ndarray, now: float) -> np.ndarray:
-        """Ranking score of every row for one query (cosine ``sims``); -inf where not live.
-        The retention of the live rows only (decayed rows stay in the store)."""
+    def _scores(self, sims: np.ndarray, live: np.ndarray, now: float, k: int) -> np.ndarray:
+        """Ranking score of every row for one query (cosine ``sims``) that asks for ``k``;
+        -inf where not live (and, for a model that bounds its scores, where a row cannot
+        reach the top k). The retention of the live rows only (decayed rows stay in the
+        store)."""
         rows = np.flatnonzero(live)
         out = np.full(len(sims), -np.inf)
         out[rows] = sims[rows] * self.retention(now, rows)
@@ -178,7 +180,7 @@ class ReferencePolicy(Policy):
                 continue
             # the live rows' products only (decayed rows stay in the store)
             sims = s.products(np.asarray(v, dtype=np.float32), live, 0.0).astype(np.float64)
-            scores = self._scores(sims, live, now)
+            scores = self._scores(sims, live, now, q.k)
             ranking = self.ranking(scores, q.k, q.id)  # ties: seeded order, never row
             ids = ranking.ids
             out.append(ranking)

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -405,3 +405,53 @@ def test_topk_lazy_tiebreak_equals_the_array(scores, k, salt):
     keys = K.mix64(np.arange(len(scores), dtype=np.uint64) * 7 + 3, salt)
     lazy = K.topk(scores, k, lambda rows: keys[rows])
     np.testing.assert_array_equal(lazy, K.topk(scores, k, keys))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    values=st.lists(
+        # 0.3 + j * 2e-7 chain as ties (TIE_RTOL * 0.3 = 3e-7 per step), 0.3 +- 4e-7 do not
+        st.sampled_from([0.3 + j * 2e-7 for j in range(-3, 3)] + [0.7, 1.2, -np.inf, 0.0, -0.5]),
+        min_size=0,
+        max_size=40,
+    ),
+    slack=st.lists(
+        st.sampled_from([0.0, 0.0, 0.0, 1e-7, 3e-7, 0.1, 1.0, np.inf, np.nan]),
+        min_size=40,
+        max_size=40,
+    ),
+    k=st.integers(0, 12),
+    first=st.one_of(st.none(), st.integers(0, 50)),
+    salt=st.integers(0, 2**32),
+)
+@example(  # a chain of five ties under the best, bounds exact: found one row at a time
+    values=[0.3 + j * 2e-7 for j in (2, 1, 0, -1, -2)] + [0.1],
+    slack=[0.0] * 40,
+    k=1,
+    first=1,
+    salt=0,
+)
+def test_topk_support_ranks_as_every_score_with_ties_chained_below_the_kth(
+    values, slack, k, first, salt
+):
+    """topk of the scores topk_support evaluates (-inf elsewhere) is topk of all the scores,
+    with a tiebreak, on scores whose ties chain in steps under TIE_RTOL and bounds that are
+    exact, loose, infinite or NaN; no row is evaluated twice, and every row topk returns or
+    chains through is evaluated."""
+    s = np.array(values, dtype=np.float64)
+    with np.errstate(invalid="ignore"):  # -inf + inf: a NaN bound
+        bound = s + np.array(slack[: len(s)])
+    keys = K.mix64(np.arange(len(s), dtype=np.uint64) * 7 + 1, salt)
+    asked: list[int] = []
+
+    def exact(rows):
+        asked.extend(rows.tolist())
+        return s[rows]
+
+    rows, got = K.topk_support(bound, exact, k, first)
+    assert len(asked) == len(set(asked)) and sorted(asked) == rows.tolist()
+    np.testing.assert_array_equal(got, s[rows])
+    pruned = np.full(len(s), -np.inf)
+    pruned[rows] = got
+    assert K.topk(pruned, k, keys).tolist() == K.topk(s, k, keys).tolist()
+    assert K.topk(pruned, k).tolist() == K.topk(s, k).tolist()

@@ -222,15 +222,7 @@ def topk(
             # every row tied with the k-th score, so tie-breaking by index is exact
             cand = np.flatnonzero(s >= kth)
         else:
-            # every row chained to the k-th score by gaps within the tolerance
-            lo = kth
-            while True:
-                lo_next = lo - TIE_RTOL * abs(lo)
-                below = s[(s < lo) & (s >= lo_next)]
-                if not len(below):
-                    break
-                lo = below.min()
-            cand = np.flatnonzero(s >= lo)
+            cand = np.flatnonzero(s >= _tie_chain_bottom(s, kth))
     else:
         cand = np.flatnonzero(valid)
     if tiebreak is None:
@@ -247,6 +239,53 @@ def topk(
     groups = tie_groups(s[by_score])
     order = np.lexsort((by_score, keys, groups))
     return by_score[order][:k].astype(np.int64)
+
+
+def _tie_chain_bottom(s: np.ndarray, kth: float) -> float:
+    """The lowest score chained to ``kth`` by gaps within TIE_RTOL (the rows at or above it
+    are :func:`topk`'s candidates when ties are broken by key)."""
+    lo = kth
+    while True:
+        lo_next = lo - TIE_RTOL * abs(lo)
+        below = s[(s < lo) & (s >= lo_next)]
+        if not len(below):
+            return lo
+        lo = below.min()
+
+
+def topk_support(
+    bound: np.ndarray,
+    exact: Callable[[np.ndarray], np.ndarray],
+    k: int,
+    first: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rows whose scores :func:`topk` (ties broken by key) reads, and those scores, for
+    scores known through ``bound`` (per row, at least the score as ``exact`` computes it,
+    rounding included) and ``exact(rows)`` (the scores of those rows), evaluating ``exact``
+    on as few rows as the bounds allow: first the ``first`` (default 2k) highest bounds, then
+    every row whose bound reaches the tie chain of the k-th score found so far, until none
+    is left. Every other row scores below that chain, so ``topk`` of a vector holding these
+    scores and -inf elsewhere is ``topk`` of all the scores, bit for bit (with any tiebreak)."""
+    b = np.where(np.isnan(bound), np.inf, bound)
+    n = len(b)
+    vals = np.full(n, -np.inf)
+    known = np.zeros(n, dtype=bool)
+    m = min(n, max(2 * int(k) if first is None else int(first), int(k)))
+    todo = np.argpartition(-b, m - 1)[:m] if 0 < m < n else np.arange(n)
+    while len(todo):
+        vals[todo] = exact(todo)
+        known[todo] = True
+        ok = vals[np.isfinite(vals)]
+        if k <= 0:
+            break
+        if len(ok) < k:  # topk returns every finite score: the unknown rows may hold some
+            reach = -np.inf
+        else:
+            lo = _tie_chain_bottom(vals, float(np.partition(ok, len(ok) - k)[len(ok) - k]))
+            reach = lo - TIE_RTOL * abs(lo)
+        todo = np.flatnonzero(~known & (b >= reach))
+    rows = np.flatnonzero(known)
+    return rows, vals[rows]
 
 
 def masked_topk(scores: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
@@ -569,12 +608,22 @@ def actr_activation_segments(
     return _actr_grouped(c, block, now, decay, min_age)
 
 
+# a call's rows are one group while padding them to the widest row is at most this many cells
+# above four times their presentations (the padding adds exact zeros to each row's sum)
+_ONE_GROUP_CELLS = 4096
+
+
 def _count_groups(c: np.ndarray) -> Iterator[np.ndarray]:
     """The rows with at least one presentation, grouped by the power of two at or above their
     count (1 -> 0, 2 -> 1, 3..4 -> 2, ...), each group in row order: a group is evaluated
-    over its own widest row's columns only, so the work is O(presentations)."""
+    over its own widest row's columns only, so the work is O(presentations). Few rows (a
+    ranking's candidates) are one group where padding them costs less than the groups'
+    numpy calls."""
     has = np.flatnonzero(c > 0)
     if not len(has):
+        return
+    if len(has) * int(c[has].max()) <= 4 * int(c[has].sum()) + _ONE_GROUP_CELLS:
+        yield has  # padding costs less than the numpy calls of one group per count class
         return
     cls = np.ceil(np.log2(c[has])).astype(np.int64)
     order = np.argsort(cls, kind="stable")
