@@ -316,6 +316,20 @@ def _create_row(pol, now: float) -> None:
     pol._after_create(row, now)
 
 
+def _create_and_review(pol, steps) -> tuple[float, int]:
+    """Apply (gap, pick) steps: after each gap, a new row (pick 0, or the first step) or a
+    review of rows pick, 2 pick and pick + 3 (mod the rows so far); the time and row count."""
+    now, n = 0.0, 0
+    for gap, pick in steps:
+        now += gap
+        if pick == 0 or n == 0:
+            _create_row(pol, now)
+            n += 1
+        else:
+            pol._review(np.unique(np.array([pick, 2 * pick, pick + 3]) % n), now)
+    return now, n
+
+
 # gaps between presentations (days): rapid repetitions within min_age (an hour), which
 # overflow d = c exp(m) + a to inf after a few, and ordinary gaps
 spacing_gaps = st.one_of(st.sampled_from([0.0, 1 / 96, 1 / 48, 1 / 24]), st.floats(0.0, 30.0))
@@ -374,14 +388,7 @@ def test_actr_spacing_policy_caches_the_padded_kernels_decays(steps, unit, extra
         "actr-spacing", {"time_unit_days": unit, "min_age": 1 / 24 / unit}, llm=OneVectorLLM()
     )
     p = pol.params
-    now, n = 0.0, 0
-    for gap, pick in steps:
-        now += gap
-        if pick == 0 or n == 0:
-            _create_row(pol, now)
-            n += 1
-        else:
-            pol._review(np.unique(np.array([pick, 2 * pick, pick + 3]) % n), now)
+    now, n = _create_and_review(pol, steps)
     padded = pol._padded(n) / unit
     want_nd = K.actr_spacing_neg_decays(padded, p.spacing_a, p.spacing_c, p.min_age)
     for r in range(n):
@@ -444,14 +451,7 @@ def test_actr_ranks_on_bounded_rows_as_on_every_row(steps, policy_id, unit, extr
     bit; and the scores ``_scores`` gives, -inf off the evaluated rows, rank as the full
     scores ``A = B + W cos`` of the live rows do, with tied cosines and seeded tie keys."""
     pol = make(policy_id, {"time_unit_days": unit, "min_age": 1 / 24 / unit}, llm=OneVectorLLM())
-    now, n = 0.0, 0
-    for gap, pick in steps:
-        now += gap
-        if pick == 0 or n == 0:
-            _create_row(pol, now)
-            n += 1
-        else:
-            pol._review(np.unique(np.array([pick, 2 * pick, pick + 3]) % n), now)
+    now, n = _create_and_review(pol, steps)
     t = now + extra * unit
     rng = np.random.default_rng(seed)
     full = pol.activation(t)
