@@ -3,6 +3,7 @@ agrees with the ``fsrs`` package, published worked numbers, bad parameters."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from datetime import UTC, datetime, timedelta
 
@@ -199,10 +200,14 @@ def test_actr_kernels_equal_their_scalar_twins(rows, d, extra):
     st.sampled_from([0.5, 0.3, 1.1]),
     st.floats(0.0, 50.0),
     st.integers(0, 5),
+    st.booleans(),
 )
-def test_actr_counted_and_segments_kernels_are_the_padded_kernel_bit_for_bit(rows, d, extra, pad):
+def test_actr_counted_and_segments_kernels_are_the_padded_kernel_bit_for_bit(
+    rows, d, extra, pad, one_group
+):
     """Rows up to 40 presentations (wider than the 8 terms under which a reduction stops
-    summing in order), rows with none, extra NaN columns beyond the widest row."""
+    summing in order), rows with none, extra NaN columns beyond the widest row; the rows
+    evaluated as one group (few rows) or a group per count class."""
     now = 100.0 + extra
     m = max(len(r) for r in rows) + pad
     t = np.full((len(rows), m), np.nan)
@@ -218,8 +223,21 @@ def test_actr_counted_and_segments_kernels_are_the_padded_kernel_bit_for_bit(row
         start[i] = at
         pool[at : at + counts[i]] = rows[i]
         at += counts[i] + 3
-    got = K.actr_activation_segments(pool, start, counts, now, d, 1 / 24)
+    with _count_grouping(one_group):
+        got = K.actr_activation_segments(pool, start, counts, now, d, 1 / 24)
     assert got.tobytes() == want.tobytes()
+
+
+@contextlib.contextmanager
+def _count_grouping(one_group: bool):
+    """The kernels' rows as one group where padding is cheap (the default) or always one
+    group per count class (the path of a store's many rows)."""
+    saved = K._ONE_GROUP_CELLS
+    K._ONE_GROUP_CELLS = saved if one_group else -(1 << 62)
+    try:
+        yield
+    finally:
+        K._ONE_GROUP_CELLS = saved
 
 
 def test_actr_policy_keeps_every_rows_presentations_in_order():
@@ -340,8 +358,11 @@ spacing_gaps = st.one_of(st.sampled_from([0.0, 1 / 96, 1 / 48, 1 / 24]), st.floa
     st.sampled_from([0.0, 1 / 24, 0.5]),
     st.sampled_from([0.0, 1 / 24, 1.0, 20.0]),
     st.integers(0, 3),
+    st.booleans(),
 )
-def test_actr_spacing_segments_kernel_is_the_padded_kernel_bit_for_bit(rows, min_age, extra, pad):
+def test_actr_spacing_segments_kernel_is_the_padded_kernel_bit_for_bit(
+    rows, min_age, extra, pad, one_group
+):
     """Rows up to 24 presentations (rapid repetitions whose activation overflows to +inf,
     rows with none, extra NaN columns), stored as segments of two pools in reverse order
     with gaps, with the decays of ``actr_spacing_neg_decays``: the segments kernel equals
@@ -369,7 +390,8 @@ def test_actr_spacing_segments_kernel_is_the_padded_kernel_bit_for_bit(rows, min
         dpool[at : at + counts[i]] = nd[i, : counts[i]]
         at += counts[i] + 3
     want = K.actr_activation_spacing(padded, now, a, c, min_age)
-    got = K.actr_activation_spacing_segments(pool, dpool, start, counts, now, min_age)
+    with _count_grouping(one_group):
+        got = K.actr_activation_spacing_segments(pool, dpool, start, counts, now, min_age)
     assert got.tobytes() == want.tobytes()
 
 
