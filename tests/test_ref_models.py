@@ -182,8 +182,8 @@ def _check_code_recency_against_the_full_sort(monkeypatch) -> list[int]:
     kept = GenerativeAgents._scores
     checked: list[int] = []
 
-    def checking(self, sims, live, now):
-        got = kept(self, sims, live, now)
+    def checking(self, sims, live, now, k):
+        got = kept(self, sims, live, now, k)
         p, s, idx = self.params, self.store, np.flatnonzero(live)
         ties = s.tie_keys(f"{self.seed}:recency-rank", idx)
         access = self._last_use()[idx]
