@@ -213,8 +213,8 @@ class ACTR(ReferencePolicy):
             return ub + 1e-9 * (1.0 + np.abs(ub))
 
     def retention(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
-        r = kernels.logistic_recall(self.activation(now), self.params.tau, self.params.s)
-        return r if rows is None else r[rows]  # (its own _scores ranks by activation)
+        # (its own _scores ranks by activation)
+        return kernels.logistic_recall(self.activation(now, rows), self.params.tau, self.params.s)
 
     def _scores(self, sims: np.ndarray, live: np.ndarray, now: float, k: int) -> np.ndarray:
         # A = B + W cos of the live rows that can reach the top k, -inf elsewhere: the

@@ -266,18 +266,18 @@ def topk_support(
     every row whose bound reaches the tie chain of the k-th score found so far, until none
     is left. Every other row scores below that chain, so ``topk`` of a vector holding these
     scores and -inf elsewhere is ``topk`` of all the scores, bit for bit (with any tiebreak)."""
+    if k <= 0:  # topk returns nothing
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
     b = np.where(np.isnan(bound), np.inf, bound)
     n = len(b)
     vals = np.full(n, -np.inf)
     known = np.zeros(n, dtype=bool)
-    m = min(n, max(2 * int(k) if first is None else int(first), int(k)))
+    m = min(n, max(2 * k if first is None else int(first), k))
     todo = np.argpartition(-b, m - 1)[:m] if 0 < m < n else np.arange(n)
     while len(todo):
         vals[todo] = exact(todo)
         known[todo] = True
         ok = vals[np.isfinite(vals)]
-        if k <= 0:
-            break
         if len(ok) < k:  # topk returns every finite score: the unknown rows may hold some
             reach = -np.inf
         else:
