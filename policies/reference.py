@@ -206,13 +206,13 @@ class ReferencePolicy(Policy):
         falls between reviews, in every reference model). Returns a time at or before that
         crossing: found by doubling the step from ``now``, then bisection; ``until`` when no
         row crosses before it."""
-        live = self._live() if self.store.n else np.zeros(0, dtype=bool)
-        if self.params.forget_below <= 0 or not live.any():
+        live = np.flatnonzero(self._live()) if self.store.n else np.zeros(0, dtype=np.int64)
+        if self.params.forget_below <= 0 or not len(live):
             return until
 
         def crossed(t: float) -> bool:
             with np.errstate(all="ignore"):
-                r = self.retention(t)[live]
+                r = self.retention(t, live)
             return bool((r < self.params.forget_below).any() or not np.isfinite(r).all())
 
         if not crossed(until):
@@ -230,7 +230,8 @@ class ReferencePolicy(Policy):
         """Rows the decay job forgets: live rows with retention under ``forget_below``."""
         if self.params.forget_below <= 0:
             return np.zeros(0, dtype=np.int64)
-        return np.flatnonzero(self._live() & (self.retention(now) < self.params.forget_below))
+        live = np.flatnonzero(self._live())  # decayed rows stay in the store: skip them
+        return live[self.retention(now, live) < self.params.forget_below]
 
     def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
         return self.mark_memories_of(
