@@ -118,16 +118,12 @@ def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str,
     )
 
 
-def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> RunResult:
-    """Run one definition in this process and score it (no files written). ``footprint``
-    (a clairvoyant policy only): its budget per time, (time, memories) pairs or a frame
-    with columns time and retrievable (another run's ``RunResult.footprint``). ``progress``:
-    a bar over the stream's batches (see :func:`show_progress`)."""
-    from memsim.engine import metrics, registry, runner, sources, truth
+def prepare(d: RunDef) -> tuple[Any, Any, Any, Any]:
+    """(stream, LLM, ground truth, policy) of one definition, ready for ``runner.run``."""
+    from memsim.engine import registry, truth
 
     stream = _load_stream(d.scenario, d.seed)
-    meta = dict(stream.meta)
-    llm = build_llm(d.seed, meta, dict(d.llm))
+    llm = build_llm(d.seed, dict(stream.meta), dict(d.llm))
     gt = truth.GroundTruth(stream)
     if hasattr(llm, "bind_truth"):
         llm.bind_truth(gt)  # the mock plays the asking user (modes.query_value)
@@ -138,6 +134,18 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
     policy = spec.make(params, llm=llm, seed=d.seed)
     if d.index:
         policy.use_index(**dict(d.index))
+    return stream, llm, gt, policy
+
+
+def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> RunResult:
+    """Run one definition in this process and score it (no files written). ``footprint``
+    (a clairvoyant policy only): its budget per time, (time, memories) pairs or a frame
+    with columns time and retrievable (another run's ``RunResult.footprint``). ``progress``:
+    a bar over the stream's batches (see :func:`show_progress`)."""
+    from memsim.engine import metrics, registry, runner, sources
+
+    stream, llm, gt, policy = prepare(d)
+    spec = registry.spec(d.policy)
     if isinstance(footprint, pd.DataFrame):
         footprint = list(zip(footprint["time"].tolist(), footprint["retrievable"].tolist()))
     trace = runner.run(policy, stream, footprint=footprint, progress=show_progress(progress))

@@ -185,6 +185,20 @@ def frontier(
     )
 
 
+def rerun_with_provenance(d: RunDef) -> tuple[pd.DataFrame, np.ndarray]:
+    """The run of ``d`` repeated in this process: its per-query metrics and how many
+    episodes each memory of its final store covers (its provenance), more than one for a
+    memory that consolidates, which the raw-memory bound does not cover."""
+    from memsim.engine import metrics, runner
+
+    from .api import prepare
+
+    stream, _, gt, policy = prepare(d)
+    queries = metrics.evaluate(runner.run(policy, stream), gt)
+    store = policy.store
+    return queries, np.array([len(p) for p in store.provenance[: store.n]], dtype=np.int64)
+
+
 # ---------------------------------------------------------------- statistics
 
 
