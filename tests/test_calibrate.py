@@ -112,6 +112,19 @@ def test_the_bound_holds_for_raw_memory_policies_and_is_nan_for_the_clairvoyant(
     assert summary[summary.metric.isin(["bound", "gap"])]["beats_baselines"].isna().all()
 
 
+def test_a_rerun_with_provenance_is_the_run_and_counts_each_memorys_episodes():
+    """scripts/calibration.py explains runs above the bound by the episodes their memories
+    cover: the rerun must be the same run, and only a consolidating policy merges."""
+    for policy, merges in (("keep-all", False), ("pai", True)):
+        d = api.grid([policy], [TINY], [0])[0]
+        queries, episodes = C.rerun_with_provenance(d)
+        pd.testing.assert_frame_equal(
+            queries, api.execute(d).queries.drop(columns=["policy", "scenario", "seed"])
+        )
+        assert len(episodes) and (episodes >= 1).all()
+        assert bool((episodes > 1).any()) is merges, policy
+
+
 def test_a_cached_run_without_its_bound_gains_the_same_one(tmp_path):
     defs = api.grid(["recency"], [TINY], [0])
     api.run_grid(defs, root=tmp_path)  # cached without the bound
@@ -326,3 +339,36 @@ def test_each_source_says_truly_whether_its_stream_depends_on_the_seed(tmp_path)
         assert sources.seeded(spec) is expected
         a, b = (sources.load(spec, seed=s) for s in (0, 1))
         assert (a.events != b.events) is expected, spec
+
+
+def test_calibration_document_says_what_the_runs_say(tmp_path):
+    """scripts/calibration.py on a tiny compare and its hashed-embedder LoCoMo twin: the
+    embedder table, the bound, the runs above it explained, and the committed
+    results/calibration.md agrees with results/standard where no rerun is needed."""
+    from pathlib import Path
+
+    from scripts import calibration as doc
+
+    mini = Path(__file__).parent / "data" / "locomo-mini.json"
+    loco = f"locomo:{mini}"
+    folders = {}
+    for name, llm in (("std", None), ("hashed", {"text_embedder": "hashed"})):
+        _, q = memsim.compare(["keep-all", "pai"], [TINY, loco], seeds=[0], llm=llm)
+        folders[name] = tmp_path / name
+        folders[name].mkdir()
+        q.to_parquet(folders[name] / "per_query.parquet")
+        (folders[name] / "manifest.json").write_text('{"git_commit": "abcdef123"}')
+    text = doc.document(folders["std"], folders["hashed"])
+    _, q = memsim.compare(["keep-all"], [loco], seeds=[0])
+    assert f"| keep-all | {q.recall.mean():.3f} | {q.recall.mean():.3f} |" in text
+    _, q = memsim.compare(["keep-all"], [TINY], seeds=[0])
+    assert f"| keep-all | {q.recall.mean():.3f} / {q.bound.mean():.3f} (" in text
+    assert "Expectation of issue 13, the clairvoyant" in text and "**met**" in text
+
+    repo = Path(__file__).resolve().parent.parent
+    std = pd.read_parquet(repo / "results" / "standard" / "per_query.parquet")
+    committed = (repo / "results" / "calibration.md").read_text(encoding="utf-8")
+    for section in (doc.bound_section(std)[0], doc.loss_section(std)):
+        assert "\n".join(section) in committed, (
+            "results/calibration.md is stale: run `python -m scripts.calibration --write`"
+        )
