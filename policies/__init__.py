@@ -143,6 +143,7 @@ MEMORYBANK_CODE = PolicySpec(
     seed_document="",
     description="reference: MemoryBank as its released code behaves (S in 1, 2, 3 days; kept "
     "with probability R, seeded; 30-day cut-off)",
+    claims="policies.reference_claims",
     capabilities=frozenset({"forget"}),
     variant_of="memorybank",
 )

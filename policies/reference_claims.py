@@ -302,6 +302,51 @@ register_claim(
     tol=0.0,
 )
 
+MEMORYBANK_CODE_DOC = "MemoryBank-SiliconFriend forget_memory.py (released code)"
+
+
+def _memorybank_code_strength_after_recalls(recalls: int) -> float:
+    pol = _planted("memorybank-code", times=tuple(float(t) for t in range(recalls + 1)))
+    return float(pol.store["memory_strength"][0])
+
+
+def _memorybank_code_cutoff_day() -> float:
+    """The first daily pass that drops a memory never recalled, with every draw keeping it
+    (draw 0 < R): the 30-day cut-off alone."""
+    import numpy as np
+
+    pol = _planted("memorybank-code")
+    pol._draws = lambda now: np.zeros(pol.store.n)
+    return next(float(d) for d in range(1, 100) if len(pol._doomed(float(d))))
+
+
+register_claim(
+    id="memorybank-code.strength_levels",
+    policy="memorybank-code",
+    document=MEMORYBANK_CODE_DOC,
+    section="three strength levels: S = 1 + recalls, capped at 3 days",
+    statement="A memory mentioned once, then recalled five times: S = min(1 + 5, 3) = 3",
+    documented=None,
+    measure=lambda: _memorybank_code_strength_after_recalls(5),
+    formula=lambda: min(1.0 + 5.0, 3.0),
+    tol=0.0,
+    note="the paper's S grows without a cap (memorybank)",
+)
+register_claim(
+    id="memorybank-code.cutoff_day",
+    policy="memorybank-code",
+    document=MEMORYBANK_CODE_DOC,
+    section="anything not recalled for 30 days is dropped",
+    statement="A memory never recalled is dropped at the first daily pass with t > 30, day 31, "
+    "even where its draw would keep it",
+    documented=None,
+    measure=_memorybank_code_cutoff_day,
+    formula=lambda: math.floor(30.0) + 1.0,
+    tol=0.0,
+    note="before the cut-off it is kept at each pass with probability R "
+    "(tests/test_ref_variants.py)",
+)
+
 # ---------------------------------------------------------------- Generative Agents
 
 
