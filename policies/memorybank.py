@@ -90,19 +90,20 @@ class MemoryBank(ReferencePolicy):
             self.days_since_recall(now, rows), self.store.at("memory_strength", rows)
         )
 
-    def _doomed(self, now: float) -> np.ndarray:
+    def _forgets(self, now: float, rows: np.ndarray) -> np.ndarray:
         if self.params.variant == "paper":
-            return super()._doomed(now)
-        live = self._live()
-        keep = self._draws(now) < self.retention(now)
-        old = self.days_since_recall(now) > self.params.cutoff_days
-        return np.flatnonzero(live & (~keep | old))
+            return super()._forgets(now, rows)
+        keep = self._draws(now, rows) < self.retention(now, rows)
+        old = self.days_since_recall(now, rows) > self.params.cutoff_days
+        out: np.ndarray = ~keep | old
+        return out
 
-    def _draws(self, now: float) -> np.ndarray:
-        """The code variant's uniform draw in [0, 1) per memory at the pass at ``now``: a pure
-        function of (policy seed, minute of the pass, memory identity), so independent of
-        batching, call order and storage order (same seed, same result)."""
-        keys = self.store.tie_keys(f"{self.seed}:keep:{int(round(now * 1440))}")
+    def _draws(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
+        """The code variant's uniform draw in [0, 1) per memory (of ``rows``, or every row)
+        at the pass at ``now``: a pure function of (policy seed, minute of the pass, memory
+        identity), so independent of batching, call order and storage order (same seed,
+        same result)."""
+        keys = self.store.tie_keys(f"{self.seed}:keep:{int(round(now * 1440))}", rows)
         return (keys >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
     def idle_until(self, now: float, until: float) -> float:

@@ -227,11 +227,18 @@ class ReferencePolicy(Policy):
         return lo
 
     def _doomed(self, now: float) -> np.ndarray:
-        """Rows the decay job forgets: live rows with retention under ``forget_below``."""
+        """Rows the decay job forgets: the live rows :meth:`_forgets` picks (decayed rows
+        stay in the store and are not evaluated again)."""
+        live = np.flatnonzero(self._live())
+        return live[self._forgets(now, live)]
+
+    def _forgets(self, now: float, rows: np.ndarray) -> np.ndarray:
+        """Which of the live ``rows`` the decay job forgets at ``now``: retention under
+        ``forget_below`` (never, at 0)."""
         if self.params.forget_below <= 0:
-            return np.zeros(0, dtype=np.int64)
-        live = np.flatnonzero(self._live())  # decayed rows stay in the store: skip them
-        return live[self.retention(now, live) < self.params.forget_below]
+            return np.zeros(len(rows), dtype=bool)
+        out: np.ndarray = self.retention(now, rows) < self.params.forget_below
+        return out
 
     def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
         return self.mark_memories_of(

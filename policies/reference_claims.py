@@ -316,7 +316,7 @@ def _memorybank_code_cutoff_day() -> float:
     import numpy as np
 
     pol = _planted("memorybank-code")
-    pol._draws = lambda now: np.zeros(pol.store.n)
+    pol._draws = lambda now, rows: np.zeros(len(rows))
     return next(float(d) for d in range(1, 100) if len(pol._doomed(float(d))))
 
 
