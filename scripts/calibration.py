@@ -23,7 +23,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from memsim.workbench.calibrate import BOUND, LOSS, family, rerun_with_provenance
+from memsim.workbench.calibrate import (
+    BOUND,
+    LOSS,
+    family,
+    markdown_table,
+    rerun_with_provenance,
+)
 from memsim.workbench.figures import ordered_policies, short_scenario
 from memsim.workbench.results import RunDef
 
@@ -38,14 +44,6 @@ def _frame(folder: Path) -> tuple[pd.DataFrame, str]:
             raise SystemExit(f"calibration: {folder / name}: no such file (a compare output?)")
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     return pd.read_parquet(folder / "per_query.parquet"), str(manifest.get("git_commit", "?"))[:7]
-
-
-def _md(header: list[str], rows: list[list[str]]) -> list[str]:
-    return [
-        "| " + " | ".join(header) + " |",
-        "|---" * len(header) + "|",
-        *("| " + " | ".join(r) + " |" for r in rows),
-    ]
 
 
 def embedder_section(std: pd.DataFrame, hashed: pd.DataFrame) -> list[str]:
@@ -73,7 +71,7 @@ def embedder_section(std: pd.DataFrame, hashed: pd.DataFrame) -> list[str]:
         "LoCoMo is the same stream under every seed (the seed only changes the policies'",
         "tie-breaking), so seeds 0-4 and seed 0 agree to the third decimal.",
         "",
-        *_md(
+        *markdown_table(
             [
                 "policy",
                 "wordllama (default), seed 0",
@@ -142,7 +140,7 @@ def bound_section(std: pd.DataFrame) -> tuple[list[str], pd.DataFrame]:
         "and the loss shares: results/standard/summary.md, 'The clairvoyant bound and where",
         "recall is lost'.",
         "",
-        *_md(["policy", *(v for v, _ in views)], rows),
+        *markdown_table(["policy", *(v for v, _ in views)], rows),
     ]
     return lines, runs
 
@@ -184,7 +182,7 @@ def consolidation_section(runs: pd.DataFrame) -> list[str]:
         f"their bound, from {len(by_policy)} policies. Each is run again here and its final "
         "store's memories counted by the episodes they cover (their provenance):",
         "",
-        *_md(
+        *markdown_table(
             [
                 "policy",
                 "profile",
@@ -229,7 +227,7 @@ def loss_section(std: pd.DataFrame) -> list[str]:
         "query. Cell: recall; the largest of the three losses and its share (pooled over",
         "queries). Every share, with intervals and stale@k beside it: results/standard/summary.md.",
         "",
-        *_md(["policy", *(v for v, _ in views)], rows),
+        *markdown_table(["policy", *(v for v, _ in views)], rows),
         "",
         *_loss_reading(pd.DataFrame(shares).T, [v for v, _ in views]),
     ]

@@ -487,15 +487,23 @@ def _wide(table: pd.DataFrame, index: str, columns: str) -> pd.DataFrame:
     ).pivot(index=index, columns=columns, values="cell")
 
 
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """The lines of a markdown table."""
+    return [
+        "| " + " | ".join(header) + " |",
+        "|---" * len(header) + "|",
+        *("| " + " | ".join(r) + " |" for r in rows),
+    ]
+
+
 def _md_table(wide: pd.DataFrame, first: str, order: Sequence[str]) -> list[str]:
     cols = list(wide.columns)
-    lines = ["| " + " | ".join([first, *map(str, cols)]) + " |", "|---" * (len(cols) + 1) + "|"]
+    rows = []
     for r in order:
         if r in wide.index:
             row: dict[Any, Any] = wide.loc[r].to_dict()
-            cells = ["–" if pd.isna(row[c]) else str(row[c]) for c in cols]
-            lines.append("| " + " | ".join([str(r), *cells]) + " |")
-    return lines
+            rows.append([str(r), *("–" if pd.isna(row[c]) else str(row[c]) for c in cols)])
+    return markdown_table([first, *map(str, cols)], rows)
 
 
 def calibration_table(per_query: pd.DataFrame) -> pd.DataFrame:
