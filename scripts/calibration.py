@@ -23,14 +23,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from memsim.workbench.calibrate import (
-    BOUND,
-    LOSS,
-    family,
-    markdown_table,
-    rerun_with_provenance,
-)
+from memsim.workbench.calibrate import BOUND, LOSS, family, rerun_with_provenance
 from memsim.workbench.figures import ordered_policies, short_scenario
+from memsim.workbench.report import markdown_table
 from memsim.workbench.results import RunDef
 
 ROOT = Path(__file__).resolve().parent.parent

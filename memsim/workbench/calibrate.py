@@ -34,6 +34,7 @@ import pandas as pd
 
 from memsim.engine.errors import MemsimError
 
+from .report import markdown_table
 from .results import RunDef, RunResult
 
 BOUND = "bound"  # per-query recall@k of the clairvoyant at the run's footprint
@@ -485,15 +486,6 @@ def _wide(table: pd.DataFrame, index: str, columns: str) -> pd.DataFrame:
     return table.assign(
         cell=[_cell(m, lo, hi) for m, lo, hi in zip(table["mean"], table.ci_low, table.ci_high)]
     ).pivot(index=index, columns=columns, values="cell")
-
-
-def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    """The lines of a markdown table."""
-    return [
-        "| " + " | ".join(header) + " |",
-        "|---" * len(header) + "|",
-        *("| " + " | ".join(r) + " |" for r in rows),
-    ]
 
 
 def _md_table(wide: pd.DataFrame, first: str, order: Sequence[str]) -> list[str]:

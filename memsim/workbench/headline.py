@@ -26,6 +26,7 @@ import pandas as pd
 from memsim.engine.registry import spec
 
 from .calibrate import ALPHA, superiority
+from .report import markdown_table
 
 START = "<!-- headline:start (python -m scripts.headline --write) -->"
 END = "<!-- headline:end -->"
@@ -127,7 +128,7 @@ def headline_table(results: Path) -> str:
     titles = ["policy", "what"] + [title for _, title, _ in columns]
     if len(locomo_recall):
         titles.append("LoCoMo recall@10 ↑")
-    lines = ["| " + " | ".join(titles) + " |", "|" + "---|" * len(titles)]
+    rows = []
     for policy in dict.fromkeys(summary.policy):
         cells = [policy, _kind(policy)]
         for m, _, d in columns:
@@ -136,7 +137,8 @@ def headline_table(results: Path) -> str:
         if len(locomo_recall):
             mark = locomo_marks.get(policy, "")
             cells.append(_fmt(locomo_recall.get(policy), 3) + (f" {mark}" if mark else ""))
-        lines.append("| " + " | ".join(cells) + " |")
+        rows.append(cells)
+    lines = markdown_table(titles, rows)
     notes = []
     if len(synthetic_rows) and reference in set(synthetic_rows.policy):
         notes.append(_note("synthetic", "profile", synthetic_rows, marks))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,16 @@ SHOWN = (
 )
 
 
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """The lines of a markdown table (the workbench's summary, calibration, tuning and headline
+    tables)."""
+    return [
+        "| " + " | ".join(header) + " |",
+        "|---" * len(header) + "|",
+        *("| " + " | ".join(r) + " |" for r in rows),
+    ]
+
+
 def _fmt(x: float, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "–"
@@ -52,8 +62,7 @@ def markdown(summary: pd.DataFrame) -> str:
             m: ("↑" if g[g.metric == m]["better"].iloc[0] == "higher" else "↓") for m in metrics
         }
         lines.append(f"### {scenario}\n")
-        lines.append("| policy | " + " | ".join(f"{m} {arrows[m]}" for m in metrics) + " |")
-        lines.append("|---|" + "---|" * len(metrics))
+        table: list[list[str]] = []
         for policy, gp in g.groupby("policy", sort=False):
             cells = []
             for m in metrics:
@@ -70,7 +79,8 @@ def markdown(summary: pd.DataFrame) -> str:
                 if m == "gap" and np.isfinite(r["mean"]) and r["mean"] < 0:
                     cell += " ‡"
                 cells.append(cell)
-            lines.append(f"| {policy} | " + " | ".join(cells) + " |")
+            table.append([str(policy), *cells])
+        lines += markdown_table(["policy", *(f"{m} {arrows[m]}" for m in metrics)], table)
         nq = g[(g.unit == "queries")]["n"]
         nr = g[(g.unit == "runs")]["n"]
         same = "same queries for every policy" if nq.nunique() <= 1 else "query counts differ!"

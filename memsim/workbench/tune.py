@@ -24,6 +24,7 @@ import pandas as pd
 
 from memsim.engine.errors import ParamError
 
+from .report import markdown_table
 from .sweep import SweepSpec, declared_ranges, run_metrics, sensitivity_ranges, sweep, wide
 
 DIRECTIONS: dict[str, Literal["minimize", "maximize"]] = {
@@ -275,9 +276,10 @@ def tuning_markdown(results: Sequence[TuneResult]) -> str:
         lines += ["", f"Pareto front on the training seeds: {len(r.pareto)} trial(s).", ""]
         if len(r.pareto):
             cols = [*r.tuned, *r.objectives]
-            lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-            for _, row in r.pareto.head(10).iterrows():
-                lines.append("| " + " | ".join(f"{float(row[c]):.4g}" for c in cols) + " |")
+            lines += markdown_table(
+                cols,
+                ([f"{float(row[c]):.4g}" for c in cols] for _, row in r.pareto.head(10).iterrows()),
+            )
             lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -449,16 +451,14 @@ def profile_slug(scenario: str) -> str:
 def sobol_table(t: pd.DataFrame) -> str:
     """A markdown table of one policy and scenario: field x metric, first / total order."""
     metrics = list(dict.fromkeys(t["metric"]))
-    lines = [
-        "| field | " + " | ".join(f"{m} first / total" for m in metrics) + " |",
-        "|---|" + "---|" * len(metrics),
-    ]
+    rows = []
     for f, g in t.groupby("field", sort=False):
         by = g.set_index("metric")
         cells = [
             f"{by.loc[m, 'first_order']:.2f} / {by.loc[m, 'total_order']:.2f}" for m in metrics
         ]
-        lines.append(f"| `{f}` | " + " | ".join(cells) + " |")
+        rows.append([f"`{f}`", *cells])
+    lines = markdown_table(["field", *(f"{m} first / total" for m in metrics)], rows)
     first = t.groupby("metric", sort=False).first()
     lines.append("")
     lines.append(
