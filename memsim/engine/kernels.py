@@ -608,9 +608,13 @@ def actr_activation_segments(
     return _actr_grouped(c, block, now, decay, min_age)
 
 
-# a call's rows are one group while padding them to the widest row is at most this many cells
-# above four times their presentations (the padding adds exact zeros to each row's sum)
-_ONE_GROUP_CELLS = 4096
+# a call's rows are one group while padding them to the widest row costs at most
+# _ONE_GROUP_FACTOR x their presentations + _ONE_GROUP_CELLS cells (the padding adds exact
+# zeros to each row's sum): padding pays for a few groups' numpy calls, not for a share of
+# the work. Chosen on actr's and actr-spacing's own calls by benchmarks/bench_actr_groups.py
+# (docs/performance.md: 4 x + 4096 cost actr's year 1.55x this rule's kernel time)
+_ONE_GROUP_FACTOR = 1
+_ONE_GROUP_CELLS = 16384
 
 
 def _count_groups(c: np.ndarray) -> Iterator[np.ndarray]:
@@ -622,7 +626,7 @@ def _count_groups(c: np.ndarray) -> Iterator[np.ndarray]:
     has = np.flatnonzero(c > 0)
     if not len(has):
         return
-    if len(has) * int(c[has].max()) <= 4 * int(c[has].sum()) + _ONE_GROUP_CELLS:
+    if len(has) * int(c[has].max()) <= _ONE_GROUP_FACTOR * int(c[has].sum()) + _ONE_GROUP_CELLS:
         yield has  # padding costs less than the numpy calls of one group per count class
         return
     cls = np.ceil(np.log2(c[has])).astype(np.int64)

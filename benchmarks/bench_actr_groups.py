@@ -1,0 +1,207 @@
+"""The grouping rule of the ACT-R presentation kernels, chosen by measurement.
+
+``memsim.engine.kernels._count_groups`` evaluates a call's rows as one group, padded to its
+widest row, while ``rows x widest <= _ONE_GROUP_FACTOR x presentations + _ONE_GROUP_CELLS``,
+and otherwise as one group per power-of-two count class (fewer cells, more numpy calls).
+The outcome is the same bit for bit either way (tests/test_ref_fsrs_actr.py); only the
+time depends on the rule. This benchmark records the kernels' calls in runs of ``actr`` and
+``actr-spacing`` on the steady year (every EVERY-th call, with only the
+presentations the kernel reads), replays them under a grid of (factor, cells), each call
+under every rule in turn (best of ROUNDS), and compares the chosen rule's total with the
+grid's best (target: within 10%).
+
+    python -m benchmarks.bench_actr_groups      # full mode, prints the grid's table
+    MEMSIM_BENCH_SMOKE=1 python -m pytest benchmarks/bench_actr_groups.py --benchmark-disable
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import sys
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+import memsim.engine.kernels as K
+from benchmarks.conftest import assert_target_in_full_mode, record_target
+from benchmarks.workloads import size
+
+POLICIES = ("actr", "actr-spacing")
+EPISODES, QUERIES = size(100_000, 400), size(10_000, 40)
+EVERY = {"actr": size(50, 1), "actr-spacing": size(200, 1)}
+ROUNDS = size(3, 1)
+LIMIT = 1.10
+ALWAYS, NEVER = 1 << 62, -(1 << 62)
+# (factor, cells): the chosen rule, its neighbours, and the two pure strategies
+GRID = [(f, c) for f in (1, 2, 4, 8) for c in (0, 1024, 4096, 16384)] + [
+    (0, ALWAYS),  # always one padded group
+    (0, NEVER),  # always one group per count class
+]
+# the kernels that group rows by count: (counts, start, pool) positions of their arguments
+# (actr_activation_spacing_segments is actr_spacing_sums and a log: its calls are recorded
+# as the sums it calls)
+KERNELS = {
+    "actr_activation_segments": (2, 1, 0),
+    "actr_spacing_sums": (3, 2, 0),
+}
+
+
+def _compact(name: str, args: tuple) -> tuple:
+    """``args`` with a pool that holds only the presentations the kernel reads (the rows
+    with a count, one after the other; a neg_decay pool alongside is compacted the same
+    way): the same work for the kernel, a fraction of the memory to keep."""
+    ci, si, pi = KERNELS[name]
+    counts = np.array(args[ci], dtype=np.int64)
+    start = np.asarray(args[si], dtype=np.int64)
+    has = np.flatnonzero(counts > 0)
+    lengths = counts[has]
+    new_start = np.zeros(len(counts), dtype=np.int64)
+    new_start[has] = np.cumsum(lengths) - lengths
+    idx = np.repeat(start[has] - new_start[has], lengths) + np.arange(int(lengths.sum()))
+    out = list(args)
+    out[pi] = np.asarray(args[pi], dtype=np.float64)[idx]
+    if pi + 1 != si:  # a neg_decay pool sits between the pool and the starts
+        out[pi + 1] = np.asarray(args[pi + 1], dtype=np.float64)[idx]
+    out[si], out[ci] = new_start, counts
+    return tuple(out)
+
+
+@contextlib.contextmanager
+def _recording(every: int) -> Iterator[list]:
+    """Record every ``every``-th call of the grouping kernels (compacted) while inside."""
+    calls: list = []
+    seen = [0]
+    saved = {name: getattr(K, name) for name in KERNELS}
+
+    def wrap(name):
+        fn = saved[name]
+
+        def recorded(*args, **kwargs):
+            seen[0] += 1
+            if seen[0] % every == 0:
+                calls.append((name, _compact(name, args), kwargs))
+            return fn(*args, **kwargs)
+
+        return recorded
+
+    for name in KERNELS:
+        setattr(K, name, wrap(name))
+    try:
+        yield calls
+    finally:
+        for name, fn in saved.items():
+            setattr(K, name, fn)
+
+
+def capture(policy: str, episodes: int = EPISODES, queries: int = QUERIES) -> list:
+    """The recorded kernel calls of one run of ``policy`` on the steady stream (every
+    EVERY-th call, scaled down with the stream's size)."""
+    from benchmarks import simrun
+
+    every = max(1, round(EVERY[policy] * episodes / EPISODES))
+    with _recording(every) as calls, contextlib.redirect_stdout(io.StringIO()):
+        simrun.main([policy, str(episodes), str(queries)])
+    return calls
+
+
+@contextlib.contextmanager
+def _rule(factor: int, cells: int) -> Iterator[None]:
+    saved = K._ONE_GROUP_FACTOR, K._ONE_GROUP_CELLS
+    K._ONE_GROUP_FACTOR, K._ONE_GROUP_CELLS = factor, cells
+    try:
+        yield
+    finally:
+        K._ONE_GROUP_FACTOR, K._ONE_GROUP_CELLS = saved
+
+
+def replay(calls: list, grid: list[tuple[int, int]]) -> dict[tuple[int, int], float]:
+    """Total seconds of ``calls`` under each rule of ``grid``: every call under every rule
+    in turn, best of ROUNDS each, so machine noise hits the rules alike."""
+    total = dict.fromkeys(grid, 0.0)
+    for name, args, kwargs in calls:
+        fn = getattr(K, name)
+        for rule in grid:
+            with _rule(*rule):
+                best = np.inf
+                for _ in range(ROUNDS):
+                    t0 = time.perf_counter()
+                    fn(*args, **kwargs)
+                    best = min(best, time.perf_counter() - t0)
+            total[rule] += best
+    return total
+
+
+def rule_name(rule: tuple[int, int]) -> str:
+    factor, cells = rule
+    if cells == ALWAYS:
+        return "always one group"
+    if cells == NEVER:
+        return "always per count class"
+    return f"{factor} x presentations + {cells}"
+
+
+def chosen() -> tuple[int, int]:
+    return K._ONE_GROUP_FACTOR, K._ONE_GROUP_CELLS
+
+
+def measure(
+    policy: str, episodes: int = EPISODES, queries: int = QUERIES
+) -> tuple[int, dict[tuple[int, int], float]]:
+    calls = capture(policy, episodes, queries)
+    return len(calls), replay(calls, GRID)
+
+
+@pytest.mark.parametrize("policy_id", POLICIES)
+def test_actr_grouping_rule_against_the_grid(benchmark, policy_id):
+    assert chosen() in GRID
+    n, total = measure(policy_id)
+    assert n > 0, f"{policy_id}: the run made no grouping kernel call"
+    best = min(total, key=total.__getitem__)
+    record_target(
+        benchmark,
+        target=f"2b actr grouping rule {policy_id} (chosen / best of the grid)",
+        ratio=total[chosen()] / total[best],
+        limit=LIMIT,
+        better="lower",
+        n=n,
+        what=f"{n} recorded kernel calls of a run on {EPISODES:,} episodes, replayed under "
+        f"{len(GRID)} rules; best: {rule_name(best)}",
+        seconds={rule_name(r): t for r, t in total.items()},
+    )
+    benchmark.group = "actr-groups"
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+    assert_target_in_full_mode(benchmark)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_actr_groups")
+    ap.add_argument("policies", nargs="*", default=list(POLICIES))
+    ap.add_argument("--episodes", type=int, default=EPISODES, help="the stream's episodes")
+    ap.add_argument("--queries", type=int, default=QUERIES, help="the stream's queries")
+    a = ap.parse_args(argv)
+    from memsim.workbench.report import markdown_table
+
+    measured = {p: measure(p, a.episodes, a.queries) for p in a.policies}
+    rows = []
+    for rule in GRID:
+        cells = []
+        for _, total in measured.values():
+            mark = " (chosen)" if rule == chosen() else ""
+            cells.append(
+                f"{total[rule] * 1e3:.1f} ms, {total[rule] / min(total.values()):.2f}x{mark}"
+            )
+        rows.append([rule_name(rule), *cells])
+    header = [
+        "rule: one group while cells <=",
+        *(f"{p} ({n} calls)" for p, (n, _) in measured.items()),
+    ]
+    print("\n".join(markdown_table(header, rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
