@@ -612,7 +612,7 @@ def actr_activation_segments(
 # _ONE_GROUP_FACTOR x their presentations + _ONE_GROUP_CELLS cells (the padding adds exact
 # zeros to each row's sum): padding pays for a few groups' numpy calls, not for a share of
 # the work. Chosen on actr's and actr-spacing's own calls by benchmarks/bench_actr_groups.py
-# (docs/performance.md: 4 x + 4096 cost actr's year 1.55x this rule's kernel time)
+# (docs/performance.md: 4 x + 4096 made the kernel calls of actr's year 1.54x slower)
 _ONE_GROUP_FACTOR = 1
 _ONE_GROUP_CELLS = 16384
 
