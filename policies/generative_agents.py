@@ -80,6 +80,7 @@ class GenerativeAgents(ReferencePolicy):
         self._order_last = np.zeros(0)
         self._order_created = np.zeros(0)
         self._order_newest_first = False
+        self._rank_powers = (0.0, np.zeros(0))  # (base, base ** [1, 2, ...]), grown by doubling
 
     def _create(self, claim: Claim, now: float) -> dict[str, float]:
         # no importance from the LLM: the middle of the scale (min-max normalizes anyway)
@@ -109,9 +110,9 @@ class GenerativeAgents(ReferencePolicy):
             # order: Policy.rank's rule). The order is kept between queries (_recency_order)
             order = self._recency_order(p.code_rank_order == "newest_first")
             order = order[live[order]]
-            rank = np.empty(len(live))
-            rank[order] = np.arange(1, len(order) + 1)
-            recency = np.power(p.code_recency_decay, rank[idx])
+            by_row = np.empty(len(live))
+            by_row[order] = self._powers_of_rank(p.code_recency_decay, len(order))
+            recency = by_row[idx]
             w = (p.code_w_recency, p.code_w_importance, p.code_w_relevance)
         else:
             recency = self.retention(now, idx)
@@ -121,6 +122,16 @@ class GenerativeAgents(ReferencePolicy):
             recency, self.store["importance"][idx], sims[idx], w
         )
         return out
+
+    def _powers_of_rank(self, base: float, n: int) -> np.ndarray:
+        """``np.power(base, [1.0, ..., n])``, the same numbers, from a table kept between
+        queries: a pow per live row per query was most of the code variant's scoring."""
+        kept_base, powers = self._rank_powers
+        if kept_base != base or len(powers) < n:
+            cap = max(n, 2 * len(powers))
+            powers = np.power(base, np.arange(1, cap + 1, dtype=np.float64))
+            self._rank_powers = (base, powers)
+        return powers[:n]
 
     def _recency_order(self, newest_first: bool) -> np.ndarray:
         """Every row by last use (the oldest first, or the newest first with

@@ -284,3 +284,12 @@ def test_retention_of_some_rows_is_every_rows_retention_at_those_rows(pid):
     assert len(rows) > 5
     for now in (60.0, 61.5, 90.0):
         np.testing.assert_array_equal(pol.retention(now, rows), pol.retention(now)[rows])
+
+
+def test_generative_agents_code_powers_of_rank_are_np_power_of_each_rank():
+    """The kept table of decay ** rank gives np.power's numbers bit for bit, as it grows
+    (by doubling, then to a size above twice its own) and when the base changes."""
+    pol = make("generative-agents-code", llm=TwoKeysLLM())
+    for base, n in ((0.99, 1), (0.99, 3), (0.99, 5), (0.99, 4), (0.99, 1000), (0.5, 7), (0.99, 9)):
+        want = np.power(base, np.arange(1, n + 1, dtype=np.float64))
+        assert pol._powers_of_rank(base, n).tobytes() == want.tobytes()
