@@ -8,7 +8,8 @@ time depends on the rule. This benchmark records the kernels' calls in runs of `
 ``actr-spacing`` on the steady year (every EVERY-th call, with only the
 presentations the kernel reads), replays them under a grid of (factor, cells), each call
 under every rule in turn (best of ROUNDS), and compares the chosen rule's total with the
-grid's best (target: within 10%).
+grid's best (target: within 10%). Every replayed call's result must equal, bit for bit, what
+the kernel returned in the run (with the run's own arguments), under every rule.
 
     python -m benchmarks.bench_actr_groups      # full mode, prints the grid's table
     MEMSIM_BENCH_SMOKE=1 python -m pytest benchmarks/bench_actr_groups.py --benchmark-disable
@@ -82,9 +83,10 @@ def _recording(every: int) -> Iterator[list]:
 
         def recorded(*args, **kwargs):
             seen[0] += 1
+            got = fn(*args, **kwargs)
             if seen[0] % every == 0:
-                calls.append((name, _compact(name, args), kwargs))
-            return fn(*args, **kwargs)
+                calls.append((name, _compact(name, args), kwargs, got.copy()))
+            return got
 
         return recorded
 
@@ -120,17 +122,20 @@ def _rule(factor: int, cells: int) -> Iterator[None]:
 
 def replay(calls: list, grid: list[tuple[int, int]]) -> dict[tuple[int, int], float]:
     """Total seconds of ``calls`` under each rule of ``grid``: every call under every rule
-    in turn, best of ROUNDS each, so machine noise hits the rules alike."""
+    in turn, best of ROUNDS each, so machine noise hits the rules alike; each result checked
+    against the run's."""
     total = dict.fromkeys(grid, 0.0)
-    for name, args, kwargs in calls:
+    for name, args, kwargs, want in calls:
         fn = getattr(K, name)
         for rule in grid:
             with _rule(*rule):
                 best = np.inf
                 for _ in range(ROUNDS):
                     t0 = time.perf_counter()
-                    fn(*args, **kwargs)
+                    got = fn(*args, **kwargs)
                     best = min(best, time.perf_counter() - t0)
+            if got.tobytes() != want.tobytes():
+                raise AssertionError(f"{name} under {rule_name(rule)} differs from the run's")
             total[rule] += best
     return total
 
