@@ -21,14 +21,14 @@ import argparse
 import contextlib
 import io
 import sys
-import time
 from collections.abc import Iterator
+from functools import partial
 
 import numpy as np
 import pytest
 
 import memsim.engine.kernels as K
-from benchmarks.conftest import assert_target_in_full_mode, record_target
+from benchmarks.conftest import assert_target_in_full_mode, interleaved, record_target
 from benchmarks.workloads import size
 
 POLICIES = ("actr", "actr-spacing")
@@ -120,23 +120,25 @@ def _rule(factor: int, cells: int) -> Iterator[None]:
         K._ONE_GROUP_FACTOR, K._ONE_GROUP_CELLS = saved
 
 
+def _call_under(rule: tuple[int, int], name: str, args: tuple, kwargs: dict) -> np.ndarray:
+    with _rule(*rule):
+        out: np.ndarray = getattr(K, name)(*args, **kwargs)
+    return out
+
+
 def replay(calls: list, grid: list[tuple[int, int]]) -> dict[tuple[int, int], float]:
-    """Total seconds of ``calls`` under each rule of ``grid``: every call under every rule
-    in turn, best of ROUNDS each, so machine noise hits the rules alike; each result checked
-    against the run's."""
+    """Total seconds of ``calls`` under each rule of ``grid``: per call, the best of ROUNDS
+    rounds with the rules alternating (``conftest.interleaved``), so machine noise hits them
+    alike; each rule's result checked against the run's."""
     total = dict.fromkeys(grid, 0.0)
     for name, args, kwargs, want in calls:
-        fn = getattr(K, name)
         for rule in grid:
-            with _rule(*rule):
-                best = np.inf
-                for _ in range(ROUNDS):
-                    t0 = time.perf_counter()
-                    got = fn(*args, **kwargs)
-                    best = min(best, time.perf_counter() - t0)
-            if got.tobytes() != want.tobytes():
+            if _call_under(rule, name, args, kwargs).tobytes() != want.tobytes():
                 raise AssertionError(f"{name} under {rule_name(rule)} differs from the run's")
-            total[rule] += best
+        fns = {rule_name(rule): partial(_call_under, rule, name, args, kwargs) for rule in grid}
+        best = interleaved(fns, ROUNDS)
+        for rule in grid:
+            total[rule] += best[rule_name(rule)]
     return total
 
 
