@@ -2,7 +2,8 @@
 of a year, timed serially, with two local processes and on a two-worker Dask LocalCluster.
 
 Target: Dask's wall time at most 1.15x the process pool's, measured in the same run (the
-cluster's start-up is included: a user pays it). The three tables must be byte-identical.
+cluster's start-up is included: a user pays it), best of ``ROUNDS`` rounds in which the two
+alternate (one round gave 1.06-1.26x on a quiet machine). Every table must be byte-identical.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.conftest import assert_target_in_full_mode, record_target
+from benchmarks.conftest import assert_target_in_full_mode, interleaved, record_target
 from benchmarks.workloads import size
 
 RUNS = size(200, 4)
+ROUNDS = size(3, 1)
 # a tenth of a year at churn's own rate (2000 episodes and 200 queries over 180 days): ~0.6 s
 # a pai run on an idle core, so 200 runs fit a shared machine (10,000 episodes cost ~40 s each)
 EPISODES = size(400, 200)
@@ -54,16 +56,22 @@ def _timed(extra: list[str]) -> tuple[float, str]:
 
 
 def test_sweep_executors(benchmark):
-    def body() -> dict[str, tuple[float, str]]:
-        return {
-            "serial": _timed([]),
-            "jobs2": _timed(["--jobs", "2"]),
-            "dask2": _timed(["--dask", "local:2"]),
-        }
+    hashes: set[str] = set()
+
+    def sweep(extra: list[str]) -> float:
+        wall, digest = _timed(extra)
+        hashes.add(digest)
+        return wall
+
+    def body() -> dict[str, float]:
+        serial = sweep([])
+        pool, dask = ["--jobs", "2"], ["--dask", "local:2"]
+        best = interleaved({"jobs2": lambda: sweep(pool), "dask2": lambda: sweep(dask)}, ROUNDS)
+        return {"serial": serial, **best}
 
     res = benchmark.pedantic(body, rounds=1, iterations=1)
-    assert len({h for _, h in res.values()}) == 1, "executors gave different bytes"
-    ratio = res["dask2"][0] / res["jobs2"][0]
+    assert len(hashes) == 1, "executors gave different bytes"
+    ratio = res["dask2"] / res["jobs2"]
     record_target(
         benchmark,
         target="sweep_dask_overhead",
@@ -72,8 +80,9 @@ def test_sweep_executors(benchmark):
         better="lower",
         n=RUNS,
         what=f"{RUNS}-run sweep of pai on {SCENARIO}: Dask local:2 / --jobs 2 wall time",
-        serial_s=res["serial"][0],
-        jobs2_s=res["jobs2"][0],
-        dask2_s=res["dask2"][0],
+        rounds=ROUNDS,
+        serial_s=res["serial"],
+        jobs2_s=res["jobs2"],
+        dask2_s=res["dask2"],
     )
     assert_target_in_full_mode(benchmark)

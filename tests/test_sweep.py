@@ -11,6 +11,7 @@ import pytest
 from memsim.engine.errors import ParamError
 from memsim.workbench import api
 from memsim.workbench.cli import main
+from memsim.workbench.executors import LOCAL_CLUSTER_CONFIG, dask_executor
 from memsim.workbench.sweep import (
     SweepSpec,
     declared_ranges,
@@ -125,6 +126,20 @@ def _sweep_on_dask(address: str) -> int:
     """memsim sweep's exit code for a small pai sweep sent to ``--dask address``."""
     argv = ["sweep", "--policy", "pai", "--field", "prune_threshold", "--scenarios", SMALL]
     return main(argv + ["--dask", address, "--out", "/tmp/never"])
+
+
+def _worker_config() -> dict[str, object]:
+    import dask
+
+    return {k: dask.config.get(k) for k in LOCAL_CLUSTER_CONFIG}
+
+
+def test_the_local_cluster_workers_run_without_the_dashboard_samplers():
+    """Nothing reads them without a dashboard, and they slowed every run (bench_sweep.py)."""
+    pytest.importorskip("dask.distributed")
+    with dask_executor("local:1") as ex:
+        assert ex is not None
+        assert ex.submit(_worker_config).result() == LOCAL_CLUSTER_CONFIG
 
 
 def test_malformed_dask_address_is_a_one_line_error(capsys):

@@ -26,6 +26,14 @@ _LOCAL = re.compile(r"^local:(\d+)$")
 _ADDRESS = re.compile(r"^(tcp|tls|inproc|ws|wss)://[^\s/]+(:\d+)?$")
 CONNECT_TIMEOUT_S = 10
 PARENT_POLL_S = 0.5  # how often a worker checks that memsim is still there
+# The cluster ``local:N`` starts has no dashboard, so nothing reads its workers' statistical
+# profiler (a stack sample every 10 ms) or their fast system and event-loop samples; left on,
+# they took about 15% more CPU per run than a process pool (benchmarks/bench_sweep.py).
+LOCAL_CLUSTER_CONFIG = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.admin.tick.interval": "1s",
+}
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
@@ -116,6 +124,7 @@ def dask_executor(address: str | None) -> Iterator[Executor | None]:
     if not address:
         yield None
         return
+    import dask
     from dask.distributed import Client, LocalCluster
 
     m = _LOCAL.match(address)
@@ -124,6 +133,7 @@ def dask_executor(address: str | None) -> Iterator[Executor | None]:
         if n < 1:
             raise ParamError(f"--dask {address!r}: local:N needs N >= 1")
         with (
+            dask.config.set(LOCAL_CLUSTER_CONFIG),  # the workers take it at their start
             LocalCluster(
                 n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None
             ) as cluster,
