@@ -1,5 +1,5 @@
 """benchmarks.blocks: the marked blocks of results/benchmarks.md that benchmark commands
-write on their own, and benchmarks.report keeps."""
+write on their own, and benchmarks.report keeps; and the steady-year benchmark's sizes."""
 
 from benchmarks import blocks
 
@@ -57,3 +57,19 @@ def test_ten_year_table_keeps_the_rows_of_policies_not_run_again():
     assert again["keep-all"] == first["keep-all"]
     assert "| 25 | 24 |" in again["izzie"] and again["izzie"].endswith("| 2026-11-25, bbb |")
     assert "| 2.00 |" in again["cosmo"]  # (peak - after the stream) / raw
+
+
+def test_the_steady_year_benchmark_takes_the_last_step_to_the_full_year():
+    from benchmarks import bench_sim as b
+
+    full = float(b.PROBE)
+    # a probe whose first jump lands at 85% of the year: the next step is the full year
+    first = b.next_scale(1.0, b.BUDGET / (0.853 * full) ** 2, 2.0)
+    assert first is not None and abs(first - 0.853 * full) < 1e-9
+    assert b.next_scale(first, 0.3 * b.BUDGET, 1.42) == full
+    # a small step short of the full year is not worth a run; the full year ends the climb
+    assert b.next_scale(0.4 * full, 0.9 * b.BUDGET, 1.5) is None
+    assert b.next_scale(full, 1.0, 2.0) is None
+    # a year predicted to take over the budget gets the size that fits
+    part = b.next_scale(0.5 * full, 0.5 * b.BUDGET, 2.0)
+    assert part is not None and 0.5 * full * 1.25 <= part < full
