@@ -90,6 +90,12 @@ class ACTR(ReferencePolicy):
         self.start = np.zeros(0, dtype=np.int64)
         self.room = np.zeros(0, dtype=np.int64)
         self.counts = np.zeros(0, dtype=np.int64)
+        # per row, at least its activation at any time from known_at on: every term
+        # max(t - t_j, min_age) ** -d_j only falls as t grows, so an activation computed at
+        # known_at bounds every later one until the row is presented again. Set exactly at
+        # each presentation and at each recall that evaluates the row (activation_bound).
+        self.known_activation = np.zeros(0)
+        self.known_at = np.zeros(0)
 
     def presentations(self, row: int) -> np.ndarray:
         """The presentation times (days) of ``row``, in order."""
@@ -120,9 +126,16 @@ class ACTR(ReferencePolicy):
     def _after_create(self, row: int, now: float) -> None:
         if row >= len(self.counts):
             cap = max(2 * len(self.counts), row + 1)
-            for name in ("start", "room", "counts"):
-                grown = np.zeros(cap, dtype=np.int64)
+            # a row not yet known: no bound (inf), from any time on
+            for name, fill in [
+                ("start", 0),
+                ("room", 0),
+                ("counts", 0),
+                ("known_activation", np.inf),
+                ("known_at", -np.inf),
+            ]:
                 old = getattr(self, name)
+                grown = np.full(cap, fill, dtype=old.dtype)
                 grown[: len(old)] = old
                 setattr(self, name, grown)
         at = self._alloc(1)
@@ -131,6 +144,7 @@ class ACTR(ReferencePolicy):
             p = self.params
             self.neg_decay[at] = kernels.actr_spacing_neg_decay(0.0, p.spacing_a, p.spacing_c)
         self.start[row], self.room[row], self.counts[row] = at, 1, 1
+        self._know(np.array([row]), np.log(self._newest_term(np.array([row]))), now)
 
     def _review(self, rows: np.ndarray, now: float) -> None:
         new_nd = None
@@ -145,6 +159,10 @@ class ACTR(ReferencePolicy):
                 p.min_age,
             )
             new_nd = kernels.actr_spacing_neg_decay(x, p.spacing_a, p.spacing_c)
+            with np.errstate(divide="ignore"):  # the rows' activations now, as computed
+                earlier = np.log(x)
+        else:  # the known activations, still bounds at now
+            earlier = self._known_bound(rows, now)
         for r in rows[self.counts[rows] >= self.room[rows]].tolist():
             c, room = int(self.counts[r]), 2 * int(self.room[r])
             at = self._alloc(room)
@@ -157,6 +175,31 @@ class ACTR(ReferencePolicy):
         if self.neg_decay is not None:
             self.neg_decay[self.start[rows] + self.counts[rows]] = new_nd
         self.counts[rows] += 1
+        with np.errstate(divide="ignore"):
+            self._know(rows, np.logaddexp(earlier, np.log(self._newest_term(rows))), now)
+
+    def _newest_term(self, rows: np.ndarray) -> np.ndarray:
+        """The largest term the newest presentation of each of ``rows`` can have: its term at
+        the minimum age, computed as the kernels compute a term."""
+        p = self.params
+        if self.neg_decay is None:
+            neg_d = np.full(len(rows), -p.decay)
+        else:
+            neg_d = self.neg_decay[self.start[rows] + self.counts[rows] - 1]
+        with np.errstate(over="ignore"):
+            return np.exp(neg_d * np.log(p.min_age))
+
+    def _know(self, rows: np.ndarray, activation: np.ndarray, now: float) -> None:
+        """Record the activations of ``rows`` at ``now`` (or bounds of them) as bounds of
+        every later one; where a later time is known already, its bound is kept (the
+        tighter one)."""
+        later = now >= self.known_at[rows]
+        self.known_activation[rows[later]] = activation[later]
+        self.known_at[rows[later]] = now
+
+    def _known_bound(self, rows: np.ndarray, now: float) -> np.ndarray:
+        """The known activations of ``rows`` where they bound the one at ``now``, else inf."""
+        return np.where(now >= self.known_at[rows], self.known_activation[rows], np.inf)
 
     def _pool_in_units(self) -> np.ndarray:
         # x / 1.0 == x for every float: skip the copy of every presentation in days
@@ -195,11 +238,13 @@ class ACTR(ReferencePolicy):
         )
 
     def activation_bound(self, now: float, rows: np.ndarray) -> np.ndarray:
-        """Per row, at least its :meth:`activation` as computed: ln(n) plus the ln of its
-        newest presentation's term, which no older term exceeds (ages only grow, and the
-        spacing variant's decays are at least ``spacing_a``, so from an age of one time unit
-        on an older term is at most age_newest ** -spacing_a; younger, no bound: inf), plus
-        a margin far above the rounding of either computation."""
+        """Per row, at least its :meth:`activation` as computed, plus a margin far above the
+        rounding of either computation: the lower of ln(n) plus the ln of its newest
+        presentation's term, which no older term exceeds (ages only grow, and the spacing
+        variant's decays are at least ``spacing_a``, so from an age of one time unit on an
+        older term is at most age_newest ** -spacing_a; younger, no bound: inf), and its
+        activation last known (at its last presentation or evaluation), which no later one
+        exceeds."""
         p = self.params
         c = self.counts[rows]
         newest = self._pool_in_units()[self.start[rows] + np.maximum(c, 1) - 1]
@@ -209,7 +254,7 @@ class ACTR(ReferencePolicy):
                 ln_term = -p.decay * np.log(age)
             else:
                 ln_term = np.where(age >= 1.0, -p.spacing_a * np.log(age), np.inf)
-            ub = np.log(c) + ln_term
+            ub = np.minimum(np.log(c) + ln_term, self._known_bound(rows, now))
             return ub + 1e-9 * (1.0 + np.abs(ub))
 
     def retention(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
@@ -222,11 +267,13 @@ class ACTR(ReferencePolicy):
         # score's ties (kernels.topk_support), so the ranking is the one over every row
         rows = np.flatnonzero(live)
         w_sims = self.params.spreading_weight * sims[rows]
-        reach, score = kernels.topk_support(
-            self.activation_bound(now, rows) + w_sims,
-            lambda at: self.activation(now, rows[at]) + w_sims[at],
-            k,
-        )
+
+        def exact(at: np.ndarray) -> np.ndarray:
+            a = self.activation(now, rows[at])
+            self._know(rows[at], a, now)  # tighter bounds for the next queries
+            return a + w_sims[at]
+
+        reach, score = kernels.topk_support(self.activation_bound(now, rows) + w_sims, exact, k)
         out = np.full(len(sims), -np.inf)
         out[rows[reach]] = score
         return out

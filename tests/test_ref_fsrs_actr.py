@@ -463,30 +463,33 @@ def test_actr_spacing_overflowed_decay_one_time_unit_later_is_not_nan():
     st.sampled_from(["actr", "actr-spacing"]),
     st.sampled_from([1.0, 1 / 24]),
     st.sampled_from([0.0, 1 / 24, 1.0, 20.0]),
+    st.sampled_from([0.0, 1 / 48, 2.0]),
     st.integers(0, 2**32),
 )
-def test_actr_ranks_on_bounded_rows_as_on_every_row(steps, policy_id, unit, extra, seed):
+def test_actr_ranks_on_bounded_rows_as_on_every_row(steps, policy_id, unit, extra, later, seed):
     """ACT-R's recall evaluates the activation of the rows whose bound reaches the top k
     only (kernels.topk_support). Over random creations and reviews (rapid repetitions whose
-    spacing decays overflow included, time units of a day and an hour): the bound is at
-    least the activation of every row; the activation of a subset is the full one's bit for
-    bit; and the scores ``_scores`` gives, -inf off the evaluated rows, rank as the full
-    scores ``A = B + W cos`` of the live rows do, with tied cosines and seeded tie keys."""
+    spacing decays overflow included, time units of a day and an hour), and three queries
+    (at a time, later, and back at the last presentation's, so that the activations known
+    from one query bound the next or are not used): the bound is at least the activation of
+    every row; the activation of a subset is the full one's bit for bit; and the scores
+    ``_scores`` gives, -inf off the evaluated rows, rank as the full scores ``A = B + W cos``
+    of the live rows do, with tied cosines and seeded tie keys."""
     pol = make(policy_id, {"time_unit_days": unit, "min_age": 1 / 24 / unit}, llm=OneVectorLLM())
     now, n = _create_and_review(pol, steps)
-    t = now + extra * unit
     rng = np.random.default_rng(seed)
-    full = pol.activation(t)
     rows = np.arange(n)
-    bound = pol.activation_bound(t, rows)
-    assert np.all((bound >= full) | np.isnan(bound)), (bound, full)
-    subset = np.sort(rng.choice(n, size=rng.integers(1, n + 1), replace=False))
-    assert pol.activation(t, subset).tobytes() == full[subset].tobytes()
-    sims = rng.choice([0.0, 0.25, 0.5, 0.5 + 1e-7, 0.9], size=n)
-    live = rng.random(n) < 0.8
-    want = np.where(live, full + pol.params.spreading_weight * sims, -np.inf)
-    got = pol._scores(sims, live, t, k := int(rng.integers(1, 6)))
-    keys = pol.store.tie_keys(f"q{seed}")
-    assert K.topk(got, k, keys).tolist() == K.topk(want, k, keys).tolist()
-    kept = np.isfinite(got)
-    assert got[kept].tobytes() == want[kept].tobytes()
+    for t in (now + extra * unit, now + (extra + later) * unit, now):
+        full = pol.activation(t)
+        bound = pol.activation_bound(t, rows)
+        assert np.all((bound >= full) | np.isnan(bound)), (bound, full)
+        subset = np.sort(rng.choice(n, size=rng.integers(1, n + 1), replace=False))
+        assert pol.activation(t, subset).tobytes() == full[subset].tobytes()
+        sims = rng.choice([0.0, 0.25, 0.5, 0.5 + 1e-7, 0.9], size=n)
+        live = rng.random(n) < 0.8
+        want = np.where(live, full + pol.params.spreading_weight * sims, -np.inf)
+        got = pol._scores(sims, live, t, k := int(rng.integers(1, 6)))
+        keys = pol.store.tie_keys(f"q{seed}")
+        assert K.topk(got, k, keys).tolist() == K.topk(want, k, keys).tolist()
+        kept = np.isfinite(got)
+        assert got[kept].tobytes() == want[kept].tobytes()

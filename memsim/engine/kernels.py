@@ -262,10 +262,11 @@ def topk_support(
     """The rows whose scores :func:`topk` (ties broken by key) reads, and those scores, for
     scores known through ``bound`` (per row, at least the score as ``exact`` computes it,
     rounding included) and ``exact(rows)`` (the scores of those rows), evaluating ``exact``
-    on as few rows as the bounds allow: first the ``first`` (default 2k) highest bounds, then
-    every row whose bound reaches the tie chain of the k-th score found so far, until none
-    is left. Every other row scores below that chain, so ``topk`` of a vector holding these
-    scores and -inf elsewhere is ``topk`` of all the scores, bit for bit (with any tiebreak)."""
+    on as few rows as the bounds allow: first the ``first`` (default 2k) highest bounds (then
+    twice as many more while fewer than k of the scores found are finite), then every row
+    whose bound reaches the tie chain of the k-th score found so far, until none is left.
+    Every other row scores below that chain, so ``topk`` of a vector holding these scores
+    and -inf elsewhere is ``topk`` of all the scores, bit for bit (with any tiebreak)."""
     if k <= 0:  # topk returns nothing
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     b = np.where(np.isnan(bound), np.inf, bound)
@@ -278,12 +279,17 @@ def topk_support(
         vals[todo] = exact(todo)
         known[todo] = True
         ok = vals[np.isfinite(vals)]
-        if len(ok) < k:  # topk returns every finite score: the unknown rows may hold some
-            reach = -np.inf
-        else:
-            lo = _tie_chain_bottom(vals, float(np.partition(ok, len(ok) - k)[len(ok) - k]))
-            reach = lo - TIE_RTOL * abs(lo)
-        todo = np.flatnonzero(~known & (b >= reach))
+        if len(ok) < k:
+            # fewer than k scores topk returns (it skips inf and NaN, e.g. an overflowed
+            # activation): the next highest bounds, twice as many as the last time
+            unknown = np.flatnonzero(~known)
+            m = min(len(unknown), 2 * m)
+            if 0 < m < len(unknown):
+                unknown = unknown[np.argpartition(-b[unknown], m - 1)[:m]]
+            todo = unknown
+            continue
+        lo = _tie_chain_bottom(vals, float(np.partition(ok, len(ok) - k)[len(ok) - k]))
+        todo = np.flatnonzero(~known & (b >= lo - TIE_RTOL * abs(lo)))
     rows = np.flatnonzero(known)
     return rows, vals[rows]
 
