@@ -127,7 +127,7 @@ GENERATIVE_AGENTS = PolicySpec(
 
 ACTR_SPACING = PolicySpec(
     "actr-spacing",
-    2,
+    3,
     "policies.actr:ACTRSpacing",
     seed_document="",
     description="reference: ACT-R with the spacing-dependent decay of Pavlik & Anderson 2005 "

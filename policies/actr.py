@@ -266,17 +266,32 @@ class ACTR(ReferencePolicy):
         # activation (O(a row's presentations)) only where a row's bound reaches the k-th
         # score's ties (kernels.topk_support), so the ranking is the one over every row
         rows = np.flatnonzero(live)
-        w_sims = self.params.spreading_weight * sims[rows]
+        w = self.params.spreading_weight
+        w_sims = w * sims[rows]
 
         def exact(at: np.ndarray) -> np.ndarray:
             a = self.activation(now, rows[at])
             self._know(rows[at], a, now)  # tighter bounds for the next queries
-            return a + w_sims[at]
+            return ranked_activation(a, w) + w_sims[at]
 
         reach, score = kernels.topk_support(self.activation_bound(now, rows) + w_sims, exact, k)
         out = np.full(len(sims), -np.inf)
         out[rows[reach]] = score
         return out
+
+
+# every finite activation is the ln of a finite float sum: at most ln of the largest float
+LARGEST_FINITE_ACTIVATION = float(np.log(np.finfo(np.float64).max))  # 709.78
+
+
+def ranked_activation(activation: np.ndarray, spreading_weight: float) -> np.ndarray:
+    """The activation as ranking reads it: +inf (a sum beyond float range, P = 1: rapid
+    repetitions under the spacing decay) as a finite value above every finite activation by
+    more than two spreading terms, so that such rows rank above every other and among
+    themselves by spreading activation (W cos, cosines within [-1, 1] up to float32
+    rounding). topk skips non-finite scores, so a plain +inf was never recalled."""
+    above = LARGEST_FINITE_ACTIVATION + 2.0 * spreading_weight + 1.0
+    return np.where(np.isposinf(activation), above, activation)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from memsim.engine import kernels_ref as R
 from memsim.engine.errors import ParamError
 from memsim.engine.events import Claim, Episode, Query
 from memsim.engine.registry import make
-from policies.actr import ACTRParams
+from policies.actr import ACTRParams, ranked_activation
 from policies.fsrs6 import DEFAULT_W, FSRS, FSRSParams, initial_difficulty
 from policies.reference_claims import OneVectorLLM
 
@@ -319,6 +319,25 @@ def test_actr_spacing_activation_does_not_depend_on_padding_after_rapid_repetiti
     )
 
 
+def test_actr_spacing_ranks_an_overflowed_activation_first():
+    """docs/policies/actr.md §The spacing variant: rapid repetitions overflow the activation
+    to +inf (P = 1). Such a row ranks above every finite one, and such rows among
+    themselves by spreading activation; topk skips a plain +inf score, so they were never
+    recalled (46% of the queries of the four profiles had one live)."""
+    pol = make("actr-spacing", llm=OneVectorLLM())
+    for _ in range(4):
+        _create_row(pol, 0.0)
+    for j in range(1, 5):  # rows 1 and 2: five presentations an hour apart
+        pol._review(np.array([1, 2]), j / 24)
+    t = 5 / 24
+    act = pol.activation(t)
+    assert np.isposinf(act[[1, 2]]).all() and np.isfinite(act[[0, 3]]).all()
+    assert pol.retention(t)[1] == 1.0
+    sims = np.array([0.9, 0.1, 0.5, 0.0])
+    scores = pol._scores(sims, np.ones(4, dtype=bool), t, 3)
+    assert pol.rank(scores, 3, "q").tolist() == [2, 1, 0]
+
+
 def _create_row(pol, now: float) -> None:
     """A row in ``pol``'s store and its first presentation, as ``ReferencePolicy.ingest``
     makes one."""
@@ -487,7 +506,8 @@ def test_actr_ranks_on_bounded_rows_as_on_every_row(steps, policy_id, unit, extr
         assert pol.activation(t, subset).tobytes() == full[subset].tobytes()
         sims = rng.choice([0.0, 0.25, 0.5, 0.5 + 1e-7, 0.9], size=n)
         live = rng.random(n) < 0.8
-        want = np.where(live, full + pol.params.spreading_weight * sims, -np.inf)
+        w = pol.params.spreading_weight
+        want = np.where(live, ranked_activation(full, w) + w * sims, -np.inf)
         got = pol._scores(sims, live, t, k := int(rng.integers(1, 6)))
         keys = pol.store.tie_keys(f"q{seed}")
         assert K.topk(got, k, keys).tolist() == K.topk(want, k, keys).tolist()
