@@ -202,9 +202,10 @@ class ACTR(ReferencePolicy):
         return np.where(now >= self.known_at[rows], self.known_activation[rows], np.inf)
 
     def _pool_in_units(self) -> np.ndarray:
-        # x / 1.0 == x for every float: skip the copy of every presentation in days
+        # x / 1.0 == x for every float: skip the copy of every presentation in days; else
+        # the used part only (the rest is uninitialized, and dividing it warned)
         u = self.params.time_unit_days
-        return self.pool if u == 1.0 else self.pool / u
+        return self.pool if u == 1.0 else self.pool[: self.used] / u
 
     def _padded(self, n: int) -> np.ndarray:
         """The presentation times of rows [0, n) as the NaN-padded matrix the padded spacing
