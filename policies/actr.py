@@ -90,10 +90,13 @@ class ACTR(ReferencePolicy):
         self.start = np.zeros(0, dtype=np.int64)
         self.room = np.zeros(0, dtype=np.int64)
         self.counts = np.zeros(0, dtype=np.int64)
-        # per row, at least its activation at any time from known_at on: every term
-        # max(t - t_j, min_age) ** -d_j only falls as t grows, so an activation computed at
-        # known_at bounds every later one until the row is presented again. Set exactly at
-        # each presentation and at each recall that evaluates the row (activation_bound).
+        # spacing variant: per row, at least its activation at any time from known_at on.
+        # Every term max(t - t_j, min_age) ** -d_j only falls as t grows, so an activation
+        # computed at known_at bounds every later one until the row is presented again. Set
+        # at each presentation and at each recall that evaluates the row (activation_bound:
+        # the bound from the newest presentation alone is inf within a time unit of it).
+        # The standard variant's bound from the newest presentation prunes well enough that
+        # keeping these cost it more time than they saved (docs/performance.md).
         self.known_activation = np.zeros(0)
         self.known_at = np.zeros(0)
 
@@ -144,7 +147,8 @@ class ACTR(ReferencePolicy):
             p = self.params
             self.neg_decay[at] = kernels.actr_spacing_neg_decay(0.0, p.spacing_a, p.spacing_c)
         self.start[row], self.room[row], self.counts[row] = at, 1, 1
-        self._know(np.array([row]), np.log(self._newest_term(np.array([row]))), now)
+        if self.neg_decay is not None:
+            self._know(np.array([row]), np.log(self._newest_term(np.array([row]))), now)
 
     def _review(self, rows: np.ndarray, now: float) -> None:
         new_nd = None
@@ -161,8 +165,6 @@ class ACTR(ReferencePolicy):
             new_nd = kernels.actr_spacing_neg_decay(x, p.spacing_a, p.spacing_c)
             with np.errstate(divide="ignore"):  # the rows' activations now, as computed
                 earlier = np.log(x)
-        else:  # the known activations, still bounds at now
-            earlier = self._known_bound(rows, now)
         for r in rows[self.counts[rows] >= self.room[rows]].tolist():
             c, room = int(self.counts[r]), 2 * int(self.room[r])
             at = self._alloc(room)
@@ -175,19 +177,17 @@ class ACTR(ReferencePolicy):
         if self.neg_decay is not None:
             self.neg_decay[self.start[rows] + self.counts[rows]] = new_nd
         self.counts[rows] += 1
-        with np.errstate(divide="ignore"):
-            self._know(rows, np.logaddexp(earlier, np.log(self._newest_term(rows))), now)
+        if self.neg_decay is not None:
+            with np.errstate(divide="ignore"):
+                self._know(rows, np.logaddexp(earlier, np.log(self._newest_term(rows))), now)
 
     def _newest_term(self, rows: np.ndarray) -> np.ndarray:
-        """The largest term the newest presentation of each of ``rows`` can have: its term at
-        the minimum age, computed as the kernels compute a term."""
-        p = self.params
-        if self.neg_decay is None:
-            neg_d = np.full(len(rows), -p.decay)
-        else:
-            neg_d = self.neg_decay[self.start[rows] + self.counts[rows] - 1]
+        """The spacing variant: the largest term the newest presentation of each of ``rows``
+        can have, its term at the minimum age, computed as the kernels compute a term."""
+        assert self.neg_decay is not None
+        neg_d = self.neg_decay[self.start[rows] + self.counts[rows] - 1]
         with np.errstate(over="ignore"):
-            return np.exp(neg_d * np.log(p.min_age))
+            return np.exp(neg_d * np.log(self.params.min_age))
 
     def _know(self, rows: np.ndarray, activation: np.ndarray, now: float) -> None:
         """Record the activations of ``rows`` at ``now`` (or bounds of them) as bounds of
@@ -243,19 +243,19 @@ class ACTR(ReferencePolicy):
         rounding of either computation: the lower of ln(n) plus the ln of its newest
         presentation's term, which no older term exceeds (ages only grow, and the spacing
         variant's decays are at least ``spacing_a``, so from an age of one time unit on an
-        older term is at most age_newest ** -spacing_a; younger, no bound: inf), and its
-        activation last known (at its last presentation or evaluation), which no later one
-        exceeds."""
+        older term is at most age_newest ** -spacing_a; younger, no bound: inf), and for the
+        spacing variant its activation last known (at its last presentation or
+        evaluation), which no later one exceeds."""
         p = self.params
         c = self.counts[rows]
         newest = self._pool_in_units()[self.start[rows] + np.maximum(c, 1) - 1]
         age = np.maximum(now / p.time_unit_days - newest, p.min_age)
         with np.errstate(divide="ignore", invalid="ignore"):
             if self.neg_decay is None:
-                ln_term = -p.decay * np.log(age)
+                ub = np.log(c) - p.decay * np.log(age)
             else:
                 ln_term = np.where(age >= 1.0, -p.spacing_a * np.log(age), np.inf)
-            ub = np.minimum(np.log(c) + ln_term, self._known_bound(rows, now))
+                ub = np.minimum(np.log(c) + ln_term, self._known_bound(rows, now))
             return ub + 1e-9 * (1.0 + np.abs(ub))
 
     def retention(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
@@ -272,7 +272,8 @@ class ACTR(ReferencePolicy):
 
         def exact(at: np.ndarray) -> np.ndarray:
             a = self.activation(now, rows[at])
-            self._know(rows[at], a, now)  # tighter bounds for the next queries
+            if self.neg_decay is not None:
+                self._know(rows[at], a, now)  # tighter bounds for the next queries
             return ranked_activation(a, w) + w_sims[at]
 
         reach, score = kernels.topk_support(self.activation_bound(now, rows) + w_sims, exact, k)
