@@ -27,8 +27,9 @@ _ADDRESS = re.compile(r"^(tcp|tls|inproc|ws|wss)://[^\s/]+(:\d+)?$")
 CONNECT_TIMEOUT_S = 10
 PARENT_POLL_S = 0.5  # how often a worker checks that memsim is still there
 # The cluster ``local:N`` starts has no dashboard, so nothing reads its workers' statistical
-# profiler (a stack sample every 10 ms) or their fast system and event-loop samples; left on,
-# they took about 15% more CPU per run than a process pool (benchmarks/bench_sweep.py).
+# profiler (a stack sample every 10 ms) or their fast system and event-loop samples. With
+# them a run took ~17% more CPU in a worker than in a pool process, without them 5-10%
+# (docs/performance.md, Sweep executors).
 LOCAL_CLUSTER_CONFIG = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.system-monitor.interval": "5s",
