@@ -186,8 +186,8 @@ class ACTR(ReferencePolicy):
         can have, its term at the minimum age, computed as the kernels compute a term."""
         assert self.neg_decay is not None
         neg_d = self.neg_decay[self.start[rows] + self.counts[rows] - 1]
-        with np.errstate(over="ignore"):
-            return np.exp(neg_d * np.log(self.params.min_age))
+        floor = self.params.min_age
+        return kernels.actr_spacing_terms(np.full(len(rows), floor), neg_d, floor)
 
     def _know(self, rows: np.ndarray, activation: np.ndarray, now: float) -> None:
         """Record the activations of ``rows`` at ``now`` (or bounds of them) as bounds of

@@ -458,3 +458,16 @@ def test_topk_support_ranks_as_every_score_with_ties_chained_below_the_kth(
     pruned[rows] = got
     assert K.topk(pruned, k, keys).tolist() == K.topk(s, k, keys).tolist()
     assert K.topk(pruned, k).tolist() == K.topk(s, k).tolist()
+
+
+def test_actr_spacing_terms_is_the_kernels_term():
+    """The policy's bound takes a presentation's largest term from the same function as the
+    activation kernels: ln of one term is a one-presentation activation bit for bit, and an
+    overflowed decay at age exactly 1 is 1 there too (1 ** -inf), not NaN."""
+    ages = np.array([1 / 24, 0.5, 1.0, 3.0, 400.0])
+    for age in ages:
+        term = K.actr_spacing_terms([age], [-0.1768], 1 / 24)
+        act = K.actr_activation_spacing(np.array([[0.0]]), age, 0.1768, 0.2170, 1 / 24)
+        assert np.log(term).tobytes() == act.tobytes()
+    got = K.actr_spacing_terms([0.5, 2.0], [-np.inf, -np.inf], 1.0)
+    assert got.tolist() == [1.0, 0.0]

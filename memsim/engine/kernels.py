@@ -713,6 +713,15 @@ def _spacing_terms(age: np.ndarray, neg_decay: np.ndarray, floor: float) -> None
     np.exp(age, out=age)
 
 
+def actr_spacing_terms(age: ArrayLike, neg_decay: ArrayLike, floor: float = 0.0) -> np.ndarray:
+    """``max(age, floor) ** -d`` of each presentation (``neg_decay`` is -d), as the spacing
+    kernels compute a term (:func:`_spacing_terms`), into a new array."""
+    out = np.array(age, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        _spacing_terms(out, np.asarray(neg_decay, dtype=np.float64), float(floor))
+    return out
+
+
 def actr_spacing_neg_decay(
     x: ArrayLike, a: float = 0.1768, c: float = 0.2170, out: np.ndarray | None = None
 ) -> np.ndarray:
