@@ -273,8 +273,12 @@ def topk_support(
     n = len(b)
     vals = np.full(n, -np.inf)
     known = np.zeros(n, dtype=bool)
-    m = min(n, max(2 * k if first is None else int(first), k))
-    todo = np.argpartition(-b, m - 1)[:m] if 0 < m < n else np.arange(n)
+
+    def highest(rows: np.ndarray, m: int) -> np.ndarray:  # the m highest bounds of rows
+        return rows[np.argpartition(-b[rows], m - 1)[:m]] if 0 < m < len(rows) else rows
+
+    m = max(2 * k if first is None else int(first), k)
+    todo = highest(np.arange(n), m)
     while len(todo):
         vals[todo] = exact(todo)
         known[todo] = True
@@ -282,11 +286,8 @@ def topk_support(
         if len(ok) < k:
             # fewer than k scores topk returns (it skips inf and NaN, e.g. an overflowed
             # activation): the next highest bounds, twice as many as the last time
-            unknown = np.flatnonzero(~known)
-            m = min(len(unknown), 2 * m)
-            if 0 < m < len(unknown):
-                unknown = unknown[np.argpartition(-b[unknown], m - 1)[:m]]
-            todo = unknown
+            m *= 2
+            todo = highest(np.flatnonzero(~known), m)
             continue
         lo = _tie_chain_bottom(vals, float(np.partition(ok, len(ok) - k)[len(ok) - k]))
         todo = np.flatnonzero(~known & (b >= lo - TIE_RTOL * abs(lo)))
