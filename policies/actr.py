@@ -291,7 +291,9 @@ def ranked_activation(activation: np.ndarray, spreading_weight: float) -> np.nda
     repetitions under the spacing decay) as a finite value above every finite activation by
     more than two spreading terms, so that such rows rank above every other and among
     themselves by spreading activation (W cos, cosines within [-1, 1] up to float32
-    rounding). topk skips non-finite scores, so a plain +inf was never recalled."""
+    rounding). A plain +inf now ranks first in topk too, but its overflowed rows would tie
+    among themselves and go in tie-key order, not by W cos; until topk ranked +inf, such a
+    row was never recalled."""
     above = LARGEST_FINITE_ACTIVATION + 2.0 * spreading_weight + 1.0
     return np.where(np.isposinf(activation), above, activation)
 

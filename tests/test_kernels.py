@@ -208,10 +208,28 @@ def test_topk_equals_stable_sort_prefix(scores, k):
     assert np.array_equal(scores, before, equal_nan=True)
     assert got.dtype == np.int64
     assert got.tolist() == R.topk(scores.tolist(), k)
-    # the same as a full stable sort of the finite scores, cut at k
-    finite = np.flatnonzero(np.isfinite(scores))
-    full = finite[np.argsort(-scores[finite], kind="stable")]
+    # the same as a full stable sort of the scores other than NaN and -inf (+inf first), cut at k
+    kept = np.flatnonzero(~np.isnan(scores) & (scores > -np.inf))
+    full = kept[np.argsort(-scores[kept], kind="stable")]
     assert got.tolist() == full[: max(0, k)].tolist()
+
+
+def test_topk_ranks_an_overflowed_score_first_never_drops_it():
+    """+inf (a score that overflowed to its formula's maximum) ranks above every finite score;
+    several +inf rows are one tie, in key order with a tiebreak, else by row. Before, topk
+    returned finite scores only, so such a row was never recalled."""
+    s = np.array([0.5, np.inf, 0.9, -np.inf, np.inf, np.nan, 0.1])
+    assert K.topk(s, 3).tolist() == [1, 4, 2]
+    assert K.topk(s, 1).tolist() == [1]
+    assert K.topk(s, 10).tolist() == [1, 4, 2, 0, 6]  # NaN and -inf still never returned
+    keys = np.array([0, 9, 0, 0, 3, 0, 0], dtype=np.uint64)
+    assert K.topk(s, 3, keys).tolist() == [4, 1, 2]
+    assert K.topk(s, 3, lambda rows: keys[rows]).tolist() == [4, 1, 2]
+    assert K.batch_topk(np.stack([s, s]), 3, keys).tolist() == [[4, 1, 2]] * 2
+    assert K.batch_topk(s[None, :], 6).tolist() == [[1, 4, 2, 0, 6, -1]]
+    assert K.masked_topk(s, s != 0.9, 2).tolist() == [1, 4]
+    with pytest.raises(ValueError, match="tiebreak shape"):
+        K.topk(s, 3, keys[:3])
 
 
 @given(
@@ -282,12 +300,17 @@ def _tie_ref(scores, k, tb):
     from memsim.engine.kernels import TIE_RTOL
 
     rows = sorted(
-        (i for i in range(len(scores)) if np.isfinite(scores[i])), key=lambda i: (-scores[i], i)
+        (i for i in range(len(scores)) if scores[i] > -np.inf), key=lambda i: (-scores[i], i)
     )
     group, out = 0, []
     for j, i in enumerate(rows):
-        if j and scores[rows[j - 1]] - scores[i] > TIE_RTOL * max(
-            abs(scores[rows[j - 1]]), abs(scores[i])
+        before = scores[rows[j - 1]]
+        if (
+            j
+            and before != scores[i]
+            and (  # +inf is a tie of its own
+                before == np.inf or before - scores[i] > TIE_RTOL * max(abs(before), abs(scores[i]))
+            )
         ):
             group += 1
         out.append((group, int(tb[i]), i))
@@ -306,7 +329,9 @@ def test_topk_tiebreak_orders_near_equal_scores_by_key_not_row():
 
 @given(
     st.lists(
-        st.sampled_from([0.3, 0.3 + 4e-7, 0.3 - 4e-7, 0.7, -np.inf, 0.0]), min_size=1, max_size=30
+        st.sampled_from([0.3, 0.3 + 4e-7, 0.3 - 4e-7, 0.7, -np.inf, np.inf, np.nan, 0.0]),
+        min_size=1,
+        max_size=30,
     ),
     st.integers(0, 12),
     st.integers(0, 2**32),
@@ -411,7 +436,8 @@ def test_topk_lazy_tiebreak_equals_the_array(scores, k, salt):
 @given(
     values=st.lists(
         # 0.3 + j * 2e-7 chain as ties (TIE_RTOL * 0.3 = 3e-7 per step), 0.3 +- 4e-7 do not
-        # inf and NaN: scores topk never returns (fewer than k found: the next bounds)
+        # +inf ranks first (k-th +inf: only infinite bounds can tie it); NaN is never
+        # returned (fewer than k found: the next bounds)
         st.sampled_from(
             [0.3 + j * 2e-7 for j in range(-3, 3)] + [0.7, 1.2, -np.inf, 0.0, -0.5, np.inf, np.nan]
         ),
@@ -430,6 +456,13 @@ def test_topk_lazy_tiebreak_equals_the_array(scores, k, salt):
 @example(  # a chain of five ties under the best, bounds exact: found one row at a time
     values=[0.3 + j * 2e-7 for j in (2, 1, 0, -1, -2)] + [0.1],
     slack=[0.0] * 40,
+    k=1,
+    first=1,
+    salt=0,
+)
+@example(  # the k-th found is +inf: every row with an infinite bound can tie it
+    values=[np.inf, 0.1, np.inf, np.inf],
+    slack=[np.inf] * 40,
     k=1,
     first=1,
     salt=0,

@@ -196,13 +196,14 @@ def topk(
     k: int,
     tiebreak: np.ndarray | Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> np.ndarray:
-    """Indices of the ``k`` largest finite scores, best first.
+    """Indices of the ``k`` largest scores, best first.
 
     Without ``tiebreak``: exact score order, ties to the lower index. With ``tiebreak`` (one
     integer key per row, e.g. :func:`mix64` of stable memory ids): scores within TIE_RTOL
     of each other are a tie (:func:`tie_groups`) and tied rows go in ascending ``tiebreak``
     order, then lower index. ``argpartition`` finds the candidates in O(n); only those are
-    sorted. NaN and -inf scores are never returned (use -inf to mask rows out).
+    sorted. NaN and -inf scores are never returned (use -inf to mask rows out); +inf scores
+    (a formula that overflowed to its maximum) come first, tied among themselves.
     ``tiebreak`` may also be a function from row indices to their keys, so the keys of a large
     array are computed for the few candidate rows only.
     """
@@ -211,6 +212,10 @@ def topk(
     if k <= 0 or n == 0:
         return np.zeros(0, dtype=np.int64)
     valid = np.isfinite(scores)
+    if not valid.all():
+        infinite = np.flatnonzero(scores == np.inf)
+        if len(infinite):
+            return _infinite_first(scores, infinite, k, tiebreak)
     s = np.where(valid, scores, -np.inf)
     if k < n:
         # partition on a copy where invalid rows sink to the bottom
@@ -229,16 +234,45 @@ def topk(
         order = np.lexsort((cand, -s[cand]))
         return cand[order][:k].astype(np.int64)
     by_score = cand[np.lexsort((cand, -s[cand]))]
-    if callable(tiebreak):
-        keys = np.asarray(tiebreak(by_score))
-    else:
-        tb = np.asarray(tiebreak)
-        if tb.shape != scores.shape:
-            raise ValueError(f"topk: tiebreak shape {tb.shape} != scores shape {scores.shape}")
-        keys = tb[by_score]
+    keys = _tie_keys(tiebreak, by_score, scores.shape)
     groups = tie_groups(s[by_score])
     order = np.lexsort((by_score, keys, groups))
     return by_score[order][:k].astype(np.int64)
+
+
+def _tie_keys(
+    tiebreak: np.ndarray | Callable[[np.ndarray], np.ndarray],
+    rows: np.ndarray,
+    shape: tuple[int, ...],
+) -> np.ndarray:
+    """:func:`topk`'s tie keys of ``rows``: ``tiebreak(rows)``, or ``tiebreak[rows]`` of an
+    array with one key per score."""
+    if callable(tiebreak):
+        return np.asarray(tiebreak(rows))
+    tb = np.asarray(tiebreak)
+    if tb.shape != shape:
+        raise ValueError(f"topk: tiebreak shape {tb.shape} != scores shape {shape}")
+    keys: np.ndarray = tb[rows]
+    return keys
+
+
+def _infinite_first(
+    scores: np.ndarray,
+    infinite: np.ndarray,
+    k: int,
+    tiebreak: np.ndarray | Callable[[np.ndarray], np.ndarray] | None,
+) -> np.ndarray:
+    """:func:`topk` of scores that hold +inf at rows ``infinite``: those rows first, as one
+    tie (ascending ``tiebreak`` key, then lower index), then the best of the finite rest.
+    Dropping them instead, as scores that are not finite, would never recall a memory whose
+    score overflowed to the formula's maximum."""
+    if tiebreak is not None:
+        keys = _tie_keys(tiebreak, infinite, scores.shape)
+        infinite = infinite[np.lexsort((infinite, keys))]
+    if len(infinite) >= k:
+        return infinite[:k].astype(np.int64)
+    rest = topk(np.where(scores == np.inf, -np.inf, scores), k - len(infinite), tiebreak)
+    return np.concatenate((infinite, rest)).astype(np.int64)
 
 
 def _tie_chain_bottom(s: np.ndarray, kth: float) -> float:
@@ -263,8 +297,9 @@ def topk_support(
     scores known through ``bound`` (per row, at least the score as ``exact`` computes it,
     rounding included) and ``exact(rows)`` (the scores of those rows), evaluating ``exact``
     on as few rows as the bounds allow: first the ``first`` (default 2k) highest bounds (then
-    twice as many more while fewer than k of the scores found are finite), then every row
-    whose bound reaches the tie chain of the k-th score found so far, until none is left.
+    twice as many more while fewer than k of the scores found are ones topk returns, i.e.
+    not NaN or -inf), then every row whose bound reaches the tie chain of the k-th score
+    found so far (a bound of +inf where that score is +inf), until none is left.
     Every other row scores below that chain, so ``topk`` of a vector holding these scores
     and -inf elsewhere is ``topk`` of all the scores, bit for bit (with any tiebreak)."""
     if k <= 0:  # topk returns nothing
@@ -282,15 +317,16 @@ def topk_support(
     while len(todo):
         vals[todo] = exact(todo)
         known[todo] = True
-        ok = vals[np.isfinite(vals)]
+        ok = vals[vals > -np.inf]  # the scores topk returns (not NaN, not -inf)
         if len(ok) < k:
-            # fewer than k scores topk returns (it skips inf and NaN, e.g. an overflowed
-            # activation): the next highest bounds, twice as many as the last time
+            # fewer than k of them: the next highest bounds, twice as many as the last time
             m *= 2
             todo = highest(np.flatnonzero(~known), m)
             continue
         lo = _tie_chain_bottom(vals, float(np.partition(ok, len(ok) - k)[len(ok) - k]))
-        todo = np.flatnonzero(~known & (b >= lo - TIE_RTOL * abs(lo)))
+        # the k-th is +inf: only a row whose bound is +inf can tie it (inf - inf is NaN)
+        reach = lo - TIE_RTOL * abs(lo) if np.isfinite(lo) else lo
+        todo = np.flatnonzero(~known & (b >= reach))
     rows = np.flatnonzero(known)
     return rows, vals[rows]
 
@@ -306,7 +342,7 @@ def masked_topk(scores: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
 
 def batch_topk(scores: np.ndarray, k: int, tiebreak: np.ndarray | None = None) -> np.ndarray:
     """Row-wise :func:`topk` of a (q, n) score matrix: (q, k) int64 ids best first, ties to
-    the lower index, padded with -1 where a row has fewer than k finite scores. With
+    the lower index, padded with -1 where a row has fewer than k scores topk returns. With
     ``tiebreak`` ((q, n) or (n,) integer keys) each row is ``topk(row, k, tiebreak_row)``.
 
     One ``argpartition`` over the whole matrix; rows whose k-th score is tied with rows
@@ -320,7 +356,7 @@ def batch_topk(scores: np.ndarray, k: int, tiebreak: np.ndarray | None = None) -
     out = np.full((q, k), -1, dtype=np.int64)
     if k == 0 or q == 0 or n == 0:
         return out
-    s = np.where(np.isfinite(scores), scores, -np.inf)
+    s = np.where(np.isnan(scores), -np.inf, scores)  # +inf stays: topk ranks it first
     if tiebreak is not None:
         tb = np.broadcast_to(np.asarray(tiebreak), (q, n))
         for row in range(q):

@@ -98,9 +98,9 @@ def pai_score(
 
 
 def topk(scores: Sequence[float], k: int) -> list[int]:
-    """Full stable sort by descending score, finite scores only, first k."""
-    finite = [i for i, s in enumerate(scores) if math.isfinite(s)]
-    return sorted(finite, key=lambda i: (-scores[i], i))[: max(0, k)]
+    """Full stable sort by descending score (+inf first), NaN and -inf left out, first k."""
+    kept = [i for i, s in enumerate(scores) if s > -math.inf]  # NaN compares False
+    return sorted(kept, key=lambda i: (-scores[i], i))[: max(0, k)]
 
 
 def masked_topk(scores: Sequence[float], mask: Sequence[bool], k: int) -> list[int]:
