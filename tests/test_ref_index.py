@@ -45,7 +45,11 @@ def test_through_the_index_every_decision_equals_the_full_scan(policy_id):
     [("actr", "synthetic:churn", 300), ("pai", "synthetic:churn,episodes=1000", 500)],
 )
 def test_the_default_probes_stay_within_the_audit_bar(policy_id, spec, checked):
-    pol, _ = _run(policy_id, spec, min_rows=100, audit_every=1)
+    """Each policy's own default probes (4 lists for the reference models' range search, 16
+    for Personal AI's top-k), forced on from 100 rows, every decision audited."""
+    nprobe = make(policy_id).candidates.nprobe
+    pol, _ = _run(policy_id, spec, min_rows=100, audit_every=1, nprobe=nprobe)
+    assert pol.index_audit()["nprobe"] == nprobe
     audit = pol.index_audit()
     assert audit["decisions_checked"] >= checked
     assert audit["decision_differ_share"] <= 0.01, audit
@@ -72,7 +76,8 @@ def test_the_reference_models_search_through_the_index_from_5000_rows_by_default
     other policy scans exactly unless told."""
     for pid in [*REFERENCE, "pai", "pai-code"]:
         c = make(pid).candidates
-        assert (c.mode, c.min_rows, c.audit_every) == ("ivf", 5000, 10), pid
+        nprobe = 4 if pid in REFERENCE else 16  # measured per search (docs/performance.md)
+        assert (c.mode, c.min_rows, c.audit_every, c.nprobe) == ("ivf", 5000, 10, nprobe), pid
     for pid in ["keep-all", "recency", "izzie", "kernle", "engram", "cosmo"]:
         assert make(pid).candidates.mode == "exact", pid
     pol = make("fsrs")

@@ -346,6 +346,15 @@ INGEST_INDEX_MIN_ROWS = 5_000
 INGEST_INDEX: Mapping[str, Any] = MappingProxyType(
     {"mode": "ivf", "min_rows": INGEST_INDEX_MIN_ROWS}
 )
+# Probed lists of the reference models' repetition check, a range search at reinforce_cosine
+# (0.85 and up): a row that close to the claim lies in the lists nearest it. On the steady
+# year at 4, every decision audited, 0 of 78,580 differed (actr, fsrs), and the runs of the
+# six models took 0-19% less than at 16 (docs/performance.md). Personal AI's top-k search
+# keeps 16: at 4, 2 of 7,906 audited searches differed.
+REPETITION_INDEX_NPROBE = 4
+REPETITION_INDEX: Mapping[str, Any] = MappingProxyType(
+    {**INGEST_INDEX, "nprobe": REPETITION_INDEX_NPROBE}
+)
 CANDIDATE_MODES = ("exact", "ivf")
 
 
