@@ -348,10 +348,11 @@ INGEST_INDEX: Mapping[str, Any] = MappingProxyType(
 )
 # Probed lists of the reference models' repetition check, a range search at reinforce_cosine
 # (0.85 and up): a row that close to the claim lies in the lists nearest it. On the steady
-# year at 4, every decision audited, 0 of 78,580 differed (actr, fsrs), and the runs of the
-# six models took 0-19% less than at 16 (docs/performance.md). Personal AI's top-k search
-# keeps 16: at 4, 2 of 7,906 audited searches differed.
-REPETITION_INDEX_NPROBE = 4
+# year 8 runs about as fast as 4 and faster than 16; over a decade, 4 missed matches (11 of
+# 98,764 audited decisions of memorybank-code differed, and fsrs's, actr's and ebisu's
+# decades each ended a row apart from 16's) where 8 ended as 16 did (docs/performance.md).
+# Personal AI's top-k search keeps 16: at 4, 2 of 7,906 audited searches differed.
+REPETITION_INDEX_NPROBE = 8
 REPETITION_INDEX: Mapping[str, Any] = MappingProxyType(
     {**INGEST_INDEX, "nprobe": REPETITION_INDEX_NPROBE}
 )
