@@ -348,9 +348,9 @@ INGEST_INDEX: Mapping[str, Any] = MappingProxyType(
 )
 # Probed lists of the reference models' repetition check, a range search at reinforce_cosine
 # (0.85 and up): a row that close to the claim lies in the lists nearest it. On the steady
-# year 8 runs about as fast as 4 and faster than 16; over a decade, 4 missed matches (11 of
-# 98,764 audited decisions of memorybank-code differed, and fsrs's, actr's and ebisu's
-# decades each ended a row apart from 16's) where 8 ended as 16 did (docs/performance.md).
+# year 8 runs 0.5-8% faster than 16 (4: 0-19%); over a decade 4 missed matches (11 of 98,764
+# audited decisions of memorybank-code differed; the decades of four other models ended a
+# row apart from 16's) where 8 ended as 16 did (docs/performance.md).
 # Personal AI's top-k search keeps 16: at 4, 2 of 7,906 audited searches differed.
 REPETITION_INDEX_NPROBE = 8
 REPETITION_INDEX: Mapping[str, Any] = MappingProxyType(
