@@ -322,8 +322,9 @@ def test_actr_spacing_activation_does_not_depend_on_padding_after_rapid_repetiti
 def test_actr_spacing_ranks_an_overflowed_activation_first():
     """docs/policies/actr.md §The spacing variant: rapid repetitions overflow the activation
     to +inf (P = 1). Such a row ranks above every finite one, and such rows among
-    themselves by spreading activation; topk skips a plain +inf score, so they were never
-    recalled (46% of the queries of the four profiles had one live)."""
+    themselves by spreading activation (a plain +inf would tie them, in tie-key order).
+    Before version 3 they were never recalled: topk then dropped +inf scores (46% of the
+    queries of the four profiles had one live)."""
     pol = make("actr-spacing", llm=OneVectorLLM())
     for _ in range(4):
         _create_row(pol, 0.0)

@@ -271,7 +271,9 @@ def _infinite_first(
         infinite = infinite[np.lexsort((infinite, keys))]
     if len(infinite) >= k:
         return infinite[:k].astype(np.int64)
-    rest = topk(np.where(scores == np.inf, -np.inf, scores), k - len(infinite), tiebreak)
+    finite_rest = scores.copy()  # the caller's scores stay as they are
+    finite_rest[infinite] = -np.inf
+    rest = topk(finite_rest, k - len(infinite), tiebreak)
     return np.concatenate((infinite, rest)).astype(np.int64)
 
 
