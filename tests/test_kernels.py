@@ -418,6 +418,23 @@ def test_rows_matvec_is_the_full_product_bit_for_bit(seed, n, m):
     np.testing.assert_array_equal(K.rows_matvec(E, rows, v), (E @ v)[rows])
 
 
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(4, 2000), m=st.integers(1, 60))
+def test_a_row_in_any_full_block_has_its_full_product_bit_for_bit(seed, n, m):
+    """The BLAS property kernels.PackedRows relies on: a row's float32 product inside a full
+    block of MATVEC_BLOCK rows does not depend on the block's other rows or on its place in
+    the block, so rows of the full matrix's full blocks, packed in any order and padded to
+    whole blocks with any finite rows, keep the full product's numbers bit for bit."""
+    rng = np.random.default_rng(seed)
+    E = rng.standard_normal((n, 384)).astype(np.float32)
+    v = rng.standard_normal(384).astype(np.float32)
+    end = (n // K.MATVEC_BLOCK) * K.MATVEC_BLOCK
+    rows = rng.permutation(rng.integers(0, end, m))
+    pad = (-m) % K.MATVEC_BLOCK
+    packed = np.vstack([E[rows], rng.standard_normal((pad, 384)).astype(np.float32)])
+    np.testing.assert_array_equal((packed @ v)[:m], (E @ v)[rows])
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     scores=hnp.arrays(np.float64, st.integers(0, 60), elements=st.sampled_from([0.1, 0.5, 1.0])),

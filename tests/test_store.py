@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memsim.engine.errors import MemsimError, VectorError
-from memsim.engine.kernels import PackedBlocks
+from memsim.engine.kernels import PackedRows
 from memsim.engine.store import MemoryStore, Statuses, as_unit_vectors
 
 ST = Statuses(
@@ -221,12 +221,13 @@ def test_set_embedding_validates_and_normalizes():
     seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 12), fill=st.sampled_from([-np.inf, 0.0])
 )
 def test_products_are_the_masked_full_scan_bit_for_bit(seed, steps, fill):
-    """store.products (kernels.PackedBlocks: only the aligned blocks that hold a masked row,
-    kept packed between calls) gives np.where(mask, E @ v, fill) bit for bit through adds,
-    masks that shrink and grow (blocks appended, dropped, the packed matrix rebuilt and
+    """store.products (kernels.PackedRows: only the masked rows, kept packed between calls)
+    gives np.where(mask, E @ v, fill) bit for bit, and store.products_at the same numbers
+    at the masked rows (or at a few rows, the store's last ones among them), through adds,
+    masks that shrink and grow (rows appended, dropped, the packed matrix rebuilt and
     abandoned for the full product), changed embeddings, and a copy."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(PackedBlocks, "MIN_ROWS", 16)
+        mp.setattr(PackedRows, "MIN_ROWS", 16)
         _check_products(seed, steps, fill)
 
 
@@ -261,5 +262,11 @@ def _check_products(seed: int, steps: int, fill: float) -> None:
             v = rng.standard_normal(384).astype(np.float32)
             got = st_.products(v, live, fill)
             assert got.dtype == np.float32
-            want = np.where(live, st_.embedding @ v, np.float32(fill))
-            np.testing.assert_array_equal(got, want)
+            full = st_.embedding @ v
+            np.testing.assert_array_equal(got, np.where(live, full, np.float32(fill)))
+            rows = np.flatnonzero(live)
+            if rng.random() < 0.3:  # a few rows, the last ones (after the last full block) too
+                rows = np.unique(rng.integers(max(0, st_.n - 8), st_.n, 3))
+            at = st_.products_at(v, rows)
+            assert at.dtype == np.float32
+            np.testing.assert_array_equal(at, full[rows])

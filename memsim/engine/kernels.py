@@ -468,16 +468,20 @@ def rows_matvec(embeddings: np.ndarray, rows: np.ndarray, vector: np.ndarray) ->
     return out
 
 
-class PackedBlocks:
-    """``np.where(mask, E @ v, -inf)`` bit for bit (float32), at the cost of the aligned
-    blocks of MATVEC_BLOCK rows that hold a masked row: a policy whose searchable rows are a
-    small share of its store (forgotten rows stay in the store) scans those only.
+class PackedRows:
+    """``(E @ v)[rows]`` bit for bit (float32), at the cost of ``len(rows)`` rows instead of
+    the whole matrix: a policy whose searchable rows are a small share of its store
+    (forgotten rows stay in the store) scans those only.
 
-    The blocks are copied once into a packed matrix and kept between calls: blocks that
-    gain a masked row are appended, blocks whose rows are all unmasked stay until they are
-    a fifth of the packed matrix (then it is rebuilt from the masked blocks), and the owner
-    reports changed embeddings (:meth:`changed`). The rows after the last full block are
-    recomputed with the block before them, as :func:`rows_matvec` does."""
+    The rows are copied once into a packed matrix and kept between calls: rows asked for the
+    first time are appended, rows no longer asked for stay until they are a fifth of the
+    packed matrix (then it is rebuilt from the rows asked for), and the owner reports changed
+    embeddings (:meth:`changed`). The BLAS property this relies on (tests/test_kernels.py
+    checks it for the BLAS in use): a row's product inside a full block of MATVEC_BLOCK rows
+    does not depend on the block's other rows or on its place in the block; so the packed
+    matrix is multiplied in full blocks, and the rows after the store's last full block,
+    which the full scan computes on its own path, are recomputed with the block before them
+    (as :func:`rows_matvec` does)."""
 
     # below this many rows a plain full product is as cheap as the bookkeeping
     MIN_ROWS = 4096
@@ -488,70 +492,77 @@ class PackedBlocks:
 
     def _drop(self) -> None:
         self._packed = np.zeros((0, self.dim), dtype=np.float32)
-        self._blocks = np.zeros(0, dtype=np.int64)  # block id at each packed position
-        self._where = np.full(0, -1, dtype=np.int64)  # packed position of each block, or -1
+        self._held = 0  # packed positions in use
+        self._where = np.full(0, -1, dtype=np.int64)  # packed position of each row, or -1
 
     def changed(self, embeddings: np.ndarray, rows: np.ndarray) -> None:
         """Rows whose embedding the owner replaced: refresh their packed copies."""
-        b = MATVEC_BLOCK
         rows = np.asarray(rows, dtype=np.int64)
-        blk = rows // b
-        held = blk < len(self._where)
-        held[held] = self._where[blk[held]] >= 0
-        if held.any():
-            r = rows[held]
-            self._packed[self._where[r // b] * b + r % b] = embeddings[r]
+        rows = rows[rows < len(self._where)]
+        pos = self._where[rows]
+        held = pos >= 0
+        self._packed[pos[held]] = embeddings[rows[held]]
+
+    def at(self, embeddings: np.ndarray, vector: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``(embeddings @ vector)[rows]`` as float32, bit for bit."""
+        E = embeddings
+        v = np.asarray(vector, dtype=np.float32)
+        rows = np.asarray(rows, dtype=np.int64)
+        n, b = len(E), MATVEC_BLOCK
+        if n < self.MIN_ROWS or 3 * len(rows) > n:  # a third of the rows or more: in full
+            if n >= self.MIN_ROWS:
+                self._drop()  # no copy of most of the matrix kept
+            full: np.ndarray = (E @ v)[rows]
+            return full
+        end = (n // b) * b
+        inner = rows < end
+        body = rows if inner.all() else rows[inner]
+        self._hold(E, body, end)
+        held = self._held + (-self._held) % b  # whole blocks (the rest: finite padding)
+        out = np.empty(len(rows), dtype=np.float32)
+        out[inner] = (self._packed[:held] @ v)[self._where[body]]
+        if not inner.all():
+            lo = max(0, end - b)  # the tail with one full block before it, as in the full scan
+            out[~inner] = (E[lo:n] @ v)[rows[~inner] - lo]
+        return out
 
     def products(
         self, embeddings: np.ndarray, vector: np.ndarray, mask: np.ndarray, fill: float = -np.inf
     ) -> np.ndarray:
         """``np.where(mask, embeddings @ vector, fill)`` as float32, bit for bit."""
         E = embeddings
-        v = np.asarray(vector, dtype=np.float32)
-        n, b = len(E), MATVEC_BLOCK
-        if n < self.MIN_ROWS:
-            return np.where(mask, E @ v, np.float32(fill))
-        end = (n // b) * b
-        need = np.flatnonzero(mask[:end].reshape(-1, b).any(axis=1))
-        if 3 * len(need) > end // b:  # a third of the blocks or more: the full product
-            self._drop()  # no copy of most of the matrix kept
-            return np.where(mask, E @ v, np.float32(fill))
-        self._hold(E, need, end // b)
-        out = np.empty(n, dtype=np.float32)
-        k = len(self._blocks)
-        if k:
-            per_block = out[:end].reshape(-1, b)
-            per_block[self._blocks] = (self._packed[: k * b] @ v).reshape(k, b)
-        if end < n:
-            lo = max(0, end - b)
-            out[end:] = (E[lo:n] @ v)[end - lo :]
-        out[~mask] = fill
+        if len(E) < self.MIN_ROWS:
+            return np.where(mask, E @ np.asarray(vector, dtype=np.float32), np.float32(fill))
+        rows = np.flatnonzero(mask)
+        out = np.full(len(E), fill, dtype=np.float32)
+        out[rows] = self.at(E, vector, rows)
         return out
 
-    def _hold(self, E: np.ndarray, need: np.ndarray, blocks: int) -> None:
-        """Make the packed matrix hold every block in ``need`` (of ``blocks`` full ones)."""
+    def _hold(self, E: np.ndarray, rows: np.ndarray, end: int) -> None:
+        """Make the packed matrix hold every one of ``rows`` (all below ``end``)."""
         b = MATVEC_BLOCK
-        if len(self._where) < blocks:
-            grown = np.full(max(blocks, 2 * len(self._where)), -1, dtype=np.int64)
+        if len(self._where) < end:
+            grown = np.full(max(end, 2 * len(self._where)), -1, dtype=np.int64)
             grown[: len(self._where)] = self._where
             self._where = grown
-        # a quarter more blocks than needed (rows forgotten since): rebuild, one copy of the
-        # needed blocks, as cheap as one product, at most every few forgetting rounds
-        if 4 * len(self._blocks) > 5 * len(need):
-            self._where[self._blocks] = -1
-            self._blocks = self._blocks[:0]
-        new = need[self._where[need] < 0]
+        # a quarter more rows held than asked for (rows forgotten since): rebuild, one copy
+        # of the rows asked for, as cheap as one product, at most every few forgetting rounds
+        if 4 * self._held > 5 * len(rows) + 4 * b:
+            self._where[:] = -1
+            self._held = 0
+        new = rows[self._where[rows] < 0]
         if not len(new):
             return
-        k, m = len(self._blocks), len(new)
-        if (k + m) * b > len(self._packed):
-            grown_p = np.zeros((max((k + m) * b, 2 * len(self._packed)), E.shape[1]), np.float32)
-            grown_p[: k * b] = self._packed[: k * b]
+        new = np.unique(new)
+        k, m = self._held, len(new)
+        need = k + m + (-(k + m)) % b
+        if need > len(self._packed):
+            grown_p = np.zeros((max(need, 2 * len(self._packed)), E.shape[1]), np.float32)
+            grown_p[:k] = self._packed[:k]
             self._packed = grown_p
-        idx = (new[:, None] * b + np.arange(b)).ravel()
-        self._packed[k * b : (k + m) * b] = E[idx]
+        self._packed[k : k + m] = E[new]
         self._where[new] = np.arange(k, k + m)
-        self._blocks = np.concatenate([self._blocks, new])
+        self._held = k + m
 
 
 # -- reference memory models (issue 14) ----------------------------------------------------

@@ -29,7 +29,7 @@ import numpy as np
 
 from . import kernels
 from .errors import PolicyContractError, VectorError
-from .kernels import PackedBlocks, mix64
+from .kernels import PackedRows, mix64
 
 CORE_COLUMNS: dict[str, tuple[Any, Any]] = {
     "created": (np.float64, np.nan),
@@ -140,7 +140,7 @@ class MemoryStore:
         # rows whose embedding changed, collected only once a candidate index asks for them
         self.embedding_changes: set[int] = set()
         self._track_changes = False
-        self._packed = PackedBlocks(self.dim)
+        self._packed = PackedRows(self.dim)
         self._row_logs: dict[int, _RowLog] = {}  # provenance_of's ordered logs
 
     # -- columns -------------------------------------------------------------
@@ -272,14 +272,20 @@ class MemoryStore:
 
     def products(self, vector: Any, mask: np.ndarray, fill: float = -np.inf) -> np.ndarray:
         """``np.where(mask, embedding @ vector, fill)`` in float32, bit for bit, scanning
-        only the blocks of rows that hold a ``mask`` row (kernels.PackedBlocks): the cosine
-        scan of a policy whose searchable rows are a small share of its store."""
+        only the ``mask`` rows (kernels.PackedRows): the cosine scan of a policy whose
+        searchable rows are a small share of its store."""
         return self._packed.products(self.embedding, vector, mask, fill)
 
+    def products_at(self, vector: Any, rows: np.ndarray) -> np.ndarray:
+        """``(embedding @ vector)[rows]`` in float32, bit for bit, at the cost of ``rows``
+        (kernels.PackedRows): :meth:`products` without the store-long array, for a policy
+        that ranks its searchable rows only."""
+        return self._packed.at(self.embedding, vector, rows)
+
     def __getstate__(self) -> dict[str, Any]:
-        # copies and pickles leave the packed blocks behind (a cache, rebuilt on demand)
+        # copies and pickles leave the packed rows behind (a cache, rebuilt on demand)
         state = self.__dict__.copy()
-        state["_packed"] = PackedBlocks(self.dim)
+        state["_packed"] = PackedRows(self.dim)
         state["_row_logs"] = {}
         return state
 
