@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memsim.engine.errors import PolicyContractError
@@ -368,3 +368,29 @@ def test_tick_times_match_brute_force(specs, start_after):
             break
         got.append((t, names))
     assert got == sorted(expected.items())
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 40),
+    k=st.integers(0, 12),
+    share=st.sampled_from([0.1, 0.5, 1.0]),
+)
+def test_rank_among_rows_is_rank_of_the_store_long_scores(seed, n, k, share):
+    """Policy.rank_among / ranking_among (a ranking over some rows only, as positions into
+    them) give the rows, order and scores of rank / ranking over a store-long array with -inf
+    elsewhere, ties within TIE_RTOL included (they go by each row's seeded key)."""
+    rng = np.random.default_rng(seed)
+    pol = KeepAll(llm=StubLLM(), seed=int(rng.integers(0, 100)))
+    pol.ingest([Episode(f"e{i}", 0.0, f"text {i}", ()) for i in range(n)], 0.0)
+    rows = np.flatnonzero(rng.random(pol.store.n) < share)
+    # few distinct values, some within TIE_RTOL of each other: ties decide the order
+    scores = rng.choice([0.3, 0.3 + 1e-8, 0.3 + 4e-7, 0.5, 0.9], size=len(rows))
+    full = np.full(pol.store.n, -np.inf)
+    full[rows] = scores
+    among = pol.rank_among(rows, scores, k, "q7")
+    np.testing.assert_array_equal(rows[among], pol.rank(full, k, "q7"))
+    got, want = pol.ranking_among(rows, scores, k, "q7"), pol.ranking(full, k, "q7")
+    np.testing.assert_array_equal(got.ids, want.ids)
+    np.testing.assert_array_equal(got.scores, want.scores)

@@ -231,6 +231,22 @@ class Policy(abc.ABC, Generic[P]):
         store, tag = self.store, f"{self.seed}:{salt}"
         return topk(scores, k, lambda rows: store.tie_keys(tag, rows))
 
+    def rank_among(self, rows: np.ndarray, scores: np.ndarray, k: int, salt: str) -> np.ndarray:
+        """:meth:`rank` of a ranking over store ``rows`` only (ascending, ``scores[i]`` the
+        score of ``rows[i]``), as positions into ``rows``: the same rows in the same order as
+        :meth:`rank` of a store-long array with -inf elsewhere, at the cost of ``rows``."""
+        from .kernels import topk
+
+        store, tag = self.store, f"{self.seed}:{salt}"
+        return topk(scores, k, lambda at: store.tie_keys(tag, rows[at]))
+
+    def ranking_among(self, rows: np.ndarray, scores: np.ndarray, k: int, salt: str) -> Ranking:
+        """:meth:`rank_among` as a Ranking of store rows: :meth:`ranking` of a store-long
+        array with -inf outside ``rows``."""
+        at = self.rank_among(rows, scores, k, salt)
+        sc = np.minimum.accumulate(np.asarray(scores, dtype=np.float64)[at])
+        return Ranking(np.asarray(rows, dtype=np.int64)[at], sc)
+
     def ranking(self, scores: np.ndarray, k: int, salt: str) -> Ranking:
         """:meth:`rank` as a Ranking. Tied rows (within TIE_RTOL) may come in any score
         order, so the reported scores are the running minimum (non-increasing)."""
