@@ -92,26 +92,23 @@ class _CosineBase(Policy[P]):
         have = [i for i, v in enumerate(vecs) if v is not None]
         if not have or self.store.n == 0:
             return out
-        live = self._live()
-        if not live.any():
+        rows = np.flatnonzero(self._live())  # the live rows only: the others never return
+        if not len(rows):
             return out
         q = np.stack([np.asarray(vecs[i], dtype=np.float32) for i in have])
         if len(q) == 1:  # the live rows' products only: the numbers of the product below
-            sims = self.store.products(q[0], live, -np.inf).astype(np.float64)[:, None]
+            sims = self.store.products_at(q[0], rows).astype(np.float64)[:, None]
         else:
-            sims = (self.store.embedding @ q.T).astype(np.float64)  # (n, queries)
-            sims[~live] = -np.inf
-        rows = np.flatnonzero(live)
+            sims = (self.store.embedding @ q.T)[rows].astype(np.float64)  # (rows, queries)
         w = self._weights(now, rows)
         if w is not None:
-            sims[rows] *= w[:, None]
+            sims *= w[:, None]
         touched = []
         for j, i in enumerate(have):
-            ids = self.rank(sims[:, j], queries[i].k, queries[i].id)
-            # tied rows (within TIE_RTOL) may come in any score order: report the running
-            # minimum so scores stay non-increasing
-            out[i] = Ranking(ids, np.minimum.accumulate(sims[ids, j]))
-            touched.append(ids)
+            # tied rows (within TIE_RTOL) may come in any score order: the ranking reports
+            # the running minimum so scores stay non-increasing
+            out[i] = self.ranking_among(rows, sims[:, j], queries[i].k, queries[i].id)
+            touched.append(out[i].ids)
         rows = np.concatenate(touched)
         if len(rows):
             self.store["last_access"][rows] = now

@@ -500,27 +500,30 @@ class Cosmo(Policy[CosmoParams]):
         states = ["candidate", "active", "core"] + (["archived"] if p.include_archived else [])
         return s.mask(states, kinds=kinds)
 
-    def score_query(self, q: Query, now: float) -> np.ndarray:
-        """cosine + salience_weight x salience(now) over searchable rows; -inf elsewhere."""
+    def score_rows(self, q: Query, now: float) -> tuple[np.ndarray, np.ndarray]:
+        """The searchable rows and their scores: cosine + salience_weight x salience(now)."""
         s = self.store
         qv = self.llm.embed_query(q)
-        searchable = self.searchable()
+        rows = np.flatnonzero(self.searchable())
         cos = (
-            np.zeros(s.n)
+            np.zeros(len(rows))
             if qv is None
             # the searchable rows' products only (forgotten rows stay in the store)
-            else s.products(np.asarray(qv, dtype=np.float32), searchable, 0.0).astype(np.float64)
+            else s.products_at(np.asarray(qv, dtype=np.float32), rows).astype(np.float64)
         )
-        rows = np.flatnonzero(searchable)
-        score = np.full(s.n, -np.inf)
-        score[rows] = cos[rows] + self.params.salience_weight * self.salience_at(now, rows)
+        return rows, cos + self.params.salience_weight * self.salience_at(now, rows)
+
+    def score_query(self, q: Query, now: float) -> np.ndarray:
+        """:meth:`score_rows` as one score per store row, -inf where not searchable."""
+        rows, scores = self.score_rows(q, now)
+        score = np.full(self.store.n, -np.inf)
+        score[rows] = scores
         return score
 
     def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
         out = []
         for q in queries:  # sequential: later queries see earlier accesses
-            score = self.score_query(q, now)
-            ranking = self.ranking(score, q.k, q.id)
+            ranking = self.ranking_among(*self.score_rows(q, now), q.k, q.id)
             self.access(ranking.ids, now)
             out.append(ranking)
         return out
@@ -532,7 +535,7 @@ class Cosmo(Policy[CosmoParams]):
             return
         s, p = self.store, self.params
         current = self.salience_at(now, rows)
-        interval = s.days_since_access(now)[rows]
+        interval = s.days_since_access(now, rows)
         old = s["last_recall_interval"][rows]
         s["decay_gradient"][rows] = spaced_gradient(s["decay_gradient"][rows], interval, old, p)
         s["last_recall_interval"][rows] = interval

@@ -353,6 +353,7 @@ class Kernle(Policy[KernleParams]):
         s = self.store
         out: list[Ranking] = []
         retrievable = s.retrievable() if s.n else np.zeros(0, dtype=bool)
+        rows = None  # the retrievable rows, when a query first needs them
         for q in queries:
             v = self.llm.embed_query(q)
             if not retrievable.any():
@@ -362,12 +363,17 @@ class Kernle(Policy[KernleParams]):
                 # §Search Functionality: "falls back to text matching".
                 scores = np.where(retrievable, self.text_match(q.text), -np.inf)
                 scores[scores <= 0.0] = -np.inf  # no shared word: not a match
+                ids = self.rank(scores, q.k, q.id)
+                ids = ids[np.isfinite(scores[ids])]
+                out.append(Ranking(ids, np.minimum.accumulate(scores[ids])))
             else:
-                # the retrievable rows' products only (forgotten rows stay in the store)
-                scores = s.products(np.asarray(v, dtype=np.float32), retrievable).astype(np.float64)
-            ids = self.rank(scores, q.k, q.id)
-            ids = ids[np.isfinite(scores[ids])]
-            out.append(Ranking(ids, np.minimum.accumulate(scores[ids])))
+                # the retrievable rows only (forgotten rows stay in the store)
+                if rows is None:
+                    rows = np.flatnonzero(retrievable)
+                cos = s.products_at(np.asarray(v, dtype=np.float32), rows).astype(np.float64)
+                ranking = self.ranking_among(rows, cos, q.k, q.id)
+                ids = ranking.ids
+                out.append(ranking)
             s["access_count"][ids] += 1
             s["last_access"][ids] = now
         return out
