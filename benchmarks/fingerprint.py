@@ -3,7 +3,8 @@
     python -m benchmarks.fingerprint [--save FILE | --check FILE] POLICY ...
 
 For each policy, each of the four synthetic profiles (steady at 3,000 episodes; churn, noisy
-and longgap at 2,000; seed 0, the mock LLM with seed 0) is run and hashed (sha256) over
+and longgap at 2,000; seed 0, the mock LLM with seed 0; ``--profiles steady-30k`` for a store
+past the large-store paths' sizes) is run and hashed (sha256) over
 everything the trace holds but its timings (every query's returned ids and scores, the
 provenance and stated facts, every outcome, the footprint, status and provenance logs, the
 kind of every row; the status vocabulary with its sets sorted, since a frozenset's repr
@@ -28,6 +29,9 @@ PROFILES = {
     "noisy": "synthetic:noisy,episodes=2000",
     "longgap": "synthetic:longgap,episodes=2000",
 }
+# on request only (--profiles steady-30k): a store past kernels.PackedRows.MIN_ROWS and the
+# candidate index's min_rows, where the large-store paths are taken
+LARGE = {"steady-30k": "synthetic:steady,episodes=30000"}
 
 
 def fingerprint(policy_id: str, spec: str) -> str:
@@ -59,13 +63,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("policies", nargs="+")
     ap.add_argument("--save", type=Path, default=None)
     ap.add_argument("--check", type=Path, default=None)
-    ap.add_argument("--profiles", nargs="+", default=list(PROFILES), choices=list(PROFILES))
+    ap.add_argument(
+        "--profiles", nargs="+", default=list(PROFILES), choices=list(PROFILES) + list(LARGE)
+    )
     a = ap.parse_args(argv)
     got: dict[str, dict[str, str]] = {}
     for pid in a.policies:
         got[pid] = {}
         for name in a.profiles:
-            got[pid][name] = fingerprint(pid, PROFILES[name])
+            got[pid][name] = fingerprint(pid, {**PROFILES, **LARGE}[name])
             print(f"{pid} {name} {got[pid][name]}", flush=True)
     if a.save is not None:
         a.save.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
