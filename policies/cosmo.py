@@ -460,16 +460,17 @@ class Cosmo(Policy[CosmoParams]):
         """002 §Phase 2 Step 4.5: attach the Source to its anchors' recent Storylines."""
         s, p = self.store, self.params
         out: list[Outcome] = []
-        live = set(s.statuses.codes(["active", "core"]).tolist())
+        live = s.statuses.codes(["active", "core"])
+        status, last_source_at = s["status"], s["last_source_at"]
         for anchor in self.mentioned_by.get(src, []):
             if not s["has_meso"][anchor]:
                 continue
-            cands = [
-                st
-                for st in self.storylines_of.get(anchor, [])
-                if int(s["status"][st]) in live
-                and s["last_source_at"][st] > now - p.storyline_attach_days
-            ]
+            # an anchor's storylines only grow (archived ones stay listed): one array test
+            sts = np.asarray(self.storylines_of.get(anchor, []), dtype=np.int64)
+            recent = np.isin(status[sts], live) & (
+                last_source_at[sts] > now - p.storyline_attach_days
+            )
+            cands = sts[recent].tolist()
             if not cands:
                 continue
             # best match: highest cosine with the Source, ties to the most recent storyline

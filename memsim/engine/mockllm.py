@@ -13,6 +13,7 @@ importance/category noise on ``"<episode id>#<claim index>"``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from collections import Counter
@@ -72,6 +73,7 @@ _WORD = re.compile(r"[0-9a-z]+(?:'[0-9a-z]+)*")
 _CLAUSE_END = re.compile(r"[.;!?\n]")
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a classify call compares one value with many
 def _norm_text(s: str) -> str:
     """Case- and whitespace-insensitive form used to compare values and texts."""
     return " ".join(s.casefold().split())
@@ -91,7 +93,7 @@ def truth_relation(new: Claim, old: Claim) -> str:
     """
     if new.key != old.key:
         return IRRELEVANT
-    same_value = _norm_text(new.value) == _norm_text(old.value)
+    same_value = new.value == old.value or _norm_text(new.value) == _norm_text(old.value)
     if not new.key:
         return SUPPORTS if same_value else IRRELEVANT
     if same_value:
@@ -285,6 +287,8 @@ class MockLLM:
         mode with no candidates the only valid reply is NONE, so wrong_class cannot fire."""
         relations = [truth_relation(new, c) for c in candidates]
         if answer == "relation":
+            if not (self.faults.invalid_answer > 0.0 or self.faults.wrong_class > 0.0):
+                return relations  # no fault can fire
             out = []
             for i, rel in enumerate(relations):
                 k = f"{key}#{i}"
