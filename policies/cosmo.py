@@ -254,6 +254,9 @@ class Cosmo(Policy[CosmoParams]):
         self.notes: dict[int, list[Claim]] = {}  # node -> claims noted on it (latest last)
         self.storylines_of: dict[int, list[int]] = {}  # anchor -> storyline rows
         self.includes: dict[int, list[int]] = {}  # storyline -> source rows; macro -> storylines
+        # a storyline's sources as a set: attaching asks whether it holds the Source (a list
+        # of a popular anchor's sources is tens of thousands long by the year)
+        self.included: dict[int, set[int]] = {}
         self.macros_of: dict[int, list[int]] = {}  # storyline -> macros grouping it
 
     # -- helpers ------------------------------------------------------------------
@@ -460,25 +463,26 @@ class Cosmo(Policy[CosmoParams]):
         """002 §Phase 2 Step 4.5: attach the Source to its anchors' recent Storylines."""
         s, p = self.store, self.params
         out: list[Outcome] = []
-        live = s.statuses.codes(["active", "core"])
+        live = set(s.statuses.codes(["active", "core"]).tolist())
         status, last_source_at = s["status"], s["last_source_at"]
+        cutoff = now - p.storyline_attach_days
         for anchor in self.mentioned_by.get(src, []):
             if not s["has_meso"][anchor]:
                 continue
-            # an anchor's storylines only grow (archived ones stay listed): one array test
-            sts = np.asarray(self.storylines_of.get(anchor, []), dtype=np.int64)
-            recent = np.isin(status[sts], live) & (
-                last_source_at[sts] > now - p.storyline_attach_days
-            )
-            cands = sts[recent].tolist()
+            cands = [
+                st
+                for st in self.storylines_of.get(anchor, [])
+                if int(status[st]) in live and last_source_at[st] > cutoff
+            ]
             if not cands:
                 continue
             # best match: highest cosine with the Source, ties to the most recent storyline
             sims = s.embedding[cands].astype(np.float64) @ s.embedding[src].astype(np.float64)
             best = cands[int(np.lexsort((-np.array(cands), -s["last_source_at"][cands], -sims))[0])]
-            if src in self.includes[best]:
+            if src in self.included[best]:
                 continue
             self.includes[best].append(src)
+            self.included[best].add(src)
             s["source_count"][best] += 1
             s["last_source_at"][best] = max(s["last_source_at"][best], s["created"][src])
             s["is_dirty"][best] = True
@@ -737,6 +741,7 @@ class Cosmo(Policy[CosmoParams]):
                 )[0]
             )
             self.includes[row] = list(sources)
+            self.included[row] = set(sources)
             self.storylines_of.setdefault(anchor, []).append(row)
             s["has_meso"][anchor] = True
             out.append(Outcome("nightly", "synthesize", row, f"storyline about node {anchor}"))
