@@ -270,3 +270,34 @@ def _check_products(seed: int, steps: int, fill: float) -> None:
             at = st_.products_at(v, rows)
             assert at.dtype == np.float32
             np.testing.assert_array_equal(at, full[rows])
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 25))
+def test_rows_with_is_the_mask_s_rows_through_adds_and_status_changes(seed, steps):
+    """store.rows_with (kept between calls, brought up to date from the status log) gives
+    np.flatnonzero(store.mask(statuses)) for several status sets, through adds, rows that
+    leave a status and come back, calls skipped for a while, and a copy; read-only."""
+    import copy
+
+    rng = np.random.default_rng(seed)
+    sts = Statuses(("active", "dormant", "gone"), terminal=frozenset({"gone"}))
+    s = MemoryStore(dim=4, statuses=sts)
+    sets = [None, ("active",), ("dormant", "gone"), ("active", "dormant")]
+    for _ in range(steps):
+        m = int(rng.integers(0, 6))
+        if m:
+            vecs = rng.standard_normal((m, 4)) + 0.1
+            s.add(0.0, vecs, texts=["t"] * m, claims=[None] * m, provenance=[("e",)] * m)
+        if s.n:
+            for _change in range(int(rng.integers(0, 4))):
+                r = int(rng.integers(0, s.n))
+                if s.status_of(r) != "gone":
+                    s.set_status(r, str(rng.choice(["active", "dormant", "gone"])), 1.0)
+        if rng.random() < 0.1:
+            s = copy.deepcopy(s)
+        for which in sets:
+            if rng.random() < 0.7:  # some sets not asked this step: several changes to catch up
+                got = s.rows_with(which)
+                np.testing.assert_array_equal(got, np.flatnonzero(s.mask(which)))
+                assert not got.flags.writeable

@@ -370,6 +370,32 @@ class MemoryStore:
     def retrievable(self) -> np.ndarray:
         return self.mask()
 
+    def rows_with(self, statuses: Iterable[str] | None = None) -> np.ndarray:
+        """``np.flatnonzero(self.mask(statuses))`` (read-only), kept between calls and
+        brought up to date from the status log (complete: every status change is logged), so
+        a call costs the rows whose status changed since the last one, not the store: what
+        a policy that looks up its few live rows per event among many gone ones needs."""
+        names = self.statuses.retrievable if statuses is None else statuses
+        codes = self._codes("s", names, self.statuses.code)
+        cache = self.__dict__.setdefault("_rows_with", {})  # (a store pickled before it)
+        log = self.status_log
+        got = cache.get(codes)
+        if got is None or got[1] > len(log):
+            rows = np.flatnonzero(_any_of(self._cols["status"][: self.n], codes))
+        elif got[1] == len(log):
+            rows = got[0]  # (a copy of the store holds a writable copy of it)
+        else:
+            rows, seen = got
+            changed = np.unique(np.array([r for _, r, _ in log[seen:]], dtype=np.int64))
+            inside = changed[_any_of(self._cols["status"][changed], codes)]
+            if not len(rows) or changed[0] > rows[-1]:  # new rows only: none held yet
+                rows = np.concatenate((rows, inside))
+            else:
+                rows = np.union1d(rows[~np.isin(rows, changed)], inside)
+        rows.flags.writeable = False
+        cache[codes] = (rows, len(log))
+        return rows
+
     def count(self, statuses: Iterable[str] | None = None) -> int:
         return int(self.mask(statuses).sum())
 
