@@ -92,7 +92,7 @@ class _CosineBase(Policy[P]):
         have = [i for i, v in enumerate(vecs) if v is not None]
         if not have or self.store.n == 0:
             return out
-        rows = np.flatnonzero(self._live())  # the live rows only: the others never return
+        rows = self.store.rows_with(("active",))  # the live rows only: the others never return
         if not len(rows):
             return out
         q = np.stack([np.asarray(vecs[i], dtype=np.float32) for i in have])
@@ -174,7 +174,7 @@ class Recency(_CosineBase[RecencyParams]):
         return np.where(self._live(), self._weights(now), 0.0)
 
     def _after_ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
-        live = np.flatnonzero(self._live())
+        live = self.store.rows_with(("active",))  # not a scan of the evicted rows
         excess = len(live) - self.params.budget
         if excess <= 0:
             return []

@@ -352,24 +352,20 @@ class Kernle(Policy[KernleParams]):
     def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
         s = self.store
         out: list[Ranking] = []
-        retrievable = s.retrievable() if s.n else np.zeros(0, dtype=bool)
-        rows = None  # the retrievable rows, when a query first needs them
+        rows = s.rows_with()  # the retrievable rows (forgotten rows stay in the store)
         for q in queries:
             v = self.llm.embed_query(q)
-            if not retrievable.any():
+            if not len(rows):
                 out.append(Ranking.empty())
                 continue
             if v is None:
                 # §Search Functionality: "falls back to text matching".
-                scores = np.where(retrievable, self.text_match(q.text), -np.inf)
+                scores = np.where(s.retrievable(), self.text_match(q.text), -np.inf)
                 scores[scores <= 0.0] = -np.inf  # no shared word: not a match
                 ids = self.rank(scores, q.k, q.id)
                 ids = ids[np.isfinite(scores[ids])]
                 out.append(Ranking(ids, np.minimum.accumulate(scores[ids])))
             else:
-                # the retrievable rows only (forgotten rows stay in the store)
-                if rows is None:
-                    rows = np.flatnonzero(retrievable)
                 cos = s.products_at(np.asarray(v, dtype=np.float32), rows).astype(np.float64)
                 ranking = self.ranking_among(rows, cos, q.k, q.id)
                 ids = ranking.ids
