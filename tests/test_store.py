@@ -276,19 +276,27 @@ def _check_products(seed: int, steps: int, fill: float) -> None:
 @given(seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 25))
 def test_rows_with_is_the_mask_s_rows_through_adds_and_status_changes(seed, steps):
     """store.rows_with (kept between calls, brought up to date from the status log) gives
-    np.flatnonzero(store.mask(statuses)) for several status sets, through adds, rows that
-    leave a status and come back, calls skipped for a while, and a copy; read-only."""
+    np.flatnonzero(store.mask(statuses, kinds)) for several status and kind sets, through
+    adds, rows that leave a status and come back, calls skipped for a while, and a copy;
+    read-only."""
     import copy
 
     rng = np.random.default_rng(seed)
     sts = Statuses(("active", "dormant", "gone"), terminal=frozenset({"gone"}))
-    s = MemoryStore(dim=4, statuses=sts)
-    sets = [None, ("active",), ("dormant", "gone"), ("active", "dormant")]
+    s = MemoryStore(dim=4, statuses=sts, kinds=("a", "b", "c"))
+    sets = [
+        (None, None),
+        (("active",), None),
+        (("dormant", "gone"), None),
+        (("active", "dormant"), ("a", "c")),
+        (None, ("b",)),
+    ]
     for _ in range(steps):
         m = int(rng.integers(0, 6))
         if m:
             vecs = rng.standard_normal((m, 4)) + 0.1
-            s.add(0.0, vecs, texts=["t"] * m, claims=[None] * m, provenance=[("e",)] * m)
+            kind = str(rng.choice(["a", "b", "c"]))
+            s.add(0.0, vecs, texts=["t"] * m, claims=[None] * m, provenance=[("e",)] * m, kind=kind)
         if s.n:
             for _change in range(int(rng.integers(0, 4))):
                 r = int(rng.integers(0, s.n))
@@ -296,8 +304,8 @@ def test_rows_with_is_the_mask_s_rows_through_adds_and_status_changes(seed, step
                     s.set_status(r, str(rng.choice(["active", "dormant", "gone"])), 1.0)
         if rng.random() < 0.1:
             s = copy.deepcopy(s)
-        for which in sets:
+        for statuses, kinds in sets:
             if rng.random() < 0.7:  # some sets not asked this step: several changes to catch up
-                got = s.rows_with(which)
-                np.testing.assert_array_equal(got, np.flatnonzero(s.mask(which)))
+                got = s.rows_with(statuses, kinds)
+                np.testing.assert_array_equal(got, np.flatnonzero(s.mask(statuses, kinds)))
                 assert not got.flags.writeable

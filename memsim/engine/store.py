@@ -351,10 +351,22 @@ class MemoryStore:
         self, statuses: Iterable[str] | None = None, kinds: Iterable[str] | None = None
     ) -> np.ndarray:
         """Boolean mask of rows with one of ``statuses`` (default: retrievable) and ``kinds``."""
+        return self._member(slice(0, self.n), *self._mask_codes(statuses, kinds))
+
+    def _mask_codes(
+        self, statuses: Iterable[str] | None, kinds: Iterable[str] | None
+    ) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
         names = self.statuses.retrievable if statuses is None else statuses
-        m = _any_of(self._cols["status"][: self.n], self._codes("s", names, self.statuses.code))
-        if kinds is not None:
-            m &= _any_of(self._cols["kind"][: self.n], self._codes("k", kinds, self.kind_code))
+        codes = self._codes("s", names, self.statuses.code)
+        return codes, None if kinds is None else self._codes("k", kinds, self.kind_code)
+
+    def _member(
+        self, rows: Any, codes: tuple[int, ...], kind_codes: tuple[int, ...] | None
+    ) -> np.ndarray:
+        """Whether each of ``rows`` has one of the status ``codes`` and ``kind_codes``."""
+        m = _any_of(self._cols["status"][rows], codes)
+        if kind_codes is not None:
+            m &= _any_of(self._cols["kind"][rows], kind_codes)
         return m
 
     def _codes(self, what: str, names: Iterable[str], code: Any) -> tuple[int, ...]:
@@ -370,30 +382,32 @@ class MemoryStore:
     def retrievable(self) -> np.ndarray:
         return self.mask()
 
-    def rows_with(self, statuses: Iterable[str] | None = None) -> np.ndarray:
-        """``np.flatnonzero(self.mask(statuses))`` (read-only), kept between calls and
-        brought up to date from the status log (complete: every status change is logged), so
-        a call costs the rows whose status changed since the last one, not the store: what
-        a policy that looks up its few live rows per event among many gone ones needs."""
-        names = self.statuses.retrievable if statuses is None else statuses
-        codes = self._codes("s", names, self.statuses.code)
+    def rows_with(
+        self, statuses: Iterable[str] | None = None, kinds: Iterable[str] | None = None
+    ) -> np.ndarray:
+        """``np.flatnonzero(self.mask(statuses, kinds))`` (read-only), kept between calls and
+        brought up to date from the status log (complete: every status change is logged; a
+        row's kind is set once, when it is added), so a call costs the rows whose status
+        changed since the last one, not the store: what a policy that looks up its few live
+        rows per event among many gone ones needs."""
+        key = self._mask_codes(statuses, kinds)
         cache = self.__dict__.setdefault("_rows_with", {})  # (a store pickled before it)
         log = self.status_log
-        got = cache.get(codes)
+        got = cache.get(key)
         if got is None or got[1] > len(log):
-            rows = np.flatnonzero(_any_of(self._cols["status"][: self.n], codes))
+            rows = np.flatnonzero(self._member(slice(0, self.n), *key))
         elif got[1] == len(log):
             rows = got[0]  # (a copy of the store holds a writable copy of it)
         else:
             rows, seen = got
             changed = np.unique(np.array([r for _, r, _ in log[seen:]], dtype=np.int64))
-            inside = changed[_any_of(self._cols["status"][changed], codes)]
+            inside = changed[self._member(changed, *key)]
             if not len(rows) or changed[0] > rows[-1]:  # new rows only: none held yet
                 rows = np.concatenate((rows, inside))
             else:
                 rows = np.union1d(rows[~np.isin(rows, changed)], inside)
         rows.flags.writeable = False
-        cache[codes] = (rows, len(log))
+        cache[key] = (rows, len(log))
         return rows
 
     def count(self, statuses: Iterable[str] | None = None) -> int:
