@@ -497,19 +497,25 @@ class Cosmo(Policy[CosmoParams]):
         return out
 
     # -- recall ------------------------------------------------------------------------
-    def searchable(self) -> np.ndarray:
-        """Rows of the configured granularity (1: Sources + semantic nodes; 2: Storylines;
-        3: Macros) in a searchable state (archived only with include_archived)."""
-        s, p = self.store, self.params
+    def _searchable_sets(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(states, kinds) of the searchable rows: the configured granularity (1: Sources +
+        semantic nodes; 2: Storylines; 3: Macros) in a searchable state (archived only with
+        include_archived)."""
+        p = self.params
         kinds = {1: ("source",) + SEMANTIC, 2: ("storyline",), 3: ("macro",)}[p.granularity]
-        states = ["candidate", "active", "core"] + (["archived"] if p.include_archived else [])
-        return s.mask(states, kinds=kinds)
+        states = ("candidate", "active", "core") + (("archived",) if p.include_archived else ())
+        return states, kinds
+
+    def searchable(self) -> np.ndarray:
+        """Mask of the searchable rows (:meth:`_searchable_sets`)."""
+        states, kinds = self._searchable_sets()
+        return self.store.mask(states, kinds=kinds)
 
     def score_rows(self, q: Query, now: float) -> tuple[np.ndarray, np.ndarray]:
         """The searchable rows and their scores: cosine + salience_weight x salience(now)."""
         s = self.store
         qv = self.llm.embed_query(q)
-        rows = np.flatnonzero(self.searchable())
+        rows = s.rows_with(*self._searchable_sets())  # not a scan of every row's state
         cos = (
             np.zeros(len(rows))
             if qv is None
