@@ -404,8 +404,12 @@ class MemoryStore:
             inside = changed[self._member(changed, *key)]
             if not len(rows) or changed[0] > rows[-1]:  # new rows only: none held yet
                 rows = np.concatenate((rows, inside))
-            else:
-                rows = np.union1d(rows[~np.isin(rows, changed)], inside)
+            else:  # out with the changed rows held, in with those inside (both sorted)
+                at = np.searchsorted(rows, changed)
+                held = at < len(rows)
+                held[held] = rows[at[held]] == changed[held]
+                rows = np.delete(rows, at[held])
+                rows = np.insert(rows, np.searchsorted(rows, inside), inside)
         rows.flags.writeable = False
         cache[key] = (rows, len(log))
         return rows
