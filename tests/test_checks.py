@@ -88,10 +88,14 @@ class AscendingScores(KeepAll):
 
 
 class TiesByRow(KeepAll):
-    """Breaks score ties by storage order (lower row first) instead of the tie rule."""
+    """Breaks score ties by storage order (lower row first) instead of the tie rule, in both
+    rankings a recall may use (over every row, and over some rows: KeepAll's)."""
 
     def rank(self, scores, k, salt):
         return self.topk(scores, k)
+
+    def rank_among(self, rows, scores, k, salt):
+        return self.topk(scores, k)  # positions in ascending rows: ties to the lower row
 
 
 class Unpicklable(KeepAll):
