@@ -462,10 +462,17 @@ def rows_matvec(embeddings: np.ndarray, rows: np.ndarray, vector: np.ndarray) ->
         vals = (E[idx] @ v).reshape(-1, b)
         out[inner] = vals[where, rows[inner] % b]
     if not inner.all():
-        lo = max(0, end - b)  # the tail with one full block before it, as in the full scan
-        tail = E[lo:n] @ v
-        out[~inner] = tail[rows[~inner] - lo]
+        out[~inner] = _tail_products(E, v, rows[~inner])
     return out
+
+
+def _tail_products(E: np.ndarray, v: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``(E @ v)[rows]`` of rows after the last full block of MATVEC_BLOCK rows, which the
+    full scan computes on its own path: recomputed with the full block before them."""
+    n = len(E)
+    lo = max(0, (n // MATVEC_BLOCK) * MATVEC_BLOCK - MATVEC_BLOCK)
+    tail: np.ndarray = (E[lo:n] @ v)[rows - lo]
+    return tail
 
 
 class PackedRows:
@@ -481,7 +488,7 @@ class PackedRows:
     does not depend on the block's other rows or on its place in the block; so the packed
     matrix is multiplied in full blocks, and the rows after the store's last full block,
     which the full scan computes on its own path, are recomputed with the block before them
-    (as :func:`rows_matvec` does)."""
+    (:func:`_tail_products`, as in :func:`rows_matvec`)."""
 
     # below this many rows a plain full product is as cheap as the bookkeeping
     MIN_ROWS = 4096
@@ -516,14 +523,14 @@ class PackedRows:
             return full
         end = (n // b) * b
         inner = rows < end
-        body = rows if inner.all() else rows[inner]
+        all_inner = bool(inner.all())
+        body = rows if all_inner else rows[inner]
         self._hold(E, body, end)
         held = self._held + (-self._held) % b  # whole blocks (the rest: finite padding)
         out = np.empty(len(rows), dtype=np.float32)
         out[inner] = (self._packed[:held] @ v)[self._where[body]]
-        if not inner.all():
-            lo = max(0, end - b)  # the tail with one full block before it, as in the full scan
-            out[~inner] = (E[lo:n] @ v)[rows[~inner] - lo]
+        if not all_inner:
+            out[~inner] = _tail_products(E, v, rows[~inner])
         return out
 
     def products(
