@@ -519,8 +519,8 @@ class Cosmo(Policy[CosmoParams]):
         cos = (
             np.zeros(len(rows))
             if qv is None
-            # the searchable rows' products only (forgotten rows stay in the store)
-            else s.products_at(np.asarray(qv, dtype=np.float32), rows).astype(np.float64)
+            # the query's products, kept between its calls (kernels.RecurringScans)
+            else s.query_products(qv, rows).astype(np.float64)
         )
         return rows, cos + self.params.salience_weight * self.salience_at(now, rows)
 

@@ -357,7 +357,7 @@ class Engram(Policy[EngramParams]):
         cos = (
             np.zeros(n)
             if qv is None
-            else (s.embedding @ np.asarray(qv, dtype=np.float32)).astype(np.float64)
+            else s.query_products(qv).astype(np.float64)  # kept between the vector's calls
         )
         r = self.strength(now)
         conf = self.confidence()

@@ -318,9 +318,9 @@ class Izzie(Policy[IzzieParams]):
         good = [i for i, v in enumerate(qvecs) if v is not None]
         sims = np.zeros((len(queries), s.n))
         for i in good:
-            # one float32 matrix-vector product per query: converting the whole matrix to
-            # float64 per query cost more than the product itself
-            sims[i] = s.embedding @ np.asarray(qvecs[i], dtype=np.float32)
+            # float32 products, kept between the vector's calls (converting the whole
+            # matrix to float64 per query cost more than the product itself)
+            sims[i] = s.query_products(qvecs[i])
         retrievable = s.retrievable()
         p = self.params
         strength: np.ndarray | _RowStrength = (

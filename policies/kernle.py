@@ -366,7 +366,7 @@ class Kernle(Policy[KernleParams]):
                 ids = ids[np.isfinite(scores[ids])]
                 out.append(Ranking(ids, np.minimum.accumulate(scores[ids])))
             else:
-                cos = s.products_at(np.asarray(v, dtype=np.float32), rows).astype(np.float64)
+                cos = s.query_products(v, rows).astype(np.float64)
                 ranking = self.ranking_among(rows, cos, q.k, q.id)
                 ids = ranking.ids
                 out.append(ranking)

@@ -724,7 +724,8 @@ class PersonalAI(Policy[PaiParams]):
                 out.append(Ranking.empty())
             else:
                 searchable = self._searchable()
-                cos = self.store.products(np.asarray(vec, dtype=np.float32), searchable)
+                # the query's products, kept between its calls; -inf where not searchable
+                cos = np.where(searchable, self.store.query_products(vec), np.float32(-np.inf))
                 out.append(self._semantic_search(q, now, cos, searchable))
         return out
 

@@ -179,8 +179,8 @@ class ReferencePolicy(Policy):
             if v is None or not live.any():
                 out.append(Ranking.empty())
                 continue
-            # the live rows' products only (decayed rows stay in the store)
-            sims = s.products(np.asarray(v, dtype=np.float32), live, 0.0).astype(np.float64)
+            # the query's products, kept between its calls (decayed rows are masked out)
+            sims = np.where(live, s.query_products(v), np.float32(0.0)).astype(np.float64)
             scores = self._scores(sims, live, now, q.k)
             ranking = self.ranking(scores, q.k, q.id)  # ties: seeded order, never row
             ids = ranking.ids

@@ -273,6 +273,52 @@ def _check_products(seed: int, steps: int, fill: float) -> None:
 
 
 @settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    steps=st.integers(1, 40),
+    dim=st.sampled_from([5, 16, 384]),
+    pool=st.integers(1, 14),
+)
+def test_query_products_are_the_full_scan_bit_for_bit(seed, steps, dim, pool):
+    """store.query_products (kernels.RecurringScans: each vector's products kept between its
+    calls) gives (E @ v)[rows] bit for bit through adds of any size (the store's last rows
+    after its last full block among them), changed embeddings (before and after the kept
+    rows, of vectors in use and of evicted ones), vectors that come back, more vectors than
+    it keeps (dim 16 keeps 8), a copy, and callers writing into what it returned."""
+    import copy
+
+    rng = np.random.default_rng(seed)
+    st_ = MemoryStore(dim=dim, statuses=Statuses(("active",)))
+    queries = rng.standard_normal((pool, dim))  # float64, as the mock LLM's
+    for _ in range(steps):
+        m = int(rng.integers(0, 30))
+        if m:
+            st_.add(
+                0.0,
+                rng.standard_normal((m, dim)),
+                texts=["t"] * m,
+                claims=[None] * m,
+                provenance=[("e",)] * m,
+            )
+        if st_.n and rng.random() < 0.3:
+            rows = np.unique(rng.integers(0, st_.n, int(rng.integers(1, 6))))
+            st_.set_embedding(rows, rng.standard_normal((len(rows), dim)))
+        if rng.random() < 0.05:
+            st_ = copy.deepcopy(st_)
+        for _query in range(int(rng.integers(1, 4))):
+            v = queries[int(rng.integers(0, pool))]
+            full = st_.embedding @ v.astype(np.float32)
+            got = st_.query_products(v)
+            assert got.dtype == np.float32
+            np.testing.assert_array_equal(got, full)
+            got[:] = np.nan  # a new array: the kept products are not the caller's
+            if st_.n:
+                rows = rng.integers(0, st_.n, int(rng.integers(0, 8)))
+                rows = np.concatenate([rows, [st_.n - 1]])
+                np.testing.assert_array_equal(st_.query_products(v, rows), full[rows])
+
+
+@settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 25))
 def test_rows_with_is_the_mask_s_rows_through_adds_and_status_changes(seed, steps):
     """store.rows_with (kept between calls, brought up to date from the status log) gives

@@ -29,7 +29,7 @@ import numpy as np
 
 from . import kernels
 from .errors import PolicyContractError, VectorError
-from .kernels import PackedRows, mix64
+from .kernels import PackedRows, RecurringScans, mix64
 
 CORE_COLUMNS: dict[str, tuple[Any, Any]] = {
     "created": (np.float64, np.nan),
@@ -141,6 +141,7 @@ class MemoryStore:
         self.embedding_changes: set[int] = set()
         self._track_changes = False
         self._packed = PackedRows(self.dim)
+        self._queries = RecurringScans(self.dim)
         self._row_logs: dict[int, _RowLog] = {}  # provenance_of's ordered logs
 
     # -- columns -------------------------------------------------------------
@@ -267,6 +268,7 @@ class MemoryStore:
             raise IndexError(f"rows {rows.tolist()} outside 0..{self.n - 1}")
         self._emb[rows] = vecs
         self._packed.changed(self._emb, rows)
+        self._queries.changed(rows)
         if getattr(self, "_track_changes", False):
             self.embedding_changes.update(rows.tolist())
 
@@ -282,10 +284,19 @@ class MemoryStore:
         that ranks its searchable rows only."""
         return self._packed.at(self.embedding, vector, rows)
 
+    def query_products(self, vector: Any, rows: np.ndarray | None = None) -> np.ndarray:
+        """``(embedding @ vector)[rows]`` (every row when ``rows`` is None) in float32, bit
+        for bit, for a query's vector: query vectors come back, so each one's products are
+        kept between calls and a call computes only the rows added or changed since
+        (kernels.RecurringScans). Ingest-time vectors (a new claim's) go through
+        :meth:`products` / :meth:`products_at`: they do not come back."""
+        return self._queries.at(self.embedding, vector, rows)
+
     def __getstate__(self) -> dict[str, Any]:
-        # copies and pickles leave the packed rows behind (a cache, rebuilt on demand)
+        # copies and pickles leave the caches behind (rebuilt on demand)
         state = self.__dict__.copy()
         state["_packed"] = PackedRows(self.dim)
+        state["_queries"] = RecurringScans(self.dim)
         state["_row_logs"] = {}
         return state
 
