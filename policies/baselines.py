@@ -179,7 +179,7 @@ class Recency(_CosineBase[RecencyParams]):
         if excess <= 0:
             return []
         # least recently used first; equal times in a seeded random order of memory
-        # identity (not row order); argpartition keeps this O(n) per ingest
+        # identity (not row order); topk keeps this O(n) per ingest
         store, tag = self.store, f"{self.seed}:evict"
         victims = live[  # tie keys of the rows at the cut only (tie_keys is element-wise)
             topk(-self._last_use(live), excess, lambda i: store.tie_keys(tag, live[i]))

@@ -436,6 +436,29 @@ def test_a_row_in_any_full_block_has_its_full_product_bit_for_bit(seed, n, m):
     np.testing.assert_array_equal((packed @ v)[:m], (E @ v)[rows])
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.lists(
+        st.sampled_from([-np.inf, -1.0, -0.0, 0.0, 0.3, 0.3 + 1e-7, 0.7, 1.0]), min_size=2
+    ),
+    bulk=st.sampled_from([None, -np.inf, 0.0, 0.3]),
+    n_bulk=st.integers(0, 3000),
+    k=st.integers(1, 80),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_kth_largest_is_the_sorted_value(values, bulk, n_bulk, k, seed):
+    """topk's selection of the k-th score (a strided sample's k-th largest, then the rows at
+    or above it) is np.sort's k-th largest value, on arrays mostly of one value (a -inf mask,
+    zeros, a tie), with -inf rows, both zeros and near-ties, short and long, any order."""
+    rng = np.random.default_rng(seed)
+    s = np.array(values + ([] if bulk is None else [bulk] * n_bulk), dtype=np.float64)
+    s = s[rng.permutation(len(s))]
+    k = min(k, len(s) - 1)
+    assert K._kth_largest(s, k) == np.sort(s)[len(s) - k]
+    f32 = s.astype(np.float32)
+    assert K._kth_largest(f32, k) == np.sort(f32)[len(f32) - k]
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     scores=hnp.arrays(np.float64, st.integers(0, 60), elements=st.sampled_from([0.1, 0.5, 1.0])),
