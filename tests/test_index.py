@@ -4,7 +4,7 @@ import pickle
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memsim.engine.errors import ParamError, UnknownIdError, VectorError
@@ -322,6 +322,39 @@ def test_candidate_top_rows_equal_the_exact_scan_with_ties():
         # the callers' scans (Izzie's first stage, Personal AI's findSimilarBeliefs) hold the
         # float32 products in float64 arrays: the tie tolerance is computed in float64
         np.testing.assert_array_equal(got_rows, kernels.topk(sims.astype(np.float64), k, keys))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    group=st.integers(0, 40),
+    cos=st.sampled_from([0.97, 0.6]),
+    k=st.integers(1, 16),
+)
+def test_candidate_top_rows_equal_the_exact_scan_whatever_the_tie_group(seed, group, cos, k):
+    """top_rows with every list probed is the exact scan bit for bit, with no tie group and
+    with groups of rows tied near the k-th product smaller and larger than its search's
+    width (2k + 4: the rows above the bound come from that search, else from a range
+    search), at the top of the ranking or under it, some of them masked out."""
+    from memsim.engine import kernels
+    from memsim.engine.index import CandidateIndex
+
+    s, rng = _cand_store(1500, seed=seed % 1000)
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal(16).astype(np.float32)
+    q /= np.linalg.norm(q)
+    if group:
+        rows = rng.choice(1500, group, replace=False)
+        s.set_embedding(rows, _at_cosines(q, np.full(group, cos), rng.standard_normal((group, 16))))
+        s.set_status(rows[: group // 5], "gone", 1.0)
+    idx = CandidateIndex(s, "ivf", min_rows=1000, nprobe=10_000)
+    mask = s.retrievable()
+    sims = np.where(mask, s.embedding @ q, -np.inf)
+    keys = lambda r: s.tie_keys("0:q", r)  # noqa: E731
+    got_rows, got_sims = idx.top_rows(q, k, mask, keys)
+    want = kernels.topk(sims.astype(np.float64), k, keys)
+    np.testing.assert_array_equal(got_rows, want)
+    np.testing.assert_array_equal(got_sims, sims[want].astype(np.float32))
 
 
 def test_izzie_through_the_index_answers_as_its_exact_scan_on_the_standard_profiles():

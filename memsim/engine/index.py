@@ -528,10 +528,11 @@ class CandidateIndex:
         products, bit for bit, whenever the probed lists hold every row within SCREEN_MARGIN
         of the k-th product; None when the caller must scan (exact mode, small store).
 
-        The k nearest candidates give the k-th product; a range search then collects every
-        row above it minus the margin (a whole group of tied rows, which a k-nearest search
-        would cut anywhere), and :func:`kernels.rows_matvec` rescores them with exactly the
-        numbers of the full product."""
+        The k nearest candidates give the k-th product; every row above it minus the margin
+        is then collected (a whole group of tied rows, which a k-nearest search would cut
+        anywhere): from the same search, which asks for 2k + 4 rows, when its last row is
+        under that bound, else by a range search; and :func:`kernels.rows_matvec` rescores
+        them with exactly the numbers of the full product."""
         if not self.approximate:
             return None
         self.sync()
@@ -548,15 +549,25 @@ class CandidateIndex:
             nprobe=self.nprobe, sel=faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap))
         )
         q = v[None, :]
-        _, found = _single_thread(lambda: self._index.search(q, int(k), params=params))
-        cand = found[0][found[0] >= 0].astype(np.int64)
-        if len(cand) < k:  # the probed lists hold fewer than k allowed rows: scan
+        wide = 2 * k + 4  # nearest rows asked for: usually enough to skip the range search
+        dist, found = _single_thread(lambda: self._index.search(q, wide, params=params))
+        got = found[0] >= 0
+        nearest, nearest_ips = found[0][got].astype(np.int64), dist[0][got]
+        if len(nearest) < k:  # the probed lists hold fewer than k allowed rows: scan
             sims = np.where(mask, E @ v, -np.inf).astype(np.float32)
             top = kernels.topk(sims.astype(np.float64), k, tiebreak)
             return top, sims[top]
+        cand = nearest[:k]
         kth = float(kernels.rows_matvec(E, cand, v).min())
         radius = kth - kernels.SCREEN_MARGIN
-        _, _, near = _single_thread(lambda: self._index.range_search(q, radius, params=params))
+        if len(nearest) < wide or nearest_ips[-1] < radius:
+            # every probed row above the radius is among the nearest (the last of them is
+            # below it, or they are every allowed row of the probed lists): the range
+            # search's rows, with any row exactly at the radius too (far under the k-th
+            # product, it never enters the top k)
+            near = nearest[nearest_ips >= radius]
+        else:  # a group of rows near the k-th product larger than the search's width
+            _, _, near = _single_thread(lambda: self._index.range_search(q, radius, params=params))
         del bitmap  # kept alive until the searches returned
         rows = np.union1d(cand, near.astype(np.int64))  # ascending: ties go to the lower row
         sims = kernels.rows_matvec(E, rows, v)

@@ -545,7 +545,9 @@ class PackedRows:
         v = np.asarray(vector, dtype=np.float32)
         rows = np.asarray(rows, dtype=np.int64)
         n, b = len(E), MATVEC_BLOCK
-        if n < self.MIN_ROWS or 3 * len(rows) > n:  # a third of the rows or more: in full
+        # more than half the rows: in full (Personal AI's 39% of 12,178 rows at the year:
+        # 82 us packed against 247 us in full)
+        if n < self.MIN_ROWS or 2 * len(rows) > n:
             if n >= self.MIN_ROWS:
                 self._drop()  # no copy of most of the matrix kept
             full: np.ndarray = (E @ v)[rows]
