@@ -189,7 +189,8 @@ def _ref_text(ref: dict) -> str:
             "each group of policies against the keep-all of its own run, the mean of its "
             f"first and last large runs, by group: {pairs}; keep-all's row is the first group's"
         )
-    return f"mean of keep-all's first and last runs: {ref['first']:.2f} s and {ref['last']:.2f} s"
+    last = "(not run)" if ref["last"] is None else f"{ref['last']:.2f} s"
+    return f"mean of keep-all's first and last runs: {ref['first']:.2f} s and {last}"
 
 
 def kept_block(md: str) -> str:
@@ -303,8 +304,12 @@ def main(argv: list[str] | None = None) -> int:
         if not rows:
             print("bench_scaling: the logs hold no complete keep-all reference")
             return 2
-        command += f" --log LOG POLICY... (in {len(a.from_logs)} groups run side by side)"
-        ref = {"groups": [(r["first"], r["last"]) for r in refs if r]}
+        if len(a.from_logs) == 1:  # one run of every policy: its own keep-all
+            command += " --log LOG"
+            ref = refs[0]
+        else:
+            command += f" --log LOG POLICY... (in {len(a.from_logs)} groups run side by side)"
+            ref = {"groups": [(r["first"], r["last"]) for r in refs if r]}
     else:
 
         def measured(pid: str, scale: float, when: str) -> dict:
