@@ -627,8 +627,9 @@ class RecurringScans:
     kept products of the full blocks stay the full scan's as the store grows; the rows
     after the store's last full block are recomputed per call (:func:`_tail_products`), and
     rows whose embedding the owner replaced (:meth:`changed`) with :func:`rows_matvec`.
-    At most ``max_entries`` vectors are kept (least recently used first out): half the
-    embedding matrix's bytes at most, whatever the store's size."""
+    At most ``max_entries`` vectors are kept (least recently used first out), each in room
+    for at most a quarter more rows than the store had at its last growth: about 5/8 of
+    the embedding matrix's bytes at most, whatever the store's size."""
 
     def __init__(self, dim: int) -> None:
         self.max_entries = max(8, dim // 2)
@@ -684,8 +685,8 @@ class RecurringScans:
             if len(rows):
                 kept.products[rows] = rows_matvec(E, rows, v)
         if kept.valid < end:
-            if len(kept.products) < end:
-                grown = np.empty(max(end, 2 * len(kept.products)), dtype=np.float32)
+            if len(kept.products) < end:  # a quarter more: growth copies stay few and cheap
+                grown = np.empty(end + end // 4, dtype=np.float32)
                 grown[: kept.valid] = kept.products[: kept.valid]
                 kept.products = grown
             # whole blocks from a block boundary: each block's products as the full scan's
