@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memsim.engine.errors import MemsimError, VectorError
-from memsim.engine.kernels import PackedRows
+from memsim.engine.kernels import PackedRows, RecurringScans
 from memsim.engine.store import MemoryStore, Statuses, as_unit_vectors
 
 ST = Statuses(
@@ -284,7 +284,14 @@ def test_query_products_are_the_full_scan_bit_for_bit(seed, steps, dim, pool):
     calls) gives (E @ v)[rows] bit for bit through adds of any size (the store's last rows
     after its last full block among them), changed embeddings (before and after the kept
     rows, of vectors in use and of evicted ones), vectors that come back, more vectors than
-    it keeps (dim 16 keeps 8), a copy, and callers writing into what it returned."""
+    it keeps (dim 16 keeps 8), a copy, and callers writing into what it returned; with a
+    short change log, so that it is compacted and merged often."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(RecurringScans, "LOG_LIMIT", 4)
+        _check_query_products(seed, steps, dim, pool)
+
+
+def _check_query_products(seed: int, steps: int, dim: int, pool: int) -> None:
     import copy
 
     rng = np.random.default_rng(seed)

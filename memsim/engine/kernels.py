@@ -605,14 +605,14 @@ class PackedRows:
 
 class _Kept:
     """One vector's kept products: ``products[:valid]`` are the full scan's (``valid`` a
-    multiple of MATVEC_BLOCK), except the rows listed in ``stale`` (changed since)."""
+    multiple of MATVEC_BLOCK), except rows changed after the first ``seen`` changes."""
 
-    __slots__ = ("products", "valid", "stale")
+    __slots__ = ("products", "valid", "seen")
 
-    def __init__(self) -> None:
+    def __init__(self, seen: int) -> None:
         self.products = np.zeros(0, dtype=np.float32)
         self.valid = 0
-        self.stale: list[np.ndarray] = []
+        self.seen = seen
 
 
 class RecurringScans:
@@ -626,22 +626,41 @@ class RecurringScans:
     it): a full block of MATVEC_BLOCK rows gets the same products wherever it sits, so the
     kept products of the full blocks stay the full scan's as the store grows; the rows
     after the store's last full block are recomputed per call (:func:`_tail_products`), and
-    rows whose embedding the owner replaced (:meth:`changed`) with :func:`rows_matvec`.
+    rows whose embedding the owner replaced (:meth:`changed`, one log for every vector) with
+    :func:`rows_matvec`.
     At most ``max_entries`` vectors are kept (least recently used first out), each in room
     for at most a quarter more rows than the store had at its last growth: about 5/8 of
     the embedding matrix's bytes at most, whatever the store's size."""
 
+    # the change log is compacted past this many entries
+    LOG_LIMIT = 256
+
     def __init__(self, dim: int) -> None:
         self.max_entries = max(8, dim // 2)
         self._kept: dict[bytes, _Kept] = {}  # insertion order = use order, oldest first
+        # rows whose embedding changed, in order; change i is _log[i - _log_start]
+        self._log: list[np.ndarray] = []
+        self._log_start = 0
 
     def changed(self, rows: np.ndarray) -> None:
-        """Rows whose embedding the owner replaced: recomputed at each vector's next call."""
-        rows = np.asarray(rows, dtype=np.int64)
-        for kept in self._kept.values():
-            kept.stale.append(rows)
-            if len(kept.stale) > 64:  # a vector long unused: one array, not a long list
-                kept.stale = [np.unique(np.concatenate(kept.stale))]
+        """Rows whose embedding the owner replaced: logged once (not per kept vector),
+        recomputed at each vector's next call."""
+        self._log.append(np.asarray(rows, dtype=np.int64))
+        if len(self._log) > self.LOG_LIMIT:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Drop the changes every kept vector has seen; if the log is still long (a vector
+        long unused), merge it into one array: a vector that had seen part of it recomputes
+        those rows again, the same numbers."""
+        end = self._log_start + len(self._log)
+        first = min((k.seen for k in self._kept.values()), default=end)
+        del self._log[: first - self._log_start]
+        self._log_start = first
+        if len(self._log) > self.LOG_LIMIT // 2:
+            self._log = [np.unique(np.concatenate(self._log))]
+            for k in self._kept.values():
+                k.seen = self._log_start
 
     def at(
         self, embeddings: np.ndarray, vector: np.ndarray, rows: np.ndarray | None = None
@@ -672,18 +691,19 @@ class RecurringScans:
     def _bring_up_to_date(self, E: np.ndarray, v: np.ndarray, end: int) -> _Kept:
         """The vector's kept products, valid up to ``end`` (rows in full blocks)."""
         key = v.tobytes()
+        logged = self._log_start + len(self._log)
         kept = self._kept.pop(key, None)
         if kept is None:
-            kept = _Kept()
+            kept = _Kept(seen=logged)  # nothing kept yet, so nothing stale
             while len(self._kept) >= self.max_entries:
                 del self._kept[next(iter(self._kept))]
         self._kept[key] = kept  # the most recently used last
-        if kept.stale:
-            rows = np.unique(np.concatenate(kept.stale))
-            kept.stale = []
+        if kept.seen < logged:
+            rows = np.unique(np.concatenate(self._log[kept.seen - self._log_start :]))
             rows = rows[rows < kept.valid]
             if len(rows):
                 kept.products[rows] = rows_matvec(E, rows, v)
+            kept.seen = logged
         if kept.valid < end:
             if len(kept.products) < end:  # a quarter more: growth copies stay few and cheap
                 grown = np.empty(end + end // 4, dtype=np.float32)
