@@ -12,6 +12,7 @@ access is recorded afterwards.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -19,7 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from memsim.engine.events import Claim, Episode, Forget, Query
-from memsim.engine.kernels import topk
+from memsim.engine.kernels import TIE_RTOL, topk
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Outcome, P, Policy, Ranking
 from memsim.engine.store import Statuses
@@ -153,6 +154,8 @@ class Recency(_CosineBase[RecencyParams]):
     # the frontier's "recency at budget B" reference (issue 13): keep the B most recently
     # used memories (budget=B), rank them by cosine alone
     at_budget: ClassVar[dict[str, Any]] = {"rate": 0.0}
+    _lru: OrderedDict[int, float] | None = None  # see _lru_queue
+    _lru_rows = 0  # rows of the store the queue has seen
     statuses = Statuses(
         ("active", "evicted", "forgotten"),
         terminal=frozenset({"evicted", "forgotten"}),
@@ -173,17 +176,85 @@ class Recency(_CosineBase[RecencyParams]):
     def strength(self, now: float) -> np.ndarray:
         return np.where(self._live(), self._weights(now), 0.0)
 
+    def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
+        out = super().recall(queries, now)
+        self._touch(np.concatenate([r.ids for r in out]) if out else np.zeros(0), now)
+        return out
+
+    def _touch(self, rows: np.ndarray, now: float) -> None:
+        """Move ``rows`` (just used at ``now``) to the back of the LRU queue."""
+        lru = self._lru_queue()
+        if lru and now < next(reversed(lru.values())):  # time went back: order by sorting
+            self._lru = None
+            return
+        for r in rows.tolist():
+            lru[r] = now
+            lru.move_to_end(r)
+
+    def _lru_queue(self) -> OrderedDict[int, float]:
+        """The live rows (and some gone ones, dropped when they reach the front) in order of
+        last use, least recent first, with their last-use times: a row's last use is always
+        the latest time so far (simulated time only goes forward), so a use moves it to the
+        back and the front holds the eviction candidates. Rebuilt by sorting when absent
+        (a policy from before it) or when time went back; new rows join at each ingest."""
+        lru = self._lru
+        if lru is None:
+            live = self.store.rows_with(("active",))
+            used = self._last_use(live)
+            order = np.argsort(used, kind="stable")
+            lru = OrderedDict(zip(live[order].tolist(), used[order].tolist()))
+            self._lru, self._lru_rows = lru, self.store.n
+        return lru
+
+    def _evict_candidates(self, excess: int) -> np.ndarray:
+        """Live rows, ascending, that hold the ``excess`` least recently used ones and every
+        row tied with them (within TIE_RTOL, chained), taken from the front of the queue:
+        ``topk`` over these equals ``topk`` over every live row (the same k-th value, tie
+        chain and candidates), in O(excess + ties) rather than O(live)."""
+        lru, active = self._lru_queue(), self.statuses.code("active")
+        status, used = self.store["status"], self.store["last_access"]
+        created = self.store["created"]
+        take: list[int] = []
+        gone: list[int] = []
+        last = -np.inf
+        for r, t in lru.items():
+            if status[r] != active:  # evicted or forgotten: gone for good
+                gone.append(r)
+                continue
+            u = used[r] if not np.isnan(used[r]) else created[r]
+            if u != t:  # the store was written outside the queue: rebuild it
+                self._lru = None
+                return self._evict_candidates(excess)
+            # stop past the cut and past its tie chain (twice TIE_RTOL: a margin)
+            if len(take) >= excess and t - last > 2 * TIE_RTOL * max(abs(t), abs(last)):
+                break
+            take.append(r)
+            last = t
+        for r in gone:
+            del lru[r]
+        return np.sort(np.array(take, dtype=np.int64))
+
     def _after_ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
+        self._lru_queue()
+        if self._lru_rows < self.store.n:  # the rows just added, at the back
+            self._touch(np.arange(self._lru_rows, self.store.n), now)
+            self._lru_rows = self.store.n
         live = self.store.rows_with(("active",))  # not a scan of the evicted rows
         excess = len(live) - self.params.budget
         if excess <= 0:
             return []
         # least recently used first; equal times in a seeded random order of memory
-        # identity (not row order); topk keeps this O(n) per ingest
+        # identity (not row order), among the front of the LRU queue only
         store, tag = self.store, f"{self.seed}:evict"
-        victims = live[  # tie keys of the rows at the cut only (tie_keys is element-wise)
-            topk(-self._last_use(live), excess, lambda i: store.tie_keys(tag, live[i]))
-        ]
+        cand = self._evict_candidates(excess)
+        victims = cand
+        if len(cand) > 1:  # tie keys of the rows at the cut only (tie_keys is element-wise)
+            victims = cand[
+                topk(-self._last_use(cand), excess, lambda i: store.tie_keys(tag, cand[i]))
+            ]
+        lru = self._lru_queue()
+        for r in victims.tolist():
+            lru.pop(r, None)
         self.store.set_status(victims, "evicted", now)
         cause = episodes[-1].id
         return [

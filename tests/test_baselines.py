@@ -4,6 +4,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memsim.engine import registry
 from memsim.engine.errors import ParamError
@@ -191,6 +193,52 @@ def test_recency_eviction_ties_follow_the_seeded_identity_order():
         q.ingest([ep("e1", 0.0, ("a.x", "1"), ("b.x", "2"), ("c.x", "3"))], 0.0)
         kept.add(next(r for r in range(3) if q.store.status_of(r) == "active"))
     assert len(kept) > 1
+
+
+class _RecencyFullScan(Recency):
+    """Recency as it was: the eviction's candidates are every live row."""
+
+    def _evict_candidates(self, excess):
+        return self.store.rows_with(("active",))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    budget=st.integers(1, 6),
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["ingest", "recall", "forget"]),
+            st.integers(0, 3),  # days forward: 0 makes ties of last use
+            st.integers(1, 4),  # claims of an ingest, k of a recall
+            st.integers(0, 5),  # the key asked for or forgotten
+        ),
+        max_size=30,
+    ),
+    seed=st.integers(0, 3),
+)
+def test_recency_eviction_from_the_lru_queue_is_the_full_scan(budget, steps, seed):
+    """The LRU queue's candidates give the eviction over every live row, outcome for outcome
+    (ties of last use in the seeded order, forgotten rows, recalls moving rows back)."""
+    a, b = (
+        cls(Recency.Params(budget=budget), llm=MockLLM(seed=0), seed=seed)
+        for cls in (Recency, _RecencyFullScan)
+    )
+    t = 0.0
+    for i, (kind, dt, n, key) in enumerate(steps):
+        t += dt * 0.5
+        if kind == "ingest":
+            e = ep(f"e{i}", t, *((f"k{(key + j) % 6}.x", f"v{i}") for j in range(n)))
+            got = [p.ingest([e], t) for p in (a, b)]
+        elif kind == "recall":
+            got = [
+                [r.ids.tolist() for r in p.recall([q(f"q{i}", t, f"k{key}.x", k=n)], t)]
+                for p in (a, b)
+            ]
+        else:
+            f = Forget(f"f{i}", t, f"e{max(0, i - key)}")
+            got = [p.forget([f], t) for p in (a, b)]
+        assert got[0] == got[1]
+    assert a.store.at("status").tolist() == b.store.at("status").tolist()
 
 
 def test_recency_params_ranges():
