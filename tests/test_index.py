@@ -1,5 +1,6 @@
 """Vector indexes: exact vs brute force, faiss flat == exact, HNSW recall, masks, edges."""
 
+import copy
 import pickle
 
 import numpy as np
@@ -404,3 +405,27 @@ def test_candidate_rows_near_hold_every_row_reaching_the_threshold_with_the_full
     assert best == int(np.argmax(np.where(mask, full, -np.inf)))
     assert len(idx.rows_near(q, 0.999, mask)[0]) == 0  # nothing near: a new memory
     assert CandidateIndex(s, "exact").rows_near(q, 0.85, mask) is None
+
+    # the search parameters are kept between searches: a later, narrower mask, a shorter
+    # one, an empty one, a grown store, a copy and a new nprobe each give what a fresh
+    # index gives
+    def fresh(m):
+        other = CandidateIndex(s, "ivf", min_rows=1000, nprobe=10_000)
+        return other.rows_near(q, 0.85, m)[0].tolist()
+
+    few = np.zeros_like(mask)
+    few[reach[::3]] = True
+    assert idx.rows_near(q, 0.85, few)[0].tolist() == reach[::3].tolist() == fresh(few)
+    short = mask[:1500]
+    got = idx.rows_near(q, 0.85, short)[0].tolist()
+    assert got == fresh(short) and max(got) < 1500 and set(reach[reach < 1500]) <= set(got)
+    assert idx.rows_near(q, 0.85, np.zeros_like(mask))[0].tolist() == []
+    s.add(2.0, np.tile(q, (3, 1)), texts=["a"] * 3, claims=[None] * 3, provenance=[()] * 3)
+    grown = s.retrievable()
+    got = idx.rows_near(q, 0.85, grown)[0].tolist()
+    assert got == fresh(grown) and got[-3:] == [3000, 3001, 3002]
+    twin = copy.deepcopy(idx)
+    assert twin.rows_near(q, 0.85, few)[0].tolist() == reach[::3].tolist()
+    twin.nprobe = 1
+    one_list = twin.rows_near(q, 0.85, grown)[0].tolist()
+    assert set(one_list) < set(got)  # the copy now probes one list
