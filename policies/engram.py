@@ -320,16 +320,17 @@ class Engram(Policy[EngramParams]):
             a, b = a[rows], b[rows]
         return kernels.beta_mean(a, b)
 
-    def _since_access(self, now: float) -> np.ndarray:
-        return self.store.days_since_access(now)
+    def _since_access(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
+        return self.store.days_since_access(now, rows)
 
-    def strength(self, now: float) -> np.ndarray:
-        """R(t) = exp(-t/S) for every row (beliefs and episode bites alike), t from the last
-        access or creation."""
-        r = retrieval_strength(self._since_access(now), self.store["stability"])
+    def strength(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
+        """R(t) = exp(-t/S) for every row (beliefs and episode bites alike), or for ``rows``
+        only (the same numbers), t from the last access or creation."""
+        s = self.store
+        r = retrieval_strength(self._since_access(now, rows), s.at("stability", rows))
         if self.params.never_accessed_strength >= 0.0:  # engram-code: neutral R if never seen
             r = np.where(
-                np.isnan(self.store["last_access"]), self.params.never_accessed_strength, r
+                np.isnan(s.at("last_access", rows)), self.params.never_accessed_strength, r
             )
         return r
 
@@ -349,46 +350,77 @@ class Engram(Policy[EngramParams]):
         top = raw.max()
         return raw / top if top > 0 else np.zeros_like(raw)
 
+    def _query_cosines(self, q: Query) -> np.ndarray:
+        """The query's float32 product with every row, held in float64 (zeros when the
+        query embedding failed)."""
+        qv = self.llm.embed_query(q)
+        if qv is None:
+            return np.zeros(self.store.n)
+        return self.store.query_products(qv).astype(np.float64)  # kept between its calls
+
+    def _belief_rows(self, q: Query) -> np.ndarray:
+        """The beliefs ``q`` may recall, ascending: active, confident enough, and (001
+        §Testing) project-scoped ones only within their project, global ones everywhere."""
+        rows = self.store.rows_with(("active",), ("belief",))
+        rows = rows[self.confidence(rows) >= self.params.min_confidence_for_recall]
+        if self.episode_project:
+            rows = np.array(
+                [r for r in rows.tolist() if self.project_of(r) in ("", q.project)],
+                dtype=np.int64,
+            )
+        return rows
+
+    def _belief_scores(self, q: Query, rows: np.ndarray, cos: np.ndarray, now: float) -> np.ndarray:
+        """001 §Architecture Decisions: the belief score of each of ``rows``."""
+        p = self.params
+        bm = self._bm25_scores(rows, tokenize(q.text))
+        conf, r = self.confidence(rows), self.strength(now, rows)
+        return belief_score(conf, cos[rows], r, bm, p.w_similarity, p.w_retrieval, p.w_bm25)
+
+    def _episode_scores(self, cos: np.ndarray, r: np.ndarray | float) -> np.ndarray:
+        """An episode bite's score from its cosine and retrieval strength."""
+        return self.params.episode_w_similarity * cos + self.params.episode_w_retrieval * r
+
     def score_query(self, q: Query, now: float) -> tuple[np.ndarray, np.ndarray]:
         """(belief scores, episode scores) over all rows; -inf where not eligible."""
-        p, s = self.params, self.store
-        n = s.n
-        qv = self.llm.embed_query(q)
-        cos = (
-            np.zeros(n)
-            if qv is None
-            else s.query_products(qv).astype(np.float64)  # kept between the vector's calls
-        )
-        r = self.strength(now)
-        conf = self.confidence()
-        active = s.mask(["active"])
-        is_belief = s["kind"] == s.kind_code("belief")
-        b_ok = active & is_belief & (conf >= p.min_confidence_for_recall)
-        if self.episode_project:
-            # 001 §Testing: project-scoped beliefs surface only within their project;
-            # global beliefs everywhere.
-            for row in np.flatnonzero(b_ok).tolist():
-                proj = self.project_of(row)
-                if proj and proj != q.project:
-                    b_ok[row] = False
-        b_rows = np.flatnonzero(b_ok)
-        bm = np.zeros(n)
-        bm[b_rows] = self._bm25_scores(b_rows, tokenize(q.text))
-        b_score = np.where(
-            b_ok, belief_score(conf, cos, r, bm, p.w_similarity, p.w_retrieval, p.w_bm25), -np.inf
-        )
-        e_ok = active & ~is_belief
-        e_score = np.where(e_ok, p.episode_w_similarity * cos + p.episode_w_retrieval * r, -np.inf)
+        s = self.store
+        cos = self._query_cosines(q)
+        b_rows = self._belief_rows(q)
+        b_score = np.full(s.n, -np.inf)
+        b_score[b_rows] = self._belief_scores(q, b_rows, cos, now)
+        e_ok = s.mask(["active"]) & (s["kind"] != s.kind_code("belief"))
+        e_score = np.where(e_ok, self._episode_scores(cos, self.strength(now)), -np.inf)
         return b_score, e_score
+
+    def _top_episodes(self, q: Query, cos: np.ndarray, now: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`rank` of the episode scores of :meth:`score_query` and those scores, with
+        the retrieval strength computed only for the rows that can reach the top k: R <= 1
+        (and the neutral R of engram-code <= 1), so the score with R = 1 bounds each row's
+        (kernels.topk_support)."""
+        s, p = self.store, self.params
+        e_ok = s.mask(["active"]) & (s["kind"] != s.kind_code("belief"))
+        r_max = max(1.0, p.never_accessed_strength)
+        bound = np.where(e_ok, self._episode_scores(cos, r_max), -np.inf)
+
+        def exact(rows: np.ndarray) -> np.ndarray:
+            r = self.strength(now, rows)
+            return np.where(e_ok[rows], self._episode_scores(cos[rows], r), -np.inf)
+
+        rows, scores = kernels.topk_support(bound, exact, q.k)
+        at = self.rank_among(rows, scores, q.k, q.id)
+        return rows[at], scores[at]
 
     def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
         out = []
         for q in queries:  # sequential: a query sees the accesses of the ones before it
-            b_score, e_score = self.score_query(q, now)
-            beliefs = self.rank(b_score, min(self.params.max_belief_bites, q.k), q.id)
-            episodes = self.rank(e_score, q.k, q.id)
-            cand = np.concatenate([beliefs, episodes])
-            scores = np.concatenate([b_score[beliefs], e_score[episodes]])
+            # the rankings of score_query's two score vectors, computed on fewer rows
+            cos = self._query_cosines(q)
+            b_rows = self._belief_rows(q)
+            b_all = self._belief_scores(q, b_rows, cos, now)
+            at = self.rank_among(b_rows, b_all, min(self.params.max_belief_bites, q.k), q.id)
+            episodes, e_scores = self._top_episodes(q, cos, now)
+            cand = np.concatenate([b_rows[at], episodes])
+            scores = np.concatenate([b_all[at], e_scores])
             tb = self.store.tie_keys(f"{self.seed}:{q.id}", cand)
             order = kernels.topk(scores, q.k, tb)
             ids, sc = cand[order], np.minimum.accumulate(scores[order])
@@ -402,7 +434,7 @@ class Engram(Policy[EngramParams]):
             return
         s, p = self.store, self.params
         if p.stability_on_recall:
-            hours = self._since_access(now)[rows] * 24.0
+            hours = self._since_access(now, rows) * 24.0  # of the recalled rows only
             s["stability"][rows] = updated_stability(
                 s["stability"][rows], hours, p.stability_bonus, p.stability_cap
             )

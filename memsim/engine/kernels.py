@@ -321,36 +321,45 @@ def topk_support(
     on as few rows as the bounds allow: first the ``first`` (default 2k) highest bounds (then
     twice as many more while fewer than k of the scores found are ones topk returns, i.e.
     not NaN or -inf), then every row whose bound reaches the tie chain of the k-th score
-    found so far (a bound of +inf where that score is +inf), until none is left.
-    Every other row scores below that chain, so ``topk`` of a vector holding these scores
-    and -inf elsewhere is ``topk`` of all the scores, bit for bit (with any tiebreak)."""
+    found so far (a bound of +inf where that score is +inf), until none is left; never a
+    row bounded by -inf (its score is -inf or NaN). Every other row scores below that
+    chain, so ``topk`` of a vector holding these scores and -inf elsewhere is ``topk`` of
+    all the scores, bit for bit (with any tiebreak)."""
     if k <= 0:  # topk returns nothing
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     b = np.where(np.isnan(bound), np.inf, bound)
-    n = len(b)
-    vals = np.full(n, -np.inf)
-    known = np.zeros(n, dtype=bool)
+    known = np.zeros(len(b), dtype=bool)
+    seen: list[np.ndarray] = []  # the rows evaluated, round by round
+    found: list[np.ndarray] = []  # and their scores
 
     def highest(rows: np.ndarray, m: int) -> np.ndarray:  # the m highest bounds of rows
         return rows[np.argpartition(-b[rows], m - 1)[:m]] if 0 < m < len(rows) else rows
 
     m = max(2 * k if first is None else int(first), k)
-    todo = highest(np.arange(n), m)
+    # the m highest bounds by topk's O(n) selection (a row bounded by -inf never scores
+    # above it, so topk never returns it: such rows are never evaluated)
+    todo = topk(b, m)
     while len(todo):
-        vals[todo] = exact(todo)
+        seen.append(todo)
+        found.append(exact(todo))
         known[todo] = True
+        vals = np.concatenate(found)
         ok = vals[vals > -np.inf]  # the scores topk returns (not NaN, not -inf)
         if len(ok) < k:
             # fewer than k of them: the next highest bounds, twice as many as the last time
             m *= 2
-            todo = highest(np.flatnonzero(~known), m)
+            todo = highest(np.flatnonzero(~known & (b > -np.inf)), m)
             continue
         lo = _tie_chain_bottom(vals, float(np.partition(ok, len(ok) - k)[len(ok) - k]))
         # the k-th is +inf: only a row whose bound is +inf can tie it (inf - inf is NaN)
         reach = lo - TIE_RTOL * abs(lo) if np.isfinite(lo) else lo
-        todo = np.flatnonzero(~known & (b >= reach))
-    rows = np.flatnonzero(known)
-    return rows, vals[rows]
+        todo = np.flatnonzero(b >= reach)
+        todo = todo[~known[todo]]
+    if not seen:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    rows = np.concatenate(seen)
+    order = np.argsort(rows)
+    return rows[order].astype(np.int64), np.concatenate(found)[order]
 
 
 def masked_topk(scores: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
