@@ -156,6 +156,7 @@ class Recency(_CosineBase[RecencyParams]):
     at_budget: ClassVar[dict[str, Any]] = {"rate": 0.0}
     _lru: OrderedDict[int, float] | None = None  # see _lru_queue
     _lru_rows = 0  # rows of the store the queue has seen
+    _lru_log = 0  # entries of the store's status log the queue has seen
     statuses = Statuses(
         ("active", "evicted", "forgotten"),
         terminal=frozenset({"evicted", "forgotten"}),
@@ -178,84 +179,94 @@ class Recency(_CosineBase[RecencyParams]):
 
     def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
         out = super().recall(queries, now)
-        self._touch(np.concatenate([r.ids for r in out]) if out else np.zeros(0), now)
+        lru = self._lru_queue()
+        used = [r.ids for r in out if len(r.ids)]
+        if used and lru and now < next(reversed(lru.values())):  # time went back: sort
+            self._lru = None
+            return out
+        for row in np.concatenate(used).tolist() if used else []:  # to the back
+            lru[row] = now
+            lru.move_to_end(row)
         return out
 
-    def _touch(self, rows: np.ndarray, now: float) -> None:
-        """Move ``rows`` (just used at ``now``) to the back of the LRU queue."""
+    def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
         lru = self._lru_queue()
-        if lru and now < next(reversed(lru.values())):  # time went back: order by sorting
-            self._lru = None
-            return
-        for r in rows.tolist():
-            lru[r] = now
-            lru.move_to_end(r)
+        out = super().forget(events, now)
+        for o in out:
+            if o.action == "forget":
+                lru.pop(o.memory, None)
+        self._lru_log = len(self.store.status_log)
+        return out
 
     def _lru_queue(self) -> OrderedDict[int, float]:
-        """The live rows (and some gone ones, dropped when they reach the front) in order of
-        last use, least recent first, with their last-use times: a row's last use is always
-        the latest time so far (simulated time only goes forward), so a use moves it to the
-        back and the front holds the eviction candidates. Rebuilt by sorting when absent
-        (a policy from before it) or when time went back; new rows join at each ingest."""
-        lru = self._lru
+        """The live rows in order of last use, least recent first, with their last-use
+        times: a row's last use is always the latest time so far (simulated time only goes
+        forward), so a use moves it to the back and the front holds the eviction candidates.
+        New rows join at the back; evicted and forgotten rows leave. Rebuilt by sorting when
+        absent (a policy from before it), when time went back, or when the store's status
+        log holds a change the queue did not make (a status written outside this policy)."""
+        s, lru = self.store, self._lru
+        if lru is not None and len(s.status_log) == self._lru_log + (s.n - self._lru_rows):
+            created = s["created"]
+            for row in range(self._lru_rows, s.n):  # each new row logged its status once
+                t = float(created[row])
+                if lru and t < next(reversed(lru.values())):
+                    lru = None
+                    break
+                lru[row] = t
+        else:
+            lru = None
         if lru is None:
-            live = self.store.rows_with(("active",))
+            live = s.rows_with(("active",))
             used = self._last_use(live)
             order = np.argsort(used, kind="stable")
             lru = OrderedDict(zip(live[order].tolist(), used[order].tolist()))
-            self._lru, self._lru_rows = lru, self.store.n
+        self._lru, self._lru_rows, self._lru_log = lru, s.n, len(s.status_log)
         return lru
 
-    def _evict_candidates(self, excess: int) -> np.ndarray:
+    def _evict_candidates(self, lru: OrderedDict[int, float], excess: int) -> np.ndarray | None:
         """Live rows, ascending, that hold the ``excess`` least recently used ones and every
         row tied with them (within TIE_RTOL, chained), taken from the front of the queue:
         ``topk`` over these equals ``topk`` over every live row (the same k-th value, tie
-        chain and candidates), in O(excess + ties) rather than O(live)."""
-        lru, active = self._lru_queue(), self.statuses.code("active")
-        status, used = self.store["status"], self.store["last_access"]
-        created = self.store["created"]
+        chain and candidates), in O(excess + ties) rather than O(live). None when a row's
+        last use is not the queue's (the store was written outside the queue)."""
+        used, created = self.store["last_access"], self.store["created"]
         take: list[int] = []
-        gone: list[int] = []
         last = -np.inf
         for r, t in lru.items():
-            if status[r] != active:  # evicted or forgotten: gone for good
-                gone.append(r)
-                continue
             u = used[r] if not np.isnan(used[r]) else created[r]
-            if u != t:  # the store was written outside the queue: rebuild it
-                self._lru = None
-                return self._evict_candidates(excess)
+            if u != t:
+                return None
             # stop past the cut and past its tie chain (twice TIE_RTOL: a margin)
             if len(take) >= excess and t - last > 2 * TIE_RTOL * max(abs(t), abs(last)):
                 break
             take.append(r)
             last = t
-        for r in gone:
-            del lru[r]
         return np.sort(np.array(take, dtype=np.int64))
 
     def _after_ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
-        self._lru_queue()
-        if self._lru_rows < self.store.n:  # the rows just added, at the back
-            self._touch(np.arange(self._lru_rows, self.store.n), now)
-            self._lru_rows = self.store.n
-        live = self.store.rows_with(("active",))  # not a scan of the evicted rows
-        excess = len(live) - self.params.budget
-        if excess <= 0:
-            return []
+        for _ in range(2):  # a second time only after the queue was rebuilt from the store
+            lru = self._lru_queue()
+            excess = len(lru) - self.params.budget
+            if excess <= 0:
+                return []
+            cand = self._evict_candidates(lru, excess)
+            if cand is not None:
+                break
+            self._lru = None
+        assert cand is not None, "a rebuilt LRU queue agrees with the store"
         # least recently used first; equal times in a seeded random order of memory
         # identity (not row order), among the front of the LRU queue only
         store, tag = self.store, f"{self.seed}:evict"
-        cand = self._evict_candidates(excess)
         victims = cand
         if len(cand) > 1:  # tie keys of the rows at the cut only (tie_keys is element-wise)
             victims = cand[
                 topk(-self._last_use(cand), excess, lambda i: store.tie_keys(tag, cand[i]))
             ]
-        lru = self._lru_queue()
         for r in victims.tolist():
-            lru.pop(r, None)
+            del lru[r]
         self.store.set_status(victims, "evicted", now)
+        self._lru_log = len(self.store.status_log)
         cause = episodes[-1].id
         return [
             Outcome(cause, "evict", int(r), f"over budget {self.params.budget}")

@@ -198,7 +198,7 @@ def test_recency_eviction_ties_follow_the_seeded_identity_order():
 class _RecencyFullScan(Recency):
     """Recency as it was: the eviction's candidates are every live row."""
 
-    def _evict_candidates(self, excess):
+    def _evict_candidates(self, lru, excess):
         return self.store.rows_with(("active",))
 
 
@@ -237,6 +237,27 @@ def test_recency_eviction_from_the_lru_queue_is_the_full_scan(budget, steps, see
         else:
             f = Forget(f"f{i}", t, f"e{max(0, i - key)}")
             got = [p.forget([f], t) for p in (a, b)]
+        assert got[0] == got[1]
+    assert a.store.at("status").tolist() == b.store.at("status").tolist()
+
+
+def test_recency_lru_queue_follows_a_store_written_outside_the_policy():
+    """A status or last use written to the store directly (a notebook's experiment) is not
+    in the queue: the queue is rebuilt from the store, and eviction is the full scan's."""
+    a, b = (
+        cls(Recency.Params(budget=3), llm=MockLLM(seed=0)) for cls in (Recency, _RecencyFullScan)
+    )
+    for i in range(4):
+        got = [p.ingest([ep(f"e{i}", float(i), (f"k{i}.x", "v"))], float(i)) for p in (a, b)]
+        assert got[0] == got[1]
+    for p in (a, b):
+        p.store["last_access"][1] = 3.5  # a use the queue never saw: row 2 is now the oldest
+    got = [p.ingest([ep("e4", 4.0, ("k4.x", "v"))], 4.0) for p in (a, b)]
+    assert got[0] == got[1] and [o.memory for o in got[0] if o.action == "evict"] == [2]
+    for p in (a, b):
+        p.store.set_status([3], "forgotten", 4.5)  # written outside forget
+    for i in range(5, 9):
+        got = [p.ingest([ep(f"e{i}", float(i), (f"k{i}.x", "v"))], float(i)) for p in (a, b)]
         assert got[0] == got[1]
     assert a.store.at("status").tolist() == b.store.at("status").tolist()
 
