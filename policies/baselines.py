@@ -234,7 +234,9 @@ class Recency(_CosineBase[RecencyParams]):
         take: list[int] = []
         last = -np.inf
         for r, t in lru.items():
-            u = used[r] if not np.isnan(used[r]) else created[r]
+            u = used.item(r)  # Python floats: this loop runs once per ingest
+            if u != u:  # NaN: never accessed, last used at creation
+                u = created.item(r)
             if u != t:
                 return None
             # stop past the cut and past its tie chain (twice TIE_RTOL: a margin)
