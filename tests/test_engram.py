@@ -630,3 +630,34 @@ def test_project_scopes_merge_recall_and_clustering():
     clusters = pol.cluster(pol.arrivals)
     assert sorted(len(c) for c in clusters) == [3, 3]
     assert all(len({pol.project_of(r) for r in c}) == 1 for c in clusters)
+
+
+@pytest.mark.parametrize("pid", ["engram", "engram-code"])
+def test_recall_ranks_as_the_full_score_vectors(pid):
+    """recall scores the eligible beliefs only and the episode bites through their bound
+    (R <= 1): the rows and scores it ranks are rank() of score_query's full vectors, bit for
+    bit, on a store with ties (every memory of one fact has the same cosine), accessed rows
+    and never-accessed ones."""
+    import scenarios
+    from memsim.engine import registry
+    from memsim.engine.mockllm import MockLLM
+    from memsim.engine.runner import run
+
+    stream = scenarios.load("synthetic:steady,episodes=1500,queries=150,horizon=60")
+    pol = registry.make(pid, llm=MockLLM(seed=0), seed=0)
+    run(pol, stream)
+    now = 61.0
+    queries = [e for e in stream.events if isinstance(e, Query)][-40:]
+    for q in queries:
+        b_score, e_score = pol.score_query(q, now)
+        kb = min(pol.params.max_belief_bites, q.k)
+        want_b, want_e = pol.rank(b_score, kb, q.id), pol.rank(e_score, q.k, q.id)
+        cos = pol._query_cosines(q)
+        b_rows = pol._belief_rows(q)
+        b_all = pol._belief_scores(q, b_rows, cos, now)
+        at = pol.rank_among(b_rows, b_all, kb, q.id)
+        got_e, got_e_scores = pol._top_episodes(q, cos, now)
+        assert b_rows[at].tolist() == want_b.tolist()
+        assert b_all[at].tobytes() == b_score[want_b].tobytes()
+        assert got_e.tolist() == want_e.tolist() and len(want_e) == q.k
+        assert got_e_scores.tobytes() == e_score[want_e].tobytes()
