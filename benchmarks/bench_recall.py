@@ -9,6 +9,7 @@ policies.pai_fastscore.pai_topk_from_cos since commit 24e989d).
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import numpy as np
@@ -143,7 +144,7 @@ def test_target1_pai_policy_recall(benchmark):
     pol = _policy(PersonalAI, n, q)
     query = Query("bench-q", NOW, "what does person7 like", keys=("bench.fact",), subject="person7")
     X = pol.store.embedding
-    turn = iter(range(10**9))
+    turn = itertools.count()
 
     def recall_fresh() -> None:
         pol.llm.vector = fresh[next(turn) % len(fresh)]
