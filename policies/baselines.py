@@ -180,14 +180,22 @@ class Recency(_CosineBase[RecencyParams]):
     def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
         out = super().recall(queries, now)
         lru = self._lru_queue()
-        used = [r.ids for r in out if len(r.ids)]
-        if used and lru and now < next(reversed(lru.values())):  # time went back: sort
-            self._lru = None
-            return out
-        for row in np.concatenate(used).tolist() if used else []:  # to the back
-            lru[row] = now
-            lru.move_to_end(row)
+        for r in out:
+            if not self._to_back(lru, r.ids.tolist(), now):
+                self._lru = None  # time went back: sorted again at the next use
+                break
         return out
+
+    @staticmethod
+    def _to_back(lru: OrderedDict[int, float], rows: list[int], t: float) -> bool:
+        """Move ``rows``, used at ``t``, to the back of the queue; False (nothing moved)
+        when ``t`` is earlier than the last use in it (the order would break)."""
+        if rows and lru and t < next(reversed(lru.values())):
+            return False
+        for row in rows:
+            lru[row] = t
+            lru.move_to_end(row)
+        return True
 
     def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
         lru = self._lru_queue()
@@ -206,14 +214,14 @@ class Recency(_CosineBase[RecencyParams]):
         absent (a policy from before it), when time went back, or when the store's status
         log holds a change the queue did not make (a status written outside this policy)."""
         s, lru = self.store, self._lru
-        if lru is not None and len(s.status_log) == self._lru_log + (s.n - self._lru_rows):
+        # each new row logged its status once; new rows join at their creation time
+        consistent = len(s.status_log) == self._lru_log + (s.n - self._lru_rows)
+        if lru is not None and consistent:
             created = s["created"]
-            for row in range(self._lru_rows, s.n):  # each new row logged its status once
-                t = float(created[row])
-                if lru and t < next(reversed(lru.values())):
+            for row in range(self._lru_rows, s.n):
+                if not self._to_back(lru, [row], float(created[row])):
                     lru = None
                     break
-                lru[row] = t
         else:
             lru = None
         if lru is None:

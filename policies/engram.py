@@ -381,6 +381,12 @@ class Engram(Policy[EngramParams]):
         """An episode bite's score from its cosine and retrieval strength."""
         return self.params.episode_w_similarity * cos + self.params.episode_w_retrieval * r
 
+    def _episode_ok(self) -> np.ndarray:
+        """The rows recall may return as episode bites: active, not beliefs."""
+        s = self.store
+        ok: np.ndarray = s.mask(["active"]) & (s["kind"] != s.kind_code("belief"))
+        return ok
+
     def score_query(self, q: Query, now: float) -> tuple[np.ndarray, np.ndarray]:
         """(belief scores, episode scores) over all rows; -inf where not eligible."""
         s = self.store
@@ -388,8 +394,9 @@ class Engram(Policy[EngramParams]):
         b_rows = self._belief_rows(q)
         b_score = np.full(s.n, -np.inf)
         b_score[b_rows] = self._belief_scores(q, b_rows, cos, now)
-        e_ok = s.mask(["active"]) & (s["kind"] != s.kind_code("belief"))
-        e_score = np.where(e_ok, self._episode_scores(cos, self.strength(now)), -np.inf)
+        e_score = np.where(
+            self._episode_ok(), self._episode_scores(cos, self.strength(now)), -np.inf
+        )
         return b_score, e_score
 
     def _top_episodes(self, q: Query, cos: np.ndarray, now: float) -> tuple[np.ndarray, np.ndarray]:
@@ -397,8 +404,8 @@ class Engram(Policy[EngramParams]):
         the retrieval strength computed only for the rows that can reach the top k: R <= 1
         (and the neutral R of engram-code <= 1), so the score with R = 1 bounds each row's
         (kernels.topk_support)."""
-        s, p = self.store, self.params
-        e_ok = s.mask(["active"]) & (s["kind"] != s.kind_code("belief"))
+        p = self.params
+        e_ok = self._episode_ok()
         r_max = max(1.0, p.never_accessed_strength)
         bound = np.where(e_ok, self._episode_scores(cos, r_max), -np.inf)
 

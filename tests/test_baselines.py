@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memsim.engine import registry
@@ -215,6 +215,17 @@ class _RecencyFullScan(Recency):
         max_size=30,
     ),
     seed=st.integers(0, 3),
+)
+@example(  # a recalled row left at the front would be evicted before an older one behind it
+    budget=3,
+    steps=[
+        ("ingest", 0, 1, 0),
+        ("ingest", 1, 1, 1),
+        ("ingest", 4, 1, 2),
+        ("recall", 2, 1, 0),
+        ("ingest", 2, 2, 3),
+    ],
+    seed=0,
 )
 def test_recency_eviction_from_the_lru_queue_is_the_full_scan(budget, steps, seed):
     """The LRU queue's candidates give the eviction over every live row, outcome for outcome

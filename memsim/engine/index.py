@@ -291,7 +291,7 @@ class FaissIndex:
         bitmap = None
         if m is not None:
             bitmap = np.packbits(m, bitorder="little")
-            sel = faiss.IDSelectorBitmap(self._n, faiss.swig_ptr(bitmap))
+            sel = faiss.IDSelectorBitmap(len(bitmap), faiss.swig_ptr(bitmap))  # bytes
         else:
             sel = None
         if self._kind == "hnsw":
