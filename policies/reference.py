@@ -33,6 +33,17 @@ from .baselines import claim_text
 
 _NONE = np.float32(-np.inf)  # the product of no row
 
+
+def _best(near: tuple[np.ndarray, np.ndarray]) -> tuple[int, np.float32]:
+    """The row with the highest product of ascending ``rows`` and their ``products``
+    (argmax: ties to the lower row), or (-1, -inf) when there is none."""
+    rows, products = near
+    if not len(rows):
+        return -1, _NONE
+    j = int(np.argmax(products))
+    return int(rows[j]), products[j]
+
+
 REVIEW_DOC = "memsim choice (policies/reference.py): what counts as a review"
 
 
@@ -145,19 +156,21 @@ class ReferencePolicy(Policy):
         bit whenever the full scan's best reaches ``reinforce_cosine`` and the probed lists
         hold it, and (-1, -inf) when no probed row comes near it (a new memory, as the full
         scan decides whenever its best stays under the threshold). Every ``audit_every``-th
-        indexed decision is also taken by the full scan, and the audit records whether the
+        indexed decision is also taken as the full scan takes it (from the rows that can
+        reach the threshold, exactly: ``rows_reaching``), and the audit records whether the
         two differ (reinforce which row, or create)."""
         thr = self.params.reinforce_cosine
         near = self.candidates.rows_near(vec, thr, live) if self.candidates.approximate else None
         if near is None:
             return self._repetition_exact(vec, live)
-        rows, prods = near  # ascending rows: argmax's ties go to the lower row
-        best, sim = -1, _NONE
-        if len(rows):
-            j = int(np.argmax(prods))
-            best, sim = int(rows[j]), prods[j]
+        best, sim = _best(near)
         if self.candidates.audit_due():
-            exact, exact_sim = self._repetition_exact(vec, live)
+            # the full scan's decision from the rows that can reach the threshold only
+            # (CandidateIndex.rows_reaching: every list whose cone can hold one, exact)
+            reaching = self.candidates.rows_reaching(vec, thr, live)
+            exact, exact_sim = (
+                _best(reaching) if reaching is not None else self._repetition_exact(vec, live)
+            )
             got = best if sim >= thr else -1
             want = exact if exact_sim >= thr else -1
             self.candidates.record(got != want, decision=True)

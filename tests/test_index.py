@@ -429,3 +429,53 @@ def test_candidate_rows_near_hold_every_row_reaching_the_threshold_with_the_full
     twin.nprobe = 1
     one_list = twin.rows_near(q, 0.85, grown)[0].tolist()
     assert set(one_list) < set(got)  # the copy now probes one list
+
+
+def _reaching(E: np.ndarray, q: np.ndarray, mask: np.ndarray, threshold: float) -> np.ndarray:
+    """The full scan's rows: allowed, full-scan float32 product at or above ``threshold``."""
+    full = (E @ q)[: len(mask)]
+    return np.flatnonzero(mask & (full >= np.float32(threshold)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**16), thr=st.sampled_from([0.5, 0.85, 0.95]))
+def test_candidate_rows_reaching_is_the_full_scan_whatever_the_probes(seed, thr):
+    """rows_reaching (the audit's exact side): every allowed row whose full-scan float32
+    product reaches the threshold, in any list (one probed list misses some that
+    rows_near finds only with every list probed), with the full scan's products bit for bit,
+    ascending, nothing masked out; after the store grew and after embeddings changed."""
+    from memsim.engine.index import CandidateIndex
+
+    s, rng = _cand_store(1500, seed=seed)
+    q = rng.standard_normal(16).astype(np.float32)
+    q /= np.linalg.norm(q)
+    rows = rng.choice(1500, 90, replace=False)
+    cos = np.concatenate([np.full(30, thr + 0.03), thr + rng.uniform(-3e-5, 3e-5, 30)])
+    cos = np.concatenate([cos, rng.uniform(thr - 0.3, 1.0, 30).clip(-1, 1)])
+    s.set_embedding(rows, _at_cosines(q, cos, rng.standard_normal((90, 16))))
+    s.set_status(rows[::5], "gone", 1.0)
+    idx = CandidateIndex(s, "ivf", min_rows=1000, nprobe=1)
+
+    def check(mask: np.ndarray) -> None:
+        got, products = idx.rows_reaching(q, thr, mask)
+        want = _reaching(s.embedding, q, mask, thr)
+        assert set(want.tolist()) <= set(got.tolist())
+        assert np.all(np.diff(got) > 0) and mask[got].all()
+        assert products.tobytes() == (s.embedding @ q)[got].tobytes()
+
+    mask = s.retrievable()
+    idx.rows_near(q, thr, mask)  # trained
+    check(mask)
+    check(mask[:700])  # a shorter mask: rows after it are not allowed
+    s.add(
+        2.0,
+        _at_cosines(q, np.full(5, thr + 0.01), rng.standard_normal((5, 16))),
+        texts=["a"] * 5,
+        claims=[None] * 5,
+        provenance=[()] * 5,
+    )
+    check(s.retrievable())
+    moved = rng.choice(1500, 20, replace=False)
+    s.set_embedding(moved, np.tile(q, (20, 1)))
+    check(s.retrievable())
+    assert CandidateIndex(s, "exact").rows_reaching(q, thr, mask) is None

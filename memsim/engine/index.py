@@ -410,6 +410,7 @@ class CandidateIndex:
             "trainings": 0,
         }
         self._index: Any = None
+        self._cones: _Cones | None = None  # rows_reaching's partition, made on demand
         self._indexed = 0  # rows 0.._indexed-1 are in the index
         self._trained_at = 0
         self._due = 0
@@ -498,6 +499,7 @@ class CandidateIndex:
         self._quantizer = quantizer  # the IVF index holds it without owning it
         self._indexed = n
         self._trained_at = n
+        self._cones = None  # new centroids: partitioned again on demand
         s.embedding_changes.clear()
         self.audit["trainings"] += 1
 
@@ -511,6 +513,8 @@ class CandidateIndex:
         s.embedding_changes.clear()
         if changed:
             import faiss
+
+            self._cones = None  # copies of changed rows: partitioned again on demand
 
             ids = np.asarray(changed, dtype=np.int64)
             self._index.remove_ids(faiss.IDSelectorBatch(ids))
@@ -625,6 +629,31 @@ class CandidateIndex:
             return empty
         return rows, kernels.rows_matvec(self.store.embedding, rows, v)
 
+    def rows_reaching(
+        self, vector: np.ndarray, threshold: float, mask: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The full scan's side of :meth:`rows_near`, exact and without scanning every row:
+        every row allowed by ``mask`` whose full-scan float32 product with ``vector``
+        reaches ``threshold`` (and maybe some within :func:`kernels.screen_margin` under it),
+        ascending, with those products bit for bit (:func:`kernels.rows_matvec`); None when
+        the caller must scan (exact mode, small store). Only the lists of a partition of
+        the rows around the index's centroids whose cone can hold such a row are read
+        (:class:`_Cones`), whichever lists a search would probe. Not counted as a search:
+        this is what the audit compares the index's answer with."""
+        if not self.approximate:
+            return None
+        self.sync()
+        if self._cones is None:
+            self._cones = _Cones(self._index.quantizer.reconstruct_n(0, self._index.nlist))
+        E = self.store.embedding
+        self._cones.cover(E)
+        v = np.ascontiguousarray(np.asarray(vector, dtype=np.float32))
+        radius = float(threshold) - kernels.screen_margin(self.store.dim)
+        near = self._cones.rows_above(v, radius)
+        allowed = near[near < len(mask)]
+        rows = np.sort(allowed[mask[allowed]])
+        return rows, kernels.rows_matvec(E, rows, v)
+
     def audit_due(self) -> bool:
         """Whether the caller should also compute its exact answer for this search (every
         ``audit_every``-th approximate search, counted deterministically)."""
@@ -654,6 +683,72 @@ class CandidateIndex:
                 a["decisions_differ"] / a["decisions_checked"] if a["decisions_checked"] else 0.0
             ),
         }
+
+
+# Angles (radians) the cone bound gives away to the rounding of arccos of float64 products
+# of float32 unit vectors (off by ~1e-7 at most): far more than that, far less than matters.
+_CONE_ANGLE_SLACK = 1e-6
+
+
+class _Cones:
+    """The store's rows partitioned around fixed unit centroids, each row in its nearest
+    centroid's list (any partition would do: only speed depends on it), with per list the
+    largest angle between the centroid and a row of it, and the list's rows copied
+    contiguously. A row x of a list with centroid u and largest angle A, and a unit query q,
+    have angle(x, q) >= angle(q, u) - A (the triangle inequality of angles), so
+    x . q <= cos(max(0, angle(q, u) - A)): a list whose bound stays under a threshold holds
+    no row reaching it and is not read."""
+
+    def __init__(self, centroids: np.ndarray) -> None:
+        c = np.asarray(centroids, dtype=np.float64)
+        self.centroids = c / np.maximum(np.linalg.norm(c, axis=1, keepdims=True), 1e-300)
+        m = len(c)
+        self.covered = 0  # rows 0..covered-1 are in the lists
+        self.size = np.zeros(m, dtype=np.int64)
+        self.ids = [np.zeros(0, dtype=np.int64) for _ in range(m)]
+        self.vectors = [np.zeros((0, c.shape[1]), dtype=np.float32) for _ in range(m)]
+        self.widest = np.zeros(m)  # largest angle of a row of each list (0: empty)
+
+    def cover(self, E: np.ndarray) -> None:
+        """Put the rows added to ``E`` since the last call into their lists."""
+        lo, hi = self.covered, len(E)
+        if hi <= lo:
+            return
+        X = E[lo:hi]
+        X64 = X.astype(np.float64)
+        cos = (X64 @ self.centroids.T) / np.linalg.norm(X64, axis=1, keepdims=True)
+        owner = np.argmax(cos, axis=1)
+        angle = np.arccos(np.clip(cos[np.arange(len(X)), owner], -1.0, 1.0))
+        for lst in np.unique(owner).tolist():
+            mine = np.flatnonzero(owner == lst)
+            k, m = int(self.size[lst]), len(mine)
+            if k + m > len(self.ids[lst]):  # doubling growth
+                cap = max(2 * len(self.ids[lst]), k + m, 8)
+                ids = np.empty(cap, dtype=np.int64)
+                ids[:k] = self.ids[lst][:k]
+                vecs = np.empty((cap, X.shape[1]), dtype=np.float32)
+                vecs[:k] = self.vectors[lst][:k]
+                self.ids[lst], self.vectors[lst] = ids, vecs
+            self.ids[lst][k : k + m] = lo + mine
+            self.vectors[lst][k : k + m] = X[mine]
+            self.size[lst] = k + m
+            self.widest[lst] = max(self.widest[lst], float(angle[mine].max()))
+        self.covered = hi
+
+    def rows_above(self, v: np.ndarray, radius: float) -> np.ndarray:
+        """A superset of the rows whose product with unit ``v`` reaches ``radius`` plus
+        rounding (every row the bound cannot rule out, screened by its float32 product
+        within :data:`kernels.SCREEN_MARGIN` under ``radius``), in no particular order."""
+        v64 = v.astype(np.float64)
+        cos_q = np.clip((self.centroids @ v64) / np.linalg.norm(v64), -1.0, 1.0)
+        gap = np.maximum(np.arccos(cos_q) - self.widest - _CONE_ANGLE_SLACK, 0.0)
+        reach = np.flatnonzero((np.cos(gap) >= radius) & (self.size > 0))
+        found = [np.zeros(0, dtype=np.int64)]
+        for lst in reach.tolist():
+            k = int(self.size[lst])
+            products = self.vectors[lst][:k] @ v
+            found.append(self.ids[lst][:k][products >= radius - kernels.SCREEN_MARGIN])
+        return np.concatenate(found)
 
 
 def _single_thread(fn: Callable[..., Any], *args: Any) -> Any:
