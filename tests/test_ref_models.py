@@ -234,12 +234,26 @@ def test_generative_agents_code_recency_kept_between_queries_is_the_full_sort(mo
     assert len(checked) > 150
 
 
+def _scoring_every_row(pol):
+    """The policy recalling through ReferencePolicy.recall (``_scores`` of every live row,
+    the path the code variant takes once a user forgot some rows; tests/test_ga_fast.py
+    checks the other against it)."""
+    import types
+
+    from policies.reference import ReferencePolicy
+
+    pol.recall = types.MethodType(ReferencePolicy.recall, pol)
+    return pol
+
+
 def test_generative_agents_code_recency_retrieved_row_ties_an_unretrieved_newer_one(monkeypatch):
     """Newest first: row 0 (created at 0) is retrieved at 1, when row 1 was created: both
     were last used at 1, and row 1, the newer, comes first; a kept order that put the
     retrieved row at the recent end without a full sort would put it first."""
     checked = _check_code_recency_against_the_full_sort(monkeypatch)
-    pol = make("generative-agents-code", {"code_rank_order": "newest_first"}, llm=TwoKeysLLM())
+    pol = _scoring_every_row(
+        make("generative-agents-code", {"code_rank_order": "newest_first"}, llm=TwoKeysLLM())
+    )
     pol.ingest([_ep(0, 0.0, "a.b")], 0.0)
     pol.ingest([_ep(1, 1.0, "c.d")], 1.0)
     assert pol.recall([_q(1.0, k=1)], 1.0)[0].ids.tolist() == [0]
@@ -252,7 +266,7 @@ def test_generative_agents_code_recency_new_row_ties_a_retrieved_older_one(monke
     row 1 is created at 1: both last used at 1, the newer (row 1) comes first; a kept order
     that put the new row at the recent end without a full sort would put it last."""
     checked = _check_code_recency_against_the_full_sort(monkeypatch)
-    pol = make("generative-agents-code", llm=TwoKeysLLM())
+    pol = _scoring_every_row(make("generative-agents-code", llm=TwoKeysLLM()))
     assert pol.params.code_rank_order == "oldest_first"
     pol.ingest([_ep(0, 0.0, "a.b")], 0.0)
     pol.recall([_q(1.0, k=1)], 1.0)

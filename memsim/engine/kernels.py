@@ -1183,3 +1183,35 @@ def generative_agents_score(
         c *= float(wi)
         out += c
     return out
+
+
+def minmax_normalize_between(x: ArrayLike, lo: float, hi: float) -> np.ndarray:
+    """:func:`minmax_normalize` of a 1-D ``x`` that is part of candidates whose min and
+    max are ``lo`` and ``hi``: the same numbers at those elements (element-wise operations
+    only), at the cost of ``x``."""
+    v = _f(x)
+    if hi == lo:
+        return np.full(v.shape, 0.5)
+    out = v - lo
+    out /= hi - lo
+    return _f(out)
+
+
+def generative_agents_score_between(
+    recency: ArrayLike,
+    importance: ArrayLike,
+    relevance: ArrayLike,
+    w: Sequence[float],
+    spans: Sequence[tuple[float, float]],
+) -> np.ndarray:
+    """:func:`generative_agents_score` of some of the candidates, ``spans`` holding each
+    component's (min, max) over all of them: the same numbers at those candidates, bit for
+    bit (the same operations in the same order), at the cost of the rows given."""
+    (lo_r, hi_r), (lo_i, hi_i), (lo_s, hi_s) = spans
+    out = minmax_normalize_between(recency, lo_r, hi_r)
+    out *= float(w[0])
+    for wi, col, lo, hi in ((w[1], importance, lo_i, hi_i), (w[2], relevance, lo_s, hi_s)):
+        c = minmax_normalize_between(col, lo, hi)
+        c *= float(wi)
+        out += c
+    return out
