@@ -157,6 +157,8 @@ class Recency(_CosineBase[RecencyParams]):
     _lru: OrderedDict[int, float] | None = None  # see _lru_queue
     _lru_rows = 0  # rows of the store the queue has seen
     _lru_log = 0  # entries of the store's status log the queue has seen
+    _evict_keys: dict[int, int] | None = None  # tie keys of rows at the front, see _in_tie_order
+    _evict_keys_store: object = None  # the store they are keys of
     statuses = Statuses(
         ("active", "evicted", "forgotten"),
         terminal=frozenset({"evicted", "forgotten"}),
@@ -197,6 +199,17 @@ class Recency(_CosineBase[RecencyParams]):
             lru.move_to_end(row)
         return True
 
+    @staticmethod
+    def _to_back_new(lru: OrderedDict[int, float], rows: range, times: list[float]) -> bool:
+        """``_to_back`` of each of ``rows`` (not in the queue yet) at its time of ``times``,
+        in order, in one loop (once per ingest); False at the first that goes back."""
+        last = next(reversed(lru.values())) if lru else -np.inf
+        for row, t in zip(rows, times):
+            if t < last:
+                return False
+            lru[row] = last = t  # a new key joins at the back
+        return True
+
     def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
         lru = self._lru_queue()
         out = super().forget(events, now)
@@ -217,11 +230,9 @@ class Recency(_CosineBase[RecencyParams]):
         # each new row logged its status once; new rows join at their creation time
         consistent = len(s.status_log) == self._lru_log + (s.n - self._lru_rows)
         if lru is not None and consistent:
-            created = s["created"]
-            for row in range(self._lru_rows, s.n):
-                if not self._to_back(lru, [row], float(created[row])):
-                    lru = None
-                    break
+            new_rows = range(self._lru_rows, s.n)
+            if not self._to_back_new(lru, new_rows, s["created"][new_rows.start : s.n].tolist()):
+                lru = None
         else:
             lru = None
         if lru is None:
@@ -232,27 +243,71 @@ class Recency(_CosineBase[RecencyParams]):
         self._lru, self._lru_rows, self._lru_log = lru, s.n, len(s.status_log)
         return lru
 
-    def _evict_candidates(self, lru: OrderedDict[int, float], excess: int) -> np.ndarray | None:
-        """Live rows, ascending, that hold the ``excess`` least recently used ones and every
-        row tied with them (within TIE_RTOL, chained), taken from the front of the queue:
-        ``topk`` over these equals ``topk`` over every live row (the same k-th value, tie
-        chain and candidates), in O(excess + ties) rather than O(live). None when a row's
-        last use is not the queue's (the store was written outside the queue)."""
+    def _evict_candidates(
+        self, lru: OrderedDict[int, float], excess: int
+    ) -> tuple[list[list[int]], bool] | None:
+        """The front of the queue that holds the ``excess`` least recently used live rows and
+        every row tied with them (within TIE_RTOL, chained): ``topk`` over these rows equals
+        ``topk`` over every live row (the same k-th value, tie chain and candidates), in
+        O(excess + ties) rather than O(live). As cliques in queue order, rows whose last
+        uses span at most half of TIE_RTOL (so one tie group, whichever of them are left),
+        and whether two cliques are near (apart by at most twice TIE_RTOL, a margin; else
+        each clique is a tie group of its own). None when a row's last use is not the
+        queue's (the store was written outside the queue)."""
         used, created = self.store["last_access"], self.store["created"]
-        take: list[int] = []
-        last = -np.inf
+        cliques: list[list[int]] = []
+        taken = 0
+        near = False
+        first = last = -np.inf
         for r, t in lru.items():
             u = used.item(r)  # Python floats: this loop runs once per ingest
             if u != u:  # NaN: never accessed, last used at creation
                 u = created.item(r)
             if u != t:
                 return None
-            # stop past the cut and past its tie chain (twice TIE_RTOL: a margin)
-            if len(take) >= excess and t - last > 2 * TIE_RTOL * max(abs(t), abs(last)):
-                break
-            take.append(r)
+            if cliques and t - first <= 0.5 * TIE_RTOL * min(abs(first), abs(t)):
+                cliques[-1].append(r)
+            else:
+                apart = t - last > 2 * TIE_RTOL * max(abs(t), abs(last))
+                if taken >= excess and apart:  # past the cut and past its tie chain
+                    break
+                near = near or (bool(cliques) and not apart)
+                cliques.append([r])
+                first = t
             last = t
-        return np.sort(np.array(take, dtype=np.int64))
+            taken += 1
+        # topk puts infinite scores first by another rule: its tie groups decide them too
+        near = near or (taken > 1 and not -np.inf < lru[cliques[0][0]] <= last < np.inf)
+        return cliques, near
+
+    def _tie_keys_of(self, rows: list[int]) -> dict[int, int]:
+        """A dict that holds the eviction's tie keys (store.tie_keys) of ``rows``, among
+        those of other rows at the front: each row's key is computed once."""
+        keys = self._evict_keys
+        if keys is None or self._evict_keys_store is not self.store:
+            keys = self._evict_keys = {}
+            self._evict_keys_store = self.store
+        new = [r for r in rows if r not in keys]
+        if new:
+            tag = f"{self.seed}:evict"
+            keys.update(zip(new, self.store.tie_keys(tag, np.array(new)).tolist()))
+        return keys
+
+    def _in_tie_order(self, cliques: list[list[int]], excess: int) -> list[int]:
+        """The first ``excess`` rows of ``cliques`` (each one tie group, apart from the
+        next) in topk's order: clique by clique, and within one by tie key, then row."""
+        victims: list[int] = []
+        for rows in cliques:
+            if len(rows) > 1:
+                keys = self._tie_keys_of(rows)
+                if len(victims) + 1 == excess:  # the last one: the least, without a sort
+                    rows = [min(rows, key=lambda r: (keys[r], r))]
+                else:
+                    rows = sorted(rows, key=lambda r: (keys[r], r))
+            victims.extend(rows[: excess - len(victims)])
+            if len(victims) == excess:
+                break
+        return victims
 
     def _after_ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
         for _ in range(2):  # a second time only after the queue was rebuilt from the store
@@ -260,25 +315,31 @@ class Recency(_CosineBase[RecencyParams]):
             excess = len(lru) - self.params.budget
             if excess <= 0:
                 return []
-            cand = self._evict_candidates(lru, excess)
-            if cand is not None:
+            front = self._evict_candidates(lru, excess)
+            if front is not None:
                 break
             self._lru = None
-        assert cand is not None, "a rebuilt LRU queue agrees with the store"
+        assert front is not None, "a rebuilt LRU queue agrees with the store"
+        cliques, near = front
         # least recently used first; equal times in a seeded random order of memory
         # identity (not row order), among the front of the LRU queue only
-        store, tag = self.store, f"{self.seed}:evict"
-        victims = cand
-        if len(cand) > 1:  # tie keys of the rows at the cut only (tie_keys is element-wise)
-            victims = cand[
-                topk(-self._last_use(cand), excess, lambda i: store.tie_keys(tag, cand[i]))
-            ]
-        for r in victims.tolist():
+        if near:  # a chain of near times: topk's tie groups decide (rows ascending)
+            cand = sorted((r, lru[r]) for rows in cliques for r in rows)
+            rows = [r for r, _ in cand]
+            keys = self._tie_keys_of(rows)
+            order = topk(
+                -np.array([t for _, t in cand]),
+                excess,
+                np.array([keys[r] for r in rows], np.uint64),
+            )
+            victims = [rows[i] for i in order.tolist()]
+        else:
+            victims = self._in_tie_order(cliques, excess)
+        keys = self._evict_keys or {}
+        for r in victims:
             del lru[r]
+            keys.pop(r, None)
         self.store.set_status(victims, "evicted", now)
         self._lru_log = len(self.store.status_log)
-        cause = episodes[-1].id
-        return [
-            Outcome(cause, "evict", int(r), f"over budget {self.params.budget}")
-            for r in victims.tolist()
-        ]
+        cause, detail = episodes[-1].id, f"over budget {self.params.budget}"
+        return [Outcome(cause, "evict", r, detail) for r in victims]

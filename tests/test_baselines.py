@@ -10,8 +10,10 @@ from hypothesis import strategies as st
 from memsim.engine import registry
 from memsim.engine.errors import ParamError
 from memsim.engine.events import Claim, Episode, Forget, Query, Stream
+from memsim.engine.kernels import TIE_RTOL, topk
 from memsim.engine.llm import Faults
 from memsim.engine.mockllm import MockLLM
+from memsim.engine.policy import Outcome
 from memsim.engine.runner import run
 from policies.baselines import KeepAll, Recency
 
@@ -196,10 +198,19 @@ def test_recency_eviction_ties_follow_the_seeded_identity_order():
 
 
 class _RecencyFullScan(Recency):
-    """Recency as it was: the eviction's candidates are every live row."""
+    """Recency's eviction as written: topk over every live row's last use in the store."""
 
-    def _evict_candidates(self, lru, excess):
-        return self.store.rows_with(("active",))
+    def _after_ingest(self, episodes, now):
+        live = self.store.rows_with(("active",))
+        excess = len(live) - self.params.budget
+        if excess <= 0:
+            return []
+        tag = f"{self.seed}:evict"
+        order = topk(-self._last_use(live), excess, lambda i: self.store.tie_keys(tag, live[i]))
+        victims = live[order].tolist()
+        self.store.set_status(victims, "evicted", now)
+        detail = f"over budget {self.params.budget}"
+        return [Outcome(episodes[-1].id, "evict", r, detail) for r in victims]
 
 
 @settings(max_examples=60, deadline=None)
@@ -250,6 +261,54 @@ def test_recency_eviction_from_the_lru_queue_is_the_full_scan(budget, steps, see
             got = [p.forget([f], t) for p in (a, b)]
         assert got[0] == got[1]
     assert a.store.at("status").tolist() == b.store.at("status").tolist()
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    budget=st.integers(1, 5),
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["ingest", "ingest", "recall", "forget"]),
+            # time forward in units of TIE_RTOL x now: equal, chained ties, within the
+            # queue's margin of twice TIE_RTOL, apart, far apart
+            st.sampled_from([0.0, 0.4, 0.99, 1.01, 1.5, 2.5, 1e3]),
+            st.integers(1, 4),  # claims of an ingest, k of a recall
+            st.integers(0, 5),  # the key asked for or forgotten
+        ),
+        max_size=30,
+    ),
+    seed=st.integers(0, 3),
+)
+@example(  # a chain of near times: topk's tie groups, not runs of equal times, decide
+    budget=1,
+    steps=[("ingest", 0.0, 1, 0), ("ingest", 0.4, 2, 1), ("ingest", 0.4, 1, 2)],
+    seed=0,
+)
+def test_recency_eviction_among_near_times_is_the_full_scan(budget, steps, seed):
+    """Last uses within TIE_RTOL of each other (tie groups chained across distinct times),
+    just outside it and far apart: the fast orders of the front of the queue (runs of one
+    last use, keys then rows) give the full scan's topk, outcome for outcome."""
+    a, b = (
+        cls(Recency.Params(budget=budget), llm=MockLLM(seed=0), seed=seed)
+        for cls in (Recency, _RecencyFullScan)
+    )
+    t = 100.0
+    for i, (kind, gap, n, key) in enumerate(steps):
+        t += gap * TIE_RTOL * t
+        if kind == "ingest":
+            e = ep(f"e{i}", t, *((f"k{(key + j) % 6}.x", f"v{i}") for j in range(n)))
+            got = [p.ingest([e], t) for p in (a, b)]
+        elif kind == "recall":
+            got = [
+                [r.ids.tolist() for r in p.recall([q(f"q{i}", t, f"k{key}.x", k=n)], t)]
+                for p in (a, b)
+            ]
+        else:
+            f = Forget(f"f{i}", t, f"e{max(0, i - key)}")
+            got = [p.forget([f], t) for p in (a, b)]
+        assert got[0] == got[1]
+    assert a.store.at("status").tolist() == b.store.at("status").tolist()
+    assert a.store.status_log == b.store.status_log
 
 
 def test_recency_lru_queue_follows_a_store_written_outside_the_policy():

@@ -73,6 +73,36 @@ def test_terminal_status_is_enforced_and_logged():
     assert s.status_log == [(0.0, 0, 0), (0.0, 1, 0), (3.0, 0, 2), (3.0, 1, 2)]
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    calls=st.lists(
+        st.tuples(
+            st.lists(st.integers(-4, 3), max_size=4),  # rows (negative: from the end)
+            st.sampled_from(["active", "archived", "deleted"]),
+        ),
+        max_size=12,
+    )
+)
+def test_set_status_of_a_list_of_ints_is_the_array_path(calls):
+    """A list of Python ints (taken as it is) changes statuses, logs and raises exactly as
+    the same rows as an array do (repeated rows, terminal statuses, negative rows)."""
+    stores = [MemoryStore(3, ST), MemoryStore(3, ST)]
+    for s in stores:
+        add(s, 4)
+    for i, (rows, status) in enumerate(calls):
+        errors = []
+        for s, arg in zip(stores, (rows, np.array(rows, dtype=np.int64))):
+            try:
+                s.set_status(arg, status, float(i))
+                errors.append(None)
+            except AssertionError as e:  # PolicyContractError: leaving a terminal status
+                errors.append(str(e))
+        assert errors[0] == errors[1]
+    assert stores[0].status_log == stores[1].status_log
+    assert all(type(r) is int for _, r, _ in stores[0].status_log)
+    assert stores[0]["status"].tolist() == stores[1]["status"].tolist()
+
+
 def test_provenance_and_its_log():
     s = MemoryStore(3, ST)
     add(s, 2, now=1.0)

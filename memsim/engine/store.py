@@ -317,11 +317,13 @@ class MemoryStore:
 
     def set_status(self, rows: Any, status: str, now: float) -> None:
         """Change the status of ``rows`` (logged). Leaving a terminal status is a bug."""
-        rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
+        if not (isinstance(rows, list) and all(type(r) is int for r in rows)):
+            rows = np.atleast_1d(np.asarray(rows, dtype=np.int64)).tolist()
+        # (a list of Python ints, a policy's few rows per event, is taken as it is)
         code = self.statuses.code(status)
         st = self._cols["status"]
-        terminal = self.statuses.codes(self.statuses.terminal)
-        for r in rows.tolist():
+        terminal = {self.statuses.code(n) for n in self.statuses.terminal}
+        for r in rows:
             old = int(st[r])
             if old == code:
                 continue
