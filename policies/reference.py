@@ -64,6 +64,9 @@ class ReferencePolicy(Policy):
     # with 0 of 7,858 audited decisions differing; probing 8 lists, not 16, cuts it further
     # and ends every measured decade as 16 did (docs/performance.md).
     default_index: ClassVar[Mapping[str, Any]] = REPETITION_INDEX
+    # _live's mask and the (store, rows, status changes) it was computed at
+    _live_mask: np.ndarray
+    _live_key: tuple[int, int, int] | None = None
 
     # -- hooks -------------------------------------------------------------------
     def _create(self, claim: Claim, now: float) -> dict[str, float]:
@@ -92,7 +95,17 @@ class ReferencePolicy(Policy):
 
     # -- interface -----------------------------------------------------------------
     def _live(self) -> np.ndarray:
-        return self.store["status"][: self.store.n] == self.statuses.code("active")
+        """Whether each row is "active" (read-only). Kept between calls while the store has
+        as many rows and status changes as when it was computed (every status change is
+        logged, every new row adds one): the repetition check asks for it at every claim,
+        a scan of every row, and rows rarely change status between claims."""
+        s = self.store
+        key = (id(s), s.n, len(s.status_log))
+        if self._live_key != key:
+            live = s["status"][: s.n] == self.statuses.code("active")
+            live.flags.writeable = False  # shared by the callers until the next change
+            self._live_mask, self._live_key = live, key
+        return self._live_mask
 
     def strength(self, now: float) -> np.ndarray:
         if self.store.n == 0:
