@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, ClassVar
 
 import numpy as np
@@ -159,6 +160,9 @@ class Recency(_CosineBase[RecencyParams]):
     _lru_log = 0  # entries of the store's status log the queue has seen
     _evict_keys: dict[int, int] | None = None  # tie keys of rows at the front, see _in_tie_order
     _evict_keys_store: object = None  # the store they are keys of
+    _front: _Front | None = None  # see _front_victims
+    FRONT_KEPT = 16  # rows left at the front from which it is kept for the next evictions
+    KEYS_AHEAD = 64  # rows of the queue whose tie keys are computed at once (_tie_keys_of)
     statuses = Statuses(
         ("active", "evicted", "forgotten"),
         terminal=frozenset({"evicted", "forgotten"}),
@@ -182,6 +186,11 @@ class Recency(_CosineBase[RecencyParams]):
     def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
         out = super().recall(queries, now)
         lru = self._lru_queue()
+        front = self._front
+        if front is not None and any(
+            lru[r] < front.stop_time or r == front.stop_row for o in out for r in o.ids.tolist()
+        ):
+            self._front = None  # a row of it moves to the back
         for r in out:
             if not self._to_back(lru, r.ids.tolist(), now):
                 self._lru = None  # time went back: sorted again at the next use
@@ -213,6 +222,7 @@ class Recency(_CosineBase[RecencyParams]):
     def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
         lru = self._lru_queue()
         out = super().forget(events, now)
+        self._front = None
         for o in out:
             if o.action == "forget":
                 lru.pop(o.memory, None)
@@ -236,6 +246,7 @@ class Recency(_CosineBase[RecencyParams]):
         else:
             lru = None
         if lru is None:
+            self._front = None
             live = s.rows_with(("active",))
             used = self._last_use(live)
             order = np.argsort(used, kind="stable")
@@ -245,20 +256,22 @@ class Recency(_CosineBase[RecencyParams]):
 
     def _evict_candidates(
         self, lru: OrderedDict[int, float], excess: int
-    ) -> tuple[list[list[int]], bool] | None:
+    ) -> tuple[list[list[int]], bool, tuple[int, float] | None] | None:
         """The front of the queue that holds the ``excess`` least recently used live rows and
         every row tied with them (within TIE_RTOL, chained): ``topk`` over these rows equals
         ``topk`` over every live row (the same k-th value, tie chain and candidates), in
         O(excess + ties) rather than O(live). As cliques in queue order, rows whose last
         uses span at most half of TIE_RTOL (so one tie group, whichever of them are left),
         and whether two cliques are near (apart by at most twice TIE_RTOL, a margin; else
-        each clique is a tie group of its own). None when a row's last use is not the
-        queue's (the store was written outside the queue)."""
+        each clique is a tie group of its own), and the row behind them with its last use
+        (None: the queue ended). None when a row's last use is not the queue's (the store
+        was written outside the queue)."""
         used, created = self.store["last_access"], self.store["created"]
         cliques: list[list[int]] = []
         taken = 0
         near = False
         first = last = -np.inf
+        stop = None
         for r, t in lru.items():
             u = used.item(r)  # Python floats: this loop runs once per ingest
             if u != u:  # NaN: never accessed, last used at creation
@@ -270,6 +283,7 @@ class Recency(_CosineBase[RecencyParams]):
             else:
                 apart = t - last > 2 * TIE_RTOL * max(abs(t), abs(last))
                 if taken >= excess and apart:  # past the cut and past its tie chain
+                    stop = (r, t)
                     break
                 near = near or (bool(cliques) and not apart)
                 cliques.append([r])
@@ -278,17 +292,21 @@ class Recency(_CosineBase[RecencyParams]):
             taken += 1
         # topk puts infinite scores first by another rule: its tie groups decide them too
         near = near or (taken > 1 and not -np.inf < lru[cliques[0][0]] <= last < np.inf)
-        return cliques, near
+        return cliques, near, stop
 
     def _tie_keys_of(self, rows: list[int]) -> dict[int, int]:
         """A dict that holds the eviction's tie keys (store.tie_keys) of ``rows``, among
-        those of other rows at the front: each row's key is computed once."""
+        those of other rows at the front: each row's key is computed once, with those of
+        the next KEYS_AHEAD rows of the queue (the next to reach the front; one call to
+        tie_keys, element-wise, for many cliques)."""
         keys = self._evict_keys
         if keys is None or self._evict_keys_store is not self.store:
             keys = self._evict_keys = {}
             self._evict_keys_store = self.store
         new = [r for r in rows if r not in keys]
         if new:
+            ahead = islice(self._lru or (), self.KEYS_AHEAD)
+            new = list(dict.fromkeys(new + [r for r in ahead if r not in keys]))
             tag = f"{self.seed}:evict"
             keys.update(zip(new, self.store.tie_keys(tag, np.array(new)).tolist()))
         return keys
@@ -309,32 +327,99 @@ class Recency(_CosineBase[RecencyParams]):
                 break
         return victims
 
+    def _front_victims(self, excess: int) -> list[int] | None:
+        """The ``excess`` rows to evict from the front kept by the last eviction (None: no
+        front kept, or it holds fewer rows). The front kept is the queue's front as it was
+        then, less its victims; nothing but new rows behind it has changed the queue since
+        (a recall that moves one of its rows back, a forget or a rebuild drops it), so it is
+        a prefix of the queue that ends apart from the row behind it and holds ``excess``
+        rows: topk over it is topk over every live row. Its rows and the row behind are
+        checked against the store first, as _evict_candidates checks the rows it reads."""
+        front = self._front
+        if front is None or front.store is not self.store or len(front.rows) < excess:
+            self._front = None
+            return None
+        used, created = self.store["last_access"], self.store["created"]
+        stop_used = used.item(front.stop_row)
+        if stop_used != stop_used:
+            stop_used = created.item(front.stop_row)
+        if stop_used != front.stop_time or not np.array_equal(
+            self._last_use(front.rows), front.times
+        ):
+            self._front = None
+            return None
+        if front.plan is not None:  # cliques apart: their order is the eviction's
+            victims = front.plan[:excess]
+            del front.plan[:excess]
+            keep = ~np.isin(front.rows, victims)
+        else:
+            order = topk(-front.times, excess, front.keys)
+            victims = front.rows[order].tolist()
+            keep = np.ones(len(front.rows), dtype=bool)
+            keep[order] = False
+        front.rows, front.times = front.rows[keep], front.times[keep]
+        if front.keys is not None:
+            front.keys = front.keys[keep]
+        return victims
+
+    def _victims_among(
+        self,
+        lru: OrderedDict[int, float],
+        excess: int,
+        cliques: list[list[int]],
+        near: bool,
+        stop: tuple[int, float] | None,
+    ) -> list[int]:
+        """The ``excess`` rows to evict from the front the queue's scan found; a front
+        left with FRONT_KEPT rows or more is kept for the next evictions (_front_victims)."""
+        taken = sum(len(rows) for rows in cliques)
+        kept = stop is not None and taken - excess >= self.FRONT_KEPT
+        plan: list[int] | None = None
+        keys: np.ndarray | None = None
+        if near or kept:
+            cand = sorted((r, lru[r]) for rows in cliques for r in rows)
+            rows = np.array([r for r, _ in cand], dtype=np.int64)
+            times = np.array([t for _, t in cand])
+        if near:  # a chain of near times: topk's tie groups decide (rows ascending)
+            key_of = self._tie_keys_of(rows.tolist())
+            keys = np.array([key_of[r] for r in rows.tolist()], dtype=np.uint64)
+            victims = rows[topk(-times, excess, keys)].tolist()
+        elif kept:  # the whole order of the cliques, for the next evictions too
+            plan = self._in_tie_order(cliques, taken)
+            victims = plan[:excess]
+            del plan[:excess]
+        else:
+            victims = self._in_tie_order(cliques, excess)
+        if kept and stop is not None:
+            keep = ~np.isin(rows, victims)
+            self._front = _Front(
+                self.store,
+                rows[keep],
+                times[keep],
+                stop[0],
+                stop[1],
+                plan,
+                None if keys is None else keys[keep],
+            )
+        return victims
+
     def _after_ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
         for _ in range(2):  # a second time only after the queue was rebuilt from the store
             lru = self._lru_queue()
             excess = len(lru) - self.params.budget
             if excess <= 0:
                 return []
-            front = self._evict_candidates(lru, excess)
-            if front is not None:
+            victims = self._front_victims(excess)
+            if victims is None:
+                front = self._evict_candidates(lru, excess)
+                if front is not None:
+                    victims = self._victims_among(lru, excess, *front)
+            if victims is not None:
                 break
             self._lru = None
-        assert front is not None, "a rebuilt LRU queue agrees with the store"
-        cliques, near = front
+        assert victims is not None, "a rebuilt LRU queue agrees with the store"
         # least recently used first; equal times in a seeded random order of memory
         # identity (not row order), among the front of the LRU queue only
-        if near:  # a chain of near times: topk's tie groups decide (rows ascending)
-            cand = sorted((r, lru[r]) for rows in cliques for r in rows)
-            rows = [r for r, _ in cand]
-            keys = self._tie_keys_of(rows)
-            order = topk(
-                -np.array([t for _, t in cand]),
-                excess,
-                np.array([keys[r] for r in rows], np.uint64),
-            )
-            victims = [rows[i] for i in order.tolist()]
-        else:
-            victims = self._in_tie_order(cliques, excess)
         keys = self._evict_keys or {}
         for r in victims:
             del lru[r]
@@ -343,3 +428,16 @@ class Recency(_CosineBase[RecencyParams]):
         self._lru_log = len(self.store.status_log)
         cause, detail = episodes[-1].id, f"over budget {self.params.budget}"
         return [Outcome(cause, "evict", r, detail) for r in victims]
+
+
+@dataclass
+class _Front:
+    """The front of Recency's LRU queue kept between evictions (see _front_victims)."""
+
+    store: object
+    rows: np.ndarray  # ascending
+    times: np.ndarray  # their last uses
+    stop_row: int  # the row behind them, apart
+    stop_time: float
+    plan: list[int] | None  # the eviction order when the rows are cliques apart
+    keys: np.ndarray | None  # their tie keys when topk decides

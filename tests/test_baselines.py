@@ -213,6 +213,13 @@ class _RecencyFullScan(Recency):
         return [Outcome(episodes[-1].id, "evict", r, detail) for r in victims]
 
 
+class _RecencyKeepsEveryFront(Recency):
+    """Recency that keeps the front of its queue after every eviction (see _front_victims),
+    not only after one that leaves many rows there."""
+
+    FRONT_KEPT = 0
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     budget=st.integers(1, 6),
@@ -226,6 +233,7 @@ class _RecencyFullScan(Recency):
         max_size=30,
     ),
     seed=st.integers(0, 3),
+    cls=st.sampled_from([Recency, _RecencyKeepsEveryFront]),
 )
 @example(  # a recalled row left at the front would be evicted before an older one behind it
     budget=3,
@@ -237,13 +245,15 @@ class _RecencyFullScan(Recency):
         ("ingest", 2, 2, 3),
     ],
     seed=0,
+    cls=Recency,
 )
-def test_recency_eviction_from_the_lru_queue_is_the_full_scan(budget, steps, seed):
+def test_recency_eviction_from_the_lru_queue_is_the_full_scan(budget, steps, seed, cls):
     """The LRU queue's candidates give the eviction over every live row, outcome for outcome
-    (ties of last use in the seeded order, forgotten rows, recalls moving rows back)."""
+    (ties of last use in the seeded order, forgotten rows, recalls moving rows back; the
+    front kept between evictions)."""
     a, b = (
-        cls(Recency.Params(budget=budget), llm=MockLLM(seed=0), seed=seed)
-        for cls in (Recency, _RecencyFullScan)
+        c(Recency.Params(budget=budget), llm=MockLLM(seed=0), seed=seed)
+        for c in (cls, _RecencyFullScan)
     )
     t = 0.0
     for i, (kind, dt, n, key) in enumerate(steps):
@@ -278,19 +288,37 @@ def test_recency_eviction_from_the_lru_queue_is_the_full_scan(budget, steps, see
         max_size=30,
     ),
     seed=st.integers(0, 3),
+    cls=st.sampled_from([Recency, _RecencyKeepsEveryFront]),
 )
 @example(  # a chain of near times: topk's tie groups, not runs of equal times, decide
     budget=1,
     steps=[("ingest", 0.0, 1, 0), ("ingest", 0.4, 2, 1), ("ingest", 0.4, 1, 2)],
     seed=0,
+    cls=Recency,
 )
-def test_recency_eviction_among_near_times_is_the_full_scan(budget, steps, seed):
+@example(  # a kept front of one clique gives the next victims, each once
+    budget=4,
+    steps=[("ingest", 0.0, 4, 0), ("ingest", 1e3, 1, 4), ("ingest", 1e3, 1, 5)]
+    + [("ingest", 1e3, 1, 1), ("ingest", 1e3, 1, 2)],
+    seed=0,
+    cls=_RecencyKeepsEveryFront,
+)
+@example(  # a kept chain of near times: topk over it, with its rows' keys, each time
+    budget=6,
+    steps=[("ingest", 0.4, 2, 0), ("ingest", 0.4, 2, 2), ("ingest", 0.4, 2, 4)]
+    + [("ingest", 0.4, 2, 1)]
+    + [("ingest", 1e3, 1, key) for key in range(5)],
+    seed=0,
+    cls=_RecencyKeepsEveryFront,
+)
+def test_recency_eviction_among_near_times_is_the_full_scan(budget, steps, seed, cls):
     """Last uses within TIE_RTOL of each other (tie groups chained across distinct times),
     just outside it and far apart: the fast orders of the front of the queue (runs of one
-    last use, keys then rows) give the full scan's topk, outcome for outcome."""
+    last use, keys then rows; the front kept between evictions) give the full scan's
+    topk, outcome for outcome."""
     a, b = (
-        cls(Recency.Params(budget=budget), llm=MockLLM(seed=0), seed=seed)
-        for cls in (Recency, _RecencyFullScan)
+        c(Recency.Params(budget=budget), llm=MockLLM(seed=0), seed=seed)
+        for c in (cls, _RecencyFullScan)
     )
     t = 100.0
     for i, (kind, gap, n, key) in enumerate(steps):
@@ -311,12 +339,11 @@ def test_recency_eviction_among_near_times_is_the_full_scan(budget, steps, seed)
     assert a.store.status_log == b.store.status_log
 
 
-def test_recency_lru_queue_follows_a_store_written_outside_the_policy():
+@pytest.mark.parametrize("cls", [Recency, _RecencyKeepsEveryFront])
+def test_recency_lru_queue_follows_a_store_written_outside_the_policy(cls):
     """A status or last use written to the store directly (a notebook's experiment) is not
     in the queue: the queue is rebuilt from the store, and eviction is the full scan's."""
-    a, b = (
-        cls(Recency.Params(budget=3), llm=MockLLM(seed=0)) for cls in (Recency, _RecencyFullScan)
-    )
+    a, b = (c(Recency.Params(budget=3), llm=MockLLM(seed=0)) for c in (cls, _RecencyFullScan))
     for i in range(4):
         got = [p.ingest([ep(f"e{i}", float(i), (f"k{i}.x", "v"))], float(i)) for p in (a, b)]
         assert got[0] == got[1]
@@ -330,6 +357,27 @@ def test_recency_lru_queue_follows_a_store_written_outside_the_policy():
         got = [p.ingest([ep(f"e{i}", float(i), (f"k{i}.x", "v"))], float(i)) for p in (a, b)]
         assert got[0] == got[1]
     assert a.store.at("status").tolist() == b.store.at("status").tolist()
+
+
+def test_recency_kept_front_follows_a_store_written_outside_the_policy():
+    """A last use written to the store for a row of the front kept between evictions: the
+    front is dropped and the eviction is the full scan's (the row is no longer the least
+    recently used)."""
+    a, b = (
+        c(Recency.Params(budget=4), llm=MockLLM(seed=0))
+        for c in (_RecencyKeepsEveryFront, _RecencyFullScan)
+    )
+    claims = [(f"k{j}.x", "v") for j in range(5)]
+    for e in (ep("e0", 0.0, *claims), ep("e1", 1.0, ("k9.x", "v"))):
+        got = [p.ingest([e], e.time) for p in (a, b)]
+        assert got[0] == got[1]
+    assert a._front is not None and len(a._front.plan) == 3  # three rows of day 0 kept
+    planned = a._front.plan[0]
+    for p in (a, b):
+        p.store["last_access"][planned] = 0.5  # used after the other one left at the front
+    got = [p.ingest([ep("e2", 2.0, ("k8.x", "v"))], 2.0) for p in (a, b)]
+    assert got[0] == got[1]
+    assert planned not in [o.memory for o in got[0] if o.action == "evict"]
 
 
 def test_recency_params_ranges():
