@@ -1,5 +1,6 @@
 """KeepAll and Recency: storage, fallbacks, ranking, forgetting, recency decay, LRU eviction."""
 
+import itertools
 import math
 
 import numpy as np
@@ -220,6 +221,30 @@ class _RecencyKeepsEveryFront(Recency):
     FRONT_KEPT = 0
 
 
+def _same_steps_as_the_full_scan(cls, budget, seed, steps, times):
+    """Run ``cls`` and the full scan's Recency through ``steps`` (kind, _, n, key) at
+    ``times``: ingest n claims, recall the key's top n, or forget an episode; every step's
+    outcomes equal. Returns the two policies."""
+    a, b = (
+        c(Recency.Params(budget=budget), llm=MockLLM(seed=0), seed=seed)
+        for c in (cls, _RecencyFullScan)
+    )
+    for i, ((kind, _, n, key), t) in enumerate(zip(steps, times, strict=True)):
+        if kind == "ingest":
+            e = ep(f"e{i}", t, *((f"k{(key + j) % 6}.x", f"v{i}") for j in range(n)))
+            got = [p.ingest([e], t) for p in (a, b)]
+        elif kind == "recall":
+            got = [
+                [r.ids.tolist() for r in p.recall([q(f"q{i}", t, f"k{key}.x", k=n)], t)]
+                for p in (a, b)
+            ]
+        else:
+            f = Forget(f"f{i}", t, f"e{max(0, i - key)}")
+            got = [p.forget([f], t) for p in (a, b)]
+        assert got[0] == got[1]
+    return a, b
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     budget=st.integers(1, 6),
@@ -251,25 +276,8 @@ def test_recency_eviction_from_the_lru_queue_is_the_full_scan(budget, steps, see
     """The LRU queue's candidates give the eviction over every live row, outcome for outcome
     (ties of last use in the seeded order, forgotten rows, recalls moving rows back; the
     front kept between evictions)."""
-    a, b = (
-        c(Recency.Params(budget=budget), llm=MockLLM(seed=0), seed=seed)
-        for c in (cls, _RecencyFullScan)
-    )
-    t = 0.0
-    for i, (kind, dt, n, key) in enumerate(steps):
-        t += dt * 0.5
-        if kind == "ingest":
-            e = ep(f"e{i}", t, *((f"k{(key + j) % 6}.x", f"v{i}") for j in range(n)))
-            got = [p.ingest([e], t) for p in (a, b)]
-        elif kind == "recall":
-            got = [
-                [r.ids.tolist() for r in p.recall([q(f"q{i}", t, f"k{key}.x", k=n)], t)]
-                for p in (a, b)
-            ]
-        else:
-            f = Forget(f"f{i}", t, f"e{max(0, i - key)}")
-            got = [p.forget([f], t) for p in (a, b)]
-        assert got[0] == got[1]
+    times = itertools.accumulate(dt * 0.5 for _, dt, _, _ in steps)
+    a, b = _same_steps_as_the_full_scan(cls, budget, seed, steps, times)
     assert a.store.at("status").tolist() == b.store.at("status").tolist()
 
 
@@ -316,25 +324,11 @@ def test_recency_eviction_among_near_times_is_the_full_scan(budget, steps, seed,
     just outside it and far apart: the fast orders of the front of the queue (runs of one
     last use, keys then rows; the front kept between evictions) give the full scan's
     topk, outcome for outcome."""
-    a, b = (
-        c(Recency.Params(budget=budget), llm=MockLLM(seed=0), seed=seed)
-        for c in (cls, _RecencyFullScan)
+    times = itertools.accumulate(
+        (gap for _, gap, _, _ in steps), lambda t, gap: t + gap * TIE_RTOL * t, initial=100.0
     )
-    t = 100.0
-    for i, (kind, gap, n, key) in enumerate(steps):
-        t += gap * TIE_RTOL * t
-        if kind == "ingest":
-            e = ep(f"e{i}", t, *((f"k{(key + j) % 6}.x", f"v{i}") for j in range(n)))
-            got = [p.ingest([e], t) for p in (a, b)]
-        elif kind == "recall":
-            got = [
-                [r.ids.tolist() for r in p.recall([q(f"q{i}", t, f"k{key}.x", k=n)], t)]
-                for p in (a, b)
-            ]
-        else:
-            f = Forget(f"f{i}", t, f"e{max(0, i - key)}")
-            got = [p.forget([f], t) for p in (a, b)]
-        assert got[0] == got[1]
+    next(times)  # the start, before the first step
+    a, b = _same_steps_as_the_full_scan(cls, budget, seed, steps, times)
     assert a.store.at("status").tolist() == b.store.at("status").tolist()
     assert a.store.status_log == b.store.status_log
 
