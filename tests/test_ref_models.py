@@ -212,20 +212,12 @@ def test_generative_agents_code_recency_kept_between_queries_is_the_full_sort(mo
     in front); at every query it scores as the full sort it replaces, on a stream with user
     forgets and with reinforcements (reinforce_cosine 0.9: one refreshes last use)."""
     import scenarios
-    from memsim.engine.events import Forget, Stream
     from memsim.engine.mockllm import MockLLM
     from memsim.engine.runner import run
+    from tests.test_ga_fast import _with_forgets
 
     checked = _check_code_recency_against_the_full_sort(monkeypatch)
-    stream = scenarios.load("synthetic:churn,episodes=600")
-    events, episodes = [], []
-    for ev in stream.events:
-        events.append(ev)
-        if isinstance(ev, Episode):
-            episodes.append(ev.id)
-        elif isinstance(ev, Query) and len(episodes) > 3 and len(events) % 3 == 0:
-            events.append(Forget(id=f"forget-{len(events)}", time=ev.time, episode_id=episodes[-3]))
-    with_forgets = Stream(tuple(events), name="churn-with-forgets", horizon=stream.horizon)
+    with_forgets = _with_forgets(scenarios.load("synthetic:churn,episodes=600"))
     for over in ({}, {"reinforce_cosine": 0.9}, {"code_rank_order": "newest_first"}):
         pol = make("generative-agents-code", over, llm=MockLLM(seed=0), seed=0)
         actions = {o.action for o in run(pol, with_forgets).outcomes}
