@@ -103,7 +103,7 @@ def row(pid: str, small: dict, large: dict, ref: dict, s: float, L: float) -> di
         exponent_cpu=exponent(small, large, s, L, cpu) if cpu in small else float("nan"),
         store_rows=large["store_rows"],
         timings=large["timings"],
-        repeats=min(small.get("repeats", 1), large.get("repeats", 1)),
+        repeats=(small.get("repeats", 1), large.get("repeats", 1)),
     )
 
 
@@ -181,12 +181,15 @@ def table(
 
 
 def _repeats_text(rows: list[dict]) -> str:
-    n = min((r.get("repeats", 1) for r in rows), default=1)
-    if n <= 1:
+    """The fewest runs any row's small and large time stands for, said in a sentence."""
+    small = min((r.get("repeats", (1, 1))[0] for r in rows), default=1)
+    large = min((r.get("repeats", (1, 1))[1] for r in rows), default=1)
+    if max(small, large) <= 1:
         return ""
     return (
-        f" Every time is the fastest of {n} runs of the same policy and size, one after the "
-        "other (the least CPU time, and the least wall time: `bench_scaling.fastest`)."
+        f" Every time is the fastest of the runs of the same policy and size (at least "
+        f"{small} at the small size, {large} at the large; the least CPU time, and the least "
+        "wall time: `bench_scaling.fastest`)."
     )
 
 
@@ -307,6 +310,19 @@ def main(argv: list[str] | None = None) -> int:
         "(less sensitive to the machine's other jobs; default 1)",
     )
     ap.add_argument(
+        "--repeat-small",
+        type=int,
+        default=None,
+        help="runs of the small size (default: --repeat); a run of a few seconds is the one "
+        "a burst of other work distorts most, and the cheap one to repeat",
+    )
+    ap.add_argument(
+        "--small-only",
+        action="store_true",
+        help="measure the small size only (keep-all's too), to add runs to a --log that "
+        "--from-logs then reads with the others",
+    )
+    ap.add_argument(
         "--from-logs",
         type=Path,
         nargs="+",
@@ -318,8 +334,12 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < a.small < a.large:
         print(f"bench_scaling: need 0 < --small < --large, got {a.small} and {a.large}")
         return 2
-    if a.repeat < 1:
-        print(f"bench_scaling: --repeat must be >= 1, got {a.repeat}")
+    repeat_small = a.repeat if a.repeat_small is None else a.repeat_small
+    if a.repeat < 1 or repeat_small < 1:
+        print(f"bench_scaling: --repeat must be >= 1, got {min(a.repeat, repeat_small)}")
+        return 2
+    if a.small_only and a.log is None:
+        print("bench_scaling: --small-only adds runs to a --log; name one")
         return 2
     command = "nice -n 5 python -m benchmarks.bench_scaling" + (
         f" --small {a.small:g} --large {a.large:g}" if (a.small, a.large) != (0.1, 1.0) else ""
@@ -357,18 +377,27 @@ def main(argv: list[str] | None = None) -> int:
 
         pids = [p for p in (a.policies or policy_ids()) if p != REFERENCE]
         records: list[dict] = []
-        for pid, scale, when in (
+        runs = (
             [(REFERENCE, a.small, "first"), (REFERENCE, a.large, "first")]
             + [(pid, sc, "run") for pid in pids for sc in (a.small, a.large)]
             + [(REFERENCE, a.large, "last")]
-        ):
-            for _ in range(a.repeat):  # back to back: the fastest stands for them (fastest)
+        )
+        if a.small_only:
+            runs = [(pid, sc, when) for pid, sc, when in runs if sc == a.small]
+        for pid, scale, when in runs:
+            # back to back: the fastest stands for them (fastest)
+            for _ in range(repeat_small if scale == a.small else a.repeat):
                 result = measured(pid, scale, when)
                 records.append({"policy": pid, "scale": scale, "when": when, "result": result})
                 print(f"{pid} at {scale:g}: {result['run_seconds']:.2f} s", flush=True)
+        if a.small_only:
+            print(f"bench_scaling: {len(records)} runs of the small size added to {a.log}")
+            return 0
         rows, ref = _rows_of_log(records, a.small, a.large)
         if a.repeat > 1:
             command += f" --repeat {a.repeat}"
+        if repeat_small != a.repeat:
+            command += f" --repeat-small {repeat_small}"
         if a.policies:
             command += " " + " ".join(a.policies)
     block = table(rows, ref, a.small, a.large, command, a.code or _commit())

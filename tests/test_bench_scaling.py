@@ -57,9 +57,9 @@ def test_rows_of_a_repeated_log_use_each_size_fastest_run():
     assert math.isclose(rec["exponent"], math.log10(13.0))
     assert math.isclose(rec["exponent_cpu"], math.log10(12.5))
     assert math.isclose(rec["ratio_cpu"], 12.5 / 12.0)
-    assert rec["repeats"] == 3 and by["keep-all"]["repeats"] == 2
+    assert rec["repeats"] == (3, 3) and by["keep-all"]["repeats"] == (2, 2)
     text = bs.table(rows, ref, 0.1, 1.0, "cmd")
-    assert "fastest of 2 runs" in text  # the fewest repeats any row had
+    assert "at least 2 at the small size, 2 at the large" in text  # the fewest of any row
 
 
 def test_a_log_without_repeats_reads_as_before():
@@ -73,7 +73,7 @@ def test_a_log_without_repeats_reads_as_before():
     )
     rows, ref = bs._rows_of_log(records, 0.1, 1.0)
     assert [r["policy"] for r in rows] == ["keep-all", "pai"]
-    assert rows[1]["large_seconds"] == 30.0 and rows[1]["repeats"] == 1
+    assert rows[1]["large_seconds"] == 30.0 and rows[1]["repeats"] == (1, 1)
     assert ref == {"first": 12.0, "last": None}
     assert "fastest of" not in bs.table(rows, ref, 0.1, 1.0, "cmd")
 
@@ -94,7 +94,54 @@ def test_from_logs_builds_the_table_of_a_repeated_log(tmp_path, capsys):
     assert "| ebisu | 1.20 | 15.00 |" in out
 
 
+@pytest.mark.parametrize("flag", ["--repeat", "--repeat-small"])
 @pytest.mark.parametrize("bad", ["0", "-1"])
-def test_repeat_below_one_is_refused(bad, capsys):
-    assert bs.main(["--repeat", bad, "--no-write"]) == 2
+def test_repeat_below_one_is_refused(flag, bad, capsys):
+    assert bs.main([flag, bad, "--no-write"]) == 2
     assert f"--repeat must be >= 1, got {bad}" in capsys.readouterr().out
+
+
+def test_small_only_needs_a_log(capsys):
+    assert bs.main(["--small-only", "--no-write"]) == 2
+    assert "--small-only adds runs to a --log" in capsys.readouterr().out
+
+
+def _fake_measure(monkeypatch, calls):
+    """bench_scaling.measure replaced: each call recorded, its seconds from a counter (the
+    small size's runs get slower, so only the first of them is the fastest)."""
+
+    def measure(pid, scale):
+        calls.append((pid, scale))
+        t = (1.0 if scale < 0.5 else 10.0) + len(calls) / 100
+        return _result(t, t)
+
+    monkeypatch.setattr(bs, "measure", measure)
+
+
+def test_repeat_small_runs_the_small_size_more_often(tmp_path, monkeypatch, capsys):
+    calls: list[tuple[str, float]] = []
+    _fake_measure(monkeypatch, calls)
+    log = tmp_path / "log.jsonl"
+    args = ["pai", "--repeat", "2", "--repeat-small", "3", "--no-write", "--log", str(log)]
+    assert bs.main(args) == 0
+    assert calls.count(("pai", 0.1)) == 3 and calls.count(("pai", 1.0)) == 2
+    assert calls.count(("keep-all", 0.1)) == 3 and calls.count(("keep-all", 1.0)) == 4
+    out = capsys.readouterr().out
+    assert "--repeat 2 --repeat-small 3 pai" in out
+    assert "at least 3 at the small size, 2 at the large" in out
+    assert len(log.read_text().splitlines()) == len(calls)
+
+
+def test_small_only_adds_small_runs_that_from_logs_reads(tmp_path, monkeypatch, capsys):
+    calls: list[tuple[str, float]] = []
+    _fake_measure(monkeypatch, calls)
+    log = tmp_path / "log.jsonl"
+    assert bs.main(["ebisu", "--no-write", "--log", str(log)]) == 0
+    first = len(calls)
+    assert bs.main(["ebisu", "--small-only", "--repeat", "2", "--log", str(log)]) == 0
+    assert calls[first:] == [("keep-all", 0.1)] * 2 + [("ebisu", 0.1)] * 2
+    capsys.readouterr()
+    assert bs.main(["--from-logs", str(log), "--no-write"]) == 0
+    out = capsys.readouterr().out
+    # each small size's fastest is its first run (the counter only grows)
+    assert "| ebisu | 1.03 |" in out and "at least 3 at the small size, 1 at the large" in out
