@@ -479,25 +479,3 @@ def test_candidate_rows_reaching_is_the_full_scan_whatever_the_probes(seed, thr)
     s.set_embedding(moved, np.tile(q, (20, 1)))
     check(s.retrievable())
     assert CandidateIndex(s, "exact").rows_reaching(q, thr, mask) is None
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    n=st.integers(1, 41),
-    picks=st.lists(st.integers(0, 40), min_size=1, max_size=7, unique=True),
-    seed=st.integers(0, 2**16),
-)
-def test_products_of_few_rows_are_the_full_scans(n, picks, seed):
-    """rows_near's rescoring of its few rows: (E @ v)[rows] and rows_matvec bit for bit,
-    rows in full blocks, in the tail after the last full block, more than _FEW rows."""
-    from memsim.engine import kernels
-    from memsim.engine.index import _products_of_few
-
-    rng = np.random.default_rng(seed)
-    E = unit(rng, n, 384)
-    v = unit(rng, 1, 384)[0]
-    rows = np.array(sorted(p % n for p in set(picks)), dtype=np.int64)
-    rows = np.unique(rows)
-    got = _products_of_few(E, rows, v)
-    assert got.tobytes() == (E @ v)[rows].tobytes()
-    assert got.tobytes() == kernels.rows_matvec(E, rows, v).tobytes()

@@ -420,6 +420,23 @@ def test_rows_matvec_is_the_full_product_bit_for_bit(seed, n, m):
 
 
 @settings(max_examples=80, deadline=None)
+@given(
+    n=st.integers(1, 41),
+    picks=st.lists(st.integers(0, 40), min_size=1, max_size=7, unique=True),
+    seed=st.integers(0, 2**16),
+)
+def test_rows_matvec_of_a_few_rows_is_the_full_product_bit_for_bit(n, picks, seed):
+    """A candidate index's one or two found rows (each block a slice of the matrix): the
+    full product's numbers, rows in full blocks, in the tail after the last full block,
+    and more rows than the sliced path takes."""
+    rng = np.random.default_rng(seed)
+    E = rng.standard_normal((n, 384)).astype(np.float32)
+    v = rng.standard_normal(384).astype(np.float32)
+    rows = np.unique(np.array([p % n for p in picks], dtype=np.int64))
+    assert K.rows_matvec(E, rows, v).tobytes() == (E @ v)[rows].tobytes()
+
+
+@settings(max_examples=80, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(4, 2000), m=st.integers(1, 60))
 def test_a_row_in_any_full_block_has_its_full_product_bit_for_bit(seed, n, m):
     """The BLAS property kernels.PackedRows relies on: a row's float32 product inside a full

@@ -632,7 +632,7 @@ class CandidateIndex:
         if not len(near):
             return empty
         rows = np.unique(near.astype(np.int64)) if len(near) > 1 else near.astype(np.int64)
-        return rows, _products_of_few(self.store.embedding, rows, v)
+        return rows, kernels.rows_matvec(self.store.embedding, rows, v)
 
     def rows_reaching(
         self, vector: np.ndarray, threshold: float, mask: np.ndarray
@@ -688,26 +688,6 @@ class CandidateIndex:
                 a["decisions_differ"] / a["decisions_checked"] if a["decisions_checked"] else 0.0
             ),
         }
-
-
-# rows_near's answers hold one or two rows: up to this many, each row's block is multiplied
-# on its own (a slice), skipping rows_matvec's bookkeeping (~16 us of a ~60 us search)
-_FEW = 4
-
-
-def _products_of_few(E: np.ndarray, rows: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """:func:`kernels.rows_matvec` of ascending ``rows`` (float32 ``v``), bit for bit: up to
-    ``_FEW`` rows in the store's full blocks, each through its aligned block of
-    MATVEC_BLOCK rows as a slice (the same block rows_matvec multiplies, so the same
-    numbers, by the BLAS property it relies on); else rows_matvec itself."""
-    b = kernels.MATVEC_BLOCK
-    if len(rows) > _FEW or int(rows[-1]) >= (len(E) // b) * b:
-        return kernels.rows_matvec(E, rows, v)
-    out = np.empty(len(rows), dtype=np.float32)
-    for i, r in enumerate(rows.tolist()):
-        lo = r - r % b
-        out[i] = (E[lo : lo + b] @ v)[r - lo]
-    return out
 
 
 # Angles (radians) the cone bound gives away to the rounding of arccos of float64 products

@@ -477,6 +477,9 @@ MATVEC_BLOCK = 4
 # up to this many rows, rows_matvec multiplies each row's block (a repeated block costs less
 # than np.unique's sort of a few rows)
 _FEW_ROWS = 32
+# up to this many rows in full blocks (a candidate index's range search finds one or two),
+# each row's block is multiplied as a slice of the matrix, without gathering a copy
+_SLICED_ROWS = 4
 
 
 def rows_matvec(embeddings: np.ndarray, rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -489,6 +492,11 @@ def rows_matvec(embeddings: np.ndarray, rows: np.ndarray, vector: np.ndarray) ->
     n, b = len(E), MATVEC_BLOCK
     end = (n // b) * b
     out = np.empty(len(rows), dtype=np.float32)
+    if 0 < len(rows) <= _SLICED_ROWS and int(rows.max()) < end:
+        for i, r in enumerate(rows.tolist()):  # the same block as below, so the same numbers
+            lo = r - r % b
+            out[i] = (E[lo : lo + b] @ v)[r - lo]
+        return out
     inner = rows < end
     if inner.any():
         body = rows[inner]
