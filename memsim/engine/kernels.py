@@ -1164,12 +1164,7 @@ def minmax_normalize(x: ArrayLike) -> np.ndarray:
     if v.shape[-1] == 0:
         return v.copy()
     if v.ndim == 1:
-        lo, hi = v.min(), v.max()
-        if hi == lo:
-            return np.full(v.shape, 0.5)
-        out = v - lo
-        out /= hi - lo
-        return _f(out)
+        return minmax_normalize_between(v, v.min(), v.max())
     lo = v.min(axis=-1, keepdims=True)
     span = v.max(axis=-1, keepdims=True) - lo
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -1184,13 +1179,11 @@ def generative_agents_score(
 ) -> np.ndarray:
     """Park et al. (2023) retrieval score: ``w0 * norm(recency) + w1 * norm(importance) +
     w2 * norm(relevance)``, each min-max normalized over the candidates."""
-    out = minmax_normalize(recency)
-    out *= float(w[0])
-    for wi, col in ((w[1], importance), (w[2], relevance)):
-        c = minmax_normalize(col)
-        c *= float(wi)
-        out += c
-    return out
+    rec, imp, rel = _f(recency), _f(importance), _f(relevance)
+    if not len(rec):
+        return rec.copy()
+    spans = [(c.min(), c.max()) for c in (rec, imp, rel)]
+    return generative_agents_score_between(rec, imp, rel, w, spans)
 
 
 def minmax_normalize_between(x: ArrayLike, lo: float, hi: float) -> np.ndarray:
