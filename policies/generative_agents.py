@@ -22,7 +22,6 @@ the paper's recency.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -161,35 +160,19 @@ class GenerativeAgents(ReferencePolicy):
         return np.power(self.params.recency_decay, hours)
 
     # -- recall ---------------------------------------------------------------------------
-    def recall(self, queries: Sequence[Query], now: float) -> list[Ranking]:
-        """ReferencePolicy.recall, the scores computed exactly on the few rows that can reach
-        the top k only (_paper_ranking, _code_ranking): the same rankings and scores. The
-        code variant scores every live row (_scores) once a user forgot some."""
-        s = self.store
-        out: list[Ranking] = []
-        for q in queries:  # in order: a retrieval is a review before the next query
-            v = self.llm.embed_query(q)
-            rows = s.rows_with(("active",)) if s.n else np.zeros(0, dtype=np.int64)
-            if v is None or not len(rows):
-                out.append(Ranking.empty())
-                continue
-            if self.params.variant == "paper":
-                ranking = self._paper_ranking(q, v, rows, now)
-            elif len(rows) == s.n:
-                ranking = self._code_ranking(q, v, now)
-            else:
-                self._touched, self._log_newest_first = [], None  # no kept order from here
-                live = self._live()
-                sims = np.where(live, s.query_products(v), np.float32(0.0)).astype(np.float64)
-                ranking = self.ranking(self._scores(sims, live, now, q.k), q.k, q.id)
-            ids = ranking.ids
-            out.append(ranking)
-            if len(ids):
-                self._touch(ids, now)
-                s["access_count"][ids] += 1
-                if self.params.retrieval_is_review:
-                    self._review(ids, now)
-        return out
+    def _rank_query(self, q: Query, v: np.ndarray, rows: np.ndarray, now: float) -> Ranking:
+        """ReferencePolicy's ranking, the scores computed exactly on the few rows that can
+        reach the top k only (_paper_ranking, _code_ranking): the same rankings and scores.
+        The code variant scores every live row (_scores) once a user forgot some."""
+        if self.params.variant == "paper":
+            return self._paper_ranking(q, v, rows, now)
+        if len(rows) == self.store.n:
+            return self._code_ranking(q, v, now)
+        self._touched, self._log_newest_first = [], None  # no kept order from here
+        return super()._rank_query(q, v, rows, now)
+
+    def _accessed(self, rows: np.ndarray, now: float) -> None:
+        self._touch(rows, now)
 
     def _paper_ranking(self, q: Query, v: np.ndarray, rows: np.ndarray, now: float) -> Ranking:
         """:meth:`ranking` of :meth:`_scores` for the live ``rows`` (ascending): each

@@ -201,22 +201,31 @@ class ReferencePolicy(Policy):
         out: list[Ranking] = []
         for q in queries:  # in order: a retrieval is a review before the next query
             v = self.llm.embed_query(q)
-            live = self._live() if s.n else np.zeros(0, dtype=bool)
-            if v is None or not live.any():
+            rows = s.rows_with(("active",)) if s.n else np.zeros(0, dtype=np.int64)
+            if v is None or not len(rows):
                 out.append(Ranking.empty())
                 continue
-            # the query's products, kept between its calls (decayed rows are masked out)
-            sims = np.where(live, s.query_products(v), np.float32(0.0)).astype(np.float64)
-            scores = self._scores(sims, live, now, q.k)
-            ranking = self.ranking(scores, q.k, q.id)  # ties: seeded order, never row
+            ranking = self._rank_query(q, v, rows, now)
             ids = ranking.ids
             out.append(ranking)
             if len(ids):
-                s["last_access"][ids] = now
+                self._accessed(ids, now)
                 s["access_count"][ids] += 1
                 if self.params.retrieval_is_review:
                     self._review(ids, now)
         return out
+
+    def _rank_query(self, q: Query, v: np.ndarray, rows: np.ndarray, now: float) -> Ranking:
+        """One query's ranking over the live ``rows`` (ascending, not empty): ``_scores`` of
+        every row, ties in the seeded order (never row)."""
+        live = self._live()
+        # the query's products, kept between its calls (decayed rows are masked out)
+        sims = np.where(live, self.store.query_products(v), np.float32(0.0)).astype(np.float64)
+        return self.ranking(self._scores(sims, live, now, q.k), q.k, q.id)
+
+    def _accessed(self, rows: np.ndarray, now: float) -> None:
+        """Record that recall returned ``rows`` at ``now``."""
+        self.store["last_access"][rows] = now
 
     def maintain(self, now: float, jobs: Sequence[str]) -> list[Outcome]:
         if "decay" not in jobs or self.store.n == 0:

@@ -1,7 +1,7 @@
 """Generative Agents' fast recall (policies/generative_agents.py): the paper variant scores
 exactly only the rows that can reach the top k, from kept last uses, recency caps and
 importance terms; it must return the rankings and scores of the plain computation
-(ReferencePolicy.recall over ``_scores``, every live row scored) bit for bit."""
+(ReferencePolicy._rank_query over ``_scores``, every live row scored) bit for bit."""
 
 from __future__ import annotations
 
@@ -46,8 +46,8 @@ def test_score_between_is_the_score_at_the_rows_given(cols, w, data):
 
 
 def _plain(pol):
-    """The policy with ReferencePolicy.recall (every live row scored by ``_scores``)."""
-    pol.recall = types.MethodType(ReferencePolicy.recall, pol)
+    """The policy with ReferencePolicy._rank_query (every live row scored by ``_scores``)."""
+    pol._rank_query = types.MethodType(ReferencePolicy._rank_query, pol)
     return pol
 
 

@@ -227,14 +227,14 @@ def test_generative_agents_code_recency_kept_between_queries_is_the_full_sort(mo
 
 
 def _scoring_every_row(pol):
-    """The policy recalling through ReferencePolicy.recall (``_scores`` of every live row,
+    """The policy ranking through ReferencePolicy._rank_query (``_scores`` of every live row,
     the path the code variant takes once a user forgot some rows; tests/test_ga_fast.py
     checks the other against it)."""
     import types
 
     from policies.reference import ReferencePolicy
 
-    pol.recall = types.MethodType(ReferencePolicy.recall, pol)
+    pol._rank_query = types.MethodType(ReferencePolicy._rank_query, pol)
     return pol
 
 
