@@ -329,10 +329,28 @@ class Cosmo(Policy[CosmoParams]):
         return ttl
 
     def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
+        """Each episode in order (its owner node, Source, claim nodes, storylines). The
+        batch's claims are extracted and embedded at once first: an extraction and a vector
+        depend only on the episode and the key ``<episode>#<i>``, never on the batch."""
+        extracted = [self._claims_of(ep) for ep in episodes]
+        items = [c for claims in extracted for c in claims]
+        keys = [
+            f"{ep.id}#{i}" for ep, claims in zip(episodes, extracted) for i in range(len(claims))
+        ]
+        vecs, ok = self._embed(items, keys) if items else (np.zeros((0, 0)), np.zeros(0, bool))
         out: list[Outcome] = []
-        for ep in episodes:
-            out.extend(self._ingest_one(ep, now))
+        at = 0
+        for ep, claims in zip(episodes, extracted):
+            end = at + len(claims)
+            out.extend(self._ingest_one(ep, now, claims, vecs[at:end], ok[at:end]))
+            at = end
         return out
+
+    def _claims_of(self, ep: Episode) -> tuple[Claim, ...]:
+        claims = self.llm.extract(ep)
+        if not claims:  # extraction failed: the Source is kept, nothing semantic
+            return (Claim(key="", value=ep.text),)
+        return tuple(claims)
 
     def _embed(self, items: Sequence[Any], keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         emb = self.llm.embed(list(items), keys=list(keys))
@@ -364,16 +382,18 @@ class Cosmo(Policy[CosmoParams]):
         self.node_of[(user, "person", user)] = row
         return [Outcome("owner", "create", row, f"owner node of {user!r}")]
 
-    def _ingest_one(self, ep: Episode, now: float) -> list[Outcome]:
+    def _ingest_one(
+        self,
+        ep: Episode,
+        now: float,
+        claims: tuple[Claim, ...],
+        vecs: np.ndarray,
+        ok: np.ndarray,
+    ) -> list[Outcome]:
+        """One episode, its claims extracted and embedded (:meth:`ingest`)."""
         s = self.store
         user = ep.speaker
         out = self._ensure_owner(user, now)
-        claims = self.llm.extract(ep)
-        if not claims:  # extraction failed: the Source is kept, nothing semantic
-            claims = (Claim(key="", value=ep.text),)
-        claims = tuple(claims)
-        keys = [f"{ep.id}#{i}" for i in range(len(claims))]
-        vecs, ok = self._embed(claims, keys)
         if ok.any():  # the Source embeds as the centroid of its claims (its summary's topics)
             src_vec = vecs[ok].mean(axis=0)
             if np.linalg.norm(src_vec) < 1e-9:
