@@ -259,24 +259,21 @@ class Kernle(Policy[KernleParams]):
         confidence: list[float],
         derived: list[tuple[int, ...]] | None = None,
     ) -> list[int]:
-        rows: list[int] = []
-        for i in range(len(claims)):  # kinds differ per row; store.add takes one kind
-            r = int(
-                self.store.add(
-                    now,
-                    vectors[i : i + 1],
-                    texts=[texts[i]],
-                    claims=[claims[i]],
-                    provenance=[provenance[i]],
-                    kind=kinds[i],
-                    confidence=confidence[i],
-                    protected=kinds[i] in self.params.protected_kinds,
-                )[0]
-            )
-            self.source_type.append(source_type)
-            self.derived_from.append(derived[i] if derived else ())
-            self.confidence_history.append([(float(now), float(confidence[i]))])
-            rows.append(r)
+        if not claims:
+            return []
+        rows: list[int] = self.store.add(
+            now,
+            vectors[: len(claims)],
+            texts=texts,
+            claims=claims,
+            provenance=provenance,
+            kind=kinds,
+            confidence=np.array(confidence, dtype=np.float64),
+            protected=np.array([k in self.params.protected_kinds for k in kinds]),
+        ).tolist()
+        self.source_type.extend([source_type] * len(rows))
+        self.derived_from.extend(derived if derived else [()] * len(rows))
+        self.confidence_history.extend([[(float(now), float(c))] for c in confidence])
         return rows
 
     def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
@@ -303,23 +300,25 @@ class Kernle(Policy[KernleParams]):
                 if fb.ok[j]:
                     vectors[i] = fb.vectors[j]
                     ok[i] = True
+        keep = [i for i in range(len(items)) if ok[i]]
+        kinds = {i: self.kind_for(items[i][1]) for i in keep}
+        added = self._add(
+            now,
+            vectors[keep],
+            [items[i][1] for i in keep],
+            [f"{c.key}: {c.value}" if c.key else c.value for _, c, _ in (items[i] for i in keep)],
+            [(items[i][0].id,) for i in keep],
+            list(kinds.values()),
+            "direct_experience",
+            [float(items[i][1].confidence) for i in keep],
+        )
+        rows = dict(zip(keep, added))
         for i in range(len(items)):
             ep, c, key = items[i]
             if not ok[i]:
                 out.append(Outcome(ep.id, "drop", detail=f"no embedding for {key}"))
                 continue
-            kind = self.kind_for(c)
-            text = f"{c.key}: {c.value}" if c.key else c.value
-            row = self._add(
-                now,
-                vectors[i : i + 1],
-                [c],
-                [text],
-                [(ep.id,)],
-                [kind],
-                "direct_experience",
-                [float(c.confidence)],
-            )[0]
+            kind, row = kinds[i], rows[i]
             self.raw_entries.append(
                 {
                     "content": ep.text,

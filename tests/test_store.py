@@ -190,6 +190,71 @@ def test_columns():
     assert s.n == 2 and "alpha" in s.columns and s.nbytes() > 0
 
 
+def _contents(s):
+    """Everything a store holds, comparable with ==."""
+    return (
+        s.n,
+        tuple((name, s[name].tobytes()) for name in s.columns),
+        s.embedding.tobytes(),
+        tuple(s.text),
+        tuple(s.claim),
+        tuple(tuple(sorted(p)) for p in s.provenance),
+        tuple(s.status_log),
+        tuple(s.provenance_log),
+    )
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    kinds=st.lists(st.sampled_from(["memory", "belief", "note"]), min_size=1, max_size=9),
+    provs=st.lists(st.frozensets(st.sampled_from("abcdef"), max_size=3), min_size=9, max_size=9),
+    seed=st.integers(0, 2**16),
+)
+def test_one_add_of_many_rows_is_that_many_adds_of_one(kinds, provs, seed):
+    """A kind per row (Kernle adds a batch of mixed kinds in one call): the same store, row
+    for row, as one add per row, tie ids, logs and provenance included."""
+    m = len(kinds)
+    vecs = np.random.default_rng(seed).normal(size=(m, 5))
+    texts, claims = [f"t{i % 3}" for i in range(m)], [("c", i) for i in range(m)]
+    both = [MemoryStore(5, ST, kinds=("memory", "belief", "note"), capacity=2) for _ in "ab"]
+    for s in both:
+        s.add_column("confidence", np.float64, 0.5)
+        add(s, 2)
+    conf = np.linspace(0.1, 0.9, m)
+    rows = both[0].add(
+        3.0, vecs, texts=texts, claims=claims, provenance=provs[:m], kind=kinds, confidence=conf
+    )
+    for i in range(m):
+        both[1].add(
+            3.0,
+            vecs[i : i + 1],
+            texts=texts[i : i + 1],
+            claims=claims[i : i + 1],
+            provenance=provs[i : i + 1],
+            kind=kinds[i],
+            confidence=conf[i],
+        )
+    assert rows.tolist() == list(range(2, 2 + m))
+    assert both[0]["kind"][2:].tolist() == [both[0].kind_code(k) for k in kinds]
+    assert _contents(both[0]) == _contents(both[1])
+
+
+def test_a_kind_per_row_needs_one_per_row():
+    s = MemoryStore(3, ST, kinds=("memory", "belief"))
+    with pytest.raises(ValueError, match="3 kinds for 2 rows"):
+        s.add(
+            0.0,
+            np.ones((2, 3)),
+            texts=["x", "y"],
+            claims=[None] * 2,
+            provenance=[(), ()],
+            kind=["memory", "belief", "memory"],
+        )
+    with pytest.raises(KeyError, match="unknown kind 'fact'"):
+        s.add(0.0, np.ones((1, 3)), texts=["x"], claims=[None], provenance=[()], kind=["fact"])
+    assert s.n == 0 and s.text == [] and s.status_log == []
+
+
 @pytest.mark.parametrize(
     "vec, words",
     [

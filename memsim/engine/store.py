@@ -210,16 +210,23 @@ class MemoryStore:
         claims: Sequence[Any],
         provenance: Sequence[Iterable[str]],
         status: str | None = None,
-        kind: str | None = None,
+        kind: str | Sequence[str] | None = None,
         **columns: Any,
     ) -> np.ndarray:
-        """Append rows; returns their ids. ``columns`` give values (scalar or per row) for
-        registered columns; unnamed columns take their defaults. Embeddings are validated
-        and normalized (a NaN or zero vector raises VectorError)."""
+        """Append rows; returns their ids. ``kind``: one for every row or one per row.
+        ``columns`` give values (scalar or per row) for registered columns; unnamed columns
+        take their defaults. Embeddings are validated and normalized (a NaN or zero vector
+        raises VectorError)."""
         vecs = as_unit_vectors(embeddings, self.dim)
         m = len(vecs)
         if not (len(texts) == len(claims) == len(provenance) == m):
             raise ValueError("texts, claims and provenance must have one entry per embedding")
+        if kind is None or isinstance(kind, str):
+            kind_codes: Any = self.kind_code(kind or self.kinds[0])
+        elif len(kind) == m:
+            kind_codes = [self.kind_code(k) for k in kind]
+        else:
+            raise ValueError(f"{len(kind)} kinds for {m} rows: give one kind or one per row")
         self._reserve(m)
         lo, hi = self.n, self.n + m
         self._emb[lo:hi] = vecs
@@ -229,23 +236,21 @@ class MemoryStore:
         self._cols["updated"][lo:hi] = now
         code = self.statuses.code(status or self.statuses.names[0])
         self._cols["status"][lo:hi] = code
-        self._cols["kind"][lo:hi] = self.kind_code(kind or self.kinds[0])
+        self._cols["kind"][lo:hi] = kind_codes
         for name, value in columns.items():
             if name not in self._cols or name in ("status", "kind"):
                 raise KeyError(f"unknown or reserved column {name!r}")
             self._cols[name][lo:hi] = value
         self.n = hi
-        tie_ids = self._cols["tie_id"]
-        for i, (t, c, p) in enumerate(zip(texts, claims, provenance)):
-            row = lo + i
-            self.text.append(t)
-            self.claim.append(c)
-            prov = set(p)
-            tie_ids[row] = _identity(prov, t)
-            self.provenance.append(prov)
-            self.status_log.append((float(now), row, code))
-            for e in sorted(prov):
-                self.provenance_log.append((float(now), row, e))
+        at, provs = float(now), [set(p) for p in provenance]
+        self.text.extend(texts)
+        self.claim.extend(claims)
+        self.provenance.extend(provs)
+        self._cols["tie_id"][lo:hi] = [_identity(p, t) for p, t in zip(provs, texts)]
+        self.status_log.extend([(at, row, code) for row in range(lo, hi)])
+        self.provenance_log.extend(
+            [(at, row, e) for row, p in zip(range(lo, hi), provs) for e in sorted(p)]
+        )
         return np.arange(lo, hi)
 
     def tie_keys(self, salt: str, rows: np.ndarray | None = None) -> np.ndarray:
