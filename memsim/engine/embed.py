@@ -60,43 +60,56 @@ _PCG64_MULT = 0x2360ED051FC65DA44385DF649FCCF645
 _MASK128 = (1 << 128) - 1
 
 
+def _constant_chain(start: np.uint32, mult: np.uint32, n: int) -> np.ndarray:
+    """(n + 1, 1) uint32: ``start``, then ``start * mult ** i`` (the hash constant each
+    SeedSequence step uses, data-independent)."""
+    out = np.empty((n + 1, 1), dtype=_U32)
+    out[0] = start
+    with np.errstate(over="ignore"):
+        for i in range(n):
+            out[i + 1] = out[i] * mult
+    return out
+
+
+# mix_entropy's 16 hash constants (4 for the pool, then 3 per source word) and
+# generate_state's 8
+_CHAIN_A = _constant_chain(_INIT_A, _MULT_A, 16)
+_CHAIN_B = _constant_chain(_INIT_B, _MULT_B, 8)
+
+
+def _hashmix(v: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """SeedSequence's hashmix of each row of ``v`` with its hash constant (``before``, then
+    ``after`` = before * MULT), all rows at once."""
+    v = (v ^ before) * after
+    out: np.ndarray = v ^ (v >> _U32(16))
+    return out
+
+
 def pcg64_states(seeds: Sequence[int]) -> list[tuple[int, int]]:
     """The (state, inc) pair of ``np.random.default_rng(s)``'s PCG64 for each 64-bit ``s``,
     computed for all seeds at once: SeedSequence's hash of the seed's two 32-bit words into
-    its pool and ``generate_state(4, uint64)`` as uint32 array arithmetic, then PCG64's
-    seeding (two steps of its 128-bit LCG) on Python integers. Constructing a Generator costs
-    ~7 us per seed; setting this state on one Generator ~1 us (tests check it against numpy
-    for random seeds)."""
+    its pool and ``generate_state(4, uint64)`` as uint32 array arithmetic (the steps that
+    do not depend on each other as one array operation: the pool's four words, the three
+    words each source word mixes into, the eight output words), then PCG64's seeding (two
+    steps of its 128-bit LCG) on Python integers. Constructing a Generator costs ~7 us per
+    seed; setting this state on one Generator ~1 us (tests check it against numpy for
+    random seeds)."""
     s = np.asarray(seeds, dtype=np.uint64)
-    lo, hi = (s & np.uint64(0xFFFFFFFF)).astype(_U32), (s >> np.uint64(32)).astype(_U32)
-    h = [_INIT_A]
-
-    def hashmix(v: np.ndarray) -> np.ndarray:
-        v = v ^ h[0]
-        h[0] = _U32(h[0] * _MULT_A)
-        v = v * h[0]
-        out: np.ndarray = v ^ (v >> _U32(16))
-        return out
-
-    def mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        r: np.ndarray = np.subtract(_MIX_L * x, _MIX_R * y)
-        out: np.ndarray = r ^ (r >> _U32(16))
-        return out
-
+    n = len(s)
+    A, B = _CHAIN_A, _CHAIN_B
     with np.errstate(over="ignore"):  # uint32 arithmetic wraps, as in numpy's C code
-        zero = np.zeros_like(lo)
-        pool = [hashmix(lo), hashmix(hi), hashmix(zero), hashmix(zero)]
+        entropy = np.zeros((4, n), dtype=_U32)
+        entropy[0] = s & np.uint64(0xFFFFFFFF)
+        entropy[1] = s >> np.uint64(32)
+        pool = _hashmix(entropy, A[0:4], A[1:5])
         for src in range(4):
-            for dst in range(4):
-                if src != dst:
-                    pool[dst] = mix(pool[dst], hashmix(pool[src]))
-        hb, words = _INIT_B, []
-        for i in range(8):
-            v = pool[i % 4] ^ hb
-            hb = _U32(hb * _MULT_B)
-            v = v * hb
-            words.append((v ^ (v >> _U32(16))).astype(np.uint64))
-    u64 = [(words[2 * i] | (words[2 * i + 1] << np.uint64(32))).tolist() for i in range(4)]
+            dst = [d for d in range(4) if d != src]
+            h = 4 + 3 * src
+            mixed = _hashmix(pool[src], A[h : h + 3], A[h + 1 : h + 4])
+            r = np.subtract(_MIX_L * pool[dst], _MIX_R * mixed)
+            pool[dst] = r ^ (r >> _U32(16))
+        words = _hashmix(pool[[0, 1, 2, 3, 0, 1, 2, 3]], B[0:8], B[1:9]).astype(np.uint64)
+    u64 = (words[0::2] | (words[1::2] << np.uint64(32))).tolist()
     states = []
     for a, b, c, d in zip(*u64):  # initstate = (a, b), initseq = (c, d), high word first
         inc = ((((c << 64) | d) << 1) | 1) & _MASK128
@@ -117,14 +130,11 @@ def stable_normals(seed: int, role: str, names: Sequence[str], size: int) -> np.
     states = pcg64_states([stable_hash(seed, role, name) for name in names])
     bit_gen = np.random.PCG64(0)
     gen = np.random.Generator(bit_gen)
-    for i, (state, inc) in enumerate(states):
-        bit_gen.state = {
-            "bit_generator": "PCG64",
-            "state": {"state": state, "inc": inc},
-            "has_uint32": 0,
-            "uinteger": 0,
-        }
-        gen.standard_normal(out=out[i])
+    words = {"state": 0, "inc": 0}  # one dict for every row: the setter reads its values
+    full: Any = {"bit_generator": "PCG64", "state": words, "has_uint32": 0, "uinteger": 0}
+    for row, (words["state"], words["inc"]) in zip(out, states):
+        bit_gen.state = full
+        gen.standard_normal(out=row)
     return out
 
 
