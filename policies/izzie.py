@@ -264,31 +264,24 @@ class Izzie(Policy[IzzieParams]):
                 )
         if not keep:
             return
-        cats = [self.params.table_category(items[i][1].category) for i in keep]
+        p, kept = self.params, [items[i] for i in keep]
+        cats = [p.table_category(c.category) for _, c, _ in kept]
         rows = self.store.add(
             now,
             emb.vectors[keep],
-            texts=[
-                items[i][1].value
-                if not items[i][1].key
-                else f"{items[i][1].key}: {items[i][1].value}"
-                for i in keep
-            ],
-            claims=[items[i][1] for i in keep],
-            provenance=[(episodes[items[i][0]].id,) for i in keep],
-            importance=np.array([self._importance(items[i][1], c) for i, c in zip(keep, cats)]),
-            decay_rate=np.array([self.params.decay_rate(c) for c in cats]),
-            category=np.array([CATEGORIES.index(c) for c in cats], dtype=np.int8),
-            source_date=np.array([episodes[items[i][0]].time for i in keep], dtype=np.float64),
+            texts=[f"{c.key}: {c.value}" if c.key else c.value for _, c, _ in kept],
+            claims=[c for _, c, _ in kept],
+            provenance=[(episodes[e].id,) for e, _, _ in kept],
+            importance=np.array([self._importance(c, cat) for (_, c, _), cat in zip(kept, cats)]),
+            decay_rate=np.array([p.decay_rate(cat) for cat in cats]),
+            category=np.array([CATEGORIES.index(cat) for cat in cats], dtype=np.int8),
+            source_date=np.array([episodes[e].time for e, _, _ in kept], dtype=np.float64),
         )
-        for i, row in zip(keep, rows.tolist()):
-            e = items[i][0]
+        for (e, _, _), cat, row in zip(kept, cats, rows.tolist()):
             ep = episodes[e]
             self.source_type.append("chat")
             self.source_id.append(ep.conversation or ep.id)
-            per_episode[e].append(
-                Outcome(ep.id, "create", int(row), detail=CATEGORIES[self.store["category"][row]])
-            )
+            per_episode[e].append(Outcome(ep.id, "create", row, detail=cat))
 
     # -- strength and recall -----------------------------------------------------
     def days_since_access(self, now: float) -> np.ndarray:
