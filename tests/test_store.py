@@ -239,6 +239,36 @@ def test_one_add_of_many_rows_is_that_many_adds_of_one(kinds, provs, seed):
     assert _contents(both[0]) == _contents(both[1])
 
 
+def test_a_failed_add_leaves_the_next_rows_their_defaults():
+    """Rows past n hold the defaults (add writes only the columns given): an add whose
+    column value does not fit raises, changes nothing, and the next add's rows still take
+    every default."""
+    s = MemoryStore(3, ST, capacity=4)
+    s.add_column("salience", np.float64, 0.5)
+    s.add_column("hits", np.int64, 7)
+    add(s, 1)
+    before = _contents(s)
+    with pytest.raises(ValueError):
+        s.add(
+            2.0,
+            np.ones((2, 3)),
+            texts=["x", "y"],
+            claims=[None] * 2,
+            provenance=[(), ()],
+            salience=[0.1, 0.2],
+            hits=[1, 2, 3],
+        )
+    with pytest.raises(KeyError, match="unknown or reserved column 'beta'"):
+        s.add(2.0, np.ones((1, 3)), texts=["x"], claims=[None], provenance=[()], hits=1, beta=1)
+    assert _contents(s) == before
+    add(s, 2, now=3.0)  # into the room the failed add wrote to
+    add(s, 5, now=4.0)  # and past the capacity
+    assert s["salience"].tolist() == [0.5] * 8 and s["hits"].tolist() == [7] * 8
+    assert s["status"].tolist() == [0] * 8
+    assert s["created"].tolist() == [0.0, 3.0, 3.0] + [4.0] * 5
+    assert np.isnan(s["last_access"]).all()
+
+
 def test_a_kind_per_row_needs_one_per_row():
     s = MemoryStore(3, ST, kinds=("memory", "belief"))
     with pytest.raises(ValueError, match="3 kinds for 2 rows"):

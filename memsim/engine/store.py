@@ -227,26 +227,35 @@ class MemoryStore:
             kind_codes = [self.kind_code(k) for k in kind]
         else:
             raise ValueError(f"{len(kind)} kinds for {m} rows: give one kind or one per row")
-        self._reserve(m)
-        lo, hi = self.n, self.n + m
-        self._emb[lo:hi] = vecs
-        for name, arr in self._cols.items():
-            arr[lo:hi] = self._defaults[name]
-        self._cols["created"][lo:hi] = now
-        self._cols["updated"][lo:hi] = now
-        code = self.statuses.code(status or self.statuses.names[0])
-        self._cols["status"][lo:hi] = code
-        self._cols["kind"][lo:hi] = kind_codes
-        for name, value in columns.items():
+        for name in columns:
             if name not in self._cols or name in ("status", "kind"):
                 raise KeyError(f"unknown or reserved column {name!r}")
-            self._cols[name][lo:hi] = value
+        code = self.statuses.code(status or self.statuses.names[0])
+        self._reserve(m)
+        lo, hi = self.n, self.n + m
+        # the rows past n hold every column's default (a column and new room are made so), so
+        # only the columns given are written; a failed write puts the defaults back
+        cols = self._cols
+        try:
+            cols["created"][lo:hi] = now
+            cols["updated"][lo:hi] = now
+            cols["status"][lo:hi] = code
+            cols["kind"][lo:hi] = kind_codes
+            for name, value in columns.items():
+                cols[name][lo:hi] = value
+        except BaseException:
+            for name, arr in cols.items():
+                arr[lo:hi] = self._defaults[name]
+            raise
+        self._emb[lo:hi] = vecs
         self.n = hi
         at, provs = float(now), [set(p) for p in provenance]
         self.text.extend(texts)
         self.claim.extend(claims)
         self.provenance.extend(provs)
-        self._cols["tie_id"][lo:hi] = [_identity(p, t) for p, t in zip(provs, texts)]
+        tie_ids = cols["tie_id"]
+        for row, p, t in zip(range(lo, hi), provs, texts):
+            tie_ids[row] = _identity(p, t)
         self.status_log.extend([(at, row, code) for row in range(lo, hi)])
         self.provenance_log.extend(
             [(at, row, e) for row, p in zip(range(lo, hi), provs) for e in sorted(p)]
