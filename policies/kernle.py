@@ -261,6 +261,7 @@ class Kernle(Policy[KernleParams]):
     ) -> list[int]:
         if not claims:
             return []
+        protected = self.params.protected_kinds
         rows: list[int] = self.store.add(
             now,
             vectors[: len(claims)],
@@ -268,12 +269,14 @@ class Kernle(Policy[KernleParams]):
             claims=claims,
             provenance=provenance,
             kind=kinds,
-            confidence=np.array(confidence, dtype=np.float64),
-            protected=np.array([k in self.params.protected_kinds for k in kinds]),
+            confidence=confidence,
+            protected=[k in protected for k in kinds],
         ).tolist()
-        self.source_type.extend([source_type] * len(rows))
-        self.derived_from.extend(derived if derived else [()] * len(rows))
-        self.confidence_history.extend([[(float(now), float(c))] for c in confidence])
+        at = float(now)
+        for i, c in enumerate(confidence):
+            self.source_type.append(source_type)
+            self.derived_from.append(derived[i] if derived else ())
+            self.confidence_history.append([(at, float(c))])
         return rows
 
     def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
@@ -300,25 +303,24 @@ class Kernle(Policy[KernleParams]):
                 if fb.ok[j]:
                     vectors[i] = fb.vectors[j]
                     ok[i] = True
-        keep = [i for i in range(len(items)) if ok[i]]
-        kinds = {i: self.kind_for(items[i][1]) for i in keep}
-        added = self._add(
+        oks = ok.tolist()
+        kept = [(ep, c, self.kind_for(c)) for (ep, c, _), good in zip(items, oks) if good]
+        rows = self._add(
             now,
-            vectors[keep],
-            [items[i][1] for i in keep],
-            [f"{c.key}: {c.value}" if c.key else c.value for _, c, _ in (items[i] for i in keep)],
-            [(items[i][0].id,) for i in keep],
-            list(kinds.values()),
+            vectors if all(oks) else vectors[ok],
+            [c for _, c, _ in kept],
+            [f"{c.key}: {c.value}" if c.key else c.value for _, c, _ in kept],
+            [(ep.id,) for ep, _, _ in kept],
+            [kind for _, _, kind in kept],
             "direct_experience",
-            [float(items[i][1].confidence) for i in keep],
+            [float(c.confidence) for _, c, _ in kept],
         )
-        rows = dict(zip(keep, added))
-        for i in range(len(items)):
-            ep, c, key = items[i]
-            if not ok[i]:
+        created = iter(zip(rows, kept))
+        for (ep, _, key), good in zip(items, oks):
+            if not good:
                 out.append(Outcome(ep.id, "drop", detail=f"no embedding for {key}"))
                 continue
-            kind, row = kinds[i], rows[i]
+            row, (_, _, kind) = next(created)
             self.raw_entries.append(
                 {
                     "content": ep.text,
