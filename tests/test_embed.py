@@ -151,6 +151,57 @@ def test_text_identical_and_deterministic():
     assert not np.allclose(v, TextEmbedder(seed=1).embed(texts))
 
 
+def _text_rows_as_written(t: TextEmbedder, texts: list[str]) -> np.ndarray:
+    """TextEmbedder's formula as its docstring states it, feature by feature: each text's
+    features with their weights, np.unique over (row, feature) pairs for the counts, the
+    signed 1 + ln(count) weights added into their slots in that order, rows normalized."""
+    import re
+
+    keys, weights = [], []
+    for i, text in enumerate(texts):
+        words = re.findall(r"[0-9a-z]+(?:'[0-9a-z]+)*", text.lower())
+        for w in words:
+            for j, f in enumerate(t._word_features(w).tolist()):
+                keys.append((i, f))
+                weights.append(t.WORD if j == 0 else t.CHAR)
+        for a, b in zip(words, words[1:]):
+            keys.append((i, t._bigram(a, b)))
+            weights.append(t.BIGRAM)
+    out = np.zeros((len(texts), t.dim))
+    if keys:
+        pairs = np.array(keys, dtype=np.uint64)
+        uniq, first, counts = np.unique(pairs, axis=0, return_index=True, return_counts=True)
+        tf = np.array(weights)[first] * (1.0 + np.log(counts))
+        sign = np.where((uniq[:, 1] >> np.uint64(63)) == 1, -1.0, 1.0)
+        slot = (uniq[:, 1] % np.uint64(t.dim)).astype(np.int64)
+        np.add.at(out, (uniq[:, 0].astype(np.int64), slot), sign * tf)
+    norms = np.linalg.norm(out, axis=1)
+    empty = norms == 0
+    norms[empty] = 1.0
+    unit = (out / norms[:, None]).astype(np.float32)
+    unit[empty] = t._empty
+    return unit
+
+
+_WORDS = ["the", "user", "moved", "to", "denver", "a", "job", "tea", "ünï", "it's", "42", "x"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(_WORDS + ["!", ""]), max_size=30), min_size=1, max_size=5),
+    st.sampled_from([3, 7, 384]),
+    st.integers(0, 3),
+)
+def test_text_embedding_is_its_formula_bit_for_bit(words, dim, seed):
+    """The embedder's grouping of repeated features (one stable sort of the (row, feature)
+    pairs) gives np.unique's pairs, first occurrences and counts: the same bits as the
+    formula written feature by feature, for batches with repeated words, repeated bigrams
+    and texts without words."""
+    texts = [" ".join(ws) for ws in words]
+    t = TextEmbedder(dim, seed)
+    assert t.embed(texts).tobytes() == _text_rows_as_written(t, texts).tobytes()
+
+
 def test_text_shared_words_score_higher():
     t = TextEmbedder()
     a, b, c = t.embed(

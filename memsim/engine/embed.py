@@ -403,23 +403,19 @@ class TextEmbedder:
             if not words:
                 empty[i] = True
                 continue
-            parts = []
-            wts = []
-            for w in words:
-                f = self._word_features(w)
-                parts.append(f)
-                wt = np.full(len(f), self.CHAR)
-                wt[0] = self.WORD
-                wts.append(wt)
+            parts = [self._word_features(w) for w in words]
             if len(words) > 1:
                 parts.append(
                     np.array(
                         [self._bigram(a, b) for a, b in zip(words, words[1:])], dtype=np.uint64
                     )
                 )
-                wts.append(np.full(len(words) - 1, self.BIGRAM))
             h = np.concatenate(parts)
-            wt = np.concatenate(wts)
+            # a word's unigram, then its character 3-grams, then the bigrams
+            wt = np.full(len(h), self.CHAR)
+            starts = np.cumsum([0] + [len(f) for f in parts[: len(words)]])
+            wt[starts[:-1]] = self.WORD
+            wt[starts[-1] :] = self.BIGRAM
             hashes.append(h)
             weights.append(wt)
             rows.append(np.full(len(h), i, dtype=np.int64))
@@ -428,13 +424,19 @@ class TextEmbedder:
             row = np.concatenate(rows)
             h = np.concatenate(hashes)
             wt = np.concatenate(weights)
-            # sublinear tf per (row, feature): count repeats, weight by 1 + ln(count)
-            keys = np.stack([row.astype(np.uint64), h], axis=1)
-            uniq, first, counts = np.unique(keys, axis=0, return_index=True, return_counts=True)
+            # sublinear tf per (row, feature): count repeats, weight by 1 + ln(count). The
+            # (row, feature) pairs in ascending order, each with its first occurrence and
+            # count: np.unique(axis=0)'s, by a stable sort
+            order = np.lexsort((h, row))
+            row_s, h_s = row[order], h[order]
+            new = np.ones(len(order), dtype=bool)
+            new[1:] = (row_s[1:] != row_s[:-1]) | (h_s[1:] != h_s[:-1])
+            at = np.flatnonzero(new)
+            first, counts = order[at], np.diff(np.append(at, len(order)))
             tf = wt[first] * (1.0 + np.log(counts))
-            slot = (uniq[:, 1] % np.uint64(self.dim)).astype(np.int64)
-            sign = np.where((uniq[:, 1] >> np.uint64(63)) == 1, -1.0, 1.0)
-            np.add.at(out, (uniq[:, 0].astype(np.int64), slot), sign * tf)
+            slot = (h_s[at] % np.uint64(self.dim)).astype(np.int64)
+            sign = np.where((h_s[at] >> np.uint64(63)) == 1, -1.0, 1.0)
+            np.add.at(out, (row_s[at], slot), sign * tf)
         norms = np.linalg.norm(out, axis=1)
         # all features of a text may cancel in a tiny dim: treat like empty text
         empty |= norms == 0
