@@ -249,17 +249,16 @@ class MemoryStore:
             raise
         self._emb[lo:hi] = vecs
         self.n = hi
-        at, provs = float(now), [set(p) for p in provenance]
+        at, tie_ids = float(now), cols["tie_id"]
         self.text.extend(texts)
         self.claim.extend(claims)
-        self.provenance.extend(provs)
-        tie_ids = cols["tie_id"]
-        for row, p, t in zip(range(lo, hi), provs, texts):
-            tie_ids[row] = _identity(p, t)
-        self.status_log.extend([(at, row, code) for row in range(lo, hi)])
-        self.provenance_log.extend(
-            [(at, row, e) for row, p in zip(range(lo, hi), provs) for e in sorted(p)]
-        )
+        for row, t, p in zip(range(lo, hi), texts, provenance):
+            prov = set(p)
+            tie_ids[row] = _identity(prov, t)
+            self.provenance.append(prov)
+            self.status_log.append((at, row, code))
+            for e in sorted(prov):
+                self.provenance_log.append((at, row, e))
         return np.arange(lo, hi)
 
     def tie_keys(self, salt: str, rows: np.ndarray | None = None) -> np.ndarray:
