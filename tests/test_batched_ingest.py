@@ -12,25 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchmarks.bench_ingest import store_state
 from memsim.engine import registry
 from memsim.engine.events import Episode
 from memsim.engine.mockllm import MockLLM
 
 SEEDS = ["pai", "izzie", "kernle", "engram", "cosmo"]
-
-
-def store_state(store) -> tuple:
-    """Everything a MemoryStore holds, comparable with ==."""
-    return (
-        store.n,
-        tuple((name, store[name].tobytes()) for name in store.columns),
-        store.embedding.tobytes(),
-        tuple(store.text),
-        tuple(map(repr, store.claim)),
-        tuple(tuple(sorted(p)) for p in store.provenance),
-        tuple(store.status_log),
-        tuple(store.provenance_log),
-    )
 
 
 def _day_both_ways(policy_id, stream_seed, day, llm, seed):

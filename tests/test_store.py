@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks.bench_ingest import store_state
 from memsim.engine.errors import MemsimError, VectorError
 from memsim.engine.kernels import PackedRows, RecurringScans
 from memsim.engine.store import MemoryStore, Statuses, as_unit_vectors
@@ -190,17 +191,10 @@ def test_columns():
     assert s.n == 2 and "alpha" in s.columns and s.nbytes() > 0
 
 
-def _contents(s):
-    """Everything a store holds, comparable with ==."""
-    return (
-        s.n,
-        tuple((name, s[name].tobytes()) for name in s.columns),
-        s.embedding.tobytes(),
-        tuple(s.text),
-        tuple(s.claim),
-        tuple(tuple(sorted(p)) for p in s.provenance),
-        tuple(s.status_log),
-        tuple(s.provenance_log),
+def _two_rows(s, now, **kw):
+    """An add of two plain rows (texts x and y, no claims, no provenance)."""
+    return s.add(
+        now, np.ones((2, 3)), texts=["x", "y"], claims=[None] * 2, provenance=[(), ()], **kw
     )
 
 
@@ -236,7 +230,7 @@ def test_one_add_of_many_rows_is_that_many_adds_of_one(kinds, provs, seed):
         )
     assert rows.tolist() == list(range(2, 2 + m))
     assert both[0]["kind"][2:].tolist() == [both[0].kind_code(k) for k in kinds]
-    assert _contents(both[0]) == _contents(both[1])
+    assert store_state(both[0]) == store_state(both[1])
 
 
 def test_a_failed_add_leaves_the_next_rows_their_defaults():
@@ -247,20 +241,12 @@ def test_a_failed_add_leaves_the_next_rows_their_defaults():
     s.add_column("salience", np.float64, 0.5)
     s.add_column("hits", np.int64, 7)
     add(s, 1)
-    before = _contents(s)
+    before = store_state(s)
     with pytest.raises(ValueError):
-        s.add(
-            2.0,
-            np.ones((2, 3)),
-            texts=["x", "y"],
-            claims=[None] * 2,
-            provenance=[(), ()],
-            salience=[0.1, 0.2],
-            hits=[1, 2, 3],
-        )
+        _two_rows(s, 2.0, salience=[0.1, 0.2], hits=[1, 2, 3])
     with pytest.raises(KeyError, match="unknown or reserved column 'beta'"):
         s.add(2.0, np.ones((1, 3)), texts=["x"], claims=[None], provenance=[()], hits=1, beta=1)
-    assert _contents(s) == before
+    assert store_state(s) == before
     add(s, 2, now=3.0)  # into the room the failed add wrote to
     add(s, 5, now=4.0)  # and past the capacity
     assert s["salience"].tolist() == [0.5] * 8 and s["hits"].tolist() == [7] * 8
@@ -272,14 +258,7 @@ def test_a_failed_add_leaves_the_next_rows_their_defaults():
 def test_a_kind_per_row_needs_one_per_row():
     s = MemoryStore(3, ST, kinds=("memory", "belief"))
     with pytest.raises(ValueError, match="3 kinds for 2 rows"):
-        s.add(
-            0.0,
-            np.ones((2, 3)),
-            texts=["x", "y"],
-            claims=[None] * 2,
-            provenance=[(), ()],
-            kind=["memory", "belief", "memory"],
-        )
+        _two_rows(s, 0.0, kind=["memory", "belief", "memory"])
     with pytest.raises(KeyError, match="unknown kind 'fact'"):
         s.add(0.0, np.ones((1, 3)), texts=["x"], claims=[None], provenance=[()], kind=["fact"])
     assert s.n == 0 and s.text == [] and s.status_log == []
