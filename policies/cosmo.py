@@ -332,12 +332,14 @@ class Cosmo(Policy[CosmoParams]):
         """Each episode in order (its owner node, Source, claim nodes, storylines). The
         batch's claims are extracted and embedded at once first: an extraction and a vector
         depend only on the episode and the key ``<episode>#<i>``, never on the batch."""
+        if not episodes:
+            return []
         extracted = [self._claims_of(ep) for ep in episodes]
         items = [c for claims in extracted for c in claims]
         keys = [
             f"{ep.id}#{i}" for ep, claims in zip(episodes, extracted) for i in range(len(claims))
         ]
-        vecs, ok = self._embed(items, keys) if items else (np.zeros((0, 0)), np.zeros(0, bool))
+        vecs, ok = self._embed(items, keys)  # every episode has a claim (or its text)
         out: list[Outcome] = []
         at = 0
         for ep, claims in zip(episodes, extracted):
