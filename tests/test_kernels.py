@@ -356,6 +356,29 @@ def test_tie_groups_do_not_depend_on_a_rounding_grid():
     assert tie_groups(np.array([0.6054902477277553, 0.6054901933620518, 0.5])).tolist() == [0, 0, 1]
 
 
+def _splitmix64(key: int, salt: int) -> int:
+    """splitmix64 of ``key ^ salt`` on Python integers (Steele, Lea and Flood 2014)."""
+    m = (1 << 64) - 1
+    z = ((key ^ salt) + 0x9E3779B97F4A7C15) & m
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+    return z ^ (z >> 31)
+
+
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=0, max_size=12), st.integers(0, 2**64 - 1))
+@settings(max_examples=60, deadline=None)
+def test_mix64_is_splitmix64_in_every_shape(keys, salt):
+    want = [_splitmix64(k, salt) for k in keys]
+    got = K.mix64(np.array(keys, dtype=np.uint64), salt)
+    assert got.dtype == np.uint64 and got.tolist() == want
+    if len(keys) % 2 == 0:  # a 2-d array keeps its shape
+        grid = K.mix64(np.array(keys, dtype=np.uint64).reshape(2, -1), salt)
+        assert grid.shape == (2, len(keys) // 2) and grid.ravel().tolist() == want
+    if keys:  # one key alone: a numpy scalar, as the tie keys of one row
+        one = K.mix64(np.uint64(keys[0]), salt)
+        assert np.ndim(one) == 0 and int(one) == want[0]
+
+
 def test_store_tie_keys_follow_identity_not_row():
     from memsim.engine.store import MemoryStore, Statuses
 

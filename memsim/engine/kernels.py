@@ -171,26 +171,38 @@ def tie_groups(desc: np.ndarray) -> np.ndarray:
     (relative to the larger magnitude) of the one before it joins its group (single
     linkage, so grouping never depends on where a rounding grid falls)."""
     v = _f(desc)
+    groups = np.zeros(len(v), dtype=np.int64)
     if len(v) < 2:
-        return np.zeros(len(v), dtype=np.int64)
-    gap = v[:-1] - v[1:]
-    tol = TIE_RTOL * np.maximum(np.abs(v[:-1]), np.abs(v[1:]))
-    return np.concatenate(([0], np.cumsum(gap > tol))).astype(np.int64)
+        return groups
+    above, below = v[:-1], v[1:]
+    np.cumsum(above - below > TIE_RTOL * np.maximum(np.abs(above), np.abs(below)), out=groups[1:])
+    return groups
 
 
-_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+# splitmix64's constants and shifts
+_U64 = np.uint64
+_GOLDEN, _MIX1, _MIX2 = _U64(0x9E3779B97F4A7C15), _U64(0xBF58476D1CE4E5B9), _U64(0x94D049BB133111EB)
+_SHIFT1, _SHIFT2, _SHIFT3 = _U64(30), _U64(27), _U64(31)
 
 
 def mix64(keys: ArrayLike, salt: int) -> np.ndarray:
     """splitmix64 of ``keys ^ salt`` (uint64): a seeded random permutation key per item.
     Used as the tie-break of equal scores, so the order among tied rows is random but a
-    pure function of (salt, item key), never of storage order."""
-    with np.errstate(over="ignore"):
-        z = np.asarray(keys, dtype=np.uint64) ^ np.uint64(int(salt) & 0xFFFFFFFFFFFFFFFF)
-        z = z + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return (z ^ (z >> np.uint64(31))) & _MASK64
+    pure function of (salt, item key), never of storage order. Computed on a 1-d array in
+    place: array arithmetic on uint64 wraps without the overflow check numpy makes on
+    scalars, so no ``np.errstate`` is needed (it cost more than the arithmetic on the few
+    keys of a top-k's candidates)."""
+    z = np.asarray(keys, dtype=_U64)
+    shape = z.shape
+    z = z.reshape(-1) ^ _U64(int(salt) & 0xFFFFFFFFFFFFFFFF)
+    z += _GOLDEN
+    z ^= z >> _SHIFT1
+    z *= _MIX1
+    z ^= z >> _SHIFT2
+    z *= _MIX2
+    z ^= z >> _SHIFT3
+    out: np.ndarray = z.reshape(shape)[()]  # a 0-d input gives a scalar, as before
+    return out
 
 
 def topk(
@@ -215,12 +227,13 @@ def topk(
     if k <= 0 or n == 0:
         return np.zeros(0, dtype=np.int64)
     valid = np.isfinite(scores)
-    if not valid.all():
+    all_valid = bool(valid.all())
+    if not all_valid:
         infinite = np.flatnonzero(scores == np.inf)
         if len(infinite):
             return _infinite_first(scores, infinite, k, tiebreak)
     # invalid rows sink to the bottom (a copy only when there are some)
-    s = scores if valid.all() else np.where(valid, scores, -np.inf)
+    s = scores if all_valid else np.where(valid, scores, -np.inf)
     if k < n:
         kth = _kth_largest(s, k)
         if not np.isfinite(kth):
@@ -250,7 +263,10 @@ def _kth_largest(s: np.ndarray, k: int) -> Any:
     ``np.argpartition`` ~6x this at 100,000 rows, ``np.partition`` as much when most rows
     hold one value (-inf, a mask)."""
     n = len(s)
-    sample = s[:: max(1, int(math.sqrt(n / k)))]  # m >= sqrt(n k) > k values
+    stride = max(1, int(math.sqrt(n / k)))
+    if stride == 1:  # fewer than 4k rows: the sample would be every row
+        return np.partition(s, n - k)[n - k]
+    sample = s[::stride]  # m >= sqrt(n k) > k values
     m = len(sample)
     low = np.partition(sample, m - k)[m - k]
     # every value at or above ``low`` (above -inf: masked rows never count)
