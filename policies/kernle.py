@@ -264,7 +264,7 @@ class Kernle(Policy[KernleParams]):
         protected = self.params.protected_kinds
         rows: list[int] = self.store.add(
             now,
-            vectors[: len(claims)],
+            vectors,
             texts=texts,
             claims=claims,
             provenance=provenance,

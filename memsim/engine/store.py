@@ -108,8 +108,9 @@ def _hash64(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
 
 
-def _identity(provenance: Iterable[str], text: str) -> int:
-    return _hash64("\x1f".join(sorted(provenance)) + "\x1e" + text)
+def _identity(ordered_provenance: Sequence[str], text: str) -> int:
+    """A memory's identity from its provenance at creation (in sorted order) and text."""
+    return _hash64("\x1f".join(ordered_provenance) + "\x1e" + text)
 
 
 class MemoryStore:
@@ -254,10 +255,11 @@ class MemoryStore:
         self.claim.extend(claims)
         for row, t, p in zip(range(lo, hi), texts, provenance):
             prov = set(p)
-            tie_ids[row] = _identity(prov, t)
+            ordered = sorted(prov)  # one sort for the identity and the log
+            tie_ids[row] = _identity(ordered, t)
             self.provenance.append(prov)
             self.status_log.append((at, row, code))
-            for e in sorted(prov):
+            for e in ordered:
                 self.provenance_log.append((at, row, e))
         return np.arange(lo, hi)
 
