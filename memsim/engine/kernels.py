@@ -224,6 +224,8 @@ def topk(
     """
     scores = np.asarray(scores)
     n = scores.shape[0]
+    if tiebreak is not None and not callable(tiebreak):
+        _check_tiebreak_shape(tiebreak, scores.shape)
     if k <= 0 or n == 0:
         return np.zeros(0, dtype=np.int64)
     valid = np.isfinite(scores)
@@ -249,8 +251,11 @@ def topk(
         order = np.lexsort((cand, -s[cand]))
         return cand[order][:k].astype(np.int64)
     by_score = cand[np.lexsort((cand, -s[cand]))]
-    keys = _tie_keys(tiebreak, by_score, scores.shape)
     groups = tie_groups(s[by_score])
+    if not len(groups) or groups[-1] == len(groups) - 1:
+        # no two candidates tied: the keys cannot change the order (and are not computed)
+        return by_score[:k].astype(np.int64)
+    keys = _tie_keys(tiebreak, by_score, scores.shape)
     order = np.lexsort((by_score, keys, groups))
     return by_score[order][:k].astype(np.int64)
 
@@ -285,11 +290,17 @@ def _tie_keys(
     array with one key per score."""
     if callable(tiebreak):
         return np.asarray(tiebreak(rows))
+    tb = _check_tiebreak_shape(tiebreak, shape)
+    keys: np.ndarray = tb[rows]
+    return keys
+
+
+def _check_tiebreak_shape(tiebreak: ArrayLike, shape: tuple[int, ...]) -> np.ndarray:
+    """``tiebreak`` as an array, which must hold one key per score."""
     tb = np.asarray(tiebreak)
     if tb.shape != shape:
         raise ValueError(f"topk: tiebreak shape {tb.shape} != scores shape {shape}")
-    keys: np.ndarray = tb[rows]
-    return keys
+    return tb
 
 
 def _infinite_first(
