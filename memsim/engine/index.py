@@ -588,19 +588,25 @@ class CandidateIndex:
             sims = np.where(mask, E @ v, -np.inf).astype(np.float32)
             top = kernels.topk(sims.astype(np.float64), k, tiebreak)
             return top, sims[top]
-        cand = nearest[:k]
-        kth = float(kernels.rows_matvec(E, cand, v).min())
+        # the full scan's products of the nearest rows (the k-th among the first k), which
+        # hold every row the answer needs unless a range search must widen them
+        products = kernels.rows_matvec(E, nearest, v)
+        kth = float(products[:k].min())
         radius = kth - kernels.SCREEN_MARGIN
         if len(nearest) < wide or nearest_ips[-1] < radius:
             # every probed row above the radius is among the nearest (the last of them is
             # below it, or they are every allowed row of the probed lists): the range
             # search's rows, with any row exactly at the radius too (far under the k-th
-            # product, it never enters the top k)
-            near = nearest[nearest_ips >= radius]
+            # product, it never enters the top k), and the first k
+            near = nearest_ips >= radius
+            near[:k] = True
+            # ascending, so ties go to the lower row
+            rows, first = np.unique(nearest[near], return_index=True)
+            sims = products[near][first]
         else:  # a group of rows near the k-th product larger than the search's width
-            _, _, near = _single_thread(lambda: self._index.range_search(q, radius, params=params))
-        rows = np.union1d(cand, near.astype(np.int64))  # ascending: ties go to the lower row
-        sims = kernels.rows_matvec(E, rows, v)
+            _, _, wider = _single_thread(lambda: self._index.range_search(q, radius, params=params))
+            rows = np.union1d(nearest[:k], wider.astype(np.int64))  # ascending, as above
+            sims = kernels.rows_matvec(E, rows, v)
         keys = None if tiebreak is None else (lambda i: tiebreak(rows[i]))
         local = kernels.topk(sims.astype(np.float64), k, keys)
         return rows[local], sims[local]
