@@ -699,6 +699,11 @@ class CandidateIndex:
 # Angles (radians) the cone bound gives away to the rounding of arccos of float64 products
 # of float32 unit vectors (off by ~1e-7 at most): far more than that, far less than matters.
 _CONE_ANGLE_SLACK = 1e-6
+# What a query's float32 products with the unit centroids may be off from the exact ones:
+# summation error of at most dim x 2**-24 x sum |u_i q_i| <= 2.3e-5 at 384 dimensions for unit
+# vectors, and the centroids' rounding to float32; the threshold a product is compared with
+# is lowered by this much (a list read for nothing now and then, never one skipped wrongly).
+_CONE_PRODUCT_SLACK = 1e-4
 
 
 class _Cones:
@@ -708,11 +713,16 @@ class _Cones:
     contiguously. A row x of a list with centroid u and largest angle A, and a unit query q,
     have angle(x, q) >= angle(q, u) - A (the triangle inequality of angles), so
     x . q <= cos(max(0, angle(q, u) - A)): a list whose bound stays under a threshold holds
-    no row reaching it and is not read."""
+    no row reaching it and is not read. Equivalently, with the angles on the left at most
+    pi: a list can hold a row reaching r only if q . u >= cos(A + arccos r), a threshold per
+    list and r computed once (until the list grows), so a query costs one product with the
+    centroids and a comparison."""
 
     def __init__(self, centroids: np.ndarray) -> None:
         c = np.asarray(centroids, dtype=np.float64)
         self.centroids = c / np.maximum(np.linalg.norm(c, axis=1, keepdims=True), 1e-300)
+        self.centroids32 = self.centroids.astype(np.float32)
+        self._thresholds: dict[float, np.ndarray] = {}  # per radius, until cover() adds rows
         m = len(c)
         self.covered = 0  # rows 0..covered-1 are in the lists
         self.size = np.zeros(m, dtype=np.int64)
@@ -745,20 +755,34 @@ class _Cones:
             self.size[lst] = k + m
             self.widest[lst] = max(self.widest[lst], float(angle[mine].max()))
         self.covered = hi
+        self._thresholds.clear()  # wider lists: their thresholds again on demand
+
+    def _threshold(self, radius: float) -> np.ndarray:
+        """Per list, the product with a unit query under which no row of the list reaches
+        ``radius`` (float32-safe: lowered by _CONE_PRODUCT_SLACK); +inf for an empty list,
+        -inf where the cone's angle reaches pi (every query may find a row)."""
+        thr = self._thresholds.get(radius)
+        if thr is None:
+            angle = math.acos(min(1.0, max(-1.0, radius))) + self.widest + _CONE_ANGLE_SLACK
+            thr = np.where(angle < math.pi, np.cos(np.minimum(angle, math.pi)), -np.inf)
+            thr = np.where(self.size > 0, thr - _CONE_PRODUCT_SLACK, np.inf)
+            self._thresholds[radius] = thr
+        return thr
 
     def rows_above(self, v: np.ndarray, radius: float) -> np.ndarray:
         """A superset of the rows whose product with unit ``v`` reaches ``radius`` plus
         rounding (every row the bound cannot rule out, screened by its float32 product
         within :data:`kernels.SCREEN_MARGIN` under ``radius``), in no particular order."""
-        v64 = v.astype(np.float64)
-        cos_q = np.clip((self.centroids @ v64) / np.linalg.norm(v64), -1.0, 1.0)
-        gap = np.maximum(np.arccos(cos_q) - self.widest - _CONE_ANGLE_SLACK, 0.0)
-        reach = np.flatnonzero((np.cos(gap) >= radius) & (self.size > 0))
+        v = np.asarray(v, dtype=np.float32)
+        norm = float(np.sqrt(np.dot(v.astype(np.float64), v.astype(np.float64))))
+        reach = np.flatnonzero(self.centroids32 @ v >= self._threshold(radius) * norm)
         found = [np.zeros(0, dtype=np.int64)]
         for lst in reach.tolist():
             k = int(self.size[lst])
             products = self.vectors[lst][:k] @ v
-            found.append(self.ids[lst][:k][products >= radius - kernels.SCREEN_MARGIN])
+            hit = np.flatnonzero(products >= radius - kernels.SCREEN_MARGIN)
+            if len(hit):
+                found.append(self.ids[lst][hit])
         return np.concatenate(found)
 
 
