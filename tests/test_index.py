@@ -479,3 +479,27 @@ def test_candidate_rows_reaching_is_the_full_scan_whatever_the_probes(seed, thr)
     s.set_embedding(moved, np.tile(q, (20, 1)))
     check(s.retrievable())
     assert CandidateIndex(s, "exact").rows_reaching(q, thr, mask) is None
+
+
+def test_cones_thresholds_follow_the_lists_as_rows_are_added():
+    """_Cones keeps a threshold per list and radius; a row that widens a list's cone must
+    make the list readable at once (a threshold kept from before would skip it)."""
+    from memsim.engine.index import _Cones
+
+    dim = 8
+    centroids = np.eye(dim, dtype=np.float32)[:2]  # list 0 around e0, list 1 around e1
+    cones = _Cones(centroids)
+    E = np.zeros((3, dim), dtype=np.float32)
+    E[0, 0] = E[1, 1] = 1.0
+    E[2] = [0.6, 0.8] + [0.0] * (dim - 2)  # list 1, 37 degrees from e1
+    cones.cover(E)
+    q = np.zeros(dim, dtype=np.float32)
+    q[2] = 1.0  # orthogonal to both lists' rows so far
+    assert cones.rows_above(q, 0.9).tolist() == []
+    E = np.vstack([E, [[0.0, 0.72, 0.7] + [0.0] * (dim - 3)]]).astype(np.float32)
+    E[3] /= np.linalg.norm(E[3])  # in list 1 (nearer e1 than e0), 0.70 from q
+    E = np.vstack([E, [[0.0, 0.1, 0.995] + [0.0] * (dim - 3)]]).astype(np.float32)
+    E[4] /= np.linalg.norm(E[4])  # in list 1 too (e1 over e0), 0.99 from q: the cone widens
+    cones.cover(E)
+    assert cones.rows_above(q, 0.9).tolist() == [4]
+    assert sorted(cones.rows_above(q, 0.5).tolist()) == [3, 4]

@@ -230,6 +230,8 @@ def test_topk_ranks_an_overflowed_score_first_never_drops_it():
     assert K.masked_topk(s, s != 0.9, 2).tolist() == [1, 4]
     with pytest.raises(ValueError, match="tiebreak shape"):
         K.topk(s, 3, keys[:3])
+    with pytest.raises(ValueError, match="tiebreak shape"):  # no tie: still one key per score
+        K.topk(np.array([0.3, 0.2, 0.1]), 2, keys[:2])
 
 
 @given(
