@@ -743,8 +743,11 @@ class _Cones:
         for lst in np.unique(owner).tolist():
             mine = np.flatnonzero(owner == lst)
             k, m = int(self.size[lst]), len(mine)
-            if k + m > len(self.ids[lst]):  # doubling growth
-                cap = max(2 * len(self.ids[lst]), k + m, 8)
+            # a quarter more room when full: at FSRS's year the copies take 19.1 MiB for 17.5
+            # MiB of rows (doubling took 29.3); a list holds ~100 rows, so its more frequent
+            # copies cost little
+            if k + m > len(self.ids[lst]):
+                cap = max(len(self.ids[lst]) + len(self.ids[lst]) // 4, k + m, 8)
                 ids = np.empty(cap, dtype=np.int64)
                 ids[:k] = self.ids[lst][:k]
                 vecs = np.empty((cap, X.shape[1]), dtype=np.float32)
