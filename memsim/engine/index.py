@@ -767,7 +767,7 @@ class _Cones:
         thr = self._thresholds.get(radius)
         if thr is None:
             angle = math.acos(min(1.0, max(-1.0, radius))) + self.widest + _CONE_ANGLE_SLACK
-            thr = np.where(angle < math.pi, np.cos(np.minimum(angle, math.pi)), -np.inf)
+            thr = np.where(angle < math.pi, np.cos(angle), -np.inf)
             thr = np.where(self.size > 0, thr - _CONE_PRODUCT_SLACK, np.inf)
             self._thresholds[radius] = thr
         return thr
@@ -777,7 +777,7 @@ class _Cones:
         rounding (every row the bound cannot rule out, screened by its float32 product
         within :data:`kernels.SCREEN_MARGIN` under ``radius``), in no particular order."""
         v = np.asarray(v, dtype=np.float32)
-        norm = float(np.sqrt(np.dot(v.astype(np.float64), v.astype(np.float64))))
+        norm = float(np.linalg.norm(v.astype(np.float64)))
         reach = np.flatnonzero(self.centroids32 @ v >= self._threshold(radius) * norm)
         found = [np.zeros(0, dtype=np.int64)]
         for lst in reach.tolist():

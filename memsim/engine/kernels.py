@@ -224,8 +224,12 @@ def topk(
     """
     scores = np.asarray(scores)
     n = scores.shape[0]
-    if tiebreak is not None and not callable(tiebreak):
-        _check_tiebreak_shape(tiebreak, scores.shape)
+    if tiebreak is not None and not callable(tiebreak):  # checked once, ties or not
+        tiebreak = np.asarray(tiebreak)
+        if tiebreak.shape != scores.shape:
+            raise ValueError(
+                f"topk: tiebreak shape {tiebreak.shape} != scores shape {scores.shape}"
+            )
     if k <= 0 or n == 0:
         return np.zeros(0, dtype=np.int64)
     valid = np.isfinite(scores)
@@ -255,7 +259,7 @@ def topk(
     if not len(groups) or groups[-1] == len(groups) - 1:
         # no two candidates tied: the keys cannot change the order (and are not computed)
         return by_score[:k].astype(np.int64)
-    keys = _tie_keys(tiebreak, by_score, scores.shape)
+    keys = _tie_keys(tiebreak, by_score)
     order = np.lexsort((by_score, keys, groups))
     return by_score[order][:k].astype(np.int64)
 
@@ -282,25 +286,14 @@ def _kth_largest(s: np.ndarray, k: int) -> Any:
 
 
 def _tie_keys(
-    tiebreak: np.ndarray | Callable[[np.ndarray], np.ndarray],
-    rows: np.ndarray,
-    shape: tuple[int, ...],
+    tiebreak: np.ndarray | Callable[[np.ndarray], np.ndarray], rows: np.ndarray
 ) -> np.ndarray:
     """:func:`topk`'s tie keys of ``rows``: ``tiebreak(rows)``, or ``tiebreak[rows]`` of an
-    array with one key per score."""
+    array with one key per score (its shape checked by topk)."""
     if callable(tiebreak):
         return np.asarray(tiebreak(rows))
-    tb = _check_tiebreak_shape(tiebreak, shape)
-    keys: np.ndarray = tb[rows]
+    keys: np.ndarray = tiebreak[rows]
     return keys
-
-
-def _check_tiebreak_shape(tiebreak: ArrayLike, shape: tuple[int, ...]) -> np.ndarray:
-    """``tiebreak`` as an array, which must hold one key per score."""
-    tb = np.asarray(tiebreak)
-    if tb.shape != shape:
-        raise ValueError(f"topk: tiebreak shape {tb.shape} != scores shape {shape}")
-    return tb
 
 
 def _infinite_first(
@@ -314,7 +307,7 @@ def _infinite_first(
     Dropping them instead, as scores that are not finite, would never recall a memory whose
     score overflowed to the formula's maximum."""
     if tiebreak is not None:
-        keys = _tie_keys(tiebreak, infinite, scores.shape)
+        keys = _tie_keys(tiebreak, infinite)
         infinite = infinite[np.lexsort((infinite, keys))]
     if len(infinite) >= k:
         return infinite[:k].astype(np.int64)
