@@ -59,10 +59,8 @@ class ReferencePolicy(Policy):
     )
     schedule: tuple[Job, ...] = (Job("decay", 1.0),)
     strength_range = (0.0, 1.0)
-    # The per-claim repetition scan goes through the candidate index from 5,000 stored rows
-    # (`_repetition`): on the steady year it cut actr's run 84 -> 51 s and fsrs's 73 -> 55 s,
-    # with 0 of 7,858 audited decisions differing; probing 8 lists, not 16, cuts it further
-    # and ends every measured decade as 16 did (docs/performance.md).
+    # The per-claim repetition scan is an exact range search through the candidate index's
+    # cones from 2,000 stored rows (`_repetition`; docs/performance.md, stop 39)
     default_index: ClassVar[Mapping[str, Any]] = REPETITION_INDEX
     # _live's mask and the (store, rows, status changes) it was computed at
     _live_mask: np.ndarray
@@ -164,16 +162,17 @@ class ReferencePolicy(Policy):
     def _repetition(self, vec: np.ndarray, live: np.ndarray) -> tuple[int, np.float32]:
         """The live row most similar to ``vec`` and its float32 product, as far as the
         decision needs them: the full scan's ``argmax`` (ties to the lower row), or, when
-        the candidate index answers (mode ivf, store of at least ``min_rows``), the argmax
-        over ``rows_near(vec, reinforce_cosine, live)``: the same row and product bit for
-        bit whenever the full scan's best reaches ``reinforce_cosine`` and the probed lists
-        hold it, and (-1, -inf) when no probed row comes near it (a new memory, as the full
-        scan decides whenever its best stays under the threshold). Every ``audit_every``-th
-        indexed decision is also taken as the full scan takes it (from the rows that can
-        reach the threshold, exactly: ``rows_reaching``), and the audit records whether the
-        two differ (reinforce which row, or create)."""
+        the candidate index answers (store of at least ``min_rows``), the argmax over
+        ``rows_near(vec, reinforce_cosine, live)``: the same row and product bit for bit
+        whenever the full scan's best reaches ``reinforce_cosine`` (and, in mode ivf, the
+        probed lists hold it), and (-1, -inf) when no row found comes near it (a new memory,
+        as the full scan decides whenever its best stays under the threshold). In mode ivf
+        every ``audit_every``-th indexed decision is also taken as the full scan takes it
+        (from the rows that can reach the threshold, exactly: ``rows_reaching``), and the
+        audit records whether the two differ (reinforce which row, or create); mode cones,
+        the default, is exact and not audited."""
         thr = self.params.reinforce_cosine
-        near = self.candidates.rows_near(vec, thr, live) if self.candidates.approximate else None
+        near = self.candidates.rows_near(vec, thr, live)
         if near is None:
             return self._repetition_exact(vec, live)
         best, sim = _best(near)

@@ -503,3 +503,110 @@ def test_cones_thresholds_follow_the_lists_as_rows_are_added():
     cones.cover(E)
     assert cones.rows_above(q, 0.9).tolist() == [4]
     assert sorted(cones.rows_above(q, 0.5).tolist()) == [3, 4]
+
+
+def _clustered_store(n: int, seed: int):
+    """A store of ``n`` clustered unit rows in 16 dimensions (so that cones prune)."""
+    from memsim.engine.store import MemoryStore, Statuses
+
+    rng = np.random.default_rng(seed)
+    s = MemoryStore(16, Statuses(("active", "gone")))
+    s.add(
+        0.0,
+        clustered(rng, n, 16, clusters=40, noise=1.0),
+        texts=[f"m{i}" for i in range(n)],
+        claims=[None] * n,
+        provenance=[(f"e{i}",) for i in range(n)],
+    )
+    return s, rng
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**16), thr=st.sampled_from([0.5, 0.85, 0.95]))
+def test_cones_rows_near_is_the_full_scan(seed, thr):
+    """Mode "cones": rows_near holds every allowed row whose full-scan float32 product
+    reaches the threshold, ascending, with the full scan's products bit for bit, nothing
+    masked out; after the store grew by rows unlike any it was trained on (lists of their
+    own) and after embeddings changed (trained again). It answers None (the caller's scan)
+    only where the lists to read hold more than half the store, and nothing is audited."""
+    from memsim.engine import kernels
+    from memsim.engine.index import CandidateIndex
+
+    s, rng = _clustered_store(1500, seed)
+    q = s.embedding[int(rng.integers(1500))].copy()
+    rows = rng.choice(1500, 90, replace=False)
+    cos = np.concatenate([np.full(30, thr + 0.03), thr + rng.uniform(-3e-5, 3e-5, 30)])
+    cos = np.concatenate([cos, rng.uniform(thr - 0.3, 1.0, 30).clip(-1, 1)])
+    s.set_embedding(rows, _at_cosines(q, cos, rng.standard_normal((90, 16))))
+    s.set_status(rows[::5], "gone", 1.0)
+    idx = CandidateIndex(s, "cones", min_rows=1000)
+    answered = []
+
+    def check(mask: np.ndarray) -> None:
+        got = idx.rows_near(q, thr, mask)
+        cones = idx._cones
+        assert cones is not None
+        if got is None:  # the lists to read hold more than half the store
+            radius = thr - kernels.screen_margin(16)
+            norm = np.linalg.norm(q.astype(np.float64))
+            reach = cones.centroids32[: cones.lists] @ q >= cones._threshold(radius) * norm
+            assert 2 * cones.size[: cones.lists][reach].sum() > s.n
+            return
+        answered.append(True)
+        found, products = got
+        want = _reaching(s.embedding, q, mask, thr)
+        assert set(want.tolist()) <= set(found.tolist())
+        assert np.all(np.diff(found) > 0) and mask[found].all()
+        assert products.tobytes() == (s.embedding @ q)[found].tobytes()
+
+    mask = s.retrievable()
+    check(mask)
+    check(mask[:700])  # a shorter mask: rows after it are not allowed
+    lists = idx._cones.lists  # type: ignore[union-attr]
+    unlike = unit(rng, 40, 16)  # random directions: far from the clusters
+    unlike[:5] = _at_cosines(q, np.full(5, thr + 0.01), rng.standard_normal((5, 16)))
+    s.add(2.0, unlike, texts=["a"] * 40, claims=[None] * 40, provenance=[()] * 40)
+    check(s.retrievable())
+    assert idx._cones.lists > lists  # type: ignore[union-attr]
+    trainings = idx.audit["trainings"]
+    moved = rng.choice(1500, 20, replace=False)
+    s.set_embedding(moved, np.tile(q, (20, 1)))
+    check(s.retrievable())
+    assert idx.audit["trainings"] == trainings + 1
+    if thr >= 0.85:
+        assert len(answered) == 4
+    assert not idx.approximate and not idx.audit_due() and idx.audit["searches"] == 0
+    assert idx.candidates(q, 5, mask) is None and idx.top_rows(q, 5, mask) is None
+    assert CandidateIndex(s, "cones", min_rows=10**6).rows_near(q, thr, mask) is None
+
+
+def test_cones_give_rows_unlike_the_trained_ones_lists_of_their_own():
+    """With spare lists, a row farther from every centroid than spawn_factor x the median
+    angle of the first rows covered is the centroid of a new list (a later row near it
+    joins it), until the spare lists are used up; the cones' bound then still holds."""
+    from memsim.engine.index import _Cones
+
+    dim = 8
+    eye = np.eye(dim)
+
+    def at(axis: int, other: int, angle: float) -> np.ndarray:
+        return np.cos(angle) * eye[axis] + np.sin(angle) * eye[other]
+
+    cones = _Cones(eye[:2], spare=2, spawn_factor=4 / 3)
+    E = np.array([at(0, 7, 0.3), at(0, 6, 0.3), at(1, 7, 0.3), at(1, 6, 0.3)], np.float32)
+    cones.cover(E)
+    assert cones.lists == 2 and cones.spawn_angle == pytest.approx(0.4)
+    E = np.vstack([E, [eye[2], at(2, 7, 0.1), at(0, 7, 0.35)]]).astype(np.float32)
+    cones.cover(E)  # e2 starts list 2; the row 0.1 from it joins it; 0.35 from e0: list 0
+    assert cones.lists == 3
+    assert sorted(cones.ids[2][: cones.size[2]].tolist()) == [4, 5]
+    assert cones.widest[2] == pytest.approx(0.1, abs=1e-6)
+    E = np.vstack([E, [eye[3], eye[4]]]).astype(np.float32)
+    cones.cover(E)  # e3 takes the last spare list; e4 joins the nearest list, widening it
+    assert cones.lists == 4 and cones.widest[:4].max() == pytest.approx(np.pi / 2, abs=1e-6)
+    for q, radius in [(eye[2], 0.9), (eye[4], 0.9), (at(0, 7, 0.3), 0.5)]:
+        q = q.astype(np.float32)
+        want = np.flatnonzero(E @ q >= radius)
+        got = cones.rows_above(q, radius)
+        assert got is not None and set(want.tolist()) <= set(got.tolist())
+    assert cones.rows_above(eye[2].astype(np.float32), 0.9, limit=1) is None  # 2 rows to read

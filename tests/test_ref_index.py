@@ -45,8 +45,8 @@ def test_through_the_index_every_decision_equals_the_full_scan(policy_id):
     [("actr", "synthetic:churn", 300), ("pai", "synthetic:churn,episodes=1000", 500)],
 )
 def test_the_default_probes_stay_within_the_audit_bar(policy_id, spec, checked):
-    """Each policy's own default probes (8 lists for the reference models' range search, 16
-    for Personal AI's top-k), forced on from 100 rows, every decision audited."""
+    """The index's default probes (16 lists) for the reference models' range search and
+    Personal AI's top-k, forced on from 100 rows, every decision audited."""
     nprobe = make(policy_id).candidates.nprobe
     pol, _ = _run(policy_id, spec, min_rows=100, audit_every=1, nprobe=nprobe)
     audit = pol.index_audit()
@@ -70,14 +70,17 @@ def test_exact_mode_never_searches_the_index():
 REFERENCE = ["actr", "actr-spacing", "fsrs", "ebisu", "memorybank", "memorybank-code"]
 
 
-def test_the_reference_models_search_through_the_index_from_5000_rows_by_default():
-    """The index is the default where it was measured to pay (the reference models' per-claim
-    repetition scan and Personal AI's findSimilarBeliefs, from 5,000 stored rows); every
-    other policy scans exactly unless told."""
-    for pid in [*REFERENCE, "pai", "pai-code"]:
+def test_the_reference_models_and_pai_search_through_the_index_by_default():
+    """The index is the default where it was measured to pay: the reference models'
+    per-claim repetition scan through the exact cones from 2,000 stored rows, Personal AI's
+    findSimilarBeliefs through faiss from 5,000 (docs/performance.md); every other policy
+    scans exactly unless told."""
+    for pid in REFERENCE:
         c = make(pid).candidates
-        nprobe = 8 if pid in REFERENCE else 16  # measured per search (docs/performance.md)
-        assert (c.mode, c.min_rows, c.audit_every, c.nprobe) == ("ivf", 5000, 10, nprobe), pid
+        assert (c.mode, c.min_rows) == ("cones", 2000), pid
+    for pid in ["pai", "pai-code"]:
+        c = make(pid).candidates
+        assert (c.mode, c.min_rows, c.audit_every, c.nprobe) == ("ivf", 5000, 10, 16), pid
     for pid in ["keep-all", "recency", "izzie", "kernle", "engram", "cosmo"]:
         assert make(pid).candidates.mode == "exact", pid
     pol = make("fsrs")
@@ -89,7 +92,32 @@ def test_the_reference_models_search_through_the_index_from_5000_rows_by_default
         type(pol).default_index["min_rows"] = 100
     with pytest.raises(TypeError):
         type(make("izzie")).default_index["mode"] = "ivf"
-    assert make("actr").candidates.min_rows == 5000
+    assert make("actr").candidates.min_rows == 2000
+
+
+@pytest.mark.parametrize("policy_id", REFERENCE)
+def test_through_the_cones_a_run_is_the_full_scans_byte_for_byte(policy_id):
+    """The cones (forced on from 100 rows) answer the repetition check exactly: the run's
+    trace and store equal the exact run's, bytes included; nothing is approximate, so no
+    search is audited."""
+    exact_pol, exact_trace = _run(policy_id)
+    pol = make(policy_id, llm=MockLLM(seed=0), seed=0)
+    pol.use_index("cones", min_rows=100)
+    answered = []
+    rows_near = pol.candidates.rows_near
+
+    def counted(vector, threshold, mask):
+        got = rows_near(vector, threshold, mask)
+        answered.append(got is not None)
+        return got
+
+    pol.candidates.rows_near = counted  # type: ignore[method-assign]
+    trace = run(pol, scenarios.load(SPEC))
+    assert sum(answered) >= 300
+    audit = pol.index_audit()
+    assert audit["mode"] == "cones" and audit["trainings"] >= 2
+    assert audit["searches"] == audit["checked"] == audit["decisions_checked"] == 0
+    assert _digest(pol, trace) == _digest(exact_pol, exact_trace)
 
 
 def test_a_run_the_default_index_answered_reports_its_audit(monkeypatch):
@@ -183,10 +211,13 @@ class _FixedLLM:
         )
 
 
-def test_copies_of_a_policy_through_the_index_decide_alike():
+@pytest.mark.parametrize("mode, knobs", [("ivf", {"audit_every": 1}), ("cones", {})])
+def test_copies_of_a_policy_through_the_index_decide_alike(mode, knobs):
     """deepcopy and pickle keep the trained index: the copies' later decisions and audits
     equal the original's."""
-    pol, _ = _run("actr", min_rows=100, audit_every=1)
+    pol = make("actr", llm=MockLLM(seed=0), seed=0)
+    pol.use_index(mode, min_rows=100, **knobs)
+    run(pol, scenarios.load(SPEC))
     assert pol.index_audit()["trainings"] >= 1
     twins = [pol, copy.deepcopy(pol), pickle.loads(pickle.dumps(pol))]
     again = [e for e in scenarios.load(SPEC).events if isinstance(e, Episode)][:200]

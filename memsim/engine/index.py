@@ -338,25 +338,36 @@ def make_index(kind: str, dim: int, **knobs: Any) -> VectorIndex:
 # groups), so for recall the mode is opt-in and this is only where it starts once asked for.
 CANDIDATE_MIN_ROWS = 20_000
 # Store size from which the per-claim searches of ingest go through the "ivf" index by
-# default (Policy.default_index of the reference models' repetition check and of Personal
-# AI's findSimilarBeliefs): measured on the steady year, where it paid and 2,000 paid no more
-# (docs/performance.md); the standard profiles' stores stay below it, so they scan exactly.
+# default (Policy.default_index of Personal AI's findSimilarBeliefs): measured on the steady
+# year, where it paid and 2,000 paid no more (docs/performance.md); the standard profiles'
+# stores stay below it, so they scan exactly.
 INGEST_INDEX_MIN_ROWS = 5_000
-# read-only: the reference models and Personal AI share it as their class default
+# read-only: Personal AI's class default
 INGEST_INDEX: Mapping[str, Any] = MappingProxyType(
     {"mode": "ivf", "min_rows": INGEST_INDEX_MIN_ROWS}
 )
-# Probed lists of the reference models' repetition check, a range search at reinforce_cosine
-# (0.85 and up): a row that close to the claim lies in the lists nearest it. On the steady
-# year 8 runs 0.5-8% faster than 16 (4: 0-19%); over a decade 4 missed matches (11 of 98,764
-# audited decisions of memorybank-code differed; the decades of four other models ended a
-# row apart from 16's) where 8 ended as 16 did (docs/performance.md).
-# Personal AI's top-k search keeps 16: at 4, 2 of 7,906 audited searches differed.
-REPETITION_INDEX_NPROBE = 8
+CANDIDATE_MODES = ("exact", "ivf", "cones")
+# The "cones" mode (exact range searches, CandidateIndex.rows_near): lists per square root of
+# the store's rows, k-means rounds and training rows per list of its partition, and the
+# store size from which it answers. Measured on FSRS's year store (11,917 rows, claim vectors
+# of its own stream, docs/performance.md): 1 x sqrt(n) lists read 370-700 rows per search,
+# 2 x 110-230 (35-46 us against the full scan's 300-680 us from 5,000 rows on), 3 x no fewer
+# at a dearer training; 4 rounds partition about as well as 10 at 40% of the cost.
+CONES_PER_ROOT = 2.0
+CONES_NITER = 4
+CONES_SAMPLE = 32
+CONES_MIN_ROWS = 2_000
+# A row added after training farther from every centroid than this many times the median
+# angle of the training rows to theirs starts a list of its own (up to as many new lists as
+# were trained): on actr's year the trained rows lie at 0.73 rad (median) from their
+# centroids, 1% of them beyond 1.2; new keys' rows joining old lists widened their cones
+# until a search read 4-9 lists (330-840 rows) instead of 2-4
+CONES_SPAWN_FACTOR = 4.0 / 3.0
+# The reference models' repetition check (a range search at reinforce_cosine): exact, by
+# the cones, from CONES_MIN_ROWS rows (read-only: the class default of policies/reference.py)
 REPETITION_INDEX: Mapping[str, Any] = MappingProxyType(
-    {**INGEST_INDEX, "nprobe": REPETITION_INDEX_NPROBE}
+    {"mode": "cones", "min_rows": CONES_MIN_ROWS}
 )
-CANDIDATE_MODES = ("exact", "ivf")
 
 
 class CandidateIndex:
@@ -376,6 +387,13 @@ class CandidateIndex:
     exactness audit (:attr:`audit`) counts, on every ``audit_every``-th search, whether the
     caller's final answer from the candidates differs from its exact answer
     (:meth:`audit_due`, :meth:`record`).
+
+    ``mode`` "cones" answers range searches (:meth:`rows_near`) only, from ``min_rows``
+    stored rows on, and exactly: the rows are partitioned around CONES_PER_ROOT x sqrt(n)
+    k-means centroids (seeded, retrained from scratch when the store has doubled) and a
+    search reads only the lists whose cone can hold a row reaching its threshold
+    (:class:`_Cones`), then rescores what it found as the full scan computes it. Nothing is
+    approximate, so nothing is audited; top-k searches scan (``top_rows`` returns None).
     """
 
     def __init__(
@@ -475,8 +493,9 @@ class CandidateIndex:
 
     @property
     def approximate(self) -> bool:
-        """Whether searches now come from the index (mode not exact, store large enough)."""
-        return self.mode != "exact" and self.store.n >= self.min_rows
+        """Whether searches now come from the faiss index (mode "ivf", store large enough):
+        its answers may differ from the full scan's, so they are audited."""
+        return self.mode == "ivf" and self.store.n >= self.min_rows
 
     def _train(self) -> None:
         import faiss
@@ -621,7 +640,14 @@ class CandidateIndex:
         caller must scan (exact mode, small store). One range search: whenever the full
         scan's best row reaches ``threshold`` and the probed lists hold it, the ``argmax``
         of these products (ties to the lower row) is that row with that product; a row
-        reaches ``threshold`` here only if it does in the full scan."""
+        reaches ``threshold`` here only if it does in the full scan. In mode "cones" every
+        list that can hold such a row is read, so the argmax is the full scan's whenever its
+        best reaches ``threshold`` (None, the caller's scan, when those lists hold more than
+        half the store)."""
+        if self.mode == "cones":
+            if self.store.n < self.min_rows:
+                return None
+            return self._reaching(self._current_cones(), vector, threshold, mask, exact=False)
         if not self.approximate:
             return None
         self.sync()
@@ -656,14 +682,62 @@ class CandidateIndex:
         self.sync()
         if self._cones is None:
             self._cones = _Cones(self._index.quantizer.reconstruct_n(0, self._index.nlist))
+        return self._reaching(self._cones, vector, threshold, mask, exact=True)
+
+    def _reaching(
+        self, cones: _Cones, vector: np.ndarray, threshold: float, mask: np.ndarray, exact: bool
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`rows_reaching` through ``cones``; unless ``exact`` (every list read), None
+        when the lists to read hold more than half the store (the full scan costs less)."""
         E = self.store.embedding
-        self._cones.cover(E)
+        cones.cover(E)
         v = np.ascontiguousarray(np.asarray(vector, dtype=np.float32))
         radius = float(threshold) - kernels.screen_margin(self.store.dim)
-        near = self._cones.rows_above(v, radius)
+        near = cones.rows_above(v, radius, None if exact else len(E) // 2)
+        if near is None:
+            return None
         allowed = near[near < len(mask)]
         rows = np.sort(allowed[mask[allowed]])
         return rows, kernels.rows_matvec(E, rows, v)
+
+    def _current_cones(self) -> _Cones:
+        """Mode "cones": the partition of the store's rows, trained again from scratch when
+        the store has doubled since the last training or a covered row's embedding changed
+        (no policy that searches in this mode changes one)."""
+        s, cones = self.store, self._cones
+        # (rows not yet covered: their new embeddings are read when they are)
+        stale = cones is not None and any(r < cones.covered for r in s.embedding_changes)
+        if cones is None or s.n >= 2 * self._trained_at or stale:
+            centroids = self._cone_centroids()
+            cones = _Cones(centroids, spare=len(centroids), spawn_factor=CONES_SPAWN_FACTOR)
+            self._cones, self._trained_at = cones, s.n
+            self.audit["trainings"] += 1
+        s.embedding_changes.clear()
+        return cones
+
+    def _cone_centroids(self) -> np.ndarray:
+        """CONES_PER_ROOT x sqrt(n) spherical k-means centroids of the store's rows:
+        CONES_NITER rounds on at most CONES_SAMPLE rows per centroid drawn with the index's
+        seed, single-threaded (the same bytes every run)."""
+        import faiss
+
+        s = self.store
+        n = s.n
+        k = max(1, min(n, int(CONES_PER_ROOT * math.sqrt(n))))  # (n < 4: one per row)
+        take = min(n, CONES_SAMPLE * k)
+        rng = np.random.default_rng([self.seed, n])
+        sample = np.sort(rng.choice(n, size=take, replace=False)) if take < n else np.arange(n)
+        kmeans = faiss.Kmeans(
+            s.dim,
+            k,
+            niter=CONES_NITER,
+            seed=self.seed,
+            spherical=True,
+            min_points_per_centroid=1,  # no warning when few rows per centroid
+            max_points_per_centroid=CONES_SAMPLE,  # sampled above
+        )
+        _single_thread(kmeans.train, np.ascontiguousarray(s.embedding[sample]))
+        return np.asarray(kmeans.centroids)
 
     def audit_due(self) -> bool:
         """Whether the caller should also compute its exact answer for this search (every
@@ -707,7 +781,7 @@ _CONE_PRODUCT_SLACK = 1e-4
 
 
 class _Cones:
-    """The store's rows partitioned around fixed unit centroids, each row in its nearest
+    """The store's rows partitioned around unit centroids, each row in its nearest
     centroid's list (any partition would do: only speed depends on it), with per list the
     largest angle between the centroid and a row of it, and the list's rows copied
     contiguously. A row x of a list with centroid u and largest angle A, and a unit query q,
@@ -716,19 +790,29 @@ class _Cones:
     no row reaching it and is not read. Equivalently, with the angles on the left at most
     pi: a list can hold a row reaching r only if q . u >= cos(A + arccos r), a threshold per
     list and r computed once (until the list grows), so a query costs one product with the
-    centroids and a comparison."""
+    centroids and a comparison.
 
-    def __init__(self, centroids: np.ndarray) -> None:
+    With ``spare`` > 0, a row farther from every centroid than ``spawn_factor`` x the median
+    angle of the first rows covered (those the centroids were trained on) is the centroid
+    of a new list, up to ``spare`` new lists: rows unlike any the centroids were trained on
+    would otherwise widen a list's cone until most queries read it."""
+
+    def __init__(self, centroids: np.ndarray, spare: int = 0, spawn_factor: float = 0.0) -> None:
         c = np.asarray(centroids, dtype=np.float64)
-        self.centroids = c / np.maximum(np.linalg.norm(c, axis=1, keepdims=True), 1e-300)
+        m, dim = c.shape
+        cap = m + spare
+        self.centroids = np.zeros((cap, dim))
+        self.centroids[:m] = c / np.maximum(np.linalg.norm(c, axis=1, keepdims=True), 1e-300)
         self.centroids32 = self.centroids.astype(np.float32)
+        self.lists = int(m)  # centroids in use: the first ones of the arrays
+        self.spawn_factor = spawn_factor
+        self.spawn_angle = math.inf  # set by the first cover when spare > 0
         self._thresholds: dict[float, np.ndarray] = {}  # per radius, until cover() adds rows
-        m = len(c)
         self.covered = 0  # rows 0..covered-1 are in the lists
-        self.size = np.zeros(m, dtype=np.int64)
-        self.ids = [np.zeros(0, dtype=np.int64) for _ in range(m)]
-        self.vectors = [np.zeros((0, c.shape[1]), dtype=np.float32) for _ in range(m)]
-        self.widest = np.zeros(m)  # largest angle of a row of each list (0: empty)
+        self.size = np.zeros(cap, dtype=np.int64)
+        self.ids = [np.zeros(0, dtype=np.int64) for _ in range(cap)]
+        self.vectors = [np.zeros((0, dim), dtype=np.float32) for _ in range(cap)]
+        self.widest = np.zeros(cap)  # largest angle of a row of each list (0: empty)
 
     def cover(self, E: np.ndarray) -> None:
         """Put the rows added to ``E`` since the last call into their lists."""
@@ -737,7 +821,10 @@ class _Cones:
             return
         X = E[lo:hi]
         X64 = X.astype(np.float64)
-        cos = (X64 @ self.centroids.T) / np.linalg.norm(X64, axis=1, keepdims=True)
+        X64 /= np.linalg.norm(X64, axis=1, keepdims=True)
+        cos = X64 @ self.centroids[: self.lists].T
+        if self.lists < len(self.size) and self._spawn(X64, cos.max(axis=1)):
+            cos = X64 @ self.centroids[: self.lists].T
         owner = np.argmax(cos, axis=1)
         angle = np.arccos(np.clip(cos[np.arange(len(X)), owner], -1.0, 1.0))
         for lst in np.unique(owner).tolist():
@@ -760,25 +847,52 @@ class _Cones:
         self.covered = hi
         self._thresholds.clear()  # wider lists: their thresholds again on demand
 
+    def _spawn(self, X64: np.ndarray, nearest_cos: np.ndarray) -> bool:
+        """Make each of the unit rows ``X64`` farther than the spawn angle from every
+        centroid (those made here included) the centroid of a new list, in row order,
+        while spare lists last; whether any was made."""
+        angle = np.arccos(np.clip(nearest_cos, -1.0, 1.0))
+        if self.covered == 0:  # the rows the centroids were trained on set the angle
+            self.spawn_angle = self.spawn_factor * float(np.median(angle))
+        first = self.lists
+        for r in np.flatnonzero(angle > self.spawn_angle).tolist():
+            if self.lists == len(self.size):
+                break
+            x = X64[r]
+            made = self.centroids[first : self.lists] @ x
+            if len(made) and math.acos(min(1.0, float(made.max()))) <= self.spawn_angle:
+                continue  # near a list made from an earlier row of these
+            self.centroids[self.lists] = x
+            self.centroids32[self.lists] = x
+            self.lists += 1
+        return self.lists > first
+
     def _threshold(self, radius: float) -> np.ndarray:
         """Per list, the product with a unit query under which no row of the list reaches
         ``radius`` (float32-safe: lowered by _CONE_PRODUCT_SLACK); +inf for an empty list,
         -inf where the cone's angle reaches pi (every query may find a row)."""
         thr = self._thresholds.get(radius)
         if thr is None:
-            angle = math.acos(min(1.0, max(-1.0, radius))) + self.widest + _CONE_ANGLE_SLACK
+            widest, size = self.widest[: self.lists], self.size[: self.lists]
+            angle = math.acos(min(1.0, max(-1.0, radius))) + widest + _CONE_ANGLE_SLACK
             thr = np.where(angle < math.pi, np.cos(angle), -np.inf)
-            thr = np.where(self.size > 0, thr - _CONE_PRODUCT_SLACK, np.inf)
+            thr = np.where(size > 0, thr - _CONE_PRODUCT_SLACK, np.inf)
             self._thresholds[radius] = thr
         return thr
 
-    def rows_above(self, v: np.ndarray, radius: float) -> np.ndarray:
+    def rows_above(
+        self, v: np.ndarray, radius: float, limit: int | None = None
+    ) -> np.ndarray | None:
         """A superset of the rows whose product with unit ``v`` reaches ``radius`` plus
         rounding (every row the bound cannot rule out, screened by its float32 product
-        within :data:`kernels.SCREEN_MARGIN` under ``radius``), in no particular order."""
+        within :data:`kernels.SCREEN_MARGIN` under ``radius``), in no particular order; None
+        when the lists to read hold more than ``limit`` rows."""
         v = np.asarray(v, dtype=np.float32)
         norm = float(np.linalg.norm(v.astype(np.float64)))
-        reach = np.flatnonzero(self.centroids32 @ v >= self._threshold(radius) * norm)
+        products = self.centroids32[: self.lists] @ v
+        reach = np.flatnonzero(products >= self._threshold(radius) * norm)
+        if limit is not None and int(self.size[reach].sum()) > limit:
+            return None
         found = [np.zeros(0, dtype=np.int64)]
         for lst in reach.tolist():
             k = int(self.size[lst])

@@ -200,9 +200,10 @@ class Policy(abc.ABC, Generic[P]):
         return out
 
     def use_index(self, mode: str, **knobs: Any) -> None:
-        """Search large stores through a candidate index (memsim.engine.index.CandidateIndex,
-        ``mode`` "ivf", knobs min_rows / nprobe / audit_every) or exactly ("exact", the
-        default). Policies that do not search through ``self.candidates`` are unaffected."""
+        """Search large stores through a candidate index (memsim.engine.index.CandidateIndex:
+        ``mode`` "ivf", faiss, audited; "cones", exact range searches only; knobs min_rows /
+        nprobe / audit_every) or exactly ("exact"); ``default_index`` is the class's own.
+        Policies that do not search through ``self.candidates`` are unaffected."""
         self.candidates = CandidateIndex(self.store, mode, seed=self.seed, **knobs)
 
     def index_audit(self) -> dict[str, Any]:

@@ -189,7 +189,7 @@ def _short(text: str, width: int = 28) -> str:
 
 
 def _index_settings(items: list[str] | None) -> dict[str, Any]:
-    """--index mode=ivf [--index min_rows=N ...]: the candidate index (issue 16); integers
+    """--index mode=ivf|cones|exact [--index min_rows=N ...]: the candidate index; integers
     for every knob but mode."""
     out: dict[str, Any] = {}
     for k, v in _pairs(items, "--index").items():
@@ -205,7 +205,7 @@ def _index_settings(items: list[str] | None) -> dict[str, Any]:
         except ValueError:
             raise ParamError(f"--index {k}: cannot read {v!r} as an integer") from None
     if out and "mode" not in out:
-        raise ParamError("--index: give mode=ivf (or mode=exact) with the other settings")
+        raise ParamError("--index: give mode=ivf, cones or exact with the other settings")
     return out
 
 
@@ -627,8 +627,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--index",
         action="append",
         metavar="KEY=VALUE",
-        help="candidate index for large stores: mode=ivf, min_rows=N, nprobe=N, audit_every=N "
-        "(docs/performance.md); default exact",
+        help="candidate index for large stores: mode=ivf|cones|exact, min_rows=N, nprobe=N, "
+        "audit_every=N (docs/performance.md); default: the policy's own",
     )
     s.add_argument("--out", help="write the run's files under this results root")
     _add_progress(s)
