@@ -428,7 +428,8 @@ class CandidateIndex:
             "trainings": 0,
         }
         self._index: Any = None
-        self._cones: _Cones | None = None  # rows_reaching's partition, made on demand
+        self._cones: _Cones | None = None  # mode cones, or rows_reaching's: made on demand
+        self._statuses_read = 0  # mode cones: entries of the store's status log read
         self._indexed = 0  # rows 0.._indexed-1 are in the index
         self._trained_at = 0
         self._due = 0
@@ -690,7 +691,7 @@ class CandidateIndex:
         """:meth:`rows_reaching` through ``cones``; unless ``exact`` (every list read), None
         when the lists to read hold more than half the store (the full scan costs less)."""
         E = self.store.embedding
-        cones.cover(E)
+        cones.cover(E)  # (mode cones: _current_cones did)
         v = np.ascontiguousarray(np.asarray(vector, dtype=np.float32))
         radius = float(threshold) - kernels.screen_margin(self.store.dim)
         near = cones.rows_above(v, radius, None if exact else len(E) // 2)
@@ -703,16 +704,32 @@ class CandidateIndex:
     def _current_cones(self) -> _Cones:
         """Mode "cones": the partition of the store's rows, trained again from scratch when
         the store has doubled since the last training or a covered row's embedding changed
-        (no policy that searches in this mode changes one)."""
+        (no policy that searches in this mode changes one), every row in it, and none in a
+        terminal status: such a row is never retrievable and never leaves that status, so
+        no search of retrievable rows can find it (over a decade most of a reference
+        model's rows have decayed, and reading them cost more than faiss's bitmap)."""
         s, cones = self.store, self._cones
         # (rows not yet covered: their new embeddings are read when they are)
         stale = cones is not None and any(r < cones.covered for r in s.embedding_changes)
+        terminal = [s.statuses.code(name) for name in s.statuses.terminal]
         if cones is None or s.n >= 2 * self._trained_at or stale:
             centroids = self._cone_centroids()
             cones = _Cones(centroids, spare=len(centroids), spawn_factor=CONES_SPAWN_FACTOR)
             self._cones, self._trained_at = cones, s.n
             self.audit["trainings"] += 1
+            cones.cover(s.embedding)
+            if terminal:
+                cones.drop(np.flatnonzero(np.isin(s["status"][: s.n], terminal)))
+            self._statuses_read = len(s.status_log)
         s.embedding_changes.clear()
+        cones.cover(s.embedding)
+        log = s.status_log
+        if len(log) > self._statuses_read:
+            if terminal:
+                ended = [row for _, row, code in log[self._statuses_read :] if code in terminal]
+                if ended:
+                    cones.drop(np.asarray(ended, dtype=np.int64))
+            self._statuses_read = len(log)
         return cones
 
     def _cone_centroids(self) -> np.ndarray:
@@ -778,6 +795,8 @@ _CONE_ANGLE_SLACK = 1e-6
 # vectors, and the centroids' rounding to float32; the threshold a product is compared with
 # is lowered by this much (a list read for nothing now and then, never one skipped wrongly).
 _CONE_PRODUCT_SLACK = 1e-4
+# rows put into their lists at a time (_Cones.cover)
+_COVER_ROWS = 4096
 
 
 class _Cones:
@@ -813,12 +832,35 @@ class _Cones:
         self.ids = [np.zeros(0, dtype=np.int64) for _ in range(cap)]
         self.vectors = [np.zeros((0, dim), dtype=np.float32) for _ in range(cap)]
         self.widest = np.zeros(cap)  # largest angle of a row of each list (0: empty)
+        self.owner = np.zeros(0, dtype=np.int64)  # each covered row's list (-1: dropped)
+
+    def drop(self, rows: np.ndarray) -> None:
+        """Take covered ``rows`` out of their lists for good (a list's widest angle stays:
+        still a bound)."""
+        rows = np.unique(rows[rows < self.covered])
+        rows = rows[self.owner[rows] >= 0]
+        if not len(rows):
+            return
+        lists = np.unique(self.owner[rows])
+        self.owner[rows] = -1
+        for lst in lists.tolist():
+            k = int(self.size[lst])
+            keep = self.owner[self.ids[lst][:k]] >= 0
+            m = int(keep.sum())
+            self.ids[lst][:m] = self.ids[lst][:k][keep]
+            self.vectors[lst][:m] = self.vectors[lst][:k][keep]
+            self.size[lst] = m
+        self._thresholds.clear()  # emptied lists are never read
 
     def cover(self, E: np.ndarray) -> None:
-        """Put the rows added to ``E`` since the last call into their lists."""
-        lo, hi = self.covered, len(E)
-        if hi <= lo:
-            return
+        """Put the rows added to ``E`` since the last call into their lists (a few thousand
+        at a time: a decade's store, covered at once, made float64 temporaries of ~0.5 GB)."""
+        for lo in range(self.covered, len(E), _COVER_ROWS):
+            self._cover(E, min(lo + _COVER_ROWS, len(E)))
+
+    def _cover(self, E: np.ndarray, hi: int) -> None:
+        """Put rows ``covered`` .. ``hi`` - 1 of ``E`` into their lists."""
+        lo = self.covered
         X = E[lo:hi]
         X64 = X.astype(np.float64)
         X64 /= np.linalg.norm(X64, axis=1, keepdims=True)
@@ -827,6 +869,11 @@ class _Cones:
             cos = X64 @ self.centroids[: self.lists].T
         owner = np.argmax(cos, axis=1)
         angle = np.arccos(np.clip(cos[np.arange(len(X)), owner], -1.0, 1.0))
+        if len(self.owner) < hi:
+            grown = np.full(max(hi, 2 * len(self.owner)), -1, dtype=np.int64)
+            grown[: len(self.owner)] = self.owner
+            self.owner = grown
+        self.owner[lo:hi] = owner
         for lst in np.unique(owner).tolist():
             mine = np.flatnonzero(owner == lst)
             k, m = int(self.size[lst]), len(mine)
