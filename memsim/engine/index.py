@@ -430,6 +430,7 @@ class CandidateIndex:
         self._index: Any = None
         self._cones: _Cones | None = None  # mode cones, or rows_reaching's: made on demand
         self._statuses_read = 0  # mode cones: entries of the store's status log read
+        self._terminal = frozenset(store.statuses.code(name) for name in store.statuses.terminal)
         self._indexed = 0  # rows 0.._indexed-1 are in the index
         self._trained_at = 0
         self._due = 0
@@ -683,15 +684,16 @@ class CandidateIndex:
         self.sync()
         if self._cones is None:
             self._cones = _Cones(self._index.quantizer.reconstruct_n(0, self._index.nlist))
+        self._cones.cover(self.store.embedding)
         return self._reaching(self._cones, vector, threshold, mask, exact=True)
 
     def _reaching(
         self, cones: _Cones, vector: np.ndarray, threshold: float, mask: np.ndarray, exact: bool
     ) -> tuple[np.ndarray, np.ndarray] | None:
-        """:meth:`rows_reaching` through ``cones``; unless ``exact`` (every list read), None
-        when the lists to read hold more than half the store (the full scan costs less)."""
+        """:meth:`rows_reaching` through ``cones`` (covering every row); unless ``exact``
+        (every list read), None when the lists to read hold more than half the store (the
+        full scan costs less)."""
         E = self.store.embedding
-        cones.cover(E)  # (mode cones: _current_cones did)
         v = np.ascontiguousarray(np.asarray(vector, dtype=np.float32))
         radius = float(threshold) - kernels.screen_margin(self.store.dim)
         near = cones.rows_above(v, radius, None if exact else len(E) // 2)
@@ -711,22 +713,18 @@ class CandidateIndex:
         s, cones = self.store, self._cones
         # (rows not yet covered: their new embeddings are read when they are)
         stale = cones is not None and any(r < cones.covered for r in s.embedding_changes)
-        terminal = [s.statuses.code(name) for name in s.statuses.terminal]
         if cones is None or s.n >= 2 * self._trained_at or stale:
             centroids = self._cone_centroids()
             cones = _Cones(centroids, spare=len(centroids), spawn_factor=CONES_SPAWN_FACTOR)
             self._cones, self._trained_at = cones, s.n
             self.audit["trainings"] += 1
-            cones.cover(s.embedding)
-            if terminal:
-                cones.drop(np.flatnonzero(np.isin(s["status"][: s.n], terminal)))
-            self._statuses_read = len(s.status_log)
+            self._statuses_read = 0  # new lists: every terminal row of the log leaves them
         s.embedding_changes.clear()
         cones.cover(s.embedding)
         log = s.status_log
         if len(log) > self._statuses_read:
-            if terminal:
-                ended = [row for _, row, code in log[self._statuses_read :] if code in terminal]
+            if self._terminal:
+                ended = [r for _, r, code in log[self._statuses_read :] if code in self._terminal]
                 if ended:
                     cones.drop(np.asarray(ended, dtype=np.int64))
             self._statuses_read = len(log)
