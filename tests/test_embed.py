@@ -277,7 +277,20 @@ def test_pcg64_states_are_numpys_seeding(seeds):
 
     seeds = seeds + [0, 1, 2**32 - 1, 2**32, 2**64 - 1]
     want = [np.random.default_rng(s).bit_generator.state["state"] for s in seeds]
-    assert pcg64_states(seeds) == [(w["state"], w["inc"]) for w in want]
+    got = pcg64_states(seeds).tolist()
+    assert [(s_hi << 64 | s_lo, i_hi << 64 | i_lo) for s_lo, s_hi, i_lo, i_hi in got] == [
+        (w["state"], w["inc"]) for w in want
+    ]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.text(max_size=8), max_size=12), st.integers(0, 2**40))
+def test_stable_hashes_are_stable_hash(names, seed):
+    from memsim.engine.embed import stable_hashes
+
+    got = stable_hashes(seed, "item", names)
+    assert got.dtype == np.uint64
+    assert got.tolist() == [stable_hash(seed, "item", name) for name in names]
 
 
 @settings(max_examples=50, deadline=None)
@@ -288,6 +301,25 @@ def test_stable_normals_are_stable_rng_draws(names, seed):
     got = stable_normals(seed, "item", names, 33)
     for row, name in zip(got, names):
         assert row.tobytes() == stable_rng(seed, "item", name).standard_normal(33).tobytes()
+
+
+def test_stable_normals_set_states_through_the_c_layout_or_numpys_setter(monkeypatch):
+    """On this numpy the states are written into the generator's C struct (checked against
+    numpy's own state reader); where that check fails, numpy's setter gives the same draws."""
+    import threading
+
+    from memsim.engine import embed
+
+    names = [f"ep{i}#0" for i in range(40)]
+    want = np.array([embed.stable_rng(3, "item", n).standard_normal(96) for n in names])
+    bit_gen = np.random.PCG64(0)
+    assert embed._state_words(bit_gen) is not None
+    assert embed._state_words(object()) is None  # no ctypes interface: numpy's setter
+    assert embed.stable_normals(3, "item", names, 96).tobytes() == want.tobytes()
+    monkeypatch.setattr(embed, "_state_words", lambda bit_gen: None)
+    monkeypatch.setattr(embed, "_drawers", threading.local())
+    assert embed.stable_normals(3, "item", names, 96).tobytes() == want.tobytes()
+    assert embed._drawers.drawer[2] is None
 
 
 @settings(max_examples=40, deadline=None)

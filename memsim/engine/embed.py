@@ -14,9 +14,11 @@ the same vector, in any batch.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import math
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from statistics import NormalDist
 from typing import Any
@@ -57,7 +59,6 @@ _INIT_A, _MULT_A = _U32(0x43B0D7E5), _U32(0x931E8875)
 _INIT_B, _MULT_B = _U32(0x8B51F9DD), _U32(0x58F38DED)
 _MIX_L, _MIX_R = _U32(0xCA01F9DD), _U32(0x4973F715)
 _PCG64_MULT = 0x2360ED051FC65DA44385DF649FCCF645
-_MASK128 = (1 << 128) - 1
 
 
 def _constant_chain(start: np.uint32, mult: np.uint32, n: int) -> np.ndarray:
@@ -85,19 +86,61 @@ def _hashmix(v: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray
     return out
 
 
-def pcg64_states(seeds: Sequence[int]) -> list[tuple[int, int]]:
-    """The (state, inc) pair of ``np.random.default_rng(s)``'s PCG64 for each 64-bit ``s``,
-    computed for all seeds at once: SeedSequence's hash of the seed's two 32-bit words into
-    its pool and ``generate_state(4, uint64)`` as uint32 array arithmetic (the steps that
-    do not depend on each other as one array operation: the pool's four words, the three
-    words each source word mixes into, the eight output words), then PCG64's seeding (two
-    steps of its 128-bit LCG) on Python integers. Constructing a Generator costs ~7 us per
-    seed; setting this state on one Generator ~1 us (tests check it against numpy for
-    random seeds)."""
+def stable_hashes(seed: int, role: str, names: Sequence[str]) -> np.ndarray:
+    """uint64 array: ``stable_hash(seed, role, name)`` of each of ``names`` (the digests
+    joined and read as one little-endian array instead of one Python int each)."""
+    head = f"{int(seed)}{_SEP}{role}{_SEP}"
+    blake = hashlib.blake2b
+    digests = b"".join(
+        blake((head + name).encode("utf-8"), digest_size=8).digest() for name in names
+    )
+    return np.frombuffer(digests, dtype="<u8").astype(np.uint64)
+
+
+_M32 = np.uint64(0xFFFFFFFF)
+_S32, _S63, _S1 = np.uint64(32), np.uint64(63), np.uint64(1)
+
+
+_Words128 = tuple[np.ndarray, np.ndarray]  # (high, low) uint64 words of 128-bit numbers
+
+
+def _mul64(a: np.ndarray, b: np.uint64) -> _Words128:
+    """The full 128-bit products a * b as (high, low) uint64 words, through 32-bit halves."""
+    a0, a1, b0, b1 = a & _M32, a >> _S32, b & _M32, b >> _S32
+    p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
+    mid = (p00 >> _S32) + (p01 & _M32) + (p10 & _M32)
+    return p11 + (p01 >> _S32) + (p10 >> _S32) + (mid >> _S32), (p00 & _M32) | (mid << _S32)
+
+
+def _add128(a: _Words128, b: _Words128) -> _Words128:
+    """(high, low) words of a + b mod 2**128."""
+    low = a[1] + b[1]
+    return a[0] + b[0] + (low < a[1]).astype(np.uint64), low
+
+
+_PCG64_MULT_WORDS = (np.uint64(_PCG64_MULT >> 64), np.uint64(_PCG64_MULT & (2**64 - 1)))
+
+
+def _pcg64_step(state: _Words128, inc: _Words128) -> _Words128:
+    """One step of PCG64's 128-bit LCG, state * MULT + inc mod 2**128, on (high, low) words."""
+    m_hi, m_lo = _PCG64_MULT_WORDS
+    hi, lo = _mul64(state[1], m_lo)
+    hi = hi + state[1] * m_hi + state[0] * m_lo
+    return _add128((hi, lo), inc)
+
+
+def pcg64_states(seeds: Sequence[int] | np.ndarray) -> np.ndarray:
+    """(len(seeds), 4) uint64: the PCG64 state of ``np.random.default_rng(s)`` for each
+    64-bit ``s`` as the words (state low, state high, inc low, inc high), computed for all
+    seeds at once: SeedSequence's hash of the seed's two 32-bit words into its pool and
+    ``generate_state(4, uint64)`` as uint32 array arithmetic (the steps that do not depend
+    on each other as one array operation: the pool's four words, the three words each
+    source word mixes into, the eight output words), then PCG64's seeding (two steps of its
+    128-bit LCG) on 64-bit words. Tests check it against numpy for random seeds."""
     s = np.asarray(seeds, dtype=np.uint64)
     n = len(s)
     A, B = _CHAIN_A, _CHAIN_B
-    with np.errstate(over="ignore"):  # uint32 arithmetic wraps, as in numpy's C code
+    with np.errstate(over="ignore"):  # uint32 and uint64 arithmetic wraps, as in numpy's C
         entropy = np.zeros((4, n), dtype=_U32)
         entropy[0] = s & np.uint64(0xFFFFFFFF)
         entropy[1] = s >> np.uint64(32)
@@ -109,13 +152,37 @@ def pcg64_states(seeds: Sequence[int]) -> list[tuple[int, int]]:
             r = np.subtract(_MIX_L * pool[dst], _MIX_R * mixed)
             pool[dst] = r ^ (r >> _U32(16))
         words = _hashmix(pool[[0, 1, 2, 3, 0, 1, 2, 3]], B[0:8], B[1:9]).astype(np.uint64)
-    u64 = (words[0::2] | (words[1::2] << np.uint64(32))).tolist()
-    states = []
-    for a, b, c, d in zip(*u64):  # initstate = (a, b), initseq = (c, d), high word first
-        inc = ((((c << 64) | d) << 1) | 1) & _MASK128
-        states.append((((inc + ((a << 64) | b)) * _PCG64_MULT + inc) & _MASK128, inc))
-    return states
+        # initstate = (a, b), initseq = (c, d), high word first; inc = initseq << 1 | 1
+        a, b, c, d = words[0::2] | (words[1::2] << _S32)
+        inc = ((c << _S1) | (d >> _S63), (d << _S1) | _S1)
+        # pcg_setseq_128_srandom: state 0, step (state = inc), add initstate, step
+        state = _pcg64_step(_add128(inc, (a, b)), inc)
+    out = np.empty((n, 4), dtype=np.uint64)
+    out[:, 0], out[:, 1], out[:, 2], out[:, 3] = state[1], state[0], inc[1], inc[0]
+    return out
 
+
+def _state_words(bit_gen: np.random.PCG64) -> np.ndarray | None:
+    """A writable uint64 view of ``bit_gen``'s 128-bit state and increment (the words
+    :func:`pcg64_states` gives), or None where numpy's C layout is not that: pcg64_state's
+    first member points at two little-endian ``__uint128_t`` (checked here by writing a
+    state through the view and reading it back through numpy's own ``state``). Setting a
+    state through the view costs ~0.1 us; through ``bit_gen.state`` ~1.3 us."""
+    probe = (0x0123456789ABCDEF_FEDCBA9876543210, 0x1111222233334444_5555666677778889)
+    try:
+        address = ctypes.cast(bit_gen.ctypes.state_address, ctypes.POINTER(ctypes.c_void_p))
+        words = address.contents.value
+        if not words:
+            return None
+        view = np.ctypeslib.as_array((ctypes.c_uint64 * 4).from_address(words))
+        view[:] = [w >> shift & (2**64 - 1) for w in probe for shift in (0, 64)]
+        found = bit_gen.state["state"]
+    except Exception:  # no ctypes interface or an unreadable address: the slower setter
+        return None
+    return view if (found["state"], found["inc"]) == probe else None
+
+
+_drawers = threading.local()
 
 # from this many claims on, ClaimsEmbedder.vectors draws them together (below, one Generator
 # per draw is cheaper than the batched seeding's fixed cost)
@@ -127,12 +194,20 @@ def stable_normals(seed: int, role: str, names: Sequence[str], size: int) -> np.
     .standard_normal(size)``, bit for bit, drawn through one Generator whose PCG64 state is
     set per row (:func:`pcg64_states`) instead of one Generator built per row."""
     out = np.empty((len(names), size))
-    states = pcg64_states([stable_hash(seed, role, name) for name in names])
-    bit_gen = np.random.PCG64(0)
-    gen = np.random.Generator(bit_gen)
-    words = {"state": 0, "inc": 0}  # one dict for every row: the setter reads its values
-    full: Any = {"bit_generator": "PCG64", "state": words, "has_uint32": 0, "uinteger": 0}
-    for row, (words["state"], words["inc"]) in zip(out, states):
+    states = pcg64_states(stable_hashes(seed, role, names))
+    drawer = getattr(_drawers, "drawer", None)
+    if drawer is None:  # one per thread: a state set and its draw must not interleave
+        bit_gen = np.random.PCG64(0)
+        drawer = _drawers.drawer = (bit_gen, np.random.Generator(bit_gen), _state_words(bit_gen))
+    bit_gen, gen, view = drawer
+    if view is not None:
+        for row, words in zip(out, states):
+            view[:] = words
+            gen.standard_normal(out=row)
+        return out
+    full: Any = {"bit_generator": "PCG64", "has_uint32": 0, "uinteger": 0}
+    for row, (s_lo, s_hi, i_lo, i_hi) in zip(out, states.tolist()):
+        full["state"] = {"state": s_hi << 64 | s_lo, "inc": i_hi << 64 | i_lo}
         bit_gen.state = full
         gen.standard_normal(out=row)
     return out

@@ -81,13 +81,16 @@ def as_unit_vectors(vectors: Any, dim: int, what: str = "embedding") -> np.ndarr
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[1] != dim:
         raise VectorError(f"{what}: expected shape (n, {dim}), got {np.shape(vectors)}")
-    finite = np.isfinite(arr).all(axis=1)
-    if not finite.all():
-        i = int(np.flatnonzero(~finite)[0])
-        raise VectorError(
-            f"{what} row {i} has a NaN or infinite value: {arr[i][~np.isfinite(arr[i])][:3]}"
-        )
-    norms = np.linalg.norm(arr, axis=1)
+    # np.linalg.norm(arr, axis=1)'s numbers without its copy; a row with a NaN or infinite
+    # value has a norm that is not finite, so the rows are searched only then
+    norms = np.sqrt(np.add.reduce(arr * arr, axis=1))
+    if not np.isfinite(norms).all():
+        finite = np.isfinite(arr).all(axis=1)
+        if not finite.all():
+            i = int(np.flatnonzero(~finite)[0])
+            raise VectorError(
+                f"{what} row {i} has a NaN or infinite value: {arr[i][~np.isfinite(arr[i])][:3]}"
+            )
     if (norms == 0).any():
         i = int(np.flatnonzero(norms == 0)[0])
         raise VectorError(f"{what} row {i} has zero norm: it cannot be compared by cosine")
@@ -108,9 +111,15 @@ def _hash64(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
 
 
-def _identity(ordered_provenance: Sequence[str], text: str) -> int:
-    """A memory's identity from its provenance at creation (in sorted order) and text."""
-    return _hash64("\x1f".join(ordered_provenance) + "\x1e" + text)
+def _identities(ordered_provenance: Sequence[Sequence[str]], texts: Sequence[str]) -> np.ndarray:
+    """uint64 identity of each memory, from its provenance at creation (in sorted order) and
+    text: ``_hash64`` of both, the digests read as one little-endian array."""
+    blake = hashlib.blake2b
+    digests = b"".join(
+        blake(("\x1f".join(p) + "\x1e" + t).encode("utf-8"), digest_size=8).digest()
+        for p, t in zip(ordered_provenance, texts)
+    )
+    return np.frombuffer(digests, dtype="<u8")
 
 
 class MemoryStore:
@@ -253,14 +262,16 @@ class MemoryStore:
         at, tie_ids = float(now), cols["tie_id"]
         self.text.extend(texts)
         self.claim.extend(claims)
-        for row, t, p in zip(range(lo, hi), texts, provenance):
+        orders = []  # one sort for the identity and the log
+        for row, p in zip(range(lo, hi), provenance):
             prov = set(p)
-            ordered = sorted(prov)  # one sort for the identity and the log
-            tie_ids[row] = _identity(ordered, t)
+            ordered = sorted(prov)
+            orders.append(ordered)
             self.provenance.append(prov)
             self.status_log.append((at, row, code))
             for e in ordered:
                 self.provenance_log.append((at, row, e))
+        tie_ids[lo:hi] = _identities(orders, texts)
         return np.arange(lo, hi)
 
     def tie_keys(self, salt: str, rows: np.ndarray | None = None) -> np.ndarray:
