@@ -129,6 +129,10 @@ def _pcg64_step(state: _Words128, inc: _Words128) -> _Words128:
     return _add128((hi, lo), inc)
 
 
+# the pool words each source word mixes into (every other one), as index arrays
+_MIX_DST = [np.array([d for d in range(4) if d != src]) for src in range(4)]
+
+
 def pcg64_states(seeds: Sequence[int] | np.ndarray) -> np.ndarray:
     """(len(seeds), 4) uint64: the PCG64 state of ``np.random.default_rng(s)`` for each
     64-bit ``s`` as the words (state low, state high, inc low, inc high), computed for all
@@ -145,13 +149,12 @@ def pcg64_states(seeds: Sequence[int] | np.ndarray) -> np.ndarray:
         entropy[0] = s & np.uint64(0xFFFFFFFF)
         entropy[1] = s >> np.uint64(32)
         pool = _hashmix(entropy, A[0:4], A[1:5])
-        for src in range(4):
-            dst = [d for d in range(4) if d != src]
+        for src, dst in enumerate(_MIX_DST):
             h = 4 + 3 * src
             mixed = _hashmix(pool[src], A[h : h + 3], A[h + 1 : h + 4])
             r = np.subtract(_MIX_L * pool[dst], _MIX_R * mixed)
             pool[dst] = r ^ (r >> _U32(16))
-        words = _hashmix(pool[[0, 1, 2, 3, 0, 1, 2, 3]], B[0:8], B[1:9]).astype(np.uint64)
+        words = _hashmix(np.concatenate((pool, pool)), B[0:8], B[1:9]).astype(np.uint64)
         # initstate = (a, b), initseq = (c, d), high word first; inc = initseq << 1 | 1
         a, b, c, d = words[0::2] | (words[1::2] << _S32)
         inc = ((c << _S1) | (d >> _S63), (d << _S1) | _S1)
