@@ -21,7 +21,7 @@ import numpy as np
 
 from memsim.engine import kernels
 from memsim.engine.events import Claim, Episode, Forget, Query
-from memsim.engine.index import INGEST_INDEX
+from memsim.engine.index import INGEST_INDEX, BatchScreen
 from memsim.engine.llm import NONE
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Job, Outcome, Policy, Ranking
@@ -363,13 +363,17 @@ class PersonalAI(Policy[PaiParams]):
         """Cosine of every row with ``vec`` (one matrix-vector product), float64."""
         return (self.store.embedding @ vec.astype(np.float32)).astype(np.float64)
 
-    def _similar(self, vec: np.ndarray, tag: str) -> tuple[np.ndarray, np.ndarray]:
+    def _similar(
+        self, vec: np.ndarray, tag: str, screen: tuple[BatchScreen, int] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """findSimilarBeliefs(embedding, limit) (000 §1): the ``similar_limit`` searchable
         rows most similar to ``vec`` (float32 products, ties by the seeded keys of ``tag``)
         and their float64 cosines, most similar first. Through the candidate index when it
         answers (:meth:`CandidateIndex.top_rows`: the full scan's rows whenever the probed
         lists hold its cut), every ``audit_every``-th search also by the full scan, and the
-        audit records whether the rows the decision reads differ."""
+        audit records whether the rows the decision reads differ. Where the scan would run,
+        ``screen`` (the batch's :class:`BatchScreen` and ``vec``'s place in it) gives its
+        rows bit for bit from the batch's one matrix product."""
         s = self.store
         searchable = self._searchable()
         keys = functools.partial(s.tie_keys, tag)  # keys of the rows at the cut only
@@ -385,7 +389,8 @@ class PersonalAI(Policy[PaiParams]):
             else None
         )
         if found is None:
-            return self._by_cosine(full_scan(), vec)
+            top = None if screen is None else screen[0].top_rows(screen[1], k, searchable, keys)
+            return self._by_cosine(full_scan() if top is None else top, vec)
         top, sims = self._by_cosine(found[0], vec)
         if self.candidates.audit_due():
             exact, _ = self._by_cosine(full_scan(), vec)
@@ -500,9 +505,12 @@ class PersonalAI(Policy[PaiParams]):
                 items.append(b[0])
                 keys.append(f"{ep.id}#{i}")
         vectors = ok = None
+        screen = None
         if items:
             emb = self.llm.embed(items, keys)
             vectors, ok = emb.vectors, np.asarray(emb.ok, dtype=bool)
+            if len(items) > 1:  # the batch's vectors against the store in one product
+                screen = BatchScreen(self.store, vectors)
         out: list[Outcome] = []
         j = 0
         for ep, beliefs, drops in plans:
@@ -510,15 +518,23 @@ class PersonalAI(Policy[PaiParams]):
             for i, b in enumerate(beliefs):
                 assert vectors is not None and ok is not None  # a belief, so items were embedded
                 vec = vectors[j] if ok[j] else None
-                out.extend(self._process_new_belief(ep, i, b, vec, now))
+                at = None if screen is None else (screen, j)
+                out.extend(self._process_new_belief(ep, i, b, vec, now, at))
                 j += 1
             out.extend(self._consolidate(ep, now))
         return out
 
     def _process_new_belief(
-        self, ep: Episode, i: int, belief: tuple, vec: np.ndarray | None, now: float
+        self,
+        ep: Episode,
+        i: int,
+        belief: tuple,
+        vec: np.ndarray | None,
+        now: float,
+        screen: tuple[BatchScreen, int] | None = None,
     ) -> list[Outcome]:
-        """processNewBelief() (§1 flowchart)."""
+        """processNewBelief() (§1 flowchart). ``screen``: the batch's comparison with the
+        store, and this belief's place in it."""
         p = self.params
         claim, text, type_name, importance, subject = belief
         kw = dict(
@@ -533,7 +549,7 @@ class PersonalAI(Policy[PaiParams]):
             row = self._create(claim, text, None, confidence=p.embed_fail_confidence, **kw)
             return [Outcome(ep.id, "create", row, "embedding failed: no dedup (000 §1)")]
         s = self.store
-        top, sims = self._similar(vec, f"{self.seed}:{ep.id}#{i}")
+        top, sims = self._similar(vec, f"{self.seed}:{ep.id}#{i}", screen)
         if len(top) and is_reinforce(sims[0], p):
             row = int(top[0])
             self._reinforce(row, now)

@@ -61,3 +61,41 @@ def test_batched_day_equals_one_by_one_with_failures(policy_id, stream_seed, day
     a, out_a, b, out_b, _ = _day_both_ways(policy_id, stream_seed, day, llm, seed)
     assert out_a == out_b
     assert store_state(a.store) == store_state(b.store)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    stream_seed=st.integers(0, 2**16),
+    day=st.integers(1, 9),
+    seed=st.integers(0, 3),
+    faults=st.booleans(),
+)
+def test_personal_ai_batched_day_through_the_screen_equals_one_by_one(
+    stream_seed, day, seed, faults
+):
+    """Personal AI compares a batch's beliefs with the store in one matrix product
+    (index.BatchScreen, from BATCH_SCREEN_MIN_ROWS rows: here from 1, so these small stores
+    use it), then decides them in order: the same outcomes and store as one at a time."""
+    from unittest import mock
+
+    from memsim.engine import index
+    from memsim.engine.llm import Faults
+
+    answered = []
+    top_rows = index.BatchScreen.top_rows
+
+    def counted(self, *args, **kwargs):
+        rows = top_rows(self, *args, **kwargs)
+        answered.append(rows is not None)
+        return rows
+
+    failing = Faults(extract_fail=0.2, embed_fail=0.3) if faults else Faults()
+    llm = MockLLM(seed=seed, faults=failing)
+    with (
+        mock.patch.object(index, "BATCH_SCREEN_MIN_ROWS", 1),
+        mock.patch.object(index.BatchScreen, "top_rows", counted),
+    ):
+        a, out_a, b, out_b, now = _day_both_ways("pai", stream_seed, day, llm, seed)
+    assert out_a == out_b
+    assert store_state(a.store) == store_state(b.store)
+    assert any(answered)  # the day's searches went through the screen

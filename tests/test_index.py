@@ -658,3 +658,57 @@ def test_cones_drop_rows_in_a_terminal_status():
     s.set_status([650, 700], "gone", 3.0)
     check()
     assert idx.audit["trainings"] == trainings + 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    group=st.integers(0, 40),
+    cos=st.sampled_from([0.97, 0.6, 0.0]),
+    k=st.integers(1, 12),
+    added=st.integers(0, 30),
+)
+def test_batch_screen_top_rows_are_the_full_scans(seed, group, cos, k, added):
+    """BatchScreen.top_rows is kernels.topk over the full float32 product (float64, ties by
+    key) bit for bit for every vector of a batch, searched in order while rows are added
+    (planted at the tie group's cosine too) and retired between the searches: tie groups
+    at the k-th product larger than 2k (topk_support's path), a vector most rows meet at
+    ~0, a vector longer than 1, and rows added after the batch's product."""
+    from unittest import mock
+
+    from memsim.engine import index, kernels
+    from memsim.engine.index import BatchScreen
+
+    s, rng = _cand_store(300, seed=seed % 1000)
+    rng = np.random.default_rng(seed)
+    batch = rng.standard_normal((4, 16)).astype(np.float32)
+    batch /= np.linalg.norm(batch, axis=1, keepdims=True)
+    q = batch[0]
+    rows = rng.choice(300, group, replace=False)
+    if group:
+        s.set_embedding(rows, _at_cosines(q, np.full(group, cos), rng.standard_normal((group, 16))))
+    # the last vector meets every other row at ~0 (they are built orthogonal to it: most
+    # rows are near the k-th product), and the third is three times as long
+    rest = np.setdiff1d(np.arange(300), rows)
+    s.set_embedding(rest, _at_cosines(batch[3], np.zeros(len(rest)), s.embedding[rest]))
+    batch[2] *= 3.0
+    keys = lambda r: s.tie_keys("0:q", r)  # noqa: E731
+    with mock.patch.object(index, "BATCH_SCREEN_MIN_ROWS", 1):
+        screen = BatchScreen(s, batch)
+        for j, v in enumerate(batch):
+            if added:  # what the decisions before this search add and retire
+                new = _at_cosines(q, np.full(added, cos), rng.standard_normal((added, 16)))
+                s.add(
+                    float(j + 1),
+                    new,
+                    texts=[f"a{j}.{i}" for i in range(added)],
+                    claims=[None] * added,
+                    provenance=[(f"a{j}.{i}",) for i in range(added)],
+                )
+                s.set_status(rng.choice(s.n, 5, replace=False), "gone", float(j + 1))
+            mask = s.retrievable()
+            sims = np.where(mask, s.embedding @ v, -np.inf).astype(np.float64)
+            got = screen.top_rows(j, k, mask, keys)
+            np.testing.assert_array_equal(got, kernels.topk(sims, k, keys))
+            np.testing.assert_array_equal(screen.top_rows(j, k, mask), kernels.topk(sims, k))
+    assert screen.top_rows(0, k, s.retrievable(), keys) is None  # a small store: the scan

@@ -959,3 +959,102 @@ def _single_thread(fn: Callable[..., Any], *args: Any) -> Any:
         return fn(*args)
     finally:
         faiss.omp_set_num_threads(threads)
+
+
+# below this many rows a belief's own full scan costs less than a screened search's steps
+# (Personal AI's day: 135 against 113 us per search at 902 rows, 146 against 217 at 1,770)
+BATCH_SCREEN_MIN_ROWS = 1_200
+# floats of one chunk's screen products (64 MiB): a large import is screened chunk by chunk
+_BATCH_SCREEN_FLOATS = 1 << 24
+
+
+class BatchScreen:
+    """A batch's vectors (a day's claims, in the order they are decided) compared with the
+    store in one matrix product per chunk of them, so that each one's search, when its turn
+    comes, reads only the rows that product cannot rule out (issue 16's day-batched
+    comparison). :meth:`top_rows` gives the full scan's answer bit for bit, whatever the
+    decisions before it did to the store: rows added since the chunk's product are always
+    computed exactly, and the mask is the one at the search. The caller must not change a stored
+    embedding during the batch (rows it adds are fine).
+
+    The product's entries are float32 screens of the full scan's products (a matrix-matrix
+    product rounds differently from the scan's matrix-vector one, by less than
+    ``kernels.screen_margin``), so each row's screen plus the margin bounds its product;
+    ``kernels.topk_support`` then computes exactly (``kernels.rows_matvec``, the scan's own
+    numbers) the rows whose bounds reach the k-th product's tie chain."""
+
+    def __init__(self, store: Any, vectors: np.ndarray) -> None:
+        self.store = store
+        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        # the rows are unit vectors; a vector longer than 1 widens its rounding bound
+        norms = np.sqrt(np.einsum("ij,ij->i", self.vectors, self.vectors, dtype=np.float64))
+        self.margins = kernels.screen_margin(store.dim) * np.maximum(1.0, norms)
+        self._chunk: tuple[int, int, np.ndarray] | None = None  # first, stop, products
+
+    def _screen(self, j: int) -> np.ndarray:
+        """Vector ``j``'s screened products with the rows its chunk's product covered."""
+        chunk = self._chunk
+        if chunk is None or not chunk[0] <= j < chunk[1]:
+            n = self.store.n
+            stop = min(len(self.vectors), j + max(1, _BATCH_SCREEN_FLOATS // max(n, 1)))
+            products = self.vectors[j:stop] @ self.store.embedding.T  # (vectors, rows)
+            chunk = self._chunk = (j, stop, products)
+        screen: np.ndarray = chunk[2][j - chunk[0]]
+        return screen
+
+    def top_rows(
+        self,
+        j: int,
+        k: int,
+        mask: np.ndarray,
+        tiebreak: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> np.ndarray | None:
+        """``kernels.topk(np.where(mask, E @ v, -inf).astype(float64), k, tiebreak)`` for
+        vector ``j`` of the batch (``tiebreak``: rows to their tie keys), bit for bit; None
+        below BATCH_SCREEN_MIN_ROWS rows, where the caller's own scan is the cheaper."""
+        s = self.store
+        n = s.n
+        if n < BATCH_SCREEN_MIN_ROWS:
+            return None
+        screen = self._screen(j)
+        covered = len(screen)
+        E, v = s.embedding, self.vectors[j]
+        bound = np.full(n, -np.inf)
+        np.add(screen, self.margins[j], out=bound[:covered], where=mask[:covered])
+        added = covered + np.flatnonzero(mask[covered:])  # rows added since: their products
+        bound[added] = kernels.rows_matvec(E, added, v)
+        full: list[np.ndarray] = []
+
+        def exact(rows: np.ndarray) -> np.ndarray:
+            # many rows near the k-th product (a vector at ~0 with most rows): the whole
+            # product, once, costs less than their blocks
+            if full or 8 * len(rows) > n:
+                if not full:
+                    full.append(E @ v)
+                products: np.ndarray = full[0][rows]
+            else:
+                products = kernels.rows_matvec(E, rows, v)
+            return products.astype(np.float64)
+
+        rows, scores = self._support(bound, exact, k)
+        keys = None if tiebreak is None else (lambda i: tiebreak(rows[i]))
+        top: np.ndarray = rows[kernels.topk(scores, k, keys)]
+        return top
+
+    @staticmethod
+    def _support(
+        bound: np.ndarray, exact: Callable[[np.ndarray], np.ndarray], k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``kernels.topk_support(bound, exact, k)``'s answer (rows ascending and their
+        scores, over which topk is topk over every row), first tried from the 2k highest
+        bounds alone: enough when the next highest bound is under their k-th score's reach
+        (``kernels.support_reach``), as it is unless many rows sit near the k-th product.
+        One selection instead of topk_support's sorted top 2k and second pass over the rows."""
+        m = 2 * k
+        if k > 0 and np.count_nonzero(bound > -np.inf) > m:
+            part = np.argpartition(-bound, m)  # [:m] the m highest bounds, [m] the next
+            rows = np.sort(part[:m])
+            scores = exact(rows)
+            if bound[part[m]] < kernels.support_reach(scores, float(np.sort(scores)[m - k])):
+                return rows, scores
+        return kernels.topk_support(bound, exact, k)

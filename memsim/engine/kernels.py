@@ -329,6 +329,15 @@ def _tie_chain_bottom(s: np.ndarray, kth: float) -> float:
         lo = below.min()
 
 
+def support_reach(scores: np.ndarray, kth: float) -> float:
+    """The least score a row missing from ``scores`` (whose k-th largest is ``kth``) could
+    have and still change :func:`topk` with ties broken by key: TIE_RTOL under the bottom of
+    ``kth``'s tie chain. Every row under it is outside the candidates topk sorts."""
+    lo = _tie_chain_bottom(scores, kth)
+    # the k-th is +inf: only a row whose bound is +inf can tie it (inf - inf is NaN)
+    return lo - TIE_RTOL * abs(lo) if np.isfinite(lo) else lo
+
+
 def topk_support(
     bound: np.ndarray,
     exact: Callable[[np.ndarray], np.ndarray],
@@ -370,9 +379,7 @@ def topk_support(
             m *= 2
             todo = highest(np.flatnonzero(~known & (b > -np.inf)), m)
             continue
-        lo = _tie_chain_bottom(vals, float(np.partition(ok, len(ok) - k)[len(ok) - k]))
-        # the k-th is +inf: only a row whose bound is +inf can tie it (inf - inf is NaN)
-        reach = lo - TIE_RTOL * abs(lo) if np.isfinite(lo) else lo
+        reach = support_reach(vals, float(np.partition(ok, len(ok) - k)[len(ok) - k]))
         todo = np.flatnonzero(b >= reach)
         todo = todo[~known[todo]]
     if not seen:
