@@ -673,7 +673,8 @@ def test_batch_screen_top_rows_are_the_full_scans(seed, group, cos, k, added):
     key) bit for bit for every vector of a batch, searched in order while rows are added
     (planted at the tie group's cosine too) and retired between the searches: tie groups
     at the k-th product larger than 2k (topk_support's path), a vector most rows meet at
-    ~0, a vector longer than 1, and rows added after the batch's product."""
+    ~0, a vector longer than 1, rows added after the batch's product, and a stored
+    embedding changed between two searches."""
     from unittest import mock
 
     from memsim.engine import index, kernels
@@ -706,6 +707,8 @@ def test_batch_screen_top_rows_are_the_full_scans(seed, group, cos, k, added):
                     provenance=[(f"a{j}.{i}",) for i in range(added)],
                 )
                 s.set_status(rng.choice(s.n, 5, replace=False), "gone", float(j + 1))
+            if j == 2:  # a stored row turned to this vector: the product is made again
+                s.set_embedding([0], batch[2])
             mask = s.retrievable()
             sims = np.where(mask, s.embedding @ v, -np.inf).astype(np.float64)
             got = screen.top_rows(j, k, mask, keys)

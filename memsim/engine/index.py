@@ -974,8 +974,8 @@ class BatchScreen:
     comes, reads only the rows that product cannot rule out (issue 16's day-batched
     comparison). :meth:`top_rows` gives the full scan's answer bit for bit, whatever the
     decisions before it did to the store: rows added since the chunk's product are always
-    computed exactly, and the mask is the one at the search. The caller must not change a stored
-    embedding during the batch (rows it adds are fine).
+    computed exactly, the mask is the one at the search, and a stored embedding changed
+    since (``MemoryStore.embedding_version``) makes the product again.
 
     The product's entries are float32 screens of the full scan's products (a matrix-matrix
     product rounds differently from the scan's matrix-vector one, by less than
@@ -989,17 +989,18 @@ class BatchScreen:
         # the rows are unit vectors; a vector longer than 1 widens its rounding bound
         norms = np.sqrt(np.einsum("ij,ij->i", self.vectors, self.vectors, dtype=np.float64))
         self.margins = kernels.screen_margin(store.dim) * np.maximum(1.0, norms)
-        self._chunk: tuple[int, int, np.ndarray] | None = None  # first, stop, products
+        # first vector, stop, the store's embedding version, the products
+        self._chunk: tuple[int, int, int, np.ndarray] | None = None
 
     def _screen(self, j: int) -> np.ndarray:
         """Vector ``j``'s screened products with the rows its chunk's product covered."""
-        chunk = self._chunk
-        if chunk is None or not chunk[0] <= j < chunk[1]:
+        chunk, version = self._chunk, getattr(self.store, "embedding_version", 0)
+        if chunk is None or not chunk[0] <= j < chunk[1] or chunk[2] != version:
             n = self.store.n
             stop = min(len(self.vectors), j + max(1, _BATCH_SCREEN_FLOATS // max(n, 1)))
             products = self.vectors[j:stop] @ self.store.embedding.T  # (vectors, rows)
-            chunk = self._chunk = (j, stop, products)
-        screen: np.ndarray = chunk[2][j - chunk[0]]
+            chunk = self._chunk = (j, stop, version, products)
+        screen: np.ndarray = chunk[3][j - chunk[0]]
         return screen
 
     def top_rows(

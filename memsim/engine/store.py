@@ -150,6 +150,7 @@ class MemoryStore:
         # rows whose embedding changed, collected only once a candidate index asks for them
         self.embedding_changes: set[int] = set()
         self._track_changes = False
+        self.embedding_version = 0  # counts set_embedding calls (a batch's screen checks it)
         self._packed = PackedRows(self.dim)
         self._queries = RecurringScans(self.dim)
         self._row_logs: dict[int, _RowLog] = {}  # provenance_of's ordered logs
@@ -293,6 +294,7 @@ class MemoryStore:
         if len(rows) and (rows.min() < 0 or rows.max() >= self.n):
             raise IndexError(f"rows {rows.tolist()} outside 0..{self.n - 1}")
         self._emb[rows] = vecs
+        self.embedding_version = getattr(self, "embedding_version", 0) + 1
         self._packed.changed(self._emb, rows)
         self._queries.changed(rows)
         if getattr(self, "_track_changes", False):
