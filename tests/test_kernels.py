@@ -550,6 +550,13 @@ def test_topk_lazy_tiebreak_equals_the_array(scores, k, salt):
     first=1,
     salt=0,
 )
+@example(  # every bound equal: no row above the (m + 1)-th highest, the first rows at it
+    values=[0.5] * 10,
+    slack=[0.0] * 40,
+    k=2,
+    first=None,
+    salt=0,
+)
 def test_topk_support_ranks_as_every_score_with_ties_chained_below_the_kth(
     values, slack, k, first, salt
 ):

@@ -1037,25 +1037,7 @@ class BatchScreen:
                 products = kernels.rows_matvec(E, rows, v)
             return products.astype(np.float64)
 
-        rows, scores = self._support(bound, exact, k)
+        rows, scores = kernels.topk_support(bound, exact, k)
         keys = None if tiebreak is None else (lambda i: tiebreak(rows[i]))
         top: np.ndarray = rows[kernels.topk(scores, k, keys)]
         return top
-
-    @staticmethod
-    def _support(
-        bound: np.ndarray, exact: Callable[[np.ndarray], np.ndarray], k: int
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """``kernels.topk_support(bound, exact, k)``'s answer (rows ascending and their
-        scores, over which topk is topk over every row), first tried from the 2k highest
-        bounds alone: enough when the next highest bound is under their k-th score's reach
-        (``kernels.support_reach``), as it is unless many rows sit near the k-th product.
-        One selection instead of topk_support's sorted top 2k and second pass over the rows."""
-        m = 2 * k
-        if k > 0 and np.count_nonzero(bound > -np.inf) > m:
-            part = np.argpartition(-bound, m)  # [:m] the m highest bounds, [m] the next
-            rows = np.sort(part[:m])
-            scores = exact(rows)
-            if bound[part[m]] < kernels.support_reach(scores, float(np.sort(scores)[m - k])):
-                return rows, scores
-        return kernels.topk_support(bound, exact, k)

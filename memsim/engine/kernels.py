@@ -350,14 +350,17 @@ def topk_support(
     on as few rows as the bounds allow: first the ``first`` (default 2k) highest bounds (then
     twice as many more while fewer than k of the scores found are ones topk returns, i.e.
     not NaN or -inf), then every row whose bound reaches the tie chain of the k-th score
-    found so far (a bound of +inf where that score is +inf), until none is left; never a
-    row bounded by -inf (its score is -inf or NaN). Every other row scores below that
+    found so far (a bound of +inf where that score is +inf), until none is left, which is
+    known without a pass over the rows when the highest bound left out of the first ``first``
+    is under it; never a row bounded by -inf (its score is -inf or NaN). Every other row
+    scores below that
     chain, so ``topk`` of a vector holding these scores and -inf elsewhere is ``topk`` of
     all the scores, bit for bit (with any tiebreak)."""
     if k <= 0:  # topk returns nothing
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    b = np.where(np.isnan(bound), np.inf, bound)
-    known = np.zeros(len(b), dtype=bool)
+    nan = np.isnan(bound)
+    b = np.where(nan, np.inf, bound) if nan.any() else np.asarray(bound)  # a copy if needed
+    known: np.ndarray | None = None  # rows evaluated, as a mask (after the first round only)
     seen: list[np.ndarray] = []  # the rows evaluated, round by round
     found: list[np.ndarray] = []  # and their scores
 
@@ -365,21 +368,37 @@ def topk_support(
         return rows[np.argpartition(-b[rows], m - 1)[:m]] if 0 < m < len(rows) else rows
 
     m = max(2 * k if first is None else int(first), k)
-    # the m highest bounds by topk's O(n) selection (a row bounded by -inf never scores
-    # above it, so topk never returns it: such rows are never evaluated)
-    todo = topk(b, m)
+    # the rows above the (m + 1)-th highest bound (topk's O(n) selection), which every row
+    # not evaluated stays at or under (a row bounded by -inf is never evaluated: it never
+    # scores above it, so topk never returns it)
+    rest = float(_kth_largest(b, m + 1)) if m + 1 < len(b) else -np.inf
+    if rest == np.inf:  # more than m rows bounded by +inf: the m of them topk takes
+        todo = topk(b, m)
+    else:  # the rows above the (m + 1)-th highest bound, and rows at it up to m in all
+        todo = np.flatnonzero(b > rest)
+        if len(todo) < m and rest > -np.inf:
+            todo = np.union1d(todo, np.flatnonzero(b == rest)[: m - len(todo)])
     while len(todo):
         seen.append(todo)
         found.append(exact(todo))
-        known[todo] = True
-        vals = np.concatenate(found)
+        vals = np.concatenate(found) if len(found) > 1 else found[0]
         ok = vals[vals > -np.inf]  # the scores topk returns (not NaN, not -inf)
-        if len(ok) < k:
+        reach = None
+        if len(ok) >= k:
+            reach = support_reach(vals, float(np.partition(ok, len(ok) - k)[len(ok) - k]))
+            if rest < reach:  # no row left out can reach the tie chain: no pass over the rows
+                break
+        if known is None:
+            known = np.zeros(len(b), dtype=bool)
+            for rows in seen:
+                known[rows] = True
+        else:
+            known[todo] = True
+        if reach is None:
             # fewer than k of them: the next highest bounds, twice as many as the last time
             m *= 2
             todo = highest(np.flatnonzero(~known & (b > -np.inf)), m)
             continue
-        reach = support_reach(vals, float(np.partition(ok, len(ok) - k)[len(ok) - k]))
         todo = np.flatnonzero(b >= reach)
         todo = todo[~known[todo]]
     if not seen:
