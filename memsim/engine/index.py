@@ -962,7 +962,7 @@ def _single_thread(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 # below this many rows a belief's own full scan costs less than a screened search's steps
-# (Personal AI's day: 135 against 113 us per search at 902 rows, 146 against 217 at 1,770)
+# (Personal AI's day: 147 against 114 us per search at 902 rows, 163 against 210 at 1,770)
 BATCH_SCREEN_MIN_ROWS = 1_200
 # floats of one chunk's screen products (64 MiB): a large import is screened chunk by chunk
 _BATCH_SCREEN_FLOATS = 1 << 24
