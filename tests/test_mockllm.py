@@ -70,6 +70,39 @@ def test_extract_passes_claims_through_without_faults():
         assert llm.extract(e) == e.claims
 
 
+# one value per mode or fault _noisy reads that changes some claim of NOISY_EPISODES
+_CHANGING = [
+    ("modes", "chatter_confidence", 0.3),
+    ("modes", "fact_confidence_spread", 0.2),
+    ("modes", "entity_forms", 3),
+    ("modes", "resolution_error", 0.5),
+    ("faults", "importance_jitter", 0.2),
+    ("faults", "wrong_category", 0.5),
+]
+NOISY_EPISODES = EPISODES[:40] + [
+    ep(1000 + i, [claim(f"t.c{i}", "hi", noise=True, importance=0.5)]) for i in range(40)
+]
+
+
+@pytest.mark.parametrize(("group", "name", "value"), _CHANGING)
+def test_extract_skips_the_noise_only_when_no_mode_or_fault_can_change_a_claim(group, name, value):
+    """extract's shortcut (the claims as given) is taken at the defaults only: with any one
+    mode or fault of _noisy set, it is not, and the claims are _noisy's (some changed);
+    setting llm.modes or llm.faults after a call is seen."""
+    llm = MockLLM()
+    assert [llm.extract(e) for e in NOISY_EPISODES] == [e.claims for e in NOISY_EPISODES]
+    if group == "modes":
+        llm.modes = Modes(**{name: value})
+    else:
+        llm.faults = Faults(**{name: value})
+    got = [llm.extract(e) for e in NOISY_EPISODES]
+    want = [
+        tuple(llm._noisy(c, f"{e.id}#{i}") for i, c in enumerate(e.claims)) for e in NOISY_EPISODES
+    ]
+    assert got == want
+    assert got != [e.claims for e in NOISY_EPISODES]
+
+
 def test_extract_text_only_episode():
     llm = MockLLM()
     assert llm.extract(ep(1, text="hello there")) == (

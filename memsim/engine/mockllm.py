@@ -171,7 +171,26 @@ class MockLLM:
             speaker = episode.speaker.strip().lower()
             subject = "owner" if speaker in ("", "user") else speaker
             claims = (Claim(key="", value=episode.text, category="fact", subject=subject),)
+        if self._extraction_is_exact():
+            return tuple(claims)  # what _noisy returns for each: the claim itself
         return tuple(self._noisy(c, f"{episode.id}#{i}") for i, c in enumerate(claims))
+
+    def _extraction_is_exact(self) -> bool:
+        """True when no mode or fault of ``_noisy`` can change a claim (the defaults); kept
+        for the ``modes`` and ``faults`` it was computed from (extract runs per episode)."""
+        m, f = self.modes, self.faults
+        known = getattr(self, "_exact_for", None)
+        if known is None or known[0] is not m or known[1] is not f:
+            exact = (
+                m.chatter_confidence < 0.0
+                and m.fact_confidence_spread <= 0.0
+                and m.entity_forms <= 1
+                and m.resolution_error <= 0.0
+                and f.importance_jitter <= 0.0
+                and f.wrong_category <= 0.0
+            )
+            known = self._exact_for = (m, f, exact)
+        return bool(known[2])
 
     def _noisy(self, claim: Claim, item: str) -> Claim:
         changes: dict[str, Any] = {}
@@ -212,13 +231,13 @@ class MockLLM:
         n = len(items)
         if len(keys) != n:
             raise ValueError(f"MockLLM.embed: {n} items but {len(keys)} keys")
-        out = np.zeros((n, self.dim), dtype=np.float32)
         ok = np.ones(n, dtype=bool)
         claim_rows: list[int] = []
         text_rows: list[int] = []
         texts: list[str] = []
+        can_fail = self.faults.embed_fail > 0.0  # (no call per item at rate 0)
         for i, (item, key) in enumerate(zip(items, keys)):
-            if self._fires(self.faults.embed_fail, "embed_fail", key):
+            if can_fail and self._fires(self.faults.embed_fail, "embed_fail", key):
                 ok[i] = False
             elif isinstance(item, Claim):
                 if item.key:
@@ -233,6 +252,10 @@ class MockLLM:
                 raise TypeError(
                     f"MockLLM.embed: item {i} ({key!r}) is neither a Claim nor a str: {item!r}"
                 )
+        if len(claim_rows) == n and n:  # every item a claim (a day's extraction): no copy
+            vectors = self.claims_embedder.embed(items, keys)
+            return Embedded(vectors=vectors, ok=ok)
+        out = np.zeros((n, self.dim), dtype=np.float32)
         if claim_rows:
             out[claim_rows] = self.claims_embedder.embed(
                 [items[i] for i in claim_rows], [keys[i] for i in claim_rows]
