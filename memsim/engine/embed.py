@@ -322,7 +322,9 @@ class ClaimsEmbedder:
         drawn for all names at once."""
         m, active = self._active(block)
         draws = stable_normals(self.seed, role, names, active)
-        norms = np.sqrt(np.array([row.dot(row) for row in draws]))
+        # each row's (1, active) @ (active, 1) product is its dot with itself, as
+        # np.linalg.norm takes it (matmul's vector-vector case calls the same dot)
+        norms = np.sqrt(np.matmul(draws[:, None, :], draws[:, :, None])[:, 0, 0])
         out = np.zeros((len(names), m))
         np.divide(draws, norms[:, None], out=out[:, :active])
         return out
