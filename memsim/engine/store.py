@@ -22,7 +22,7 @@ import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from itertools import islice
+from itertools import islice, repeat
 from typing import Any, TypeVar
 
 import numpy as np
@@ -260,19 +260,15 @@ class MemoryStore:
             raise
         self._emb[lo:hi] = vecs
         self.n = hi
-        at, tie_ids = float(now), cols["tie_id"]
+        at, rows = float(now), range(lo, hi)
         self.text.extend(texts)
         self.claim.extend(claims)
-        orders = []  # one sort for the identity and the log
-        for row, p in zip(range(lo, hi), provenance):
-            prov = set(p)
-            ordered = sorted(prov)
-            orders.append(ordered)
-            self.provenance.append(prov)
-            self.status_log.append((at, row, code))
-            for e in ordered:
-                self.provenance_log.append((at, row, e))
-        tie_ids[lo:hi] = _identities(orders, texts)
+        provs = [set(p) for p in provenance]
+        orders = [sorted(p) for p in provs]  # one sort for the identity and the log
+        self.provenance.extend(provs)
+        self.status_log.extend(zip(repeat(at), rows, repeat(code)))
+        self.provenance_log.extend((at, row, e) for row, o in zip(rows, orders) for e in o)
+        cols["tie_id"][lo:hi] = _identities(orders, texts)
         return np.arange(lo, hi)
 
     def tie_keys(self, salt: str, rows: np.ndarray | None = None) -> np.ndarray:
