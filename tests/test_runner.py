@@ -437,5 +437,5 @@ def test_a_status_written_to_the_column_without_set_status_is_a_contract_error()
             return [Ranking.empty() for _ in queries]
 
     stream = Stream((ep("e1", 0.0), ep("e2", 0.0), Query("q1", 1.0, "?", keys=("a.b",))))
-    with pytest.raises(PolicyContractError, match="WritesStatus: row 0 .*without MemoryStore.set_status"):
+    with pytest.raises(PolicyContractError, match="WritesStatus: row 0 .* without MemoryStore"):
         run(WritesStatus(llm=StubLLM()), stream)
