@@ -242,7 +242,8 @@ class RetrievableCounter:
     """The count of retrievable rows, kept from the store's status log: every status a row
     takes is logged (MemoryStore.add and set_status; metrics read statuses from the log), so
     a count reads the entries logged since the last one, not the whole status column (the
-    runner counts after every batch: a pass over the column made ~5% of keep-all's year).
+    runner counts after every batch: a pass over the column was ~3% of keep-all's year
+    under cProfile, and grew with the store).
     :meth:`check_column` says whether the column holds what the log does."""
 
     def __init__(self, store: Any) -> None:
