@@ -409,7 +409,7 @@ class Recency(_CosineBase[RecencyParams]):
             excess = len(lru) - self.params.budget
             if excess <= 0:
                 return []
-            victims = self._front_victims(excess)
+            victims = None if self._front is None else self._front_victims(excess)
             if victims is None:
                 front = self._evict_candidates(lru, excess)
                 if front is not None:

@@ -72,6 +72,7 @@ def test_terminal_status_is_enforced_and_logged():
     ):
         s.set_status([0], "active", 5.0)
     assert s.status_log == [(0.0, 0, 0), (0.0, 1, 0), (3.0, 0, 2), (3.0, 1, 2)]
+    assert ST.terminal_codes == frozenset({ST.code("deleted")}) == frozenset({2})
 
 
 @settings(max_examples=60, deadline=None)

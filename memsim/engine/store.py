@@ -18,6 +18,7 @@ until the next insert.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
@@ -60,6 +61,11 @@ class Statuses:
             raise ValueError(f"statuses {sorted(unknown)} are not among {self.names}")
         if set(self.terminal) & set(self.retrievable):
             raise ValueError("a terminal status cannot be retrievable")
+
+    @functools.cached_property
+    def terminal_codes(self) -> frozenset[int]:
+        """The codes of the terminal statuses (set_status checks every row against them)."""
+        return frozenset(self.code(n) for n in self.terminal)
 
     def code(self, name: str) -> int:
         try:
@@ -346,7 +352,7 @@ class MemoryStore:
         # (a list of Python ints, a policy's few rows per event, is taken as it is)
         code = self.statuses.code(status)
         st = self._cols["status"]
-        terminal = {self.statuses.code(n) for n in self.statuses.terminal}
+        terminal = self.statuses.terminal_codes
         for r in rows:
             old = int(st[r])
             if old == code:
