@@ -396,37 +396,6 @@ def test_rank_among_rows_is_rank_of_the_store_long_scores(seed, n, k, share):
     np.testing.assert_array_equal(got.scores, want.scores)
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    st.lists(
-        st.one_of(
-            st.tuples(st.just("add"), st.integers(1, 4), st.sampled_from(["a", "b", "c"])),
-            st.tuples(st.just("set"), st.integers(0, 40), st.sampled_from(["a", "b", "c"])),
-            st.tuples(st.just("count"), st.just(0), st.just("")),
-        ),
-        max_size=40,
-    )
-)
-def test_retrievable_counter_is_the_status_columns_count(steps):
-    """The counter reads the status log since its last count; at every count it equals a
-    count over the whole column, whatever rows were added and statuses changed between."""
-    from memsim.engine.runner import RetrievableCounter
-    from memsim.engine.store import MemoryStore, Statuses
-
-    store = MemoryStore(4, Statuses(("a", "b", "c"), retrievable=frozenset({"a", "c"})))
-    count = RetrievableCounter(store)
-    rng = np.random.default_rng(0)
-    for op, n, status in steps:
-        if op == "add":
-            v = rng.normal(size=(n, 4))
-            store.add(0.0, v, texts=[""] * n, claims=[None] * n, provenance=[()] * n, status=status)
-        elif op == "set" and store.n:
-            store.set_status([n % store.n], status, 1.0)
-        else:
-            assert count() == int(np.isin(store["status"], [0, 2]).sum())
-    assert count() == int(np.isin(store["status"], [0, 2]).sum())
-
-
 def test_a_status_written_to_the_column_without_set_status_is_a_contract_error():
     """The footprint is counted from the status log, so a status that bypasses it (and
     would leave the footprint wrong) stops the run."""

@@ -467,3 +467,35 @@ def test_rows_with_is_the_mask_s_rows_through_adds_and_status_changes(seed, step
                 got = s.rows_with(statuses, kinds)
                 np.testing.assert_array_equal(got, np.flatnonzero(s.mask(statuses, kinds)))
                 assert not got.flags.writeable
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("add"), st.integers(1, 4), st.sampled_from(["a", "b", "c"])),
+            st.tuples(st.just("set"), st.integers(0, 40), st.sampled_from(["a", "b", "c"])),
+            st.tuples(st.just("count"), st.just(0), st.just("")),
+        ),
+        max_size=40,
+    )
+)
+def test_count_is_the_status_columns_count(steps):
+    """count() is kept by add and set_status; at every count it equals a count over the
+    whole column, whatever rows were added and statuses changed between, and so does a
+    store pickled before the counts were kept (they are counted from the column)."""
+    store = MemoryStore(4, Statuses(("a", "b", "c"), retrievable=frozenset({"a", "c"})))
+    count = store.count
+    rng = np.random.default_rng(0)
+    for op, n, status in steps:
+        if op == "add":
+            v = rng.normal(size=(n, 4))
+            store.add(0.0, v, texts=[""] * n, claims=[None] * n, provenance=[()] * n, status=status)
+        elif op == "set" and store.n:
+            store.set_status([n % store.n], status, 1.0)
+        else:
+            assert count() == int(np.isin(store["status"], [0, 2]).sum())
+    assert count() == int(np.isin(store["status"], [0, 2]).sum())
+    del store.__dict__["_status_counts"]  # as a store pickled before them
+    assert count() == int(np.isin(store["status"], [0, 2]).sum()) == store.count(["a", "c"])
+    assert store.status_log_mismatch() is None

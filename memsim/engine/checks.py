@@ -311,15 +311,12 @@ def check_terminal_statuses_stay_terminal(spec: Any, llm_factory: LLMFactory = d
         store = policy.store
         st = store["status"]
         term = store.statuses.codes(store.statuses.terminal)
-        logged = np.full(store.n, -1, dtype=np.int64)
-        for _, row, code in store.status_log:
-            logged[row] = code
-        mismatch = np.flatnonzero(logged != st)
-        if len(mismatch) and not problems:
-            r = int(mismatch[0])
+        mismatch = store.status_log_mismatch()
+        if mismatch is not None and not problems:
+            r, code, logged = mismatch
             problems.append(
-                f"day {t}: row {r} has status {store.statuses.names[st[r]]!r} but its last "
-                f"logged status is {store.statuses.names[logged[r]] if logged[r] >= 0 else None!r}"
+                f"day {t}: row {r} has status {store.statuses.names[code]!r} but its last "
+                f"logged status is {store.statuses.names[logged] if logged >= 0 else None!r}"
                 " (status column written without set_status)"
             )
         for r, (code, since) in terminal_since.items():

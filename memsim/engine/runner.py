@@ -238,52 +238,22 @@ def _capabilities(policy: Policy[Any]) -> frozenset[str]:
     return frozenset(spec.capabilities) if spec is not None else frozenset()
 
 
-class RetrievableCounter:
-    """The count of retrievable rows, kept from the store's status log: every status a row
-    takes is logged (MemoryStore.add and set_status; metrics read statuses from the log), so
-    a count reads the entries logged since the last one, not the whole status column (the
-    runner counts after every batch: a pass over the column was ~3% of keep-all's year
-    under cProfile, and grew with the store).
-    :meth:`check_column` says whether the column holds what the log does."""
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-        self.live = [name in store.statuses.retrievable for name in store.statuses.names]
-        self.unlogged = len(self.live)  # the code of a row with no entry yet
-        self.live.append(False)
-        self.last: list[int] = []  # each row's last logged status code
-        self.seen = self.total = 0
-
-    def __call__(self) -> int:
-        log, last, live = self.store.status_log, self.last, self.live
-        if len(log) < self.seen:  # a log that shrank (a store put back): counted anew
-            last.clear()
-            self.seen = self.total = 0
-        total = self.total
-        for _, row, code in log[self.seen :]:  # (a slice: islice would walk from 0)
-            if row >= len(last):  # a new row (add logs its rows in order: rarely a gap)
-                last.extend([self.unlogged] * (row + 1 - len(last)))
-            total += live[code] - live[last[row]]
-            last[row] = code
-        self.seen, self.total = len(log), total
-        return total
-
-    def check_column(self, policy_name: str) -> None:
-        """PolicyContractError naming the first row whose status in the column is not its
-        last logged one (a status written without MemoryStore.set_status)."""
-        self()
-        st = self.store["status"]
-        logged = np.full(len(st), self.unlogged, dtype=np.int64)
-        logged[: len(self.last)] = self.last[: len(st)]
-        wrong = np.flatnonzero(logged != st)
-        if len(wrong):
-            r = int(wrong[0])
-            names = (*self.store.statuses.names, None)
-            raise PolicyContractError(
-                f"{policy_name}: row {r} has status {names[st[r]]!r} in the store's status "
-                f"column but {names[logged[r]]!r} in its status log (a status written "
-                "without MemoryStore.set_status)"
-            )
+def _check_status_column(store: Any, policy_id: str) -> None:
+    """PolicyContractError when the footprint the run recorded (``store.count``, kept by
+    add and set_status) is not the status column's: a status written without set_status,
+    named by its row."""
+    if store.count() == int(np.count_nonzero(store.mask())):
+        return
+    found, names = store.status_log_mismatch(), (*store.statuses.names, None)
+    where = (
+        "its retrievable rows are not those its status log and counts hold"
+        if found is None
+        else f"row {found[0]} has status {names[found[1]]!r} in the store's status column "
+        f"but {names[found[2]]!r} in its status log"
+    )
+    raise PolicyContractError(
+        f"{policy_id}: {where} (a status written without MemoryStore.set_status)"
+    )
 
 
 def _check_rankings(policy: Policy[Any], queries: Sequence[Query], rankings: Any) -> None:
@@ -383,7 +353,7 @@ def run(
                     f"{type(policy).__name__} returned {o!r} for {default_event!r}, not an Outcome"
                 )
 
-    count = RetrievableCounter(store)
+    count = store.count  # kept by add and set_status: no pass over the store
 
     def sample(t: float) -> None:
         trace.footprint.append((float(t), count(), store.n))
@@ -488,7 +458,7 @@ def run(
                     )
         sample(t)
     advance(end, inclusive=True)
-    count.check_column(trace.policy_id)
+    _check_status_column(store, trace.policy_id)
     trace.status_log = list(store.status_log)
     trace.provenance_log = list(store.provenance_log)
     trace.kinds = [store.kinds[int(c)] for c in store["kind"]]

@@ -157,6 +157,8 @@ class MemoryStore:
         self.embedding_changes: set[int] = set()
         self._track_changes = False
         self.embedding_version = 0  # counts set_embedding calls (a batch's screen checks it)
+        # rows per status code, kept by add and set_status (the status column's only writers)
+        self._status_counts = [0] * len(statuses.names)
         self._packed = PackedRows(self.dim)
         self._queries = RecurringScans(self.dim)
         self._row_logs: dict[int, _RowLog] = {}  # provenance_of's ordered logs
@@ -266,6 +268,7 @@ class MemoryStore:
             raise
         self._emb[lo:hi] = vecs
         self.n = hi
+        self._counts()[code] += m
         at, rows = float(now), range(lo, hi)
         self.text.extend(texts)
         self.claim.extend(claims)
@@ -352,7 +355,7 @@ class MemoryStore:
         # (a list of Python ints, a policy's few rows per event, is taken as it is)
         code = self.statuses.code(status)
         st = self._cols["status"]
-        terminal = self.statuses.terminal_codes
+        terminal, counts = self.statuses.terminal_codes, self._counts()
         for r in rows:
             old = int(st[r])
             if old == code:
@@ -363,6 +366,8 @@ class MemoryStore:
                     f"it cannot become {status!r}"
                 )
             st[r] = code
+            counts[old] -= 1
+            counts[code] += 1
             self.status_log.append((float(now), r, code))
 
     def add_provenance(self, row: int, episode_ids: Iterable[str], now: float) -> None:
@@ -458,7 +463,33 @@ class MemoryStore:
         return rows
 
     def count(self, statuses: Iterable[str] | None = None) -> int:
-        return int(self.mask(statuses).sum())
+        """Rows with one of ``statuses`` (default: retrievable): from the counts ``add`` and
+        ``set_status`` keep, not a pass over the store (the runner counts after every
+        batch). :meth:`status_log_mismatch` finds a status written around them."""
+        counts = self._counts()
+        return sum(counts[c] for c in self._mask_codes(statuses, None)[0])
+
+    def _counts(self) -> list[int]:
+        counts: list[int] | None = self.__dict__.get("_status_counts")
+        if counts is None:  # a store pickled before they were kept
+            st = self._cols["status"][: self.n]
+            counts = np.bincount(st, minlength=len(self.statuses.names)).tolist()
+            self._status_counts = counts
+        return counts
+
+    def status_log_mismatch(self) -> tuple[int, int, int] | None:
+        """The first row whose status in the column is not its last logged one, as (row,
+        code in the column, last logged code or -1), or None: a status written to the column
+        without set_status (which the log, the metrics and :meth:`count` all miss)."""
+        logged = np.full(self.n, -1, dtype=np.int64)
+        for _, row, code in self.status_log:
+            logged[row] = code
+        st = self["status"]
+        wrong = np.flatnonzero(logged != st)
+        if not len(wrong):
+            return None
+        r = int(wrong[0])
+        return r, int(st[r]), int(logged[r])
 
     def days_since_access(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
         """Days since each row's (or each of ``rows``') last access, counting from creation
