@@ -329,15 +329,6 @@ def _tie_chain_bottom(s: np.ndarray, kth: float) -> float:
         lo = below.min()
 
 
-def support_reach(scores: np.ndarray, kth: float) -> float:
-    """The least score a row missing from ``scores`` (whose k-th largest is ``kth``) could
-    have and still change :func:`topk` with ties broken by key: TIE_RTOL under the bottom of
-    ``kth``'s tie chain. Every row under it is outside the candidates topk sorts."""
-    lo = _tie_chain_bottom(scores, kth)
-    # the k-th is +inf: only a row whose bound is +inf can tie it (inf - inf is NaN)
-    return lo - TIE_RTOL * abs(lo) if np.isfinite(lo) else lo
-
-
 def topk_support(
     bound: np.ndarray,
     exact: Callable[[np.ndarray], np.ndarray],
@@ -353,9 +344,8 @@ def topk_support(
     found so far (a bound of +inf where that score is +inf), until none is left, which is
     known without a pass over the rows when the highest bound left out of the first ``first``
     is under it; never a row bounded by -inf (its score is -inf or NaN). Every other row
-    scores below that
-    chain, so ``topk`` of a vector holding these scores and -inf elsewhere is ``topk`` of
-    all the scores, bit for bit (with any tiebreak)."""
+    scores below that chain, so ``topk`` of a vector holding these scores and -inf
+    elsewhere is ``topk`` of all the scores, bit for bit (with any tiebreak)."""
     if k <= 0:  # topk returns nothing
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     nan = np.isnan(bound)
@@ -385,7 +375,9 @@ def topk_support(
         ok = vals[vals > -np.inf]  # the scores topk returns (not NaN, not -inf)
         reach = None
         if len(ok) >= k:
-            reach = support_reach(vals, float(np.partition(ok, len(ok) - k)[len(ok) - k]))
+            lo = _tie_chain_bottom(vals, float(np.partition(ok, len(ok) - k)[len(ok) - k]))
+            # the k-th is +inf: only a row whose bound is +inf can tie it (inf - inf is NaN)
+            reach = lo - TIE_RTOL * abs(lo) if np.isfinite(lo) else lo
             if rest < reach:  # no row left out can reach the tie chain: no pass over the rows
                 break
         if known is None:
