@@ -351,6 +351,51 @@ def test_topk_tiebreak_matches_reference_and_batch(values, k, salt):
     assert b[1][b[1] >= 0].tolist() == topk(s[::-1], k, tb[::-1]).tolist()
 
 
+@given(
+    st.integers(K._ONE_TIE_FROM + 1, 300),
+    st.lists(st.sampled_from([0.2, 0.7, 0.7 + 4e-7, -np.inf, np.nan]), max_size=20),
+    st.integers(0, 80),
+    st.data(),
+)
+@settings(max_examples=60, deadline=None)
+def test_topk_of_a_large_exact_tie_is_the_reference(tied, others, k, data):
+    """topk's selection for many candidates that share one score (_least_keys_first) gives
+    the order of the reference: key, then row, with keys that repeat; and a candidate set
+    that holds another score by a hair (0.7 + 4e-7) takes the sorts."""
+    s = np.array([0.7] * tied + others)
+    s = s[data.draw(st.permutations(range(len(s))))]
+    tb = np.array(data.draw(st.lists(st.integers(0, 9), min_size=len(s), max_size=len(s))))
+    tb = tb.astype(np.uint64)
+    assert K.topk(s, k, tb).tolist() == _tie_ref(s, k, tb)
+    assert K.topk(s, k, lambda rows: tb[rows]).tolist() == _tie_ref(s, k, tb)
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [0.3, 0.3 + 4e-7, 0.3 - 2e-7, 0.3 - 4e-7, 0.7, -0.2, -0.2 - 1e-7, 0.0, -0.0, 5e-324]
+        ),
+        min_size=1,
+        max_size=K._SMALL_TOPK,
+    ),
+    st.integers(0, K._SMALL_TOPK + 2),
+    st.lists(st.integers(0, 3), min_size=K._SMALL_TOPK, max_size=K._SMALL_TOPK),
+)
+@example([0.7, 0.3, 0.3 - 2e-7, 0.3 - 4e-7], 2, [0, 3, 2, 1] * 8).via("a tie chain under the k-th")
+@settings(max_examples=150, deadline=None)
+def test_topk_of_a_few_finite_scores_is_the_reference(values, k, keys):
+    """topk's Python path for a few finite float64 scores (_topk_small) returns what the
+    reference returns, with keys that repeat and without keys."""
+    s = np.array(values)
+    tb = np.array(keys[: len(s)], dtype=np.uint64)
+    got = K.topk(s, k, tb).tolist()
+    assert got == _tie_ref(s, k, tb)
+    if k > 0:  # (topk returns nothing before it)
+        assert K._topk_small(values, k, tb).tolist() == got
+    plain = sorted(range(len(s)), key=lambda i: (-values[i], i))[:k]
+    assert K.topk(s, k).tolist() == plain
+
+
 def test_tie_groups_do_not_depend_on_a_rounding_grid():
     from memsim.engine.kernels import tie_groups
 
