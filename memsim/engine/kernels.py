@@ -425,9 +425,10 @@ def topk_support(
     not NaN or -inf), then every row whose bound reaches the tie chain of the k-th score
     found so far (a bound of +inf where that score is +inf), until none is left, which is
     known without a pass over the rows when the highest bound left out of the first ``first``
-    is under it; never a row bounded by -inf (its score is -inf or NaN). Every other row
-    scores below that chain, so ``topk`` of a vector holding these scores and -inf
-    elsewhere is ``topk`` of all the scores, bit for bit (with any tiebreak)."""
+    is under it or the chain reaches no lower than the last pass did; never a row bounded by
+    -inf (its score is -inf or NaN). Every other row scores below that chain, so ``topk`` of
+    a vector holding these scores and -inf elsewhere is ``topk`` of all the scores, bit for
+    bit (with any tiebreak)."""
     if k <= 0:  # topk returns nothing
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     b = np.asarray(bound)
