@@ -197,6 +197,22 @@ def test_s1_contradiction_with_fewer_than_3_supports_invalidates():
     assert s["supersedes"][0] == -1 and s["superseded_by"][1] == -1
 
 
+def test_the_kept_searchable_mask_follows_new_rows_and_status_changes():
+    """_searchable is kept between searches (read-only) and taken anew when a row is added
+    or a status changes: an invalidated belief is never searched again."""
+    pol = PersonalAI(llm=mock())
+    pol.ingest([ep("e1", 0, Claim("owner.city", "Paris"))], 0.0)
+    first = pol._searchable()
+    assert first.tolist() == [True] and not first.flags.writeable
+    assert pol._searchable() is first  # nothing changed: the same array
+    pol.ingest([ep("e2", 1, Claim("owner.job", "baker"))], 1.0)
+    assert pol._searchable().tolist() == [True, True]
+    pol.store.set_status(0, "invalidated", 2.0)
+    assert pol._searchable().tolist() == [False, True]
+    fresh = pol.store.mask() & pol.store["has_embedding"]
+    assert pol._searchable().tolist() == fresh.tolist()
+
+
 def test_s1_contradiction_with_3_supports_weakens_and_coexists():
     pol = PersonalAI(llm=mock())
     for i in range(3):
