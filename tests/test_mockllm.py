@@ -103,6 +103,35 @@ def test_extract_skips_the_noise_only_when_no_mode_or_fault_can_change_a_claim(g
     assert got != [e.claims for e in NOISY_EPISODES]
 
 
+def _read_settings(*functions) -> set[str]:
+    """The mode and fault names ``functions`` read: ``m.x``/``f.x`` (their locals for
+    self.modes and self.faults) and ``self.modes.x``/``self.faults.x``."""
+    import ast
+    import inspect
+    import textwrap
+
+    names = set()
+    for fn in functions:
+        for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(fn)))):
+            if not isinstance(node, ast.Attribute):
+                continue
+            v = node.value
+            if isinstance(v, ast.Name) and v.id in ("m", "f"):
+                names.add(node.attr)
+            elif isinstance(v, ast.Attribute) and v.attr in ("modes", "faults"):
+                names.add(node.attr)
+    return names
+
+
+def test_the_extract_shortcut_knows_every_mode_and_fault_noisy_reads():
+    """_extraction_is_exact lists the modes and faults _noisy (and _surface_key) read: a
+    mode added to _noisy but not to it would be skipped at its defaults-only shortcut, and
+    this test (and _CHANGING's, one changing value per name) would not see it otherwise."""
+    noisy = _read_settings(MockLLM._noisy, MockLLM._surface_key)
+    assert noisy == _read_settings(MockLLM._extraction_is_exact)
+    assert noisy == {name for _, name, _ in _CHANGING}
+
+
 def test_extract_text_only_episode():
     llm = MockLLM()
     assert llm.extract(ep(1, text="hello there")) == (
