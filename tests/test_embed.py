@@ -352,6 +352,30 @@ def test_vectors_batch_is_one_by_one_bit_for_bit(claims, spread, cache_limit, wa
     assert batched.embed(cl, items).tobytes() == got.astype(np.float32).tobytes()
 
 
+def test_cached_blocks_handed_out_stay_when_the_cache_grows_and_starts_over():
+    """Cached topic/key/value blocks live in one growing array per role: a block handed out
+    keeps its bytes when the array grows (past its first 64 rows) and when the cache starts
+    over at CACHE_LIMIT, and every block stays the one a fresh embedder draws."""
+    e, fresh = ClaimsEmbedder(dim=64, seed=2), ClaimsEmbedder(dim=64, seed=2)
+    first = e._block_vector(1, "key", "k0")
+    kept = first.tobytes()
+    keys = [f"t{i % 7}.k{i}" for i in range(150)]
+    got = e.vectors(keys, ["v"] * 150, [f"x{i}" for i in range(150)])
+    assert len(e._tables["key"].index) == 151 and len(e._tables["key"].rows) >= 151
+    assert first.tobytes() == kept
+    second = e._block_vector(1, "key", keys[5])  # a row of the grown array
+    kept_second = second.tobytes()
+    e.CACHE_LIMIT = 30
+    for i, key in enumerate(keys[:40]):  # one at a time: starts over every few claims
+        want = fresh.vector(key, "w", f"x{i}").tobytes()
+        assert e.vector(key, "w", f"x{i}").tobytes() == want
+    assert sum(len(t.index) for t in e._tables.values()) <= 30
+    assert first.tobytes() == kept == fresh._block_vector(1, "key", "k0").tobytes()
+    assert second.tobytes() == kept_second == fresh._block_vector(1, "key", keys[5]).tobytes()
+    again = e.vectors(keys, ["v"] * 150, [f"x{i}" for i in range(150)])  # over the limit
+    assert again.tobytes() == got.tobytes()
+
+
 def test_vectors_batch_refuses_a_text_only_claim():
     e = ClaimsEmbedder()
     with pytest.raises(ValueError, match="text-only claim"):

@@ -229,6 +229,38 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return out
 
 
+class _BlockTable:
+    """The cached block vectors of one role: ``rows[index[name]]``, also kept as
+    ``vector[name]`` (a view of that row, for one claim at a time). Rows are kept in one
+    array, so a batch's blocks are taken with one ``take`` (stacking the batch's cached
+    arrays cost ~3x as much). A grown or cleared table gets a new array: a row once handed
+    out is never written again."""
+
+    __slots__ = ("index", "rows", "vector")
+
+    def __init__(self, width: int) -> None:
+        self.index: dict[str, int] = {}
+        self.vector: dict[str, np.ndarray] = {}
+        self.rows = np.empty((64, width))
+
+    def put(self, names: Sequence[str], vectors: np.ndarray) -> None:
+        """Add rows for ``names`` (none of them in the table)."""
+        n, m = len(self.index), len(names)
+        if n + m > len(self.rows):
+            grown = np.empty((max(2 * len(self.rows), n + m), self.rows.shape[1]))
+            grown[:n] = self.rows[:n]
+            self.rows = grown
+            # views of the new array, so the old one is freed once no caller holds a row
+            self.vector = dict(zip(self.index, grown[:n]))
+        self.rows[n : n + m] = vectors
+        self.index.update(zip(names, range(n, n + m)))
+        self.vector.update(zip(names, self.rows[n : n + m]))
+
+    def clear(self) -> None:
+        self.index, self.vector = {}, {}
+        self.rows = np.empty((64, self.rows.shape[1]))
+
+
 class ClaimsEmbedder:
     """Claims to vectors with calibrated cosine bands.
 
@@ -274,13 +306,25 @@ class ClaimsEmbedder:
                 1.0 - b.paraphrase,
             ]
         )
-        self._cache: dict[tuple[str, str], np.ndarray] = {}
+        self._tables = self._empty_tables()
+
+    def _empty_tables(self) -> dict[str, _BlockTable]:
+        return {
+            role: _BlockTable(hi - lo)
+            for role, (lo, hi) in zip(("topic", "key", "value"), self._blocks)
+        }
 
     # picklable without dragging the (re-creatable) cache along
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_cache"] = {}
+        state["_tables"] = self._empty_tables()
         return state
+
+    def _make_room(self, extra: int) -> None:
+        """Start the cache over when ``extra`` more vectors would pass CACHE_LIMIT."""
+        if sum(len(t.index) for t in self._tables.values()) + extra > self.CACHE_LIMIT:
+            for table in self._tables.values():
+                table.clear()
 
     def _active(self, block: int) -> tuple[int, int]:
         """(width of ``block``, its leading coordinates that hold the draw)."""
@@ -291,16 +335,17 @@ class ClaimsEmbedder:
     def _block_vector(self, block: int, role: str, name: str) -> np.ndarray:
         """Unit vector of one block, a pure function of (seed, role, name). Topic, key and
         value vectors are cached (keys repeat); per-item noise is not (items don't)."""
-        ck = (role, name)
-        v = self._cache.get(ck)
-        if v is None:
-            m, active = self._active(block)
-            v = np.zeros(m)
-            v[:active] = _unit(stable_rng(self.seed, role, name).standard_normal(active))
-            if role != "item":
-                if len(self._cache) >= self.CACHE_LIMIT:
-                    self._cache.clear()
-                self._cache[ck] = v
+        table = self._tables.get(role)
+        if table is not None:
+            found = table.vector.get(name)
+            if found is not None:
+                return found
+        m, active = self._active(block)
+        v = np.zeros(m)
+        v[:active] = _unit(stable_rng(self.seed, role, name).standard_normal(active))
+        if table is not None:
+            self._make_room(1)
+            table.put([name], v[None, :])
         return v
 
     def vector(self, key: str, value: str, item_key: str) -> np.ndarray:
@@ -329,21 +374,22 @@ class ClaimsEmbedder:
         np.divide(draws, norms[:, None], out=out[:, :active])
         return out
 
-    def _cached_blocks(self, block: int, role: str, names: Sequence[str]) -> list[np.ndarray]:
-        """``_block_vector`` of each of ``names`` (a cached role), the uncached ones drawn
-        together (:meth:`_drawn_blocks`) and cached."""
-        cache, found = self._cache, {}
-        for name in names:
-            v = cache.get((role, name))
-            if v is not None:
-                found[name] = v
-        missing = list(dict.fromkeys(n for n in names if n not in found))
-        if missing:
-            if len(cache) + len(missing) > self.CACHE_LIMIT:
-                cache.clear()
-            for name, v in zip(missing, self._drawn_blocks(block, role, missing)):
-                found[name] = cache[(role, name)] = v
-        return [found[name] for name in names]
+    def _cached_blocks(self, block: int, role: str, names: Sequence[str]) -> np.ndarray:
+        """(len(names), block width): ``_block_vector`` of each of ``names`` (a cached role),
+        the uncached ones drawn together (:meth:`_drawn_blocks`) and cached."""
+        table = self._tables[role]
+        found = table.index.get
+        at: list[Any] = [found(name) for name in names]  # a row, or None: not cached
+        if None in at:
+            missing = list(dict.fromkeys(n for n, i in zip(names, at) if i is None))
+            before = len(table.index)
+            self._make_room(len(missing))
+            if len(table.index) < before:  # started over: every name is drawn again
+                missing = list(dict.fromkeys(names))
+            table.put(missing, self._drawn_blocks(block, role, missing))
+            at = [table.index[name] for name in names]
+        rows: np.ndarray = table.rows.take(at, axis=0)
+        return rows
 
     def vectors(
         self, keys: Sequence[str], values: Sequence[str], item_keys: Sequence[str]
@@ -370,7 +416,7 @@ class ClaimsEmbedder:
         w = self._weights
         for i, role in enumerate(("topic", "key", "value")):
             lo, hi = self._blocks[i]
-            np.multiply(w[i], np.array(self._cached_blocks(i, role, names[i])), out=out[:, lo:hi])
+            np.multiply(w[i], self._cached_blocks(i, role, names[i]), out=out[:, lo:hi])
         lo, hi = self._blocks[3]
         np.multiply(w[3], self._drawn_blocks(3, "item", item_keys), out=out[:, lo:hi])
         return out
