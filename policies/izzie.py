@@ -213,6 +213,7 @@ class Izzie(Policy[IzzieParams]):
         s.add_column("source_date", np.float64, np.nan)
         self.source_type: list[str] = []  # "chat" for every memory (003 §Save Memories)
         self.source_id: list[str] = []  # chat session id
+        self._category_rows: dict[str, tuple[str, int, float, float]] = {}
 
     # -- ingest ----------------------------------------------------------------
     def _importance(self, claim: Claim, category: str) -> float:
@@ -226,62 +227,101 @@ class Izzie(Policy[IzzieParams]):
             return min(levels, key=lambda v: (abs(v - imp), -v))
         return float(imp)
 
+    def _category_row(self, category: str) -> tuple[str, int, float, float]:
+        """A claim category's table category, its code in CATEGORIES, its decay rate and its
+        default importance (003 §Memory Categories & Decay Rates); kept per category, since
+        every claim asks and the params do not change."""
+        row = self._category_rows.get(category)
+        if row is None:
+            p = self.params
+            cat = p.table_category(category)
+            row = (cat, CATEGORIES.index(cat), p.decay_rate(cat), p.default_importance(cat))
+            self._category_rows[category] = row
+        return row
+
     def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
-        # each episode's outcomes in the order one episode at a time gives them
-        per_episode: list[list[Outcome]] = [[] for _ in episodes]
         self._message_context(episodes, now)
-        items: list[tuple[int, Claim, str]] = []  # (episode index, claim, item key)
+        # each episode's drops (extraction, then embedding), before its creates: the order
+        # one episode at a time gives
+        drops: dict[int, list[Outcome]] = {}
+        owner: list[int] = []  # the episode (index) of each claim
+        claims: list[Claim] = []
+        keys: list[str] = []  # item key <episode>#<i>
+        extract = self.llm.extract
         for e, ep in enumerate(episodes):
-            claims = self.llm.extract(ep)
-            if claims is None:
-                per_episode[e].append(
+            found = extract(ep)
+            if found is None:
+                drops[e] = [
                     Outcome(ep.id, "drop", detail="LLM response could not be parsed: nothing saved")
-                )
+                ]
                 continue
-            if not claims:
-                per_episode[e].append(Outcome(ep.id, "drop", detail="memoriesToSave is empty"))
-            for i, c in enumerate(claims):
-                items.append((e, c, f"{ep.id}#{i}"))
-        if items:
-            self._store_items(episodes, items, per_episode, now)
-        return [o for outs in per_episode for o in outs]
+            if not found:
+                drops[e] = [Outcome(ep.id, "drop", detail="memoriesToSave is empty")]
+            for i, c in enumerate(found):
+                owner.append(e)
+                claims.append(c)
+                keys.append(f"{ep.id}#{i}")
+        created = self._store_items(episodes, owner, claims, keys, drops, now) if claims else []
+        if not drops:
+            return [o for _, o in created]
+        out: list[Outcome] = []
+        at = 0
+        for e in range(len(episodes)):
+            out.extend(drops.get(e, ()))
+            while at < len(created) and created[at][0] == e:
+                out.append(created[at][1])
+                at += 1
+        return out
 
     def _store_items(
         self,
         episodes: Sequence[Episode],
-        items: list[tuple[int, Claim, str]],
-        per_episode: list[list[Outcome]],
+        owner: list[int],
+        claims: list[Claim],
+        keys: list[str],
+        drops: dict[int, list[Outcome]],
         now: float,
-    ) -> None:
-        emb = self.llm.embed([c for _, c, _ in items], [k for _, _, k in items])
+    ) -> list[tuple[int, Outcome]]:
+        """Embed and store the claims; a failed embedding is a drop. Returns each stored
+        claim's (episode index, create outcome), in order."""
+        emb = self.llm.embed(claims, keys)
         ok = np.asarray(emb.ok, dtype=bool)
-        keep = [i for i in range(len(items)) if ok[i]]
-        for i in range(len(items)):
-            if not ok[i]:
-                e, _, key = items[i]
-                per_episode[e].append(
-                    Outcome(episodes[e].id, "drop", detail=f"embedding failed for {key}")
+        vectors = emb.vectors
+        if not ok.all():
+            for i in np.flatnonzero(~ok).tolist():
+                e = owner[i]
+                drops.setdefault(e, []).append(
+                    Outcome(episodes[e].id, "drop", detail=f"embedding failed for {keys[i]}")
                 )
-        if not keep:
-            return
-        p, kept = self.params, [items[i] for i in keep]
-        cats = [p.table_category(c.category) for _, c, _ in kept]
-        rows = self.store.add(
+            keep = np.flatnonzero(ok)
+            if not len(keep):
+                return []
+            vectors = vectors[keep]
+            owner = [owner[i] for i in keep.tolist()]
+            claims = [claims[i] for i in keep.tolist()]
+        by_default = self.params.importance_source == "category"
+        rows = [self._category_row(c.category) for c in claims]
+        importance = [
+            row[3] if by_default or c.importance is None else self._importance(c, row[0])
+            for c, row in zip(claims, rows)
+        ]
+        ids = self.store.add(
             now,
-            emb.vectors[keep],
-            texts=[f"{c.key}: {c.value}" if c.key else c.value for _, c, _ in kept],
-            claims=[c for _, c, _ in kept],
-            provenance=[(episodes[e].id,) for e, _, _ in kept],
-            importance=np.array([self._importance(c, cat) for (_, c, _), cat in zip(kept, cats)]),
-            decay_rate=np.array([p.decay_rate(cat) for cat in cats]),
-            category=np.array([CATEGORIES.index(cat) for cat in cats], dtype=np.int8),
-            source_date=np.array([episodes[e].time for e, _, _ in kept], dtype=np.float64),
+            vectors,
+            texts=[f"{c.key}: {c.value}" if c.key else c.value for c in claims],
+            claims=claims,
+            provenance=[(episodes[e].id,) for e in owner],
+            importance=np.array(importance),
+            decay_rate=np.array([row[2] for row in rows]),
+            category=np.array([row[1] for row in rows], dtype=np.int8),
+            source_date=np.array([episodes[e].time for e in owner], dtype=np.float64),
         )
-        for (e, _, _), cat, row in zip(kept, cats, rows.tolist()):
-            ep = episodes[e]
-            self.source_type.append("chat")
-            self.source_id.append(ep.conversation or ep.id)
-            per_episode[e].append(Outcome(ep.id, "create", row, detail=cat))
+        self.source_type.extend(["chat"] * len(claims))
+        self.source_id.extend(episodes[e].conversation or episodes[e].id for e in owner)
+        return [
+            (e, Outcome(episodes[e].id, "create", row, detail=cat[0]))
+            for e, row, cat in zip(owner, ids.tolist(), rows)
+        ]
 
     # -- strength and recall -----------------------------------------------------
     def days_since_access(self, now: float) -> np.ndarray:
