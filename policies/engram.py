@@ -244,51 +244,66 @@ class Engram(Policy[EngramParams]):
         """Every episode's claims stored as bites, in order. Storing decides nothing, so a
         batch is extracted, embedded and added at once: the same rows, outcomes and store as
         one episode at a time (benchmarks/bench_ingest.py checks it)."""
-        claims_of: list[tuple[Claim, ...]] = []
+        owner: list[int] = []  # the episode (index) of each claim
+        flat: list[Claim] = []
         keys: list[str] = []
         texts: list[str] = []
-        for ep in episodes:
+        for e, ep in enumerate(episodes):
             if ep.project:
                 self.episode_project[ep.id] = ep.project
             claims = self._claims_of(ep)
-            claims_of.append(claims)
-            keys.extend(f"{ep.id}#{i}" for i in range(len(claims)))
-            texts.extend([ep.text] * len(claims))
-        flat = [c for claims in claims_of for c in claims]
+            m = len(claims)
+            owner.extend([e] * m)
+            flat.extend(claims)
+            keys.extend([f"{ep.id}#{i}" for i in range(m)])
+            texts.extend([ep.text] * m)
         vecs, ok = self._embed_claims(flat, keys, texts)
         # each episode's outcomes as one episode at a time gives them: its drops, its rows
-        per_episode: list[list[Outcome]] = [[] for _ in episodes]
-        kept: list[int] = []  # positions in ``flat`` of the claims stored, in order
-        owner: list[int] = []  # the episode (index) of each
-        pos = 0
-        for e, claims in enumerate(claims_of):
-            for i in range(len(claims)):
-                if ok[pos + i]:
-                    kept.append(pos + i)
-                    owner.append(e)
-                else:
+        drops: dict[int, list[Outcome]] = {}
+        if ok.all():
+            kept = flat
+        else:
+            at: dict[int, int] = {}  # a claim's position within its episode
+            for j in range(len(flat)):
+                e = owner[j]
+                at[e] = i = at.get(e, -1) + 1
+                if not ok[j]:
                     drop = Outcome(episodes[e].id, "drop", -1, f"claim {i}: embedding failed")
-                    per_episode[e].append(drop)
-            pos += len(claims)
+                    drops.setdefault(e, []).append(drop)
+            good = np.flatnonzero(ok).tolist()
+            vecs, owner, texts = vecs[good], [owner[j] for j in good], [texts[j] for j in good]
+            kept = [flat[j] for j in good]
+        created: list[Outcome] = []
         if kept:
+            ids = [episodes[e].id for e in owner]
             rows = self.store.add(
                 now,
-                vecs[kept],
-                texts=[texts[j] for j in kept],
-                claims=[flat[j] for j in kept],
-                provenance=[{episodes[e].id} for e in owner],
+                vecs,
+                texts=texts,
+                claims=kept,
+                provenance=[(ep_id,) for ep_id in ids],
                 status="active",
                 kind="episode",
                 last_reinforced=now,
                 evidence=1,
-            )
-            for r, e in zip(rows.tolist(), owner):
-                ep_id = episodes[e].id
-                self.arrivals.append(r)
-                self.arrival_episodes.append(ep_id)
-                self.episode_row_of.setdefault(ep_id, []).append(r)
-                per_episode[e].append(Outcome(ep_id, "create", r, "episode"))
-        return [o for outs in per_episode for o in outs]
+            ).tolist()
+            self.arrivals.extend(rows)
+            self.arrival_episodes.extend(ids)
+            row_of = self.episode_row_of
+            for r, ep_id in zip(rows, ids):
+                row_of.setdefault(ep_id, []).append(r)
+                created.append(Outcome(ep_id, "create", r, "episode"))
+        if not drops:
+            return created
+        out: list[Outcome] = []
+        made = iter(zip(owner, created))
+        pending = next(made, None)
+        for e in range(len(episodes)):
+            out.extend(drops.get(e, ()))
+            while pending is not None and pending[0] == e:
+                out.append(pending[1])
+                pending = next(made, None)
+        return out
 
     def _claims_of(self, ep: Episode) -> tuple[Claim, ...]:
         claims = self.llm.extract(ep)
