@@ -232,10 +232,13 @@ class MockLLM:
         if len(keys) != n:
             raise ValueError(f"MockLLM.embed: {n} items but {len(keys)} keys")
         ok = np.ones(n, dtype=bool)
+        can_fail = self.faults.embed_fail > 0.0  # (no call per item at rate 0)
+        if n and not can_fail and all(isinstance(it, Claim) and it.key for it in items):
+            # every item a claim (a day's extraction): one call, no copy
+            return Embedded(vectors=self.claims_embedder.embed(items, keys), ok=ok)
         claim_rows: list[int] = []
         text_rows: list[int] = []
         texts: list[str] = []
-        can_fail = self.faults.embed_fail > 0.0  # (no call per item at rate 0)
         for i, (item, key) in enumerate(zip(items, keys)):
             if can_fail and self._fires(self.faults.embed_fail, "embed_fail", key):
                 ok[i] = False
@@ -252,9 +255,6 @@ class MockLLM:
                 raise TypeError(
                     f"MockLLM.embed: item {i} ({key!r}) is neither a Claim nor a str: {item!r}"
                 )
-        if len(claim_rows) == n and n:  # every item a claim (a day's extraction): no copy
-            vectors = self.claims_embedder.embed(items, keys)
-            return Embedded(vectors=vectors, ok=ok)
         out = np.zeros((n, self.dim), dtype=np.float32)
         if claim_rows:
             out[claim_rows] = self.claims_embedder.embed(
