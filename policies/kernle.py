@@ -272,55 +272,63 @@ class Kernle(Policy[KernleParams]):
             confidence=confidence,
             protected=[k in protected for k in kinds],
         ).tolist()
-        at = float(now)
-        for i, c in enumerate(confidence):
-            self.source_type.append(source_type)
-            self.derived_from.append(derived[i] if derived else ())
-            self.confidence_history.append([(at, float(c))])
+        at, m = float(now), len(rows)
+        self.source_type.extend([source_type] * m)
+        self.derived_from.extend(derived if derived else [()] * m)
+        self.confidence_history.extend([[(at, float(c))] for c in confidence])
         return rows
 
     def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
-        out: list[Outcome] = []
-        items: list[tuple[Episode, Claim, str]] = []
+        owners: list[Episode] = []  # the episode of each claim
+        claims: list[Claim] = []
+        keys: list[str] = []  # item key <episode>#<i>
         for ep in episodes:
-            claims = self.llm.extract(ep)
-            if claims is None:
+            found = self.llm.extract(ep)
+            if found is None:
                 # The raw capture stays; the agent promotes it as a plain episode of its text.
-                claims = (Claim(key="", value=ep.text, category="event"),)
-            for i, c in enumerate(claims):
-                items.append((ep, c, f"{ep.id}#{i}"))
-        if not items:
-            return out
-        emb = self.llm.embed([c for _, c, _ in items], [k for _, _, k in items])
-        vectors = np.array(emb.vectors, dtype=np.float32, copy=True)
-        ok = np.asarray(emb.ok, dtype=bool).copy()
-        failed = [i for i in range(len(items)) if not ok[i]]
-        if failed:
+                found = (Claim(key="", value=ep.text, category="event"),)
+            owners.extend([ep] * len(found))
+            claims.extend(found)
+            keys.extend([f"{ep.id}#{i}" for i in range(len(found))])
+        if not claims:
+            return []
+        emb = self.llm.embed(claims, keys)
+        vectors, ok = emb.vectors, np.asarray(emb.ok, dtype=bool)
+        if not ok.all():
+            vectors, ok = np.array(vectors, dtype=np.float32, copy=True), ok.copy()
+            failed = np.flatnonzero(~ok).tolist()
             # §Search Functionality: "falls back to text matching" when vectors are unavailable.
-            texts = [items[i][0].text or items[i][1].value for i in failed]
-            fb = self.llm.embed(texts, [f"{items[i][2]}:text" for i in failed])
+            texts = [owners[i].text or claims[i].value for i in failed]
+            fb = self.llm.embed(texts, [f"{keys[i]}:text" for i in failed])
             for j, i in enumerate(failed):
                 if fb.ok[j]:
                     vectors[i] = fb.vectors[j]
                     ok[i] = True
         oks = ok.tolist()
-        kept = [(ep, c, self.kind_for(c)) for (ep, c, _), good in zip(items, oks) if good]
+        if all(oks):
+            kept, kept_owners = claims, owners
+        else:
+            vectors = vectors[ok]
+            kept = [c for c, good in zip(claims, oks) if good]
+            kept_owners = [ep for ep, good in zip(owners, oks) if good]
+        kinds = [self.kind_for(c) for c in kept]
         rows = self._add(
             now,
-            vectors if all(oks) else vectors[ok],
-            [c for _, c, _ in kept],
-            [f"{c.key}: {c.value}" if c.key else c.value for _, c, _ in kept],
-            [(ep.id,) for ep, _, _ in kept],
-            [kind for _, _, kind in kept],
+            vectors,
+            kept,
+            [f"{c.key}: {c.value}" if c.key else c.value for c in kept],
+            [(ep.id,) for ep in kept_owners],
+            kinds,
             "direct_experience",
-            [float(c.confidence) for _, c, _ in kept],
+            [float(c.confidence) for c in kept],
         )
-        created = iter(zip(rows, kept))
-        for (ep, _, key), good in zip(items, oks):
+        out: list[Outcome] = []
+        created = iter(zip(rows, kinds))
+        for ep, key, good in zip(owners, keys, oks):
             if not good:
                 out.append(Outcome(ep.id, "drop", detail=f"no embedding for {key}"))
                 continue
-            row, (_, _, kind) = next(created)
+            row, kind = next(created)
             self.raw_entries.append(
                 {
                     "content": ep.text,
