@@ -120,12 +120,13 @@ def _hash64(text: str) -> int:
 def _identities(ordered_provenance: Sequence[Sequence[str]], texts: Sequence[str]) -> np.ndarray:
     """uint64 identity of each memory, from its provenance at creation (in sorted order) and
     text: ``_hash64`` of both, the digests read as one little-endian array."""
-    blake = hashlib.blake2b
-    digests = b"".join(
-        blake(("\x1f".join(p) + "\x1e" + t).encode("utf-8"), digest_size=8).digest()
-        for p, t in zip(ordered_provenance, texts)
-    )
-    return np.frombuffer(digests, dtype="<u8")
+    empty = hashlib.blake2b(digest_size=8)  # copied per memory: cheaper than a new one
+    digests = []
+    for p, t in zip(ordered_provenance, texts):
+        h = empty.copy()
+        h.update(("\x1f".join(p) + "\x1e" + t).encode("utf-8"))
+        digests.append(h.digest())
+    return np.frombuffer(b"".join(digests), dtype="<u8")
 
 
 class MemoryStore:
@@ -243,7 +244,10 @@ class MemoryStore:
         if kind is None or isinstance(kind, str):
             kind_codes: Any = self.kind_code(kind or self.kinds[0])
         elif len(kind) == m:
-            kind_codes = [self.kind_code(k) for k in kind]
+            code_of = {name: code for code, name in enumerate(self.kinds)}
+            kind_codes = [code_of.get(k) for k in kind]
+            if None in kind_codes:
+                kind_codes = [self.kind_code(k) for k in kind]  # raises, naming the kind
         else:
             raise ValueError(f"{len(kind)} kinds for {m} rows: give one kind or one per row")
         for name in columns:
