@@ -49,7 +49,7 @@ class Job:
             raise ValueError(f"job {self.name!r}: every must be > 0 days, got {self.every}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Outcome:
     """What a policy did for one event or job: ``action`` on memory row ``memory`` (-1 when
     none). Actions used across policies: create, reinforce, weaken, invalidate, supersede,
@@ -60,6 +60,13 @@ class Outcome:
     action: str
     memory: int = -1
     detail: str = ""
+
+    def __init__(self, event: str, action: str, memory: int = -1, detail: str = "") -> None:
+        # the fields written into the instance dict: a frozen dataclass's own __init__ sets
+        # each through object.__setattr__ (0.7 against 0.47 us; every ingested claim makes one)
+        fields = self.__dict__
+        fields["event"], fields["action"] = event, action
+        fields["memory"], fields["detail"] = memory, detail
 
 
 @dataclass(frozen=True)
