@@ -244,19 +244,17 @@ class Engram(Policy[EngramParams]):
         """Every episode's claims stored as bites, in order. Storing decides nothing, so a
         batch is extracted, embedded and added at once: the same rows, outcomes and store as
         one episode at a time (benchmarks/bench_ingest.py checks it)."""
-        owner: list[int] = []  # the episode (index) of each claim
-        flat: list[Claim] = []
-        keys: list[str] = []
-        texts: list[str] = []
-        for e, ep in enumerate(episodes):
+        for ep in episodes:
             if ep.project:
                 self.episode_project[ep.id] = ep.project
-            claims = self._claims_of(ep)
-            m = len(claims)
-            owner.extend([e] * m)
-            flat.extend(claims)
-            keys.extend([f"{ep.id}#{i}" for i in range(m)])
-            texts.extend([ep.text] * m)
+        claims_of = [self._claims_of(ep) for ep in episodes]
+        # each claim's episode (index), item key <episode>#<i> and episode text
+        owner = [e for e, claims in enumerate(claims_of) for _ in claims]
+        flat = [c for claims in claims_of for c in claims]
+        keys = [
+            f"{ep.id}#{i}" for ep, claims in zip(episodes, claims_of) for i in range(len(claims))
+        ]
+        texts = [ep.text for ep, claims in zip(episodes, claims_of) for _ in claims]
         vecs, ok = self._embed_claims(flat, keys, texts)
         # each episode's outcomes as one episode at a time gives them: its drops, its rows
         drops: dict[int, list[Outcome]] = {}

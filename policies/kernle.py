@@ -278,18 +278,19 @@ class Kernle(Policy[KernleParams]):
         self.confidence_history.extend([[(at, float(c))] for c in confidence])
         return rows
 
+    def _claims_of(self, ep: Episode) -> Sequence[Claim]:
+        found = self.llm.extract(ep)
+        if found is None:
+            # The raw capture stays; the agent promotes it as a plain episode of its text.
+            return (Claim(key="", value=ep.text, category="event"),)
+        return found
+
     def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
-        owners: list[Episode] = []  # the episode of each claim
-        claims: list[Claim] = []
-        keys: list[str] = []  # item key <episode>#<i>
-        for ep in episodes:
-            found = self.llm.extract(ep)
-            if found is None:
-                # The raw capture stays; the agent promotes it as a plain episode of its text.
-                found = (Claim(key="", value=ep.text, category="event"),)
-            owners.extend([ep] * len(found))
-            claims.extend(found)
-            keys.extend([f"{ep.id}#{i}" for i in range(len(found))])
+        claims_of = [self._claims_of(ep) for ep in episodes]
+        # each claim's episode and item key <episode>#<i>
+        owners = [ep for ep, found in zip(episodes, claims_of) for _ in found]
+        claims = [c for found in claims_of for c in found]
+        keys = [f"{ep.id}#{i}" for ep, found in zip(episodes, claims_of) for i in range(len(found))]
         if not claims:
             return []
         emb = self.llm.embed(claims, keys)

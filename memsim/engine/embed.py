@@ -93,7 +93,7 @@ def stable_hashes(seed: int, role: str, names: Sequence[str]) -> np.ndarray:
     joined and read as one little-endian array instead of one Python int each)."""
     # blake2b of head + name, each from a copy of the head's hash (a copy and an update cost
     # ~2/3 of a new blake2b with its keyword argument)
-    head = hashlib.blake2b(f"{int(seed)}{_SEP}{role}{_SEP}".encode("utf-8"), digest_size=8)
+    head = hashlib.blake2b(f"{int(seed)}{_SEP}{role}{_SEP}".encode(), digest_size=8)
     digests = []
     for name in names:
         h = head.copy()
