@@ -6,7 +6,7 @@ Seed document: ../shared/seeds/004_e8e020057e4a0858.txt ("Kernle Memory Model").
 - §Memory Layer Hierarchy / §Raw -> Structured: every extracted claim is a raw capture that
   the agent promotes at once with ``process_raw`` to an episode, a note or a belief, by its
   category (``belief_categories`` / ``note_categories``; value and drive claims become
-  values and drives, the rest episodes). ``self.raw_entries`` keeps the captures with
+  values and drives, the rest episodes). ``self.raw_entries`` gives the captures with
   ``processed_into``.
 - §3 Beliefs: ``confidence``, ``times_reinforced``, revision chains (``supersedes`` /
   ``superseded_by``; a superseded belief has ``is_active=False``, status ``superseded``).
@@ -231,9 +231,25 @@ class Kernle(Policy[KernleParams]):
         self.source_type: list[str] = []
         self.derived_from: list[tuple[int, ...]] = []
         self.confidence_history: list[list[tuple[float, float]]] = []
-        self.raw_entries: list[dict[str, Any]] = []
+        # each raw capture as (content, episode, kind, row): raw_entries builds their records
+        self.captures: list[tuple[str, str, str, int]] = []
 
     # -- layer 0 -> structured -------------------------------------------------
+    @property
+    def raw_entries(self) -> list[dict[str, Any]]:
+        """The raw captures (§Raw -> Structured), each processed into its memory: records
+        built on each read from ``captures`` (ingest keeps four fields per capture)."""
+        return [
+            {
+                "content": content,
+                "source": "auto_capture",
+                "processed": True,
+                "processed_into": [f"{kind}:{row}"],
+                "episode": episode,
+            }
+            for content, episode, kind, row in self.captures
+        ]
+
     def kind_for(self, claim: Claim) -> str:
         """process_raw(as_type=...): the layer a claim is promoted to, by its category."""
         p, category = self.params, claim.category
@@ -323,24 +339,20 @@ class Kernle(Policy[KernleParams]):
             "direct_experience",
             [float(c.confidence) for c in kept],
         )
-        out: list[Outcome] = []
-        created = iter(zip(rows, kinds))
-        for ep, key, good in zip(owners, keys, oks):
-            if not good:
-                out.append(Outcome(ep.id, "drop", detail=f"no embedding for {key}"))
-                continue
-            row, kind = next(created)
-            self.raw_entries.append(
-                {
-                    "content": ep.text,
-                    "source": "auto_capture",
-                    "processed": True,
-                    "processed_into": [f"{kind}:{row}"],
-                    "episode": ep.id,
-                }
-            )
-            out.append(Outcome(ep.id, "create", row, detail=kind))
-        return out
+        self.captures.extend(
+            (ep.text, ep.id, kind, row) for ep, kind, row in zip(kept_owners, kinds, rows)
+        )
+        created = [
+            Outcome(ep.id, "create", row, detail=kind)
+            for ep, kind, row in zip(kept_owners, kinds, rows)
+        ]
+        if kept is claims:  # nothing dropped
+            return created
+        made = iter(created)
+        return [
+            next(made) if good else Outcome(ep.id, "drop", detail=f"no embedding for {key}")
+            for ep, key, good in zip(owners, keys, oks)
+        ]
 
     # -- salience --------------------------------------------------------------
     def days_since_access(self, now: float) -> np.ndarray:
