@@ -294,6 +294,29 @@ def test_as_unit_vectors_normalizes_a_single_vector():
     np.testing.assert_allclose(v[0], [0.6, 0.8], rtol=1e-6)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 12),
+    st.integers(1, 40),
+    st.sampled_from(["float32", "float64", "int64"]),
+    st.floats(-30, 30),
+    st.integers(0, 2**32 - 1),
+)
+def test_unit_rows_are_the_float64_quotients_rounded_once(n, dim, dtype, scale, seed):
+    """as_unit_vectors and MemoryStore.add take float32 rows in float64 without a copy and
+    divide straight into float32: the bytes of (x.astype(float64) / norm).astype(float32)."""
+    if dtype == "int64":
+        scale = min(abs(scale), 6.0)  # whole numbers that fit
+    x = (np.random.default_rng(seed).standard_normal((n, dim)) * 10.0**scale).astype(dtype)
+    x[np.abs(x).sum(axis=1) == 0, 0] = 1  # no zero rows
+    x64 = x.astype(np.float64)
+    want = (x64 / np.sqrt(np.add.reduce(x64 * x64, axis=1))[:, None]).astype(np.float32)
+    assert as_unit_vectors(x, dim).tobytes() == want.tobytes()
+    s = MemoryStore(dim, ST)
+    s.add(0.0, x, texts=["t"] * n, claims=[None] * n, provenance=[()] * n)
+    assert s.embedding.tobytes() == want.tobytes()
+
+
 def test_statuses_validation():
     with pytest.raises(ValueError, match="not among"):
         Statuses(("active",), terminal=frozenset({"gone"}))

@@ -417,13 +417,19 @@ class ClaimsEmbedder:
         bit. From ``_BATCH_DRAWS`` claims on, the blocks are built for all rows at once
         (random draws through :func:`stable_normals`, one array product per block): ~3x
         cheaper per claim than one by one; below it, one by one is the cheaper."""
+        return self._fill(np.empty((len(keys), self.dim)), keys, values, item_keys)
+
+    def _fill(
+        self, out: np.ndarray, keys: Sequence[str], values: Sequence[str], item_keys: Sequence[str]
+    ) -> np.ndarray:
+        """:meth:`vectors` written into ``out``; a float32 ``out`` takes each number computed
+        in float64 and rounded once (what ``vectors(...).astype(float32)`` gives)."""
         n = len(keys)
         if not len(values) == len(item_keys) == n:
             raise ValueError(
                 f"ClaimsEmbedder.vectors: {n} keys, {len(values)} values, "
                 f"{len(item_keys)} item keys"
             )
-        out = np.empty((n, self.dim))
         if n < _BATCH_DRAWS:
             for i in range(n):
                 out[i] = self.vector(keys[i], values[i], item_keys[i])
@@ -447,7 +453,8 @@ class ClaimsEmbedder:
                 f"ClaimsEmbedder.embed: {len(claims)} claims but {len(item_keys)} keys"
             )
         keys, values = [c.key for c in claims], [c.value for c in claims]
-        return self.vectors(keys, values, item_keys).astype(np.float32)
+        out = np.empty((len(claims), self.dim), dtype=np.float32)
+        return self._fill(out, keys, values, item_keys)
 
     def embed_query(
         self,

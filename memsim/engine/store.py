@@ -82,14 +82,24 @@ def as_unit_vectors(vectors: Any, dim: int, what: str = "embedding") -> np.ndarr
 
     Raises VectorError naming the row and the problem for NaN, inf or zero-norm rows.
     """
-    arr = np.asarray(vectors, dtype=np.float64)
+    arr, norms = _rows_and_norms(vectors, dim, what)
+    return _unit_rows(arr, norms, np.empty(arr.shape, dtype=np.float32))
+
+
+def _rows_and_norms(vectors: Any, dim: int, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """The (n, dim) float32 or float64 rows of ``vectors`` and their float64 norms, every
+    norm finite and non-zero (else VectorError naming the row and the problem)."""
+    arr = np.asarray(vectors)
+    if arr.dtype != np.float32 and arr.dtype != np.float64:
+        arr = np.asarray(vectors, dtype=np.float64)
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[1] != dim:
         raise VectorError(f"{what}: expected shape (n, {dim}), got {np.shape(vectors)}")
-    # np.linalg.norm(arr, axis=1)'s numbers without its copy; a row with a NaN or infinite
-    # value has a norm that is not finite, so the rows are searched only then
-    norms = np.sqrt(np.add.reduce(arr * arr, axis=1))
+    # np.linalg.norm(arr, axis=1)'s numbers (float32 rows taken in float64, as converted)
+    # without its copy; a row with a NaN or infinite value has a norm that is not finite,
+    # so the rows are searched only then
+    norms = np.sqrt(np.add.reduce(np.multiply(arr, arr, dtype=np.float64), axis=1))
     if not np.isfinite(norms).all():
         finite = np.isfinite(arr).all(axis=1)
         if not finite.all():
@@ -100,8 +110,14 @@ def as_unit_vectors(vectors: Any, dim: int, what: str = "embedding") -> np.ndarr
     if (norms == 0).any():
         i = int(np.flatnonzero(norms == 0)[0])
         raise VectorError(f"{what} row {i} has zero norm: it cannot be compared by cosine")
-    unit: np.ndarray = (arr / norms[:, None]).astype(np.float32)
-    return unit
+    return arr, norms
+
+
+def _unit_rows(arr: np.ndarray, norms: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``arr / norms`` row by row into the float32 ``out``: divided in float64 and rounded
+    once, the numbers of ``(arr.astype(float64) / norms).astype(float32)``."""
+    np.divide(arr, norms[:, None], out=out, dtype=np.float64)
+    return out
 
 
 def _any_of(col: np.ndarray, codes: tuple[int, ...]) -> np.ndarray:
@@ -237,8 +253,8 @@ class MemoryStore:
         ``columns`` give values (scalar or per row) for registered columns; unnamed columns
         take their defaults. Embeddings are validated and normalized (a NaN or zero vector
         raises VectorError)."""
-        vecs = as_unit_vectors(embeddings, self.dim)
-        m = len(vecs)
+        arr, norms = _rows_and_norms(embeddings, self.dim, "embedding")
+        m = len(arr)
         if not (len(texts) == len(claims) == len(provenance) == m):
             raise ValueError("texts, claims and provenance must have one entry per embedding")
         if kind is None or isinstance(kind, str):
@@ -270,7 +286,7 @@ class MemoryStore:
             for name, arr in cols.items():
                 arr[lo:hi] = self._defaults[name]
             raise
-        self._emb[lo:hi] = vecs
+        _unit_rows(arr, norms, self._emb[lo:hi])
         self.n = hi
         self._counts()[code] += m
         at, rows = float(now), range(lo, hi)
