@@ -137,6 +137,7 @@ class MockLLM:
         self.text_embedder_name = text_embedder
         self.text_embedder = make_text_embedder(text_embedder, self.dim, self.seed)
         self._truth: Any = None  # bound by bind_truth (modes.query_value only)
+        self._exact_for: tuple[Modes, Faults, bool] | None = None  # _extraction_is_exact's
 
     def config(self) -> dict[str, Any]:
         """Everything that determines this mock's answers (for result manifests)."""
@@ -164,7 +165,8 @@ class MockLLM:
         """The episode's claims (with injected importance/category noise), None on an
         injected failure. An episode without claims yields one text-only claim whose
         subject is the speaker (lowercased; the default speaker "user" is the owner)."""
-        if self._fires(self.faults.extract_fail, "extract_fail", episode.id):
+        fail = self.faults.extract_fail
+        if fail > 0.0 and self._fires(fail, "extract_fail", episode.id):
             return None
         claims = episode.claims
         if not claims:
@@ -179,7 +181,7 @@ class MockLLM:
         """True when no mode or fault of ``_noisy`` can change a claim (the defaults); kept
         for the ``modes`` and ``faults`` it was computed from (extract runs per episode)."""
         m, f = self.modes, self.faults
-        known = getattr(self, "_exact_for", None)
+        known = self._exact_for
         if known is None or known[0] is not m or known[1] is not f:
             exact = (
                 m.chatter_confidence < 0.0
