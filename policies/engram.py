@@ -255,7 +255,7 @@ class Engram(Policy[EngramParams]):
             f"{ep.id}#{i}" for ep, claims in zip(episodes, claims_of) for i in range(len(claims))
         ]
         texts = [ep.text for ep, claims in zip(episodes, claims_of) for _ in claims]
-        vecs, ok = self._embed_claims(flat, keys, texts)
+        vecs, ok = self._embed_claims(flat, keys, texts, np.float32)
         # each episode's outcomes as one episode at a time gives them: its drops, its rows
         drops: dict[int, list[Outcome]] = {}
         if ok.all():
@@ -310,13 +310,20 @@ class Engram(Policy[EngramParams]):
         return tuple(claims)
 
     def _embed_claims(
-        self, claims: Sequence[Claim], keys: Sequence[str], texts: Sequence[str]
+        self,
+        claims: Sequence[Claim],
+        keys: Sequence[str],
+        texts: Sequence[str],
+        dtype: type[np.floating[Any]] = np.float64,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Claim vectors; where the claims embedder fails, the text embedder; ok mask."""
+        """Claim vectors; where the claims embedder fails, the text embedder; ok mask.
+        float64 for similarities; ``dtype=np.float32`` for rows that only go to the store
+        (the LLM's own numbers, not copied unless a failed row is filled in)."""
         emb = self.llm.embed(list(claims), keys=list(keys))
-        vecs = np.array(emb.vectors, dtype=np.float64, copy=True)
-        ok = np.array(emb.ok, dtype=bool, copy=True)
+        vecs = np.asarray(emb.vectors, dtype=dtype)
+        ok = np.asarray(emb.ok, dtype=bool)
         if not ok.all():
+            vecs, ok = np.array(vecs, dtype=dtype, copy=True), ok.copy()
             bad = np.flatnonzero(~ok)
             retry = self.llm.embed(
                 [texts[i] for i in bad.tolist()], keys=[keys[i] + ":text" for i in bad.tolist()]
