@@ -231,8 +231,10 @@ def stable_normals(seed: int, role: str, names: Sequence[str], size: int) -> np.
         drawer = _drawers.drawer = (bit_gen, np.random.Generator(bit_gen), _state_words(bit_gen))
     bit_gen, gen, view = drawer
     if view is not None:
-        for row, words in zip(out, states):
-            view[:] = words
+        # each row's 32 bytes copied through memoryviews (half the cost of a numpy setitem)
+        target, raw = view.data.cast("B"), states.tobytes()
+        for at, row in zip(range(0, len(raw), 32), out):
+            target[:] = raw[at : at + 32]
             gen.standard_normal(out=row)
         return out
     full: Any = {"bit_generator": "PCG64", "has_uint32": 0, "uinteger": 0}
