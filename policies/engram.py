@@ -290,7 +290,7 @@ class Engram(Policy[EngramParams]):
             row_of = self.episode_row_of
             for r, ep_id in zip(rows, ids):
                 row_of.setdefault(ep_id, []).append(r)
-                created.append(Outcome(ep_id, "create", r, "episode"))
+            created = [Outcome(ep_id, "create", r, "episode") for r, ep_id in zip(rows, ids)]
         if not drops:
             return created
         out: list[Outcome] = []
