@@ -300,7 +300,8 @@ class Izzie(Policy[IzzieParams]):
             owner = [owner[i] for i in keep.tolist()]
             claims = [claims[i] for i in keep.tolist()]
         by_default = self.params.importance_source == "category"
-        rows = [self._category_row(c.category) for c in claims]
+        known = self._category_rows
+        rows = [known.get(c.category) or self._category_row(c.category) for c in claims]
         importance = [
             row[3] if by_default or c.importance is None else self._importance(c, row[0])
             for c, row in zip(claims, rows)
