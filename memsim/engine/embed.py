@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ParamError
+from .events import topic_of
 from .llm import DEFAULT_BANDS, Bands
 
 _SEP = "\x1f"  # separates the fields hashed together, so ("a", "bc") != ("ab", "c")
@@ -328,6 +329,7 @@ class ClaimsEmbedder:
             ]
         )
         self._tables = self._empty_tables()
+        self._topic_of: dict[str, str] = {}
 
     def _empty_tables(self) -> dict[str, _BlockTable]:
         return {
@@ -338,7 +340,7 @@ class ClaimsEmbedder:
     # picklable without dragging the (re-creatable) cache along
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_tables"] = self._empty_tables()
+        state["_tables"], state["_topic_of"] = self._empty_tables(), {}
         return state
 
     def _make_room(self, extra: int) -> None:
@@ -346,6 +348,17 @@ class ClaimsEmbedder:
         if sum(len(t.index) for t in self._tables.values()) + extra > self.CACHE_LIMIT:
             for table in self._tables.values():
                 table.clear()
+            self._topic_of = {}
+
+    def _topics(self, keys: Sequence[str]) -> list[str]:
+        """Each key's topic (events.topic_of), kept per key: keys repeat."""
+        known = self._topic_of
+        topics: list[Any] = [known.get(key) for key in keys]
+        if None in topics:
+            for i, key in enumerate(keys):
+                if topics[i] is None:
+                    topics[i] = known[key] = topic_of(key)
+        return topics
 
     def _active(self, block: int) -> tuple[int, int]:
         """(width of ``block``, its leading coordinates that hold the draw)."""
@@ -373,7 +386,7 @@ class ClaimsEmbedder:
         """The float64 unit vector of claim (key, value) under ``item_key``."""
         if not key:
             raise ValueError("ClaimsEmbedder: a text-only claim (key '') has no claims vector")
-        topic = key.rsplit(".", 1)[0] if "." in key else key
+        topic = topic_of(key)
         w = self._weights
         out = np.empty(self.dim)
         parts = (("topic", topic), ("key", key), ("value", key + _SEP + value), ("item", item_key))
@@ -438,7 +451,7 @@ class ClaimsEmbedder:
             return out
         if not all(keys):
             raise ValueError("ClaimsEmbedder: a text-only claim (key '') has no claims vector")
-        topics = [key.rsplit(".", 1)[0] if "." in key else key for key in keys]
+        topics = self._topics(keys)
         names = (topics, keys, [key + _SEP + value for key, value in zip(keys, values)])
         w = self._weights
         for i, role in enumerate(("topic", "key", "value")):
@@ -474,7 +487,7 @@ class ClaimsEmbedder:
         w = self._weights
         acc = np.zeros(self.dim)
         for key in keys:
-            topic = key.rsplit(".", 1)[0] if "." in key else key
+            topic = topic_of(key)
             for i, (role, name) in enumerate((("topic", topic), ("key", key))):
                 lo, hi = self._blocks[i]
                 acc[lo:hi] += w[i] * self._block_vector(i, role, name)

@@ -34,6 +34,11 @@ def _check_unit(where: str, name: str, v: Any) -> None:
         raise StreamError(f"{where}: {name} must be a number in [0, 1], got {v!r}")
 
 
+def topic_of(key: str) -> str:
+    """A claim key's topic: everything before its last dot ("owner.city" -> "owner")."""
+    return key.rsplit(".", 1)[0] if "." in key else key
+
+
 @dataclass(frozen=True)
 class Claim:
     """One fact an episode asserts: ``key`` (e.g. ``"owner.name"``) has ``value``.
@@ -80,7 +85,7 @@ class Claim:
 
     @property
     def topic(self) -> str:
-        return self.key.rsplit(".", 1)[0] if "." in self.key else self.key
+        return topic_of(self.key)
 
     def attr(self, name: str, default: Any = None) -> Any:
         for k, v in self.attrs:
