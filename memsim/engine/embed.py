@@ -138,13 +138,16 @@ def _pcg64_step(state: _Words128, inc: _Words128) -> _Words128:
     return _add128((carry + a * m_hi + state[0] * m_lo, a * m_lo), inc)
 
 
-# the hash constants of mix_entropy's source word ``src`` for each of the four pool words
-# (its own, which it does not mix into, a placeholder: that row is put back after the mix)
-_MIX_CONSTANTS = []
-for _src in range(4):
-    _at = [4 + 3 * _src + k for k in range(3)]
-    _cols = _at[:_src] + [_at[0]] + _at[_src:]
-    _MIX_CONSTANTS.append((_CHAIN_A[_cols], _CHAIN_A[[c + 1 for c in _cols]]))
+def _mix_constants(src: int) -> tuple[np.ndarray, np.ndarray]:
+    """The hash constants (before, after) of mix_entropy's source word ``src`` for each of
+    the four pool words; its own word, which it does not mix into, gets a placeholder (that
+    row is put back after the mix)."""
+    at = [4 + 3 * src + k for k in range(3)]
+    cols = at[:src] + [at[0]] + at[src:]
+    return _CHAIN_A[cols], _CHAIN_A[[c + 1 for c in cols]]
+
+
+_MIX_CONSTANTS = [_mix_constants(src) for src in range(4)]
 # the two empty entropy words' pool values (data-independent)
 _POOL_TAIL = _hashmix(np.zeros((2, 1), dtype=_U32), _CHAIN_A[2:4], _CHAIN_A[3:5])
 

@@ -253,8 +253,8 @@ class MemoryStore:
         ``columns`` give values (scalar or per row) for registered columns; unnamed columns
         take their defaults. Embeddings are validated and normalized (a NaN or zero vector
         raises VectorError)."""
-        arr, norms = _rows_and_norms(embeddings, self.dim, "embedding")
-        m = len(arr)
+        vecs, norms = _rows_and_norms(embeddings, self.dim, "embedding")
+        m = len(vecs)
         if not (len(texts) == len(claims) == len(provenance) == m):
             raise ValueError("texts, claims and provenance must have one entry per embedding")
         if kind is None or isinstance(kind, str):
@@ -286,7 +286,7 @@ class MemoryStore:
             for name, arr in cols.items():
                 arr[lo:hi] = self._defaults[name]
             raise
-        _unit_rows(arr, norms, self._emb[lo:hi])
+        _unit_rows(vecs, norms, self._emb[lo:hi])
         self.n = hi
         self._counts()[code] += m
         at, rows = float(now), range(lo, hi)
