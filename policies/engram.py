@@ -26,7 +26,7 @@ from memsim.engine.errors import MemsimError
 from memsim.engine.events import Claim, Episode, Forget, Query
 from memsim.engine.llm import CONTRADICTS, PARTIAL, SUPPORTS
 from memsim.engine.params import Params, param
-from memsim.engine.policy import Job, Outcome, Policy, Ranking
+from memsim.engine.policy import Job, Outcome, Policy, Ranking, in_episode_order
 from memsim.engine.store import Statuses
 
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -291,17 +291,7 @@ class Engram(Policy[EngramParams]):
             for r, ep_id in zip(rows, ids):
                 row_of.setdefault(ep_id, []).append(r)
             created = [Outcome(ep_id, "create", r, "episode") for r, ep_id in zip(rows, ids)]
-        if not drops:
-            return created
-        out: list[Outcome] = []
-        made = iter(zip(owner, created))
-        pending = next(made, None)
-        for e in range(len(episodes)):
-            out.extend(drops.get(e, ()))
-            while pending is not None and pending[0] == e:
-                out.append(pending[1])
-                pending = next(made, None)
-        return out
+        return in_episode_order(len(episodes), drops, owner, created)
 
     def _claims_of(self, ep: Episode) -> tuple[Claim, ...]:
         claims = self.llm.extract(ep)

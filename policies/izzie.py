@@ -47,7 +47,7 @@ from memsim.engine import kernels, kernels_ref
 from memsim.engine.errors import ParamError
 from memsim.engine.events import Claim, Episode, Forget, Query
 from memsim.engine.params import Params, param
-from memsim.engine.policy import Outcome, Policy, Ranking
+from memsim.engine.policy import Outcome, Policy, Ranking, in_episode_order
 from memsim.engine.store import MemoryStore, Statuses
 
 CATEGORIES = ("preference", "fact", "relationship", "decision", "event", "sentiment", "reminder")
@@ -261,17 +261,10 @@ class Izzie(Policy[IzzieParams]):
                 owner.append(e)
                 claims.append(c)
                 keys.append(f"{ep.id}#{i}")
-        created = self._store_items(episodes, owner, claims, keys, drops, now) if claims else []
-        if not drops:
-            return [o for _, o in created]
-        out: list[Outcome] = []
-        at = 0
-        for e in range(len(episodes)):
-            out.extend(drops.get(e, ()))
-            while at < len(created) and created[at][0] == e:
-                out.append(created[at][1])
-                at += 1
-        return out
+        owners, created = (
+            self._store_items(episodes, owner, claims, keys, drops, now) if claims else ([], [])
+        )
+        return in_episode_order(len(episodes), drops, owners, created)
 
     def _store_items(
         self,
@@ -281,9 +274,9 @@ class Izzie(Policy[IzzieParams]):
         keys: list[str],
         drops: dict[int, list[Outcome]],
         now: float,
-    ) -> list[tuple[int, Outcome]]:
-        """Embed and store the claims; a failed embedding is a drop. Returns each stored
-        claim's (episode index, create outcome), in order."""
+    ) -> tuple[list[int], list[Outcome]]:
+        """Embed and store the claims; a failed embedding is a drop. Returns the stored
+        claims' episodes (indices) and their create outcomes, in order."""
         emb = self.llm.embed(claims, keys)
         ok = np.asarray(emb.ok, dtype=bool)
         vectors = emb.vectors
@@ -295,13 +288,12 @@ class Izzie(Policy[IzzieParams]):
                 )
             keep = np.flatnonzero(ok)
             if not len(keep):
-                return []
+                return [], []
             vectors = vectors[keep]
             owner = [owner[i] for i in keep.tolist()]
             claims = [claims[i] for i in keep.tolist()]
         by_default = self.params.importance_source == "category"
-        known = self._category_rows
-        rows = [known.get(c.category) or self._category_row(c.category) for c in claims]
+        rows = [self._category_row(c.category) for c in claims]
         importance = [
             row[3] if by_default or c.importance is None else self._importance(c, row[0])
             for c, row in zip(claims, rows)
@@ -319,8 +311,8 @@ class Izzie(Policy[IzzieParams]):
         )
         self.source_type.extend(["chat"] * len(claims))
         self.source_id.extend(episodes[e].conversation or episodes[e].id for e in owner)
-        return [
-            (e, Outcome(episodes[e].id, "create", row, detail=cat[0]))
+        return owner, [
+            Outcome(episodes[e].id, "create", row, detail=cat[0])
             for e, row, cat in zip(owner, ids.tolist(), rows)
         ]
 

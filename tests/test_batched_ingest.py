@@ -99,3 +99,16 @@ def test_personal_ai_batched_day_through_the_screen_equals_one_by_one(
     assert out_a == out_b
     assert store_state(a.store) == store_state(b.store)
     assert any(answered)  # the day's searches went through the screen
+
+
+def test_in_episode_order_puts_each_episodes_drops_before_its_creates():
+    """The order one episode at a time gives: episode by episode, its drops (found anywhere
+    in the batch) first, then what it created; an episode with neither adds nothing."""
+    from memsim.engine.policy import Outcome, in_episode_order
+
+    made = [Outcome("e0", "create", 0), Outcome("e0", "create", 1), Outcome("e3", "create", 2)]
+    drops = {3: [Outcome("e3", "drop")], 0: [Outcome("e0", "drop", detail="claim 2")]}
+    got = in_episode_order(4, drops, [0, 0, 3], made)
+    assert got == [drops[0][0], made[0], made[1], drops[3][0], made[2]]
+    assert in_episode_order(4, {}, [0, 0, 3], made) == made
+    assert in_episode_order(2, {1: [Outcome("e1", "drop")]}, [], []) == [Outcome("e1", "drop")]

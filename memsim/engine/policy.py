@@ -69,6 +69,28 @@ class Outcome:
         fields["memory"], fields["detail"] = memory, detail
 
 
+def in_episode_order(
+    episodes: int,
+    drops: Mapping[int, Sequence[Outcome]],
+    owners: Sequence[int],
+    created: Sequence[Outcome],
+) -> list[Outcome]:
+    """A batch's outcomes in the order one episode at a time gives them: each episode's
+    drops (``drops[e]``, in order), then what it created (``created[i]`` belongs to episode
+    ``owners[i]``, owners ascending). Batched ingest decides per claim, so a drop found late
+    in the batch still goes before its episode's creates."""
+    if not drops:
+        return list(created)
+    out: list[Outcome] = []
+    at = 0
+    for e in range(episodes):
+        out.extend(drops.get(e, ()))
+        while at < len(created) and owners[at] == e:
+            out.append(created[at])
+            at += 1
+    return out
+
+
 @dataclass(frozen=True)
 class Ranking:
     """A recall answer: memory rows best first, and their scores."""
