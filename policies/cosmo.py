@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any, ClassVar
 
 import numpy as np
@@ -24,7 +25,7 @@ from memsim.engine.errors import MemsimError
 from memsim.engine.events import Claim, Episode, Forget, Query
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Job, Outcome, Policy, Ranking
-from memsim.engine.store import Statuses
+from memsim.engine.store import MemoryStore, Statuses, as_unit_vectors
 
 SEMANTIC = ("person", "concept", "entity")
 TTL_POLICIES = (
@@ -198,6 +199,75 @@ class CosmoParams(Params):
     )
 
 
+class _NewRows:
+    """A batch's plan (Cosmo.ingest): the rows it adds, in order, their ids from the store's
+    next row on; the provenance entries in the order one episode at a time logs them (a
+    row: its own, ``MemoryStore.log_added``; (row, episodes): ``add_provenance``); and the
+    nodes each mention counts (Step 3.5)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.first = store.n
+        self.has_meso = store["has_meso"]  # (no row's changes while the batch is planned)
+        self.vectors: list[np.ndarray] = []
+        self.texts: list[str] = []
+        self.claims: list[Claim | None] = []
+        self.provenance: list[tuple[str, ...]] = []
+        self.status: list[str] = []
+        self.kind: list[str] = []
+        self.ttl: list[int] = []
+        self.pinned: list[int] = []  # keep_forever rows: salience and salience0 at 1
+        self.confident: list[tuple[int, float]] = []  # (row, extraction confidence)
+        self.owners: list[int] = []
+        self.log: list[int | tuple[int, tuple[str, ...]]] = []
+        self.mentioned: list[int] = []  # a node per mention
+        self.merged: list[int] = []  # nodes a mention MERGEd into
+        self.new_day: list[int] = []  # nodes mentioned on a day new to them
+        self._units: dict[int, np.ndarray] = {}
+
+    def add(
+        self,
+        vector: np.ndarray,
+        text: str,
+        claim: Claim | None,
+        provenance: tuple[str, ...],
+        *,
+        status: str,
+        kind: str,
+        ttl: int,
+        pinned: bool = False,
+        confidence: float | None = None,
+        owner: bool = False,
+    ) -> int:
+        row = self.first + len(self.vectors)
+        self.vectors.append(vector)
+        self.texts.append(text)
+        self.claims.append(claim)
+        self.provenance.append(provenance)
+        self.status.append(status)
+        self.kind.append(kind)
+        self.ttl.append(ttl)
+        if pinned:
+            self.pinned.append(row)
+        if confidence is not None:
+            self.confident.append((row, confidence))
+        if owner:
+            self.owners.append(row)
+        self.log.append(row)
+        return row
+
+    def provenance_of(self, row: int) -> tuple[str, ...]:
+        return self.provenance[row - self.first]
+
+    def unit(self, row: int) -> np.ndarray:
+        """The unit vector the store will hold for ``row`` (its normalization, the same
+        numbers)."""
+        unit = self._units.get(row)
+        if unit is None:
+            vector = self.vectors[row - self.first]
+            unit = self._units[row] = as_unit_vectors(vector, len(vector))[0]
+        return unit
+
+
 class Cosmo(Policy[CosmoParams]):
     """Cosmo's salience-decay graph memory (seed 002). See the module docstring."""
 
@@ -331,7 +401,13 @@ class Cosmo(Policy[CosmoParams]):
     def ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
         """Each episode in order (its owner node, Source, claim nodes, storylines). The
         batch's claims are extracted and embedded at once first: an extraction and a vector
-        depend only on the episode and the key ``<episode>#<i>``, never on the batch."""
+        depend only on the episode and the key ``<episode>#<i>``, never on the batch. The
+        episodes are decided in order into a plan (:class:`_NewRows`; what an episode reads
+        of a row an earlier episode of the batch adds, the plan holds), then the plan is
+        written: the batch's rows in one ``MemoryStore.add`` per run of
+        one status, the mentioned nodes' counters as array writes, and the provenance
+        entries in the order one episode at a time logs them. So a batch's store is the
+        store of its episodes one by one, bit for bit, at a fraction of the calls."""
         if not episodes:
             return []
         extracted = [self._claims_of(ep) for ep in episodes]
@@ -340,12 +416,15 @@ class Cosmo(Policy[CosmoParams]):
             f"{ep.id}#{i}" for ep, claims in zip(episodes, extracted) for i in range(len(claims))
         ]
         vecs, ok = self._embed(items, keys)  # every episode has a claim (or its text)
+        good = ok.tolist()
+        new = _NewRows(self.store)
         out: list[Outcome] = []
         at = 0
         for ep, claims in zip(episodes, extracted):
             end = at + len(claims)
-            out.extend(self._ingest_one(ep, now, claims, vecs[at:end], ok[at:end]))
+            out.extend(self._ingest_one(ep, now, claims, vecs[at:end], good[at:end], new))
             at = end
+        self._write(new, now)
         return out
 
     def _claims_of(self, ep: Episode) -> tuple[Claim, ...]:
@@ -358,27 +437,23 @@ class Cosmo(Policy[CosmoParams]):
         emb = self.llm.embed(list(items), keys=list(keys))
         return np.asarray(emb.vectors, dtype=np.float64), np.asarray(emb.ok, dtype=bool)
 
-    def _ensure_owner(self, user: str, now: float) -> list[Outcome]:
+    def _ensure_owner(self, user: str, new: _NewRows) -> list[Outcome]:
         if not self.params.owner_node or user in self.owner_of:
             return []
         vecs, ok = self._embed([f"owner {user}"], [f"owner:{user}"])
         if not ok[0]:
             return []
-        row = int(
-            self.store.add(
-                now,
-                vecs,
-                texts=[f"owner {user}"],
-                claims=[None],
-                provenance=[()],
-                status="core",
-                kind="person",
-                salience=1.0,
-                salience0=1.0,
-                confidence=1.0,
-                ttl=TTL_CODE["keep_forever"],
-                owner=True,
-            )[0]
+        row = new.add(
+            vecs[0],
+            f"owner {user}",
+            None,
+            (),
+            status="core",
+            kind="person",
+            ttl=TTL_CODE["keep_forever"],
+            pinned=True,
+            confidence=1.0,
+            owner=True,
         )
         self.owner_of[user] = row
         self.node_of[(user, "person", user)] = row
@@ -390,13 +465,17 @@ class Cosmo(Policy[CosmoParams]):
         now: float,
         claims: tuple[Claim, ...],
         vecs: np.ndarray,
-        ok: np.ndarray,
+        ok: list[bool],
+        new: _NewRows,
     ) -> list[Outcome]:
-        """One episode, its claims extracted and embedded (:meth:`ingest`)."""
+        """One episode, its claims extracted and embedded, decided into ``new``
+        (:meth:`ingest`)."""
         s = self.store
         user = ep.speaker
-        out = self._ensure_owner(user, now)
-        if ok.any():  # the Source embeds as the centroid of its claims (its summary's topics)
+        out = [] if user in self.owner_of else self._ensure_owner(user, new)
+        if len(ok) == 1 and ok[0]:  # the centroid of one claim is its vector
+            src_vec = vecs[0]
+        elif any(ok):  # the Source embeds as the centroid of its claims (its summary's topics)
             src_vec = vecs[ok].mean(axis=0)
             if np.linalg.norm(src_vec) < 1e-9:
                 src_vec = vecs[ok][0]
@@ -405,23 +484,21 @@ class Cosmo(Policy[CosmoParams]):
             if not ok2[0]:
                 return out + [Outcome(ep.id, "drop", -1, "embedding failed")]
             src_vec = v2[0]
-        ttl = max((self.ttl_of(c) for c in claims), key=lambda t: TTL_CODE[t])
-        src = int(
-            s.add(
-                now,
-                src_vec,
-                texts=[ep.text],
-                claims=[claims[0]],
-                provenance=[{ep.id}],
-                status="candidate",
-                kind="source",
-                ttl=TTL_CODE[ttl],
-            )[0]
+        ttls = [self.ttl_of(c) for c in claims]
+        ttl = ttls[0] if len(ttls) == 1 else max(ttls, key=TTL_CODE.__getitem__)
+        src = new.add(
+            src_vec,
+            ep.text,
+            claims[0],
+            (ep.id,),
+            status="candidate",
+            kind="source",
+            ttl=TTL_CODE[ttl],
+            pinned=ttl == "keep_forever",
         )
-        if ttl == "keep_forever":
-            s["salience"][src] = s["salience0"][src] = 1.0
         out.append(Outcome(ep.id, "create", src, "source"))
-        self.mentioned_by[src] = []
+        mentioned: list[int] = []
+        self.mentioned_by[src] = mentioned
         day = int(math.floor(now))
         for i, c in enumerate(claims):
             if not c.key or not ok[i]:
@@ -440,57 +517,53 @@ class Cosmo(Policy[CosmoParams]):
             kind = self.node_kind(c)
             ident = (user, kind, c.key)
             node = self.node_of.get(ident)
-            if node is None or s.status_of(node) == "deleted":
-                node_ttl = self.ttl_of(c)
-                node = int(
-                    s.add(
-                        now,
-                        vecs[i],
-                        texts=[f"{c.subject} {c.key} {c.value}"],
-                        claims=[c],
-                        provenance=[{ep.id}],
-                        status="candidate",
-                        kind=kind,
-                        confidence=c.confidence,
-                        ttl=TTL_CODE[node_ttl],
-                    )[0]
+            # (a node the batch added is a candidate, never deleted)
+            if node is None or (node < new.first and s.status_of(node) == "deleted"):
+                node_ttl = ttls[i]
+                node = new.add(
+                    vecs[i],
+                    f"{c.subject} {c.key} {c.value}",
+                    c,
+                    (ep.id,),
+                    status="candidate",
+                    kind=kind,
+                    ttl=TTL_CODE[node_ttl],
+                    pinned=node_ttl == "keep_forever",
+                    confidence=c.confidence,
                 )
-                if node_ttl == "keep_forever":
-                    s["salience"][node] = s["salience0"][node] = 1.0
                 self.node_of[ident] = node
                 self.notes[node] = []
                 out.append(Outcome(ep.id, "create", node, kind))
             else:  # MERGE ... ON MATCH SET updated_at
-                s["updated"][node] = now
-                s.add_provenance(node, {ep.id}, now)
+                new.log.append((node, (ep.id,)))
+                new.merged.append(node)
                 out.append(Outcome(ep.id, "reinforce", node, f"MERGE {kind} {c.key!r}"))
             self.notes[node].append(c)
-            s["is_dirty"][node] = True
-            # Step 3.5: hierarchical counters
-            s["source_count"][node] += 1
-            s["last_mentioned"][node] = now
-            if np.isnan(s["first_mentioned"][node]):
-                s["first_mentioned"][node] = now
-            days = self.days_of.setdefault(node, set())
+            # Step 3.5: hierarchical counters (written with the batch: _write)
+            new.mentioned.append(node)
+            days = self.days_of.get(node)
+            if days is None:
+                days = self.days_of[node] = set()
             if day not in days:
                 days.add(day)
-                s["distinct_days"][node] += 1
+                new.new_day.append(node)
             self.mentions.setdefault(node, []).append(src)
-            if node not in self.mentioned_by[src]:
-                self.mentioned_by[src].append(node)
-        out.extend(self._attach_to_storylines(src, now))
+            if node not in mentioned:
+                mentioned.append(node)
+        out.extend(self._attach_to_storylines(src, now, new))
         return out
 
-    def _attach_to_storylines(self, src: int, now: float) -> list[Outcome]:
-        """002 §Phase 2 Step 4.5: attach the Source to its anchors' recent Storylines."""
-        s, p = self.store, self.params
+    def _attach_to_storylines(self, src: int, now: float, new: _NewRows) -> list[Outcome]:
+        """002 §Phase 2 Step 4.5: attach the Source (a row of ``new``) to its anchors'
+        recent Storylines."""
+        s = self.store
         out: list[Outcome] = []
-        live = set(s.statuses.codes(["active", "core"]).tolist())
-        status, last_source_at = s["status"], s["last_source_at"]
-        cutoff = now - p.storyline_attach_days
         for anchor in self.mentioned_by.get(src, []):
-            if not s["has_meso"][anchor]:
+            if anchor >= new.first or not new.has_meso[anchor]:  # a node the batch added has none
                 continue
+            live = set(s.statuses.codes(["active", "core"]).tolist())
+            status, last_source_at = s["status"], s["last_source_at"]
+            cutoff = now - self.params.storyline_attach_days
             cands = [
                 st
                 for st in self.storylines_of.get(anchor, [])
@@ -499,24 +572,68 @@ class Cosmo(Policy[CosmoParams]):
             if not cands:
                 continue
             # best match: highest cosine with the Source, ties to the most recent storyline
-            sims = s.embedding[cands].astype(np.float64) @ s.embedding[src].astype(np.float64)
-            best = cands[int(np.lexsort((-np.array(cands), -s["last_source_at"][cands], -sims))[0])]
+            sims = s.embedding[cands].astype(np.float64) @ new.unit(src).astype(np.float64)
+            best = cands[int(np.lexsort((-np.array(cands), -last_source_at[cands], -sims))[0])]
             if src in self.included[best]:
                 continue
             self.includes[best].append(src)
             self.included[best].add(src)
+            episodes = new.provenance_of(src)
             s["source_count"][best] += 1
-            s["last_source_at"][best] = max(s["last_source_at"][best], s["created"][src])
+            last_source_at[best] = max(last_source_at[best], now)  # the Source's creation
             s["is_dirty"][best] = True
             s["updated"][best] = now
-            s.add_provenance(best, s.provenance[src], now)
+            new.log.append((best, episodes))
             for m in self.macros_of.get(best, []):  # the macro grouping it
                 s["source_count"][m] += 1
-                s["last_source_at"][m] = max(s["last_source_at"][m], s["created"][src])
+                last_source_at[m] = max(last_source_at[m], now)
                 s["is_dirty"][m] = True
-                s.add_provenance(m, s.provenance[src], now)
+                new.log.append((m, episodes))
             out.append(Outcome("attach", "link", best, f"source {src} attached to storyline"))
         return out
+
+    def _write(self, new: _NewRows, now: float) -> None:
+        """The batch's plan into the store: its rows (one add per run of one status), the
+        mentioned nodes' Step 3.5 counters, then the provenance entries in episode order."""
+        s = self.store
+        at = 0
+        for status, run in groupby(new.status):
+            m = len(list(run))
+            part = slice(at, at + m)
+            s.add(
+                now,
+                np.array(new.vectors[part]),
+                texts=new.texts[part],
+                claims=new.claims[part],
+                provenance=new.provenance[part],
+                status=status,
+                kind=new.kind[part],
+                ttl=new.ttl[part],
+                log_provenance=False,
+            )
+            at += m
+        if new.pinned:
+            s["salience"][new.pinned] = 1.0
+            s["salience0"][new.pinned] = 1.0
+        if new.confident:
+            rows, values = zip(*new.confident)
+            s["confidence"][list(rows)] = values
+        if new.owners:
+            s["owner"][new.owners] = True
+        if new.mentioned:
+            nodes = np.array(new.mentioned)
+            s["is_dirty"][nodes] = True
+            np.add.at(s["source_count"], nodes, 1)
+            s["last_mentioned"][nodes] = now
+            first = s["first_mentioned"]
+            first[nodes[np.isnan(first[nodes])]] = now
+            s["distinct_days"][new.new_day] += 1  # (a node once per batch: one day)
+            s["updated"][new.merged] = now
+        for entry in new.log:
+            if isinstance(entry, tuple):
+                s.add_provenance(entry[0], entry[1], now)
+            else:
+                s.log_added(entry)
 
     # -- recall ------------------------------------------------------------------------
     def _searchable_sets(self) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -112,3 +112,58 @@ def test_in_episode_order_puts_each_episodes_drops_before_its_creates():
     assert got == [drops[0][0], made[0], made[1], drops[3][0], made[2]]
     assert in_episode_order(4, {}, [0, 0, 3], made) == made
     assert in_episode_order(2, {1: [Outcome("e1", "drop")]}, [], []) == [Outcome("e1", "drop")]
+
+
+@pytest.mark.parametrize("stream_seed", [1, 2, 3])
+@pytest.mark.parametrize("faults", [False, True])
+def test_cosmo_batched_day_with_storylines_owners_and_many_claims_equals_one_by_one(
+    stream_seed, faults
+):
+    """Cosmo plans a batch in order and writes it at once (its rows in one add per run of
+    one status, the provenance entries in episode order). The random days above have one
+    claim per episode, one speaker and no storyline; here the day comes after a run with
+    recalls and nightly jobs (promoted storylines, which a day's Sources attach to), and its
+    episodes are regrouped into ones of several claims, by new speakers (an owner node, a
+    row of another status, mid-batch), with kept-forever, filtered and text-only claims."""
+    import dataclasses
+
+    import scenarios
+    from memsim.engine.events import Claim, Stream
+    from memsim.engine.llm import Faults
+    from memsim.engine.runner import run
+
+    stream = scenarios.load(
+        "synthetic:steady,episodes=1200,queries=240,horizon=30", seed=stream_seed
+    )
+    day = 25
+    before = Stream(
+        tuple(e for e in stream.events if e.time < day), name="before", horizon=float(day)
+    )
+    llm = MockLLM(seed=0, faults=Faults(embed_fail=0.2) if faults else Faults())
+    pol = registry.make("cosmo", llm=llm, seed=0)
+    run(pol, before)
+    assert pol.store["has_meso"].any()  # storylines to attach to
+    todays = [e for e in stream.events if isinstance(e, Episode) and day <= e.time < day + 1]
+    regrouped = []
+    for i in range(0, len(todays) - 2, 3):
+        first, second, third = todays[i : i + 3]
+        claims = first.claims + second.claims
+        if i % 4 == 0:  # kept forever, below the extraction filter, text only
+            claims += (
+                dataclasses.replace(third.claims[0], attrs=(("ttl_policy", "keep_forever"),)),
+                dataclasses.replace(third.claims[0], key=third.claims[0].key + "x", confidence=0.1),
+                Claim(key="", value=third.text),
+            )
+        speaker = f"guest{i % 5}" if i % 2 else first.speaker
+        regrouped.append(dataclasses.replace(first, claims=claims, speaker=speaker))
+        regrouped.append(third)
+    now = day + 1.0
+    a, b = pol, copy.deepcopy(pol)
+    out_a = a.ingest(regrouped, now)
+    out_b = [o for e in regrouped for o in b.ingest([e], now)]
+    assert out_a == out_b
+    assert store_state(a.store) == store_state(b.store)
+    assert np.array_equal(a.strength(now), b.strength(now), equal_nan=True)
+    actions = {(o.event, o.action) for o in out_a}
+    assert ("attach", "link") in actions and ("owner", "create") in actions
+    assert a.store.provenance_log == b.store.provenance_log and not a.store._unlogged

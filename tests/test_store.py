@@ -114,6 +114,37 @@ def test_provenance_and_its_log():
     assert s.rows_from("e1").tolist() == [0, 1] and s.rows_from("zz").tolist() == []
 
 
+def test_rows_added_at_once_log_their_provenance_where_log_added_says():
+    """add(..., log_provenance=False) then log_added row by row, between add_provenance
+    calls, gives the log of adding the rows one at a time in that order (Cosmo's batch)."""
+    vecs = np.random.default_rng(0).normal(size=(3, 3))
+    provs = [{"e1", "e0"}, set(), {"e2"}]
+    one, batch = MemoryStore(3, ST), MemoryStore(3, ST)
+    add(one, 1, now=0.0)
+    add(batch, 1, now=0.0)
+    for i in range(3):
+        one.add(1.0, vecs[i], texts=[f"t{i}"], claims=[None], provenance=[provs[i]])
+        one.add_provenance(0, [f"x{i}"], 1.0)
+    batch.add(
+        1.0,
+        vecs,
+        texts=["t0", "t1", "t2"],
+        claims=[None] * 3,
+        provenance=provs,
+        log_provenance=False,
+    )
+    assert batch.provenance_log == [(0.0, 0, "e0")]  # nothing of the new rows yet
+    for i in range(3):
+        batch.log_added(1 + i)
+        batch.add_provenance(0, [f"x{i}"], 1.0)
+    assert batch.provenance_log == one.provenance_log
+    assert batch.status_log == one.status_log and batch.provenance == one.provenance
+    assert batch["tie_id"].tolist() == one["tie_id"].tolist()
+    assert np.array_equal(batch.embedding, one.embedding)
+    with pytest.raises(KeyError):  # logged once
+        batch.log_added(1)
+
+
 def test_provenance_of_is_each_rows_provenance_then_one_snapshot_per_state():
     """provenance_of: equal to the live sets at every call, and each snapshot stays equal
     to the set as it was when taken while the row grows (a trace records one per query);

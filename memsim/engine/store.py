@@ -179,6 +179,8 @@ class MemoryStore:
         self._packed = PackedRows(self.dim)
         self._queries = RecurringScans(self.dim)
         self._row_logs: dict[int, _RowLog] = {}  # provenance_of's ordered logs
+        # rows added with log_provenance=False whose entries wait for log_added
+        self._unlogged: dict[int, tuple[float, list[str]]] = {}
 
     # -- columns -------------------------------------------------------------
     def _new_column(self, name: str, dtype: Any, default: Any) -> None:
@@ -247,12 +249,15 @@ class MemoryStore:
         provenance: Sequence[Iterable[str]],
         status: str | None = None,
         kind: str | Sequence[str] | None = None,
+        log_provenance: bool = True,
         **columns: Any,
     ) -> np.ndarray:
         """Append rows; returns their ids. ``kind``: one for every row or one per row.
         ``columns`` give values (scalar or per row) for registered columns; unnamed columns
         take their defaults. Embeddings are validated and normalized (a NaN or zero vector
-        raises VectorError)."""
+        raises VectorError). ``log_provenance=False``: each row's provenance entries wait
+        for :meth:`log_added`, so a caller that adds a batch's rows at once can log them
+        where adding one episode at a time would have (between other rows' entries)."""
         vecs, norms = _rows_and_norms(embeddings, self.dim, "embedding")
         m = len(vecs)
         if not (len(texts) == len(claims) == len(provenance) == m):
@@ -296,7 +301,11 @@ class MemoryStore:
         orders = [sorted(p) for p in provs]  # one sort for the identity and the log
         self.provenance.extend(provs)
         self.status_log.extend(zip(repeat(at), rows, repeat(code)))
-        self.provenance_log.extend((at, row, e) for row, o in zip(rows, orders) for e in o)
+        if log_provenance:
+            self.provenance_log.extend((at, row, e) for row, o in zip(rows, orders) for e in o)
+        else:
+            unlogged = self.__dict__.setdefault("_unlogged", {})  # (a store pickled before)
+            unlogged.update(zip(rows, zip(repeat(at), orders)))
         cols["tie_id"][lo:hi] = _identities(orders, texts)
         return np.arange(lo, hi)
 
@@ -389,6 +398,12 @@ class MemoryStore:
             counts[old] -= 1
             counts[code] += 1
             self.status_log.append((float(now), r, code))
+
+    def log_added(self, row: int) -> None:
+        """Log the provenance ``row`` was added with (``add(..., log_provenance=False)``),
+        as ``add`` would have, once."""
+        at, order = self._unlogged.pop(row)
+        self.provenance_log.extend((at, row, e) for e in order)
 
     def add_provenance(self, row: int, episode_ids: Iterable[str], now: float) -> None:
         prov = self.provenance[row]
