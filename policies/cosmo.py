@@ -202,7 +202,7 @@ class CosmoParams(Params):
 class _NewRows:
     """A batch's plan (Cosmo.ingest): the rows it adds, in order, their ids from the store's
     next row on; the provenance entries in the order one episode at a time logs them (a
-    row: its own, ``MemoryStore.log_added``; (row, episodes): ``add_provenance``); and the
+    row: its own; (row, episodes): ``add_provenance``; ``MemoryStore.log_in_order``); and the
     nodes each mention counts (Step 3.5)."""
 
     def __init__(self, store: MemoryStore) -> None:
@@ -484,7 +484,8 @@ class Cosmo(Policy[CosmoParams]):
             if not ok2[0]:
                 return out + [Outcome(ep.id, "drop", -1, "embedding failed")]
             src_vec = v2[0]
-        ttls = [self.ttl_of(c) for c in claims]
+        # (a claim with no attributes is "decay"; ttl_of validates a given one)
+        ttls = ["decay" if not c.attrs else self.ttl_of(c) for c in claims]
         ttl = ttls[0] if len(ttls) == 1 else max(ttls, key=TTL_CODE.__getitem__)
         src = new.add(
             src_vec,
@@ -629,11 +630,7 @@ class Cosmo(Policy[CosmoParams]):
             first[nodes[np.isnan(first[nodes])]] = now
             s["distinct_days"][new.new_day] += 1  # (a node once per batch: one day)
             s["updated"][new.merged] = now
-        for entry in new.log:
-            if isinstance(entry, tuple):
-                s.add_provenance(entry[0], entry[1], now)
-            else:
-                s.log_added(entry)
+        s.log_in_order(new.log, now)
 
     # -- recall ------------------------------------------------------------------------
     def _searchable_sets(self) -> tuple[tuple[str, ...], tuple[str, ...]]:

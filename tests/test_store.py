@@ -114,9 +114,9 @@ def test_provenance_and_its_log():
     assert s.rows_from("e1").tolist() == [0, 1] and s.rows_from("zz").tolist() == []
 
 
-def test_rows_added_at_once_log_their_provenance_where_log_added_says():
-    """add(..., log_provenance=False) then log_added row by row, between add_provenance
-    calls, gives the log of adding the rows one at a time in that order (Cosmo's batch)."""
+def test_rows_added_at_once_log_their_provenance_where_log_in_order_says():
+    """add(..., log_provenance=False) then log_in_order, its rows between add_provenance
+    entries, gives the log of adding the rows one at a time in that order (Cosmo's batch)."""
     vecs = np.random.default_rng(0).normal(size=(3, 3))
     provs = [{"e1", "e0"}, set(), {"e2"}]
     one, batch = MemoryStore(3, ST), MemoryStore(3, ST)
@@ -134,15 +134,13 @@ def test_rows_added_at_once_log_their_provenance_where_log_added_says():
         log_provenance=False,
     )
     assert batch.provenance_log == [(0.0, 0, "e0")]  # nothing of the new rows yet
-    for i in range(3):
-        batch.log_added(1 + i)
-        batch.add_provenance(0, [f"x{i}"], 1.0)
+    batch.log_in_order([1, (0, ["x0"]), 2, (0, ("x1",)), 3, (0, {"x2"})], 1.0)
     assert batch.provenance_log == one.provenance_log
     assert batch.status_log == one.status_log and batch.provenance == one.provenance
     assert batch["tie_id"].tolist() == one["tie_id"].tolist()
     assert np.array_equal(batch.embedding, one.embedding)
     with pytest.raises(KeyError):  # logged once
-        batch.log_added(1)
+        batch.log_in_order([1], 1.0)
 
 
 def test_provenance_of_is_each_rows_provenance_then_one_snapshot_per_state():

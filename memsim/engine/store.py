@@ -179,7 +179,7 @@ class MemoryStore:
         self._packed = PackedRows(self.dim)
         self._queries = RecurringScans(self.dim)
         self._row_logs: dict[int, _RowLog] = {}  # provenance_of's ordered logs
-        # rows added with log_provenance=False whose entries wait for log_added
+        # rows added with log_provenance=False whose entries wait for log_in_order
         self._unlogged: dict[int, tuple[float, list[str]]] = {}
 
     # -- columns -------------------------------------------------------------
@@ -256,7 +256,7 @@ class MemoryStore:
         ``columns`` give values (scalar or per row) for registered columns; unnamed columns
         take their defaults. Embeddings are validated and normalized (a NaN or zero vector
         raises VectorError). ``log_provenance=False``: each row's provenance entries wait
-        for :meth:`log_added`, so a caller that adds a batch's rows at once can log them
+        for :meth:`log_in_order`, so a caller that adds a batch's rows at once can log them
         where adding one episode at a time would have (between other rows' entries)."""
         vecs, norms = _rows_and_norms(embeddings, self.dim, "embedding")
         m = len(vecs)
@@ -399,11 +399,19 @@ class MemoryStore:
             counts[code] += 1
             self.status_log.append((float(now), r, code))
 
-    def log_added(self, row: int) -> None:
-        """Log the provenance ``row`` was added with (``add(..., log_provenance=False)``),
-        as ``add`` would have, once."""
-        at, order = self._unlogged.pop(row)
-        self.provenance_log.extend((at, row, e) for e in order)
+    def log_in_order(self, entries: Iterable[int | tuple[int, Iterable[str]]], now: float) -> None:
+        """Provenance entries in the order of ``entries``, each a row added with
+        ``add(..., log_provenance=False)`` (the entries ``add`` would have logged for it,
+        once) or (row, episode ids): ``add_provenance(row, episode ids, now)``."""
+        unlogged = self.__dict__.setdefault("_unlogged", {})
+        log = self.provenance_log
+        for entry in entries:
+            if isinstance(entry, tuple):
+                self.add_provenance(entry[0], entry[1], now)
+            else:
+                at, order = unlogged.pop(entry)
+                for e in order:
+                    log.append((at, entry, e))
 
     def add_provenance(self, row: int, episode_ids: Iterable[str], now: float) -> None:
         prov = self.provenance[row]
