@@ -230,7 +230,6 @@ class _NewRows:
         text: str,
         claim: Claim | None,
         provenance: tuple[str, ...],
-        *,
         status: str,
         kind: str,
         ttl: int,
@@ -418,12 +417,7 @@ class Cosmo(Policy[CosmoParams]):
         vecs, ok = self._embed(items, keys)  # every episode has a claim (or its text)
         good = ok.tolist()
         new = _NewRows(self.store)
-        out: list[Outcome] = []
-        at = 0
-        for ep, claims in zip(episodes, extracted):
-            end = at + len(claims)
-            out.extend(self._ingest_one(ep, now, claims, vecs[at:end], good[at:end], new))
-            at = end
+        out = self._plan(episodes, extracted, vecs, good, now, new)
         self._write(new, now)
         return out
 
@@ -448,9 +442,9 @@ class Cosmo(Policy[CosmoParams]):
             f"owner {user}",
             None,
             (),
-            status="core",
-            kind="person",
-            ttl=TTL_CODE["keep_forever"],
+            "core",
+            "person",
+            TTL_CODE["keep_forever"],
             pinned=True,
             confidence=1.0,
             owner=True,
@@ -459,99 +453,115 @@ class Cosmo(Policy[CosmoParams]):
         self.node_of[(user, "person", user)] = row
         return [Outcome("owner", "create", row, f"owner node of {user!r}")]
 
-    def _ingest_one(
+    def _plan(
         self,
-        ep: Episode,
-        now: float,
-        claims: tuple[Claim, ...],
+        episodes: Sequence[Episode],
+        extracted: list[tuple[Claim, ...]],
         vecs: np.ndarray,
         ok: list[bool],
+        now: float,
         new: _NewRows,
     ) -> list[Outcome]:
-        """One episode, its claims extracted and embedded, decided into ``new``
-        (:meth:`ingest`)."""
+        """Each episode in order, its claims extracted and embedded (``vecs`` and ``ok``
+        the batch's, claim by claim), decided into ``new`` (:meth:`ingest`). One loop over
+        the batch, with what every episode reads held in locals."""
         s = self.store
-        user = ep.speaker
-        out = [] if user in self.owner_of else self._ensure_owner(user, new)
-        if len(ok) == 1 and ok[0]:  # the centroid of one claim is its vector
-            src_vec = vecs[0]
-        elif any(ok):  # the Source embeds as the centroid of its claims (its summary's topics)
-            src_vec = vecs[ok].mean(axis=0)
-            if np.linalg.norm(src_vec) < 1e-9:
-                src_vec = vecs[ok][0]
-        else:
-            v2, ok2 = self._embed([ep.text], [f"{ep.id}:text"])
-            if not ok2[0]:
-                return out + [Outcome(ep.id, "drop", -1, "embedding failed")]
-            src_vec = v2[0]
-        # (a claim with no attributes is "decay"; ttl_of validates a given one)
-        ttls = ["decay" if not c.attrs else self.ttl_of(c) for c in claims]
-        ttl = ttls[0] if len(ttls) == 1 else max(ttls, key=TTL_CODE.__getitem__)
-        src = new.add(
-            src_vec,
-            ep.text,
-            claims[0],
-            (ep.id,),
-            status="candidate",
-            kind="source",
-            ttl=TTL_CODE[ttl],
-            pinned=ttl == "keep_forever",
-        )
-        out.append(Outcome(ep.id, "create", src, "source"))
-        mentioned: list[int] = []
-        self.mentioned_by[src] = mentioned
+        owner_of, node_of, notes = self.owner_of, self.node_of, self.notes
+        days_of, mentions, mentioned_by = self.days_of, self.mentions, self.mentioned_by
+        add_row, log, merged = new.add, new.log, new.merged
+        counted, new_day = new.mentioned, new.new_day
         day = int(math.floor(now))
-        for i, c in enumerate(claims):
-            if not c.key or not ok[i]:
-                continue
-            if not self.passes_extraction(c):
-                out.append(
-                    Outcome(
-                        ep.id,
-                        "drop",
-                        -1,
-                        f"claim {c.key!r}: confidence {c.confidence} or "
-                        f"subpoints {self.subpoints(c)} below the extraction filter",
+        out: list[Outcome] = []
+        at = 0
+        for ep, claims in zip(episodes, extracted):
+            end = at + len(claims)
+            good = ok[at:end]
+            user = ep.speaker
+            if user not in owner_of:
+                out += self._ensure_owner(user, new)
+            if len(good) == 1 and good[0]:  # the centroid of one claim is its vector
+                src_vec = vecs[at]
+            elif any(good):  # the Source embeds as the centroid of its claims (its topics)
+                src_vec = vecs[at:end][good].mean(axis=0)
+                if np.linalg.norm(src_vec) < 1e-9:
+                    src_vec = vecs[at:end][good][0]
+            else:
+                v2, ok2 = self._embed([ep.text], [f"{ep.id}:text"])
+                if not ok2[0]:
+                    out.append(Outcome(ep.id, "drop", -1, "embedding failed"))
+                    at = end
+                    continue
+                src_vec = v2[0]
+            # (a claim with no attributes is "decay"; ttl_of validates a given one)
+            ttls = ["decay" if not c.attrs else self.ttl_of(c) for c in claims]
+            ttl = ttls[0] if len(ttls) == 1 else max(ttls, key=TTL_CODE.__getitem__)
+            provenance = (ep.id,)
+            src = add_row(
+                src_vec,
+                ep.text,
+                claims[0],
+                provenance,
+                "candidate",
+                "source",
+                TTL_CODE[ttl],
+                ttl == "keep_forever",
+            )
+            out.append(Outcome(ep.id, "create", src, "source"))
+            mentioned: list[int] = []
+            mentioned_by[src] = mentioned
+            for i, c in enumerate(claims):
+                if not c.key or not good[i]:
+                    continue
+                if not self.passes_extraction(c):
+                    out.append(
+                        Outcome(
+                            ep.id,
+                            "drop",
+                            -1,
+                            f"claim {c.key!r}: confidence {c.confidence} or "
+                            f"subpoints {self.subpoints(c)} below the extraction filter",
+                        )
                     )
-                )
-                continue
-            kind = self.node_kind(c)
-            ident = (user, kind, c.key)
-            node = self.node_of.get(ident)
-            # (a node the batch added is a candidate, never deleted)
-            if node is None or (node < new.first and s.status_of(node) == "deleted"):
-                node_ttl = ttls[i]
-                node = new.add(
-                    vecs[i],
-                    f"{c.subject} {c.key} {c.value}",
-                    c,
-                    (ep.id,),
-                    status="candidate",
-                    kind=kind,
-                    ttl=TTL_CODE[node_ttl],
-                    pinned=node_ttl == "keep_forever",
-                    confidence=c.confidence,
-                )
-                self.node_of[ident] = node
-                self.notes[node] = []
-                out.append(Outcome(ep.id, "create", node, kind))
-            else:  # MERGE ... ON MATCH SET updated_at
-                new.log.append((node, (ep.id,)))
-                new.merged.append(node)
-                out.append(Outcome(ep.id, "reinforce", node, f"MERGE {kind} {c.key!r}"))
-            self.notes[node].append(c)
-            # Step 3.5: hierarchical counters (written with the batch: _write)
-            new.mentioned.append(node)
-            days = self.days_of.get(node)
-            if days is None:
-                days = self.days_of[node] = set()
-            if day not in days:
-                days.add(day)
-                new.new_day.append(node)
-            self.mentions.setdefault(node, []).append(src)
-            if node not in mentioned:
-                mentioned.append(node)
-        out.extend(self._attach_to_storylines(src, now, new))
+                    continue
+                kind = self.node_kind(c)
+                ident = (user, kind, c.key)
+                node = node_of.get(ident)
+                # (a node the batch added is a candidate, never deleted)
+                if node is None or (node < new.first and s.status_of(node) == "deleted"):
+                    node_ttl = ttls[i]
+                    node = add_row(
+                        vecs[at + i],
+                        f"{c.subject} {c.key} {c.value}",
+                        c,
+                        provenance,
+                        "candidate",
+                        kind,
+                        TTL_CODE[node_ttl],
+                        node_ttl == "keep_forever",
+                        c.confidence,
+                    )
+                    node_of[ident] = node
+                    notes[node] = []
+                    out.append(Outcome(ep.id, "create", node, kind))
+                else:  # MERGE ... ON MATCH SET updated_at
+                    log.append((node, provenance))
+                    merged.append(node)
+                    out.append(Outcome(ep.id, "reinforce", node, f"MERGE {kind} {c.key!r}"))
+                notes[node].append(c)
+                # Step 3.5: hierarchical counters (written with the batch: _write)
+                counted.append(node)
+                days = days_of.get(node)
+                if days is None:
+                    days = days_of[node] = set()
+                if day not in days:
+                    days.add(day)
+                    new_day.append(node)
+                mentions.setdefault(node, []).append(src)
+                if node not in mentioned:
+                    mentioned.append(node)
+            if mentioned:
+                out += self._attach_to_storylines(src, now, new)
+            at = end
         return out
 
     def _attach_to_storylines(self, src: int, now: float, new: _NewRows) -> list[Outcome]:
