@@ -403,10 +403,10 @@ class Cosmo(Policy[CosmoParams]):
         depend only on the episode and the key ``<episode>#<i>``, never on the batch. The
         episodes are decided in order into a plan (:class:`_NewRows`; what an episode reads
         of a row an earlier episode of the batch adds, the plan holds), then the plan is
-        written: the batch's rows in one ``MemoryStore.add`` per run of
-        one status, the mentioned nodes' counters as array writes, and the provenance
-        entries in the order one episode at a time logs them. So a batch's store is the
-        store of its episodes one by one, bit for bit, at a fraction of the calls."""
+        written: the batch's rows in one ``MemoryStore.add`` per run of one status, the
+        mentioned nodes' counters as array writes, and the provenance entries in the order
+        one episode at a time logs them. So a batch's store is the store of its episodes one
+        by one, bit for bit, at a fraction of the calls."""
         if not episodes:
             return []
         extracted = [self._claims_of(ep) for ep in episodes]
