@@ -527,6 +527,7 @@ class PersonalAI(Policy[PaiParams]):
             if len(items) > 1:  # the batch's vectors against the store in one product
                 screen = BatchScreen(self.store, vectors)
         out: list[Outcome] = []
+        summaries: list[SummaryEpisode] = []  # the batch's, embedded together at its end
         j = 0
         for ep, beliefs, drops in plans:
             out.extend(drops)
@@ -536,7 +537,8 @@ class PersonalAI(Policy[PaiParams]):
                 at = None if screen is None else (screen, j)
                 out.extend(self._process_new_belief(ep, i, b, vec, now, at))
                 j += 1
-            out.extend(self._consolidate(ep, now))
+            out.extend(self._consolidate(ep, now, summaries))
+        self._embed_summaries(summaries)
         return out
 
     def _process_new_belief(
@@ -627,7 +629,9 @@ class PersonalAI(Policy[PaiParams]):
         return out
 
     # -- §8 conversation consolidation ------------------------------------------------------
-    def _consolidate(self, ep: Episode, now: float) -> list[Outcome]:
+    def _consolidate(
+        self, ep: Episode, now: float, later: list[SummaryEpisode] | None = None
+    ) -> list[Outcome]:
         p = self.params
         if not ep.conversation:
             return []
@@ -637,7 +641,7 @@ class PersonalAI(Policy[PaiParams]):
             return []
         chunk = list(pending)
         pending.clear()
-        return self.consolidate_conversation(ep.conversation, chunk, now, ep.id)
+        return self.consolidate_conversation(ep.conversation, chunk, now, ep.id, later)
 
     def _end_conversations(self, now: float) -> list[Outcome]:
         """Conversations idle for ``conversation_end_days`` offer their remaining turns."""
@@ -654,10 +658,17 @@ class PersonalAI(Policy[PaiParams]):
         return out
 
     def consolidate_conversation(
-        self, conversation: str, chunk: list[Episode], now: float, ident: str
+        self,
+        conversation: str,
+        chunk: list[Episode],
+        now: float,
+        ident: str,
+        later: list[SummaryEpisode] | None = None,
     ) -> list[Outcome]:
         """§8 consolidateConversation(turns): null below 4 turns, else a 1-3 sentence
-        summary (NONE: null) stored as an embedded summary episode."""
+        summary (NONE: null) stored as an embedded summary episode. ``later``: the summary
+        episode is appended there to be embedded with the others of an ingested batch
+        (:meth:`_embed_summaries`; nothing reads a summary's embedding during ingest)."""
         p = self.params
         n = self._chunks.get(conversation, 0)
         self._chunks[conversation] = n + 1
@@ -676,12 +687,22 @@ class PersonalAI(Policy[PaiParams]):
         summary = self.llm.summarize(texts, key=sid)
         if summary.strip().upper() == NONE:
             return [Outcome(ident, "drop", -1, "conversation summary NONE (000 §8)")]
-        emb = self.llm.embed([summary], [sid])
-        vec = emb.vectors[0].copy() if bool(emb.ok[0]) else None
-        self.summaries.append(
-            SummaryEpisode(sid, conversation, now, summary, tuple(e.id for e in chunk), vec)
-        )
+        episode = SummaryEpisode(sid, conversation, now, summary, tuple(e.id for e in chunk), None)
+        self.summaries.append(episode)
+        if later is None:
+            self._embed_summaries([episode])
+        else:
+            later.append(episode)
         return [Outcome(ident, "consolidate", -1, f"summary episode {sid} of {len(chunk)} turns")]
+
+    def _embed_summaries(self, episodes: list[SummaryEpisode]) -> None:
+        """Each summary episode's embedding (its text, under its id), in one call: the LLM's
+        vector of an item depends on the item and its key only, never on the call."""
+        if not episodes:
+            return
+        emb = self.llm.embed([e.text for e in episodes], [e.id for e in episodes])
+        for episode, vec, ok in zip(episodes, emb.vectors, emb.ok):
+            episode.embedding = vec.copy() if bool(ok) else None
 
     def episode_context(self, query: Query) -> list[tuple[str, float]]:
         """getMemoryContext()'s episode part (§4, §8): summary episodes with cosine > 0.30,

@@ -39,6 +39,21 @@ def _day_both_ways(policy_id, stream_seed, day, llm, seed):
     return a, out_a, b, out_b, now
 
 
+def _summaries(policy):
+    """Personal AI's conversation summaries (episodic memory, outside the store) with their
+    embeddings; nothing for the other policies."""
+    return [
+        (
+            sm.id,
+            sm.time,
+            sm.text,
+            sm.episode_ids,
+            None if sm.embedding is None else sm.embedding.tobytes(),
+        )
+        for sm in getattr(policy, "summaries", [])
+    ]
+
+
 @pytest.mark.parametrize("policy_id", SEEDS)
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stream_seed=st.integers(0, 2**16), day=st.integers(1, 9), seed=st.integers(0, 3))
@@ -47,6 +62,7 @@ def test_batched_day_equals_one_by_one(policy_id, stream_seed, day, seed):
     assert out_a == out_b
     assert store_state(a.store) == store_state(b.store)
     assert np.array_equal(a.strength(now), b.strength(now), equal_nan=True)
+    assert _summaries(a) == _summaries(b)
 
 
 @pytest.mark.parametrize("policy_id", SEEDS)
@@ -61,6 +77,7 @@ def test_batched_day_equals_one_by_one_with_failures(policy_id, stream_seed, day
     a, out_a, b, out_b, _ = _day_both_ways(policy_id, stream_seed, day, llm, seed)
     assert out_a == out_b
     assert store_state(a.store) == store_state(b.store)
+    assert _summaries(a) == _summaries(b)
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
