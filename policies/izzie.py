@@ -216,12 +216,13 @@ class Izzie(Policy[IzzieParams]):
         self._category_rows: dict[str, tuple[str, int, float, float]] = {}
 
     # -- ingest ----------------------------------------------------------------
-    def _importance(self, claim: Claim, category: str) -> float:
+    def _importance(self, claim: Claim, default: float) -> float:
+        """The memory's importance; ``default``: its category's (``_category_row``)."""
         p = self.params
         imp = claim.importance
         if p.importance_source == "category" or imp is None:
             # 003 §Memory Categories: the LLM set no importance -> the category default.
-            return p.default_importance(category)
+            return default
         if p.importance_source == "level":
             levels = (p.importance_high, p.importance_med, p.importance_low)
             return min(levels, key=lambda v: (abs(v - imp), -v))
@@ -292,12 +293,8 @@ class Izzie(Policy[IzzieParams]):
             vectors = vectors[keep]
             owner = [owner[i] for i in keep.tolist()]
             claims = [claims[i] for i in keep.tolist()]
-        by_default = self.params.importance_source == "category"
         rows = [self._category_row(c.category) for c in claims]
-        importance = [
-            row[3] if by_default or c.importance is None else self._importance(c, row[0])
-            for c, row in zip(claims, rows)
-        ]
+        importance = [self._importance(c, row[3]) for c, row in zip(claims, rows)]
         ids = self.store.add(
             now,
             vectors,
