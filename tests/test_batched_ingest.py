@@ -118,6 +118,39 @@ def test_personal_ai_batched_day_through_the_screen_equals_one_by_one(
     assert any(answered)  # the day's searches went through the screen
 
 
+def test_personal_ai_batched_days_read_off_shortlists_equal_one_by_one():
+    """Most of a batch's searches are settled by their shortlists (the best screens of the
+    batch's product: no product computed), the others by the exact products of their
+    listed rows (index.BatchScreen); over these days both happen, at stores of 80 to 180
+    rows, and every day's outcomes and store equal one episode at a time."""
+    from unittest import mock
+
+    from memsim.engine import index
+
+    used = {"shortlist": 0, "listed": 0}
+    shortlisted, listed = index.BatchScreen._shortlisted, index.BatchScreen._listed_support
+
+    def counted(method, name):
+        def call(self, *args):
+            rows = method(self, *args)
+            used[name] += rows is not None
+            return rows
+
+        return call
+
+    with (
+        mock.patch.object(index.BatchScreen, "_shortlisted", counted(shortlisted, "shortlist")),
+        mock.patch.object(index.BatchScreen, "_listed_support", counted(listed, "listed")),
+    ):
+        for stream_seed in range(3):
+            for day in (3, 6, 9):
+                a, out_a, b, out_b, _ = _day_both_ways("pai", stream_seed, day, MockLLM(seed=0), 0)
+                assert out_a == out_b
+                assert store_state(a.store) == store_state(b.store)
+                assert _summaries(a) == _summaries(b)
+    assert used["shortlist"] > 10 * used["listed"] > 0
+
+
 def test_in_episode_order_puts_each_episodes_drops_before_its_creates():
     """The order one episode at a time gives: episode by episode, its drops (found anywhere
     in the batch) first, then what it created; an episode with neither adds nothing."""

@@ -681,7 +681,7 @@ def test_batch_screen_top_rows_are_the_full_scans(seed, group, cos, k, added):
     from memsim.engine.index import BatchScreen
 
     s, rng = _cand_store(300, seed=seed % 1000)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng([seed, 1])  # not the store's stream: its rows would be the batch
     batch = rng.standard_normal((4, 16)).astype(np.float32)
     batch /= np.linalg.norm(batch, axis=1, keepdims=True)
     q = batch[0]
@@ -711,7 +711,69 @@ def test_batch_screen_top_rows_are_the_full_scans(seed, group, cos, k, added):
                 s.set_embedding([0], batch[2])
             mask = s.retrievable()
             sims = np.where(mask, s.embedding @ v, -np.inf).astype(np.float64)
+            want = kernels.topk(sims, k, keys)
+            # the shortlist alone: the scan's answer or none (a tie-free answer: no key read)
+            short = screen._shortlisted(j, k, mask, screen._chunk_of(j))
+            if short is not None:
+                assert short.tolist() == want.tolist() == kernels.topk(sims, k).tolist()
             got = screen.top_rows(j, k, mask, keys)
-            np.testing.assert_array_equal(got, kernels.topk(sims, k, keys))
+            np.testing.assert_array_equal(got, want)
             np.testing.assert_array_equal(screen.top_rows(j, k, mask), kernels.topk(sims, k))
-    assert screen.top_rows(0, k, s.retrievable(), keys) is None  # a small store: the scan
+    # a small store: the shortlist's answer, or none for the caller's own scan
+    mask = s.retrievable()
+    got = screen.top_rows(0, k, mask, keys)
+    sims = np.where(mask, s.embedding @ batch[0], -np.inf).astype(np.float64)
+    assert got is None or got.tolist() == kernels.topk(sims, k, keys).tolist()
+
+
+def test_batch_screen_shortlist_settles_apart_rows_and_leaves_ties_to_the_scan():
+    """A vector whose k best live rows are apart by more than the screens' rounding gets
+    its top-k from its shortlist alone (no product of a row computed, whatever the store's
+    size, rows retired and added since the batch's product included). Rows within the
+    rounding of each other at the cut are computed exactly among the listed rows, ties
+    broken by key as the scan does; when the bounds reach rows left out of the shortlist
+    (more rows near the cut than it holds), the caller's scan answers (None below
+    BATCH_SCREEN_MIN_ROWS rows)."""
+    from unittest import mock
+
+    from memsim.engine import index, kernels
+    from memsim.engine.index import BatchScreen
+
+    s, rng = _cand_store(300, seed=5)
+    q = rng.standard_normal(16)
+    q /= np.linalg.norm(q)
+    near = _at_cosines(q, np.array([0.95, 0.9, 0.85, 0.8, 0.75]), rng.standard_normal((5, 16)))
+    s.set_embedding(np.arange(5), near)
+    batch = np.vstack([q, q, q]).astype(np.float32)
+    screen = BatchScreen(s, batch)
+    mask = s.retrievable()
+    with mock.patch.object(kernels, "rows_matvec", side_effect=AssertionError("a product")):
+        assert screen.top_rows(0, 3, mask).tolist() == [0, 1, 2]
+        mask[1] = False  # retired since the product
+        assert screen.top_rows(1, 3, mask).tolist() == [0, 2, 3]
+        new = _at_cosines(q, np.array([0.88]), rng.standard_normal((1, 16)))
+        s.add(1.0, new, texts=["x"], claims=[None], provenance=[()])  # added since
+        mask = np.append(mask, True)
+        assert screen.top_rows(2, 3, mask).tolist() == [0, 300, 2]
+    # a row at the k-th's cosine: a tie, broken by key (or to the lower row) as the scan does
+    s.set_embedding([6], s.embedding[2])
+    screen = BatchScreen(s, batch)
+    mask = s.retrievable()
+    sims = np.where(mask, s.embedding @ q.astype(np.float32), -np.inf).astype(np.float64)
+    assert screen._shortlisted(0, 4, mask, screen._chunk_of(0)) is None
+    for salt in range(4):
+        keys = lambda r, salt=salt: kernels.mix64(r, salt)  # noqa: E731
+        want = kernels.topk(sims, 4, keys).tolist()
+        assert screen.top_rows(0, 4, mask, keys).tolist() == want
+        assert sorted(want) in ([0, 1, 2, 300], [0, 1, 6, 300])
+    assert screen.top_rows(0, 4, mask).tolist() == [0, 1, 300, 2]
+    # every row at ~0 but the k best: more rows near the k-th than the shortlist holds
+    rest = np.arange(3, s.n)
+    s.set_embedding(rest, _at_cosines(q, np.zeros(len(rest)), s.embedding[rest]))
+    screen = BatchScreen(s, batch)
+    mask = s.retrievable()
+    assert screen.top_rows(0, 3, mask).tolist() == [0, 1, 2]
+    assert screen.top_rows(0, 5, mask) is None
+    with mock.patch.object(index, "BATCH_SCREEN_MIN_ROWS", 1):  # the exact path answers
+        sims = np.where(mask, s.embedding @ q.astype(np.float32), -np.inf).astype(np.float64)
+        assert screen.top_rows(0, 5, mask).tolist() == kernels.topk(sims, 5).tolist()

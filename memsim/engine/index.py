@@ -976,11 +976,48 @@ def _single_thread(fn: Callable[..., Any], *args: Any) -> Any:
         faiss.omp_set_num_threads(threads)
 
 
-# below this many rows a belief's own full scan costs less than a screened search's steps
-# (Personal AI's day: 147 against 114 us per search at 902 rows, 163 against 210 at 1,770)
+# below this many rows a belief's own full scan costs less than the bounds over every row
+# (Personal AI's day, stop 43: 147 against 114 us per search at 902 rows, 163 against 210 at
+# 1,770): the path taken when the rows a vector's shortlist lists do not settle its top-k
 BATCH_SCREEN_MIN_ROWS = 1_200
 # floats of one chunk's screen products (64 MiB): a large import is screened chunk by chunk
 _BATCH_SCREEN_FLOATS = 1 << 24
+# rows kept per vector from its chunk's product, best screens first: a top-k of up to ~this
+# many live rows is settled by them alone (Personal AI's k is 5)
+_SHORTLIST = 16
+
+
+class _LeftOut(Exception):
+    """A top-k's support reaches a row its shortlist left out."""
+
+
+class _Chunk:
+    """One chunk's screen products and, per vector, its shortlist: the ``_SHORTLIST``
+    covered rows of the highest screens (live or not), best first, and ``outside``, a
+    screen at least that of every covered row left out (-inf when none is); then the rows
+    the store adds, with their screens."""
+
+    __slots__ = ("first", "stop", "version", "products", "rows", "screens", "outside", "added")
+
+    def __init__(self, first: int, version: int, products: np.ndarray) -> None:
+        self.first, self.stop, self.version = first, first + len(products), version
+        self.products = products
+        m, covered = products.shape
+        keep = min(_SHORTLIST, covered)
+        if covered > keep:  # [:, 0] is the (keep + 1)-th highest screen: the bound outside
+            part = np.argpartition(products, covered - keep - 1, axis=1)[:, covered - keep - 1 :]
+            screens = np.take_along_axis(products, part, axis=1)
+            self.outside = screens[:, 0].astype(np.float64)
+            part, screens = part[:, 1:], screens[:, 1:]
+        else:
+            part = np.broadcast_to(np.arange(covered), (m, covered))
+            screens = products
+            self.outside = np.full(m, -np.inf)
+        order = np.argsort(-screens, axis=1, kind="stable")
+        self.rows = np.take_along_axis(part, order, axis=1)
+        self.screens = np.take_along_axis(screens, order, axis=1).astype(np.float64)
+        # how many rows the store added since, and their screens (BatchScreen._added_screens)
+        self.added = (0, np.zeros((0, m), dtype=np.float32))
 
 
 class BatchScreen:
@@ -989,14 +1026,18 @@ class BatchScreen:
     comes, reads only the rows that product cannot rule out (issue 16's day-batched
     comparison). :meth:`top_rows` gives the full scan's answer bit for bit, whatever the
     decisions before it did to the store: rows added since the chunk's product are always
-    computed exactly, the mask is the one at the search, and a stored embedding changed
-    since (``MemoryStore.embedding_version``) makes the product again.
+    compared, the mask is the one at the search, and a stored embedding changed since
+    (``MemoryStore.embedding_version``) makes the product again.
 
     The product's entries are float32 screens of the full scan's products (a matrix-matrix
     product rounds differently from the scan's matrix-vector one, by less than
-    ``kernels.screen_margin``), so each row's screen plus the margin bounds its product;
-    ``kernels.topk_support`` then computes exactly (``kernels.rows_matvec``, the scan's own
-    numbers) the rows whose bounds reach the k-th product's tie chain."""
+    ``kernels.screen_margin``), so each row's screen plus the margin bounds its product.
+    First the vector's shortlist (its chunk's best screens): when its live rows' screens,
+    with those of the rows added since, are apart by more than twice the margin (and the
+    tie tolerance) down to the k-th and from everything after it, their order is the full
+    scan's top-k, with no product computed. Otherwise ``kernels.topk_support`` computes
+    exactly (``kernels.rows_matvec``, the scan's own numbers) the rows whose bounds reach
+    the k-th product's tie chain."""
 
     def __init__(self, store: Any, vectors: np.ndarray) -> None:
         self.store = store
@@ -1004,19 +1045,117 @@ class BatchScreen:
         # the rows are unit vectors; a vector longer than 1 widens its rounding bound
         norms = np.sqrt(np.einsum("ij,ij->i", self.vectors, self.vectors, dtype=np.float64))
         self.margins = kernels.screen_margin(store.dim) * np.maximum(1.0, norms)
-        # first vector, stop, the store's embedding version, the products
-        self._chunk: tuple[int, int, int, np.ndarray] | None = None
+        # two screens settle an order when they are further apart than this: each is within
+        # the margin of its product, and products within TIE_RTOL are a tie
+        self.apart = 2.0 * self.margins + 2.0 * kernels.TIE_RTOL * np.maximum(1.0, norms)
+        self.finite = np.asarray(np.isfinite(self.vectors).all(axis=1))
+        self._chunk: _Chunk | None = None
 
-    def _screen(self, j: int) -> np.ndarray:
-        """Vector ``j``'s screened products with the rows its chunk's product covered."""
+    def _chunk_of(self, j: int) -> _Chunk:
+        """The chunk whose product covers vector ``j`` (made again when the store's
+        embeddings changed since)."""
         chunk, version = self._chunk, getattr(self.store, "embedding_version", 0)
-        if chunk is None or not chunk[0] <= j < chunk[1] or chunk[2] != version:
+        if chunk is None or not chunk.first <= j < chunk.stop or chunk.version != version:
             n = self.store.n
             stop = min(len(self.vectors), j + max(1, _BATCH_SCREEN_FLOATS // max(n, 1)))
             products = self.vectors[j:stop] @ self.store.embedding.T  # (vectors, rows)
-            chunk = self._chunk = (j, stop, version, products)
-        screen: np.ndarray = chunk[3][j - chunk[0]]
-        return screen
+            chunk = self._chunk = _Chunk(j, version, products)
+        return chunk
+
+    def _added_screens(self, chunk: _Chunk) -> tuple[int, np.ndarray]:
+        """How many rows the store added since the chunk's product (rows ``covered`` on),
+        and their screens with the chunk's vectors (rows, vectors; the array may be longer):
+        each added row is compared with them once, when a search first meets it."""
+        count, screens = chunk.added
+        covered, n = chunk.products.shape[1], self.store.n
+        start = covered + count
+        if n > start:
+            if n - covered > len(screens):  # room for them, doubling
+                grown = np.empty((2 * (n - covered), screens.shape[1]), dtype=np.float32)
+                grown[:count] = screens[:count]
+                screens = grown
+            np.matmul(
+                self.store.embedding[start:n],
+                self.vectors[chunk.first : chunk.stop].T,
+                out=screens[count : n - covered],
+            )
+            count = n - covered
+            chunk.added = (count, screens)
+        return count, screens
+
+    def _shortlisted(self, j: int, k: int, mask: np.ndarray, chunk: _Chunk) -> np.ndarray | None:
+        """The full scan's top-k rows for vector ``j`` read off its shortlist, or None when
+        the screens do not settle them."""
+        if not self.finite[j]:
+            return None
+        i = j - chunk.first
+        rows, screens = chunk.rows[i], chunk.screens[i]
+        live = mask[rows]
+        cand = list(zip(screens[live].tolist(), rows[live].tolist()))
+        apart = float(self.apart[j])
+        covered = chunk.products.shape[1]
+        if self.store.n > covered:  # rows added since the product, with their own screens
+            count, added = self._added_screens(chunk)
+            # only those within reach of the k-th listed screen can change the answer
+            floor = cand[k - 1][0] - apart if len(cand) >= k else -math.inf
+            near = np.flatnonzero((added[:count, i] >= floor) & mask[covered:])
+            if len(near):
+                cand += zip(added[near, i].tolist(), (covered + near).tolist())
+                cand.sort(reverse=True)
+        outside = float(chunk.outside[i])
+        if len(cand) < k and outside != -math.inf:  # fewer live rows than k listed
+            return None
+        # each of the k best apart from the next, the k-th from the best after it, listed
+        # or not (an inf - inf or a NaN compares False: not settled)
+        after = max(cand[k][0], outside) if len(cand) > k else outside
+        ahead = [c[0] for c in cand[:k]] + [after]
+        for x, y in zip(ahead, ahead[1:]):
+            if not x - y > apart:
+                return None
+        return np.array([c[1] for c in cand[:k]], dtype=np.int64)
+
+    def _listed_support(
+        self,
+        j: int,
+        k: int,
+        mask: np.ndarray,
+        chunk: _Chunk,
+        tiebreak: Callable[[np.ndarray], np.ndarray] | None,
+    ) -> np.ndarray | None:
+        """The full scan's top-k rows for vector ``j`` from the products of its listed rows
+        (live shortlist and rows added since) that ``kernels.topk_support`` reads, or None
+        when it would read a row left out of the shortlist (one more bound stands for
+        them all: ``outside`` plus the margin)."""
+        if not self.finite[j]:
+            return None
+        i, margin = j - chunk.first, self.margins[j]
+        rows, screens = chunk.rows[i], chunk.screens[i]
+        live = mask[rows]
+        rows, bounds = rows[live], screens[live] + margin
+        covered = chunk.products.shape[1]
+        if self.store.n > covered:
+            count, added = self._added_screens(chunk)
+            alive = np.flatnonzero(mask[covered:])
+            rows = np.concatenate([rows, covered + alive])
+            bounds = np.concatenate([bounds, added[alive, i] + margin])
+        order = np.argsort(rows)  # ascending rows: topk's ties without keys go to the lower
+        rows, bounds = rows[order], bounds[order]
+        if chunk.outside[i] > -np.inf:
+            bounds = np.append(bounds, chunk.outside[i] + margin)
+        E, v = self.store.embedding, self.vectors[j]
+
+        def exact(at: np.ndarray) -> np.ndarray:
+            if at.max() >= len(rows):
+                raise _LeftOut
+            return kernels.rows_matvec(E, rows[at], v).astype(np.float64)
+
+        try:
+            at, scores = kernels.topk_support(bounds, exact, k)
+        except _LeftOut:
+            return None
+        keys = None if tiebreak is None else (lambda r: tiebreak(rows[at[r]]))
+        top: np.ndarray = rows[at[kernels.topk(scores, k, keys)]]
+        return top
 
     def top_rows(
         self,
@@ -1027,12 +1166,21 @@ class BatchScreen:
     ) -> np.ndarray | None:
         """``kernels.topk(np.where(mask, E @ v, -inf).astype(float64), k, tiebreak)`` for
         vector ``j`` of the batch (``tiebreak``: rows to their tie keys), bit for bit; None
-        below BATCH_SCREEN_MIN_ROWS rows, where the caller's own scan is the cheaper."""
+        where the shortlist does not settle it below BATCH_SCREEN_MIN_ROWS rows, where the
+        caller's own scan is the cheaper."""
         s = self.store
         n = s.n
+        if k <= 0:
+            return np.zeros(0, dtype=np.int64)
+        chunk = self._chunk_of(j)
+        settled = self._shortlisted(j, k, mask, chunk)
+        if settled is None:
+            settled = self._listed_support(j, k, mask, chunk, tiebreak)
+        if settled is not None:
+            return settled
         if n < BATCH_SCREEN_MIN_ROWS:
             return None
-        screen = self._screen(j)
+        screen = chunk.products[j - chunk.first]
         covered = len(screen)
         E, v = s.embedding, self.vectors[j]
         bound = np.full(n, -np.inf)
