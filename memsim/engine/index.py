@@ -987,10 +987,6 @@ _BATCH_SCREEN_FLOATS = 1 << 24
 _SHORTLIST = 16
 
 
-class _LeftOut(Exception):
-    """A top-k's support reaches a row its shortlist left out."""
-
-
 class _Chunk:
     """One chunk's screen products and, per vector, its shortlist: the ``_SHORTLIST``
     covered rows of the highest screens (live or not), best first, and ``outside``, a
@@ -1122,39 +1118,45 @@ class BatchScreen:
         chunk: _Chunk,
         tiebreak: Callable[[np.ndarray], np.ndarray] | None,
     ) -> np.ndarray | None:
-        """The full scan's top-k rows for vector ``j`` from the products of its listed rows
-        (live shortlist and rows added since) that ``kernels.topk_support`` reads, or None
-        when it would read a row left out of the shortlist (one more bound stands for
-        them all: ``outside`` plus the margin)."""
+        """The full scan's top-k rows for vector ``j`` from the exact products (the scan's
+        own numbers, ``kernels.rows_matvec``) of its listed rows (live shortlist and rows
+        added since) within reach of the k-th screen, or None when a row not computed could
+        join the k-th product's tie chain (a row left out of the shortlist among them)."""
         if not self.finite[j]:
             return None
-        i, margin = j - chunk.first, self.margins[j]
+        i, margin, apart = j - chunk.first, self.margins[j], self.apart[j]
         rows, screens = chunk.rows[i], chunk.screens[i]
         live = mask[rows]
-        rows, bounds = rows[live], screens[live] + margin
+        rows, screens = rows[live], screens[live]
         covered = chunk.products.shape[1]
         if self.store.n > covered:
             count, added = self._added_screens(chunk)
             alive = np.flatnonzero(mask[covered:])
             rows = np.concatenate([rows, covered + alive])
-            bounds = np.concatenate([bounds, added[alive, i] + margin])
-        order = np.argsort(rows)  # ascending rows: topk's ties without keys go to the lower
-        rows, bounds = rows[order], bounds[order]
-        if chunk.outside[i] > -np.inf:
-            bounds = np.append(bounds, chunk.outside[i] + margin)
-        E, v = self.store.embedding, self.vectors[j]
-
-        def exact(at: np.ndarray) -> np.ndarray:
-            if at.max() >= len(rows):
-                raise _LeftOut
-            return kernels.rows_matvec(E, rows[at], v).astype(np.float64)
-
-        try:
-            at, scores = kernels.topk_support(bounds, exact, k)
-        except _LeftOut:
-            return None
-        keys = None if tiebreak is None else (lambda r: tiebreak(rows[at[r]]))
-        top: np.ndarray = rows[at[kernels.topk(scores, k, keys)]]
+            screens = np.concatenate([screens, added[alive, i]])
+        # every row left out of the computed ones screens at most ``out``: its product is
+        # under out + margin
+        out = chunk.outside[i]
+        if len(rows) < k:
+            if out != -np.inf:
+                return None
+            near = np.ones(len(rows), dtype=bool)
+        else:  # a row k rows screen at or above: the k-th product is at least kth - margin
+            kth = np.partition(screens, len(screens) - k)[len(screens) - k]
+            near = screens >= kth - apart
+            if not near.all():
+                out = max(out, screens[~near].max())
+        order = np.argsort(rows[near])  # ascending rows: topk's ties without keys go low
+        rows = rows[near][order]
+        products = kernels.rows_matvec(self.store.embedding, rows, self.vectors[j])
+        products = products.astype(np.float64)
+        at = kernels.topk(products, k, None if tiebreak is None else lambda r: tiebreak(rows[r]))
+        if len(at) == k and out > -np.inf:  # the k-th product's tie chain stays above them
+            kth = np.partition(products, len(products) - k)[len(products) - k]
+            bottom = kernels.tie_chain_bottom(products, float(kth))
+            if not bottom - kernels.TIE_RTOL * abs(bottom) > out + margin:
+                return None
+        top: np.ndarray = rows[at]
         return top
 
     def top_rows(

@@ -252,7 +252,7 @@ def topk(
             # every row tied with the k-th score, so tie-breaking by index is exact
             cand = np.flatnonzero(s >= kth)
         else:
-            cand = np.flatnonzero(s >= _tie_chain_bottom(s, kth))
+            cand = np.flatnonzero(s >= tie_chain_bottom(s, kth))
     else:
         cand = np.flatnonzero(valid)
     if tiebreak is None:
@@ -323,7 +323,7 @@ def _topk_small(
     if k < n:
         kth = sorted(vals)[n - k]
         lo = kth
-        if tiebreak is not None:  # _tie_chain_bottom
+        if tiebreak is not None:  # tie_chain_bottom
             while True:
                 lo_next = lo - TIE_RTOL * abs(lo)
                 below = [x for x in vals if lo_next <= x < lo]
@@ -399,7 +399,7 @@ def _infinite_first(
     return np.concatenate((infinite, rest)).astype(np.int64)
 
 
-def _tie_chain_bottom(s: np.ndarray, kth: float) -> float:
+def tie_chain_bottom(s: np.ndarray, kth: float) -> float:
     """The lowest score chained to ``kth`` by gaps within TIE_RTOL (the rows at or above it
     are :func:`topk`'s candidates when ties are broken by key)."""
     lo = kth
@@ -466,7 +466,7 @@ def topk_support(
         ok = vals[vals > -np.inf]  # the scores topk returns (not NaN, not -inf)
         reach = None
         if len(ok) >= k:
-            lo = _tie_chain_bottom(vals, float(np.partition(ok, len(ok) - k)[len(ok) - k]))
+            lo = tie_chain_bottom(vals, float(np.partition(ok, len(ok) - k)[len(ok) - k]))
             # the k-th is +inf: only a row whose bound is +inf can tie it (inf - inf is NaN)
             reach = lo - TIE_RTOL * abs(lo) if np.isfinite(lo) else lo
             # no row left out can reach the tie chain: no pass over the rows

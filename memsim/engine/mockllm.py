@@ -344,10 +344,11 @@ class MockLLM:
         else, by ``modes.summary``: the first clause of each of the first (up to 3) texts
         with content words ("given"), of the last such text only ("latest"), of the first
         only ("first"), or of every such text ("all"), one sentence each."""
-        if sum(len(content_words(t)) for t in texts) < MIN_CONTENT_WORDS:
+        counts = [len(content_words(t)) for t in texts]  # each text's words found once
+        if sum(counts) < MIN_CONTENT_WORDS:
             return NONE
         mode = self.modes.summary
-        texts = [t for t in texts if content_words(t)]
+        texts = [t for t, count in zip(texts, counts) if count]
         if mode == "latest":
             texts = texts[-1:]
         elif mode == "first":
@@ -355,8 +356,6 @@ class MockLLM:
         limit = None if mode == "all" else MAX_SUMMARY_SENTENCES
         sentences = []
         for t in texts:
-            if not content_words(t):
-                continue
             clause = next((c.strip() for c in _CLAUSE_END.split(t) if content_words(c)), "")
             clause = clause.rstrip(",: ")
             sentences.append(clause[:1].upper() + clause[1:] + ".")
