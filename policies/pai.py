@@ -412,11 +412,37 @@ class PersonalAI(Policy[PaiParams]):
             self.candidates.record(not np.array_equal(top, exact), decision=True)
         return top, sims
 
+    def _best_if_reinforced(
+        self, vec: np.ndarray, screen: tuple[BatchScreen, int] | None
+    ) -> tuple[int, float] | None:
+        """The row a belief reinforces and its cosine, read off the batch's screen where
+        findSimilarBeliefs' first row is settled by it (its product apart from every other
+        live row's: first in the scan's top-k and by float64 cosine) and is above the
+        reinforce threshold; None where :meth:`_similar` decides (no screen, the candidate
+        index answering, or not settled, or not a reinforcement)."""
+        if screen is None or self.candidates.approximate:
+            return None
+        row = screen[0].best_row(screen[1], self._searchable())
+        if row is None:
+            return None
+        # the cosine _by_cosine gives the row whichever rows are ranked with it
+        sim = float(kernels.exact_cosines(self.store.embedding[row : row + 1], vec)[0])
+        return (row, sim) if is_reinforce(sim, self.params) else None
+
+    def _reinforced(self, ep: Episode, row: int, similarity: float, now: float) -> list[Outcome]:
+        """§1: a belief more similar than reinforce_above to ``row`` reinforces it."""
+        self._reinforce(row, now)
+        self.store.add_provenance(row, [ep.id], now)
+        above = self.params.reinforce_above
+        return [Outcome(ep.id, "reinforce", row, f"similarity {similarity:.4f} > {above}")]
+
     def _by_cosine(self, top: np.ndarray, vec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``top`` in descending float64 cosine with ``vec`` (stable) and those cosines: the
         §4 bands (0.70 / 0.85) are decided on float64 cosines of the stored vectors, since a
-        float32 product rounds differently across BLAS builds and can cross a boundary."""
-        sims = self.store.embedding[top].astype(np.float64) @ np.asarray(vec, dtype=np.float64)
+        float32 product rounds differently across BLAS builds and can cross a boundary. Each
+        row's cosine is summed on its own (``kernels.exact_cosines``): the same number
+        whichever rows are ranked with it."""
+        sims = kernels.exact_cosines(self.store.embedding[top], vec)
         order = np.argsort(-sims, kind="stable")
         return top[order], sims[order]
 
@@ -566,14 +592,12 @@ class PersonalAI(Policy[PaiParams]):
             row = self._create(claim, text, None, confidence=p.embed_fail_confidence, **kw)
             return [Outcome(ep.id, "create", row, "embedding failed: no dedup (000 §1)")]
         s = self.store
+        best = self._best_if_reinforced(vec, screen)
+        if best is not None:  # what the search's first row decides, without the others
+            return self._reinforced(ep, *best, now)
         top, sims = self._similar(vec, f"{self.seed}:{ep.id}#{i}", screen)
         if len(top) and is_reinforce(sims[0], p):
-            row = int(top[0])
-            self._reinforce(row, now)
-            s.add_provenance(row, [ep.id], now)
-            return [
-                Outcome(ep.id, "reinforce", row, f"similarity {sims[0]:.4f} > {p.reinforce_above}")
-            ]
+            return self._reinforced(ep, int(top[0]), float(sims[0]), now)
         out: list[Outcome] = []
         old = -1
         note = ""

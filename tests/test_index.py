@@ -716,6 +716,12 @@ def test_batch_screen_top_rows_are_the_full_scans(seed, group, cos, k, added):
             short = screen._shortlisted(j, k, mask, screen._chunk_of(j))
             if short is not None:
                 assert short.tolist() == want.tolist() == kernels.topk(sims, k).tolist()
+            best = screen.best_row(j, mask)  # first in the top-k, by float64 products too
+            if best is not None:
+                assert best == want[0] == kernels.topk(sims, 1)[0]
+                exact = kernels.exact_cosines(s.embedding[mask], v)
+                assert best == np.flatnonzero(mask)[np.argmax(exact)]
+                assert (exact == exact.max()).sum() == 1
             got = screen.top_rows(j, k, mask, keys)
             np.testing.assert_array_equal(got, want)
             np.testing.assert_array_equal(screen.top_rows(j, k, mask), kernels.topk(sims, k))
@@ -749,14 +755,24 @@ def test_batch_screen_shortlist_settles_apart_rows_and_leaves_ties_to_the_scan()
     mask = s.retrievable()
     with mock.patch.object(kernels, "rows_matvec", side_effect=AssertionError("a product")):
         assert screen.top_rows(0, 3, mask).tolist() == [0, 1, 2]
+        assert screen.best_row(0, mask) == 0
         mask[1] = False  # retired since the product
         assert screen.top_rows(1, 3, mask).tolist() == [0, 2, 3]
+        mask[0] = False
+        assert screen.best_row(1, mask) == 2
+        mask[0] = True
         new = _at_cosines(q, np.array([0.88]), rng.standard_normal((1, 16)))
         s.add(1.0, new, texts=["x"], claims=[None], provenance=[()])  # added since
         mask = np.append(mask, True)
         assert screen.top_rows(2, 3, mask).tolist() == [0, 300, 2]
+        s.add(2.0, q[None, :], texts=["q"], claims=[None], provenance=[()])
+        assert screen.best_row(2, np.append(mask, True)) == 301
+        s.add(3.0, q[None, :], texts=["q"], claims=[None], provenance=[()])
+        assert screen.best_row(2, np.append(mask, [True, True])) is None  # 301 and 302 tie
+        assert screen.best_row(2, np.append(mask, [False, True])) == 302
     # a row at the k-th's cosine: a tie, broken by key (or to the lower row) as the scan does
     s.set_embedding([6], s.embedding[2])
+    s.set_embedding([301, 302], s.embedding[[3, 4]])
     screen = BatchScreen(s, batch)
     mask = s.retrievable()
     sims = np.where(mask, s.embedding @ q.astype(np.float32), -np.inf).astype(np.float64)

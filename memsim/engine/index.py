@@ -1079,31 +1079,56 @@ class BatchScreen:
             chunk.added = (count, screens)
         return count, screens
 
+    def _listed(
+        self, j: int, mask: np.ndarray, chunk: _Chunk, reach: int
+    ) -> list[tuple[float, int]]:
+        """(screen, row) of vector ``j``'s live listed rows, best first: its shortlist's, and
+        of the rows added since the product those within ``apart`` of the ``reach``-th
+        listed screen or above it (the others cannot change a top-``reach``)."""
+        i = j - chunk.first
+        rows, screens = chunk.rows[i], chunk.screens[i]
+        live = mask[rows]
+        cand = list(zip(screens[live].tolist(), rows[live].tolist()))
+        covered = chunk.products.shape[1]
+        if self.store.n > covered:  # rows added since the product, with their own screens
+            count, added = self._added_screens(chunk)
+            floor = cand[reach - 1][0] - self.apart[j] if len(cand) >= reach else -math.inf
+            near = np.flatnonzero(added[:count, i] >= floor)
+            near = near[mask[covered + near]]
+            if len(near):
+                cand += zip(added[near, i].tolist(), (covered + near).tolist())
+                cand.sort(reverse=True)
+        return cand
+
+    def best_row(self, j: int, mask: np.ndarray) -> int | None:
+        """The row of vector ``j``'s highest product among the live rows when its screen is
+        apart from every other's by more than their rounding (so it is first in the full
+        scan's top-k, and first by any other rounding of the same products, float64
+        included); None when the screens do not settle it."""
+        if not self.finite[j]:
+            return None
+        chunk = self._chunk_of(j)
+        cand = self._listed(j, mask, chunk, 1)
+        if not cand:
+            return None
+        outside = float(chunk.outside[j - chunk.first])
+        after = max(outside, cand[1][0]) if len(cand) > 1 else outside
+        return cand[0][1] if cand[0][0] - after > self.apart[j] else None
+
     def _shortlisted(self, j: int, k: int, mask: np.ndarray, chunk: _Chunk) -> np.ndarray | None:
         """The full scan's top-k rows for vector ``j`` read off its shortlist, or None when
         the screens do not settle them."""
         if not self.finite[j]:
             return None
         i = j - chunk.first
-        rows, screens = chunk.rows[i], chunk.screens[i]
-        live = mask[rows]
-        cand = list(zip(screens[live].tolist(), rows[live].tolist()))
+        cand = self._listed(j, mask, chunk, k)
         apart = float(self.apart[j])
-        covered = chunk.products.shape[1]
-        if self.store.n > covered:  # rows added since the product, with their own screens
-            count, added = self._added_screens(chunk)
-            # only those within reach of the k-th listed screen can change the answer
-            floor = cand[k - 1][0] - apart if len(cand) >= k else -math.inf
-            near = np.flatnonzero((added[:count, i] >= floor) & mask[covered:])
-            if len(near):
-                cand += zip(added[near, i].tolist(), (covered + near).tolist())
-                cand.sort(reverse=True)
         outside = float(chunk.outside[i])
         if len(cand) < k and outside != -math.inf:  # fewer live rows than k listed
             return None
         # each of the k best apart from the next, the k-th from the best after it, listed
         # or not (an inf - inf or a NaN compares False: not settled)
-        after = max(cand[k][0], outside) if len(cand) > k else outside
+        after = max(outside, cand[k][0]) if len(cand) > k else outside
         ahead = [c[0] for c in cand[:k]] + [after]
         for x, y in zip(ahead, ahead[1:]):
             if not x - y > apart:
