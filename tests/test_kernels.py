@@ -473,6 +473,20 @@ def test_cosines_at_least_decides_as_float64(seed, n, share, threshold, near):
     np.testing.assert_array_equal(got_cos, want[want >= threshold])
 
 
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 300), m=st.integers(1, 12))
+def test_exact_cosines_of_a_row_do_not_depend_on_the_rows_beside_it(seed, n, m):
+    """Each row's float64 cosine is summed on its own: the same number alone, among any
+    other rows, in any order (Personal AI reads a settled best row's cosine alone)."""
+    rng = np.random.default_rng(seed)
+    E = rng.standard_normal((n, 384)).astype(np.float32)
+    v = rng.standard_normal(384).astype(np.float32)
+    rows = rng.choice(n, min(m, n), replace=False)
+    together = K.exact_cosines(E[rows], v)
+    alone = [K.exact_cosines(E[r : r + 1], v)[0] for r in rows]
+    assert together.tolist() == alone == K.exact_cosines(E, v)[rows].tolist()
+
+
 @settings(max_examples=80, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 2000), m=st.integers(1, 120))
 def test_rows_matvec_is_the_full_product_bit_for_bit(seed, n, m):
