@@ -4,8 +4,9 @@
     python -m benchmarks.report --from-json F   rebuild the table from a pytest-benchmark JSON
     python -m benchmarks.report -- -k recall    extra arguments go to pytest
 
-The full run is ``python -m pytest benchmarks --benchmark-json=results/cache/benchmarks-raw.json``;
-every target's measured ratio comes from its benchmark's extra_info (see benchmarks/conftest.py).
+The full run is ``python -m pytest benchmarks/MODULE.py`` for each benchmark module, each in
+its own process, their JSONs merged into results/cache/benchmarks-raw.json; every target's
+measured ratio comes from its benchmark's extra_info (see benchmarks/conftest.py).
 A missed target makes pytest fail but the table is still written, with the ratio.
 """
 
@@ -27,25 +28,54 @@ OUT_MD = REPO / "results" / "benchmarks.md"
 OUT_JSON = REPO / "results" / "benchmarks.json"
 
 
+def modules() -> list[Path]:
+    """The benchmark modules, in the order pytest would collect them."""
+    return sorted((REPO / "benchmarks").glob("bench_*.py"))
+
+
+def merge(parts: list[dict]) -> dict:
+    """One pytest-benchmark JSON of several runs: the first run's machine, commit and time,
+    every run's benchmarks in order."""
+    merged = dict(parts[0]) if parts else {}
+    merged["benchmarks"] = [b for part in parts for b in part.get("benchmarks", [])]
+    return merged
+
+
 def run_pytest(extra: list[str]) -> tuple[int, str]:
+    """Each benchmark module in its own pytest process (``extra`` passed to each), their
+    JSONs merged into RAW. A module's numbers do not depend on the modules before it: in
+    one process, an hour of other benchmarks left the allocator's heap in a state that
+    slowed the batched ingest days by ~10% (docs/performance.md, stop 45)."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "benchmarks",
-        "-p",
-        "no:cacheprovider",
-        "-q",
-        f"--benchmark-json={RAW}",
-        "--benchmark-columns=min,median,max,rounds",
-        *extra,
-    ]
     env = {k: v for k, v in os.environ.items() if k != "MEMSIM_BENCH_SMOKE"}
-    done = subprocess.run(cmd, cwd=REPO, env=env)
-    return done.returncode, " ".join(["python", "-m", "pytest", *cmd[3:]]).replace(
-        str(REPO) + "/", ""
+    parts, codes = [], []
+    for module in modules():
+        out = CACHE / f"benchmarks-raw-{module.stem}.json"
+        out.unlink(missing_ok=True)
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(module.relative_to(REPO)),
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            f"--benchmark-json={out}",
+            "--benchmark-columns=min,median,max,rounds",
+            *extra,
+        ]
+        code = subprocess.run(cmd, cwd=REPO, env=env).returncode
+        if code == 5:  # no benchmark of this module selected by ``extra``
+            continue
+        codes.append(code)
+        if out.exists():
+            parts.append(json.loads(out.read_text()))
+    RAW.write_text(json.dumps(merge(parts), indent=1))
+    returncode = next((c for c in codes if c), 0)
+    command = " ".join(
+        ["python -m pytest benchmarks/bench_MODULE.py -p no:cacheprovider -q", *extra]
     )
+    return returncode, f"{command}` per module, each in its own process, merged into `{RAW}"
 
 
 def _fmt(x: float) -> str:

@@ -73,3 +73,41 @@ def test_the_steady_year_benchmark_takes_the_last_step_to_the_full_year():
     # a year predicted to take over the budget gets the size that fits
     part = b.next_scale(0.5 * full, 0.5 * b.BUDGET, 2.0)
     assert part is not None and 0.5 * full * 1.25 <= part < full
+
+
+def test_report_runs_each_benchmark_module_in_its_own_process(tmp_path, monkeypatch):
+    """benchmarks.report runs every bench_*.py module in a pytest process of its own (the
+    extra arguments passed to each), skips a module the arguments select nothing of (exit
+    code 5), merges the JSONs in module order, and returns the first failing exit code."""
+    import json
+    import subprocess
+
+    from benchmarks import report
+
+    monkeypatch.setattr(report, "CACHE", tmp_path)
+    monkeypatch.setattr(report, "RAW", tmp_path / "raw.json")
+    mods = report.modules()
+    assert [m.name for m in mods] == sorted(m.name for m in mods)
+    assert {"bench_ingest.py", "bench_recall.py", "bench_kernels.py"} <= {m.name for m in mods}
+    calls = []
+
+    def fake_run(cmd, cwd, env):
+        calls.append(cmd)
+        module = cmd[3]
+        if module.endswith("bench_ann.py"):
+            return subprocess.CompletedProcess(cmd, 5)  # nothing selected
+        out = next(a.split("=", 1)[1] for a in cmd if a.startswith("--benchmark-json="))
+        raw = {"machine_info": {"m": module}, "benchmarks": [{"name": module}]}
+        with open(out, "w") as f:
+            json.dump(raw, f)
+        return subprocess.CompletedProcess(cmd, 1 if module.endswith("bench_ingest.py") else 0)
+
+    monkeypatch.setattr(report.subprocess, "run", fake_run)
+    code, command = report.run_pytest(["-k", "x"])
+    assert [c[3] for c in calls] == [str(m.relative_to(report.REPO)) for m in mods]
+    assert all(c[-2:] == ["-k", "x"] for c in calls)
+    merged = json.loads((tmp_path / "raw.json").read_text())
+    names = [b["name"] for b in merged["benchmarks"]]
+    assert names == [c[3] for c in calls if not c[3].endswith("bench_ann.py")]
+    assert merged["machine_info"] == {"m": calls[0][3]}
+    assert code == 1 and "each in its own process" in command
