@@ -91,26 +91,33 @@ def test_personal_ai_batched_day_through_the_screen_equals_one_by_one(
     stream_seed, day, seed, faults
 ):
     """Personal AI compares a batch's beliefs with the store in one matrix product
-    (index.BatchScreen, from BATCH_SCREEN_MIN_ROWS rows: here from 1, so these small stores
-    use it), then decides them in order: the same outcomes and store as one at a time."""
+    (index.BatchScreen; its bounds over every row from BATCH_SCREEN_MIN_ROWS rows: here from
+    1, so these small stores use them), then decides them in order: the same outcomes and
+    store as one at a time."""
     from unittest import mock
 
     from memsim.engine import index
     from memsim.engine.llm import Faults
 
     answered = []
-    top_rows = index.BatchScreen.top_rows
+    top_rows, best_row = index.BatchScreen.top_rows, index.BatchScreen.best_row
 
     def counted(self, *args, **kwargs):
         rows = top_rows(self, *args, **kwargs)
         answered.append(rows is not None)
         return rows
 
+    def counted_best(self, *args):
+        row = best_row(self, *args)
+        answered.append(row is not None)
+        return row
+
     failing = Faults(extract_fail=0.2, embed_fail=0.3) if faults else Faults()
     llm = MockLLM(seed=seed, faults=failing)
     with (
         mock.patch.object(index, "BATCH_SCREEN_MIN_ROWS", 1),
         mock.patch.object(index.BatchScreen, "top_rows", counted),
+        mock.patch.object(index.BatchScreen, "best_row", counted_best),
     ):
         a, out_a, b, out_b, now = _day_both_ways("pai", stream_seed, day, llm, seed)
     assert out_a == out_b

@@ -1031,9 +1031,11 @@ class BatchScreen:
     First the vector's shortlist (its chunk's best screens): when its live rows' screens,
     with those of the rows added since, are apart by more than twice the margin (and the
     tie tolerance) down to the k-th and from everything after it, their order is the full
-    scan's top-k, with no product computed. Otherwise ``kernels.topk_support`` computes
-    exactly (``kernels.rows_matvec``, the scan's own numbers) the rows whose bounds reach
-    the k-th product's tie chain."""
+    scan's top-k, with no product computed (:meth:`best_row`: the first row alone). Else
+    the exact products (``kernels.rows_matvec``, the scan's own numbers) of the listed rows
+    within reach of the k-th screen, where no other row can join the k-th product's tie
+    chain. Else, from BATCH_SCREEN_MIN_ROWS rows, ``kernels.topk_support`` computes exactly
+    the rows whose bounds over the whole store reach that chain."""
 
     def __init__(self, store: Any, vectors: np.ndarray) -> None:
         self.store = store
