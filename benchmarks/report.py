@@ -75,7 +75,8 @@ def run_pytest(extra: list[str]) -> tuple[int, str]:
     command = " ".join(
         ["python -m pytest benchmarks/bench_MODULE.py -p no:cacheprovider -q", *extra]
     )
-    return returncode, f"{command}` per module, each in its own process, merged into `{RAW}"
+    merged = RAW.relative_to(REPO) if RAW.is_relative_to(REPO) else RAW
+    return returncode, f"{command}` per module, each in its own process, merged into `{merged}"
 
 
 def _fmt(x: float) -> str:
