@@ -50,6 +50,46 @@ def test_exp_decay(cols):  # 003 strength, 002 salience, 000 recency
     check_elementwise(K.exp_decay, R.exp_decay, *cols)
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    shapes=st.sampled_from(
+        [
+            ((), (), ()),
+            ((7,), (7,), (7,)),
+            ((), (7,), (7,)),
+            ((7,), (), ()),
+            ((7,), (), (7,)),
+            ((3, 1), (1, 4), (4,)),
+            ((), (), (5,)),
+            ((2, 5), (5,), ()),
+        ]
+    ),
+)
+def test_exp_decay_is_the_expression_bit_for_bit(seed, shapes):
+    """The kernel's one-array evaluation gives ``x0 * np.exp(-rate * dt)`` bit for bit, in
+    its shape, for any broadcast of its arguments (scalars, 0-d, rows, grids), NaN and
+    infinities included, and leaves its inputs alone."""
+    rng = np.random.default_rng(seed)
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e308, 5e-324])
+
+    def draw(shape):
+        v = rng.uniform(-50, 400, shape)
+        if v.ndim:
+            hit = rng.random(shape) < 0.2
+            v[hit] = rng.choice(special, hit.sum())
+        return v if shape else float(v)
+
+    x0, rate, dt = (draw(sh) for sh in shapes)
+    before = [np.copy(a) for a in (x0, rate, dt)]
+    with np.errstate(all="ignore"):
+        want = np.asarray(x0) * np.exp(-np.asarray(rate, dtype=float) * np.asarray(dt))
+        got = K.exp_decay(x0, rate, dt)
+    assert np.shape(got) == np.shape(want)
+    assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip((x0, rate, dt), before))
+
+
 def test_exp_decay_edges():
     assert K.exp_decay(0.7, 0.0, 1e6) == 0.7
     assert K.exp_decay(0.7, 0.023, 0.0) == 0.7
