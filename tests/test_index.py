@@ -713,7 +713,8 @@ def test_batch_screen_top_rows_are_the_full_scans(seed, group, cos, k, added):
             sims = np.where(mask, s.embedding @ v, -np.inf).astype(np.float64)
             want = kernels.topk(sims, k, keys)
             # the shortlist alone: the scan's answer or none (a tie-free answer: no key read)
-            short = screen._shortlisted(j, k, mask, screen._chunk_of(j))
+            chunk = screen._chunk_of(j)
+            short = screen._shortlisted(j, k, screen._listed(j, mask, chunk, k), chunk)
             if short is not None:
                 assert short.tolist() == want.tolist() == kernels.topk(sims, k).tolist()
             best = screen.best_row(j, mask)  # first in the top-k, by float64 products too
@@ -776,7 +777,8 @@ def test_batch_screen_shortlist_settles_apart_rows_and_leaves_ties_to_the_scan()
     screen = BatchScreen(s, batch)
     mask = s.retrievable()
     sims = np.where(mask, s.embedding @ q.astype(np.float32), -np.inf).astype(np.float64)
-    assert screen._shortlisted(0, 4, mask, screen._chunk_of(0)) is None
+    chunk = screen._chunk_of(0)
+    assert screen._shortlisted(0, 4, screen._listed(0, mask, chunk, 4), chunk) is None
     for salt in range(4):
         keys = lambda r, salt=salt: kernels.mix64(r, salt)  # noqa: E731
         want = kernels.topk(sims, 4, keys).tolist()
@@ -793,3 +795,34 @@ def test_batch_screen_shortlist_settles_apart_rows_and_leaves_ties_to_the_scan()
     with mock.patch.object(index, "BATCH_SCREEN_MIN_ROWS", 1):  # the exact path answers
         sims = np.where(mask, s.embedding @ q.astype(np.float32), -np.inf).astype(np.float64)
         assert screen.top_rows(0, 5, mask).tolist() == kernels.topk(sims, 5).tolist()
+
+
+def test_batch_screen_listed_rows_leave_a_long_tie_chain_to_the_exact_path():
+    """A tie chain at the k-th product that runs on below the rows the listed path computes
+    (a thousand rows added since the product, 3e-7 apart under the k-th: each within
+    TIE_RTOL of the next) is not the listed path's to break: the rows it leaves out tie
+    with the k-th too, so the answer comes from the bounds over every row, the scan's
+    answer for every salt of the tie keys."""
+    from memsim.engine import kernels
+    from memsim.engine.index import BatchScreen
+
+    s, rng = _cand_store(300, seed=11)
+    q = rng.standard_normal(16)
+    q /= np.linalg.norm(q)
+    s.set_embedding(np.arange(300), _at_cosines(q, np.zeros(300), s.embedding))
+    s.set_embedding(np.arange(3), _at_cosines(q, np.array([0.9, 0.8, 0.7]), s.embedding[:3]))
+    screen = BatchScreen(s, q[None, :].astype(np.float32))
+    screen._chunk_of(0)  # the product, before the rows below are added
+    chain = 0.5 - 3e-7 * np.arange(1000)
+    s.add(
+        1.0,
+        _at_cosines(q, chain, rng.standard_normal((1000, 16))),
+        texts=[f"c{i}" for i in range(1000)],
+        claims=[None] * 1000,
+        provenance=[(f"c{i}",) for i in range(1000)],
+    )
+    mask = s.retrievable()
+    sims = np.where(mask, s.embedding @ q.astype(np.float32), -np.inf).astype(np.float64)
+    for salt in range(12):
+        keys = lambda r, salt=salt: s.tie_keys(f"q{salt}", r)  # noqa: E731
+        assert screen.top_rows(0, 4, mask, keys).tolist() == kernels.topk(sims, 4, keys).tolist()

@@ -1086,7 +1086,8 @@ class BatchScreen:
     ) -> list[tuple[float, int]]:
         """(screen, row) of vector ``j``'s live listed rows, best first: its shortlist's, and
         of the rows added since the product those within ``apart`` of the ``reach``-th
-        listed screen or above it (the others cannot change a top-``reach``)."""
+        listed screen or above it. Every live row left out screens under that mark, or at
+        most ``outside`` (the shortlist's), so it cannot change a top-``reach``."""
         i = j - chunk.first
         rows, screens = chunk.rows[i], chunk.screens[i]
         live = mask[rows]
@@ -1110,24 +1111,18 @@ class BatchScreen:
         if not self.finite[j]:
             return None
         chunk = self._chunk_of(j)
-        cand = self._listed(j, mask, chunk, 1)
-        if not cand:
-            return None
-        outside = float(chunk.outside[j - chunk.first])
-        after = max(outside, cand[1][0]) if len(cand) > 1 else outside
-        return cand[0][1] if cand[0][0] - after > self.apart[j] else None
+        top = self._shortlisted(j, 1, self._listed(j, mask, chunk, 1), chunk)
+        return int(top[0]) if top is not None and len(top) else None
 
-    def _shortlisted(self, j: int, k: int, mask: np.ndarray, chunk: _Chunk) -> np.ndarray | None:
-        """The full scan's top-k rows for vector ``j`` read off its shortlist, or None when
-        the screens do not settle them."""
-        if not self.finite[j]:
-            return None
-        i = j - chunk.first
-        cand = self._listed(j, mask, chunk, k)
-        apart = float(self.apart[j])
-        outside = float(chunk.outside[i])
+    def _shortlisted(
+        self, j: int, k: int, cand: list[tuple[float, int]], chunk: _Chunk
+    ) -> np.ndarray | None:
+        """The full scan's top-k rows for vector ``j`` read off its listed rows ``cand``
+        (:meth:`_listed`), or None when their screens do not settle them."""
+        outside = float(chunk.outside[j - chunk.first])
         if len(cand) < k and outside != -math.inf:  # fewer live rows than k listed
             return None
+        apart = float(self.apart[j])
         # each of the k best apart from the next, the k-th from the best after it, listed
         # or not (an inf - inf or a NaN compares False: not settled)
         after = max(outside, cand[k][0]) if len(cand) > k else outside
@@ -1141,44 +1136,31 @@ class BatchScreen:
         self,
         j: int,
         k: int,
-        mask: np.ndarray,
+        cand: list[tuple[float, int]],
         chunk: _Chunk,
         tiebreak: Callable[[np.ndarray], np.ndarray] | None,
     ) -> np.ndarray | None:
         """The full scan's top-k rows for vector ``j`` from the exact products (the scan's
-        own numbers, ``kernels.rows_matvec``) of its listed rows (live shortlist and rows
-        added since) within reach of the k-th screen, or None when a row not computed could
-        join the k-th product's tie chain (a row left out of the shortlist among them)."""
-        if not self.finite[j]:
-            return None
-        i, margin, apart = j - chunk.first, self.margins[j], self.apart[j]
-        rows, screens = chunk.rows[i], chunk.screens[i]
-        live = mask[rows]
-        rows, screens = rows[live], screens[live]
-        covered = chunk.products.shape[1]
-        if self.store.n > covered:
-            count, added = self._added_screens(chunk)
-            alive = np.flatnonzero(mask[covered:])
-            rows = np.concatenate([rows, covered + alive])
-            screens = np.concatenate([screens, added[alive, i]])
-        # every row left out of the computed ones screens at most ``out``: its product is
-        # under out + margin
-        out = chunk.outside[i]
-        if len(rows) < k:
-            if out != -np.inf:
+        own numbers, ``kernels.rows_matvec``) of its listed rows ``cand`` (:meth:`_listed`)
+        within reach of the k-th screen, or None when a row not computed could join the
+        k-th product's tie chain (a row left out of the shortlist among them)."""
+        margin, apart = self.margins[j], self.apart[j]
+        # every live row not computed screens at most ``out``: its product is under
+        # out + margin (those the listing left out screen under the k-th minus apart too)
+        out = float(chunk.outside[j - chunk.first])
+        if len(cand) < k:
+            if out != -math.inf:
                 return None
-            near = np.ones(len(rows), dtype=bool)
-        else:  # a row k rows screen at or above: the k-th product is at least kth - margin
-            kth = np.partition(screens, len(screens) - k)[len(screens) - k]
-            near = screens >= kth - apart
-            if not near.all():
-                out = max(out, screens[~near].max())
-        order = np.argsort(rows[near])  # ascending rows: topk's ties without keys go low
-        rows = rows[near][order]
+            near = [r for _, r in cand]
+        else:
+            reach = cand[k - 1][0] - apart  # the k-th product is at least the k-th screen's
+            near = [r for sc, r in cand if sc >= reach]  # minus the margin
+            out = max(out, reach)
+        rows = np.array(sorted(near), dtype=np.int64)  # topk's ties without keys go low
         products = kernels.rows_matvec(self.store.embedding, rows, self.vectors[j])
         products = products.astype(np.float64)
         at = kernels.topk(products, k, None if tiebreak is None else lambda r: tiebreak(rows[r]))
-        if len(at) == k and out > -np.inf:  # the k-th product's tie chain stays above them
+        if len(at) == k and out > -math.inf:  # the k-th product's tie chain stays above them
             kth = np.partition(products, len(products) - k)[len(products) - k]
             bottom = kernels.tie_chain_bottom(products, float(kth))
             if not bottom - kernels.TIE_RTOL * abs(bottom) > out + margin:
@@ -1202,11 +1184,13 @@ class BatchScreen:
         if k <= 0:
             return np.zeros(0, dtype=np.int64)
         chunk = self._chunk_of(j)
-        settled = self._shortlisted(j, k, mask, chunk)
-        if settled is None:
-            settled = self._listed_support(j, k, mask, chunk, tiebreak)
-        if settled is not None:
-            return settled
+        if self.finite[j]:  # (a NaN screen would not order the listed rows)
+            cand = self._listed(j, mask, chunk, k)
+            settled = self._shortlisted(j, k, cand, chunk)
+            if settled is None:
+                settled = self._listed_support(j, k, cand, chunk, tiebreak)
+            if settled is not None:
+                return settled
         if n < BATCH_SCREEN_MIN_ROWS:
             return None
         screen = chunk.products[j - chunk.first]
