@@ -304,8 +304,7 @@ class MemoryStore:
         if log_provenance:
             self.provenance_log.extend((at, row, e) for row, o in zip(rows, orders) for e in o)
         else:
-            unlogged = self.__dict__.setdefault("_unlogged", {})  # (a store pickled before)
-            unlogged.update(zip(rows, zip(repeat(at), orders)))
+            self._unlogged.update(zip(rows, zip(repeat(at), orders)))
         cols["tie_id"][lo:hi] = _identities(orders, texts)
         return np.arange(lo, hi)
 
@@ -403,8 +402,7 @@ class MemoryStore:
         """Provenance entries in the order of ``entries``, each a row added with
         ``add(..., log_provenance=False)`` (the entries ``add`` would have logged for it,
         once) or (row, episode ids): ``add_provenance(row, episode ids, now)``."""
-        unlogged = self.__dict__.setdefault("_unlogged", {})
-        log = self.provenance_log
+        unlogged, log = self._unlogged, self.provenance_log
         for entry in entries:
             if isinstance(entry, tuple):
                 self.add_provenance(entry[0], entry[1], now)
