@@ -50,6 +50,7 @@ def test_exp_decay(cols):  # 003 strength, 002 salience, 000 recency
     check_elementwise(K.exp_decay, R.exp_decay, *cols)
 
 
+@example(seed=747, shapes=((3, 1), (1, 4), (4,)))  # NaN x NaN in a broadcast
 @settings(max_examples=80, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),

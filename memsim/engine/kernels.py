@@ -24,16 +24,19 @@ def _f(x: ArrayLike) -> NDArray[np.float64]:
 
 def exp_decay(x0: ArrayLike, rate: ArrayLike, dt: ArrayLike) -> np.ndarray:
     """``x0 * exp(-rate * dt)``: Izzie strength, Cosmo salience (closed form of the nightly
-    multiplicative job), PAI recency (rate 0.023). The same steps in one array of the
-    result's shape: each fresh array of a million rows is 8 MB of pages to fault in."""
+    multiplicative job), PAI recency (rate 0.023). The expression's steps in its own shapes,
+    each written over the array before it where the shape allows (the same bits, NaN signs
+    included): each fresh array of a million rows is 8 MB of pages to fault in."""
     x, r, d = _f(x0), _f(rate), _f(dt)
-    shape = np.broadcast_shapes(x.shape, r.shape, d.shape)
-    if not shape:
+    if not np.broadcast_shapes(x.shape, r.shape, d.shape):
         return x * np.exp(-r * d)
-    z = np.negative(r, out=np.empty(shape))
-    np.multiply(z, d, out=z)
+    z = np.negative(r, out=np.empty(r.shape))
+    z = np.multiply(z, d, out=z) if z.shape == np.broadcast_shapes(z.shape, d.shape) else z * d
     np.exp(z, out=z)
-    return np.multiply(x, z, out=z)
+    if z.shape == np.broadcast_shapes(x.shape, z.shape):
+        return np.multiply(x, z, out=z)
+    out: np.ndarray = x * z
+    return out
 
 
 def days_since_access(now: ArrayLike, last_access: ArrayLike, created: ArrayLike) -> np.ndarray:
