@@ -426,7 +426,7 @@ class PersonalAI(Policy[PaiParams]):
         if row is None:
             return None
         # the cosine _by_cosine gives the row whichever rows are ranked with it
-        sim = float(kernels.exact_cosines(self.store.embedding[row : row + 1], vec)[0])
+        sim = screen[0].cosine(screen[1], row)
         return (row, sim) if is_reinforce(sim, self.params) else None
 
     def _reinforced(self, ep: Episode, row: int, similarity: float, now: float) -> list[Outcome]:

@@ -723,6 +723,8 @@ def test_batch_screen_top_rows_are_the_full_scans(seed, group, cos, k, added):
                 exact = kernels.exact_cosines(s.embedding[mask], v)
                 assert best == np.flatnonzero(mask)[np.argmax(exact)]
                 assert (exact == exact.max()).sum() == 1
+                # its cosine as Personal AI reads it: the row's own float64 sum
+                assert screen.cosine(j, best) == kernels.exact_cosines(s.embedding[[best]], v)[0]
             got = screen.top_rows(j, k, mask, keys)
             np.testing.assert_array_equal(got, want)
             np.testing.assert_array_equal(screen.top_rows(j, k, mask), kernels.topk(sims, k))
@@ -756,7 +758,9 @@ def test_batch_screen_shortlist_settles_apart_rows_and_leaves_ties_to_the_scan()
     mask = s.retrievable()
     with mock.patch.object(kernels, "rows_matvec", side_effect=AssertionError("a product")):
         assert screen.top_rows(0, 3, mask).tolist() == [0, 1, 2]
-        assert screen.best_row(0, mask) == 0
+        # the best screen apart from every other covered row's: not even the listed rows
+        with mock.patch.object(BatchScreen, "_listed", side_effect=AssertionError("listed")):
+            assert screen.best_row(0, mask) == 0
         mask[1] = False  # retired since the product
         assert screen.top_rows(1, 3, mask).tolist() == [0, 2, 3]
         mask[0] = False

@@ -993,7 +993,19 @@ class _Chunk:
     screen at least that of every covered row left out (-inf when none is); then the rows
     the store adds, with their screens."""
 
-    __slots__ = ("first", "stop", "version", "products", "rows", "screens", "outside", "added")
+    __slots__ = (
+        "first",
+        "stop",
+        "version",
+        "products",
+        "rows",
+        "screens",
+        "outside",
+        "lead_gap",
+        "lead_cosines",
+        "added",
+        "added_top",
+    )
 
     def __init__(self, first: int, version: int, products: np.ndarray) -> None:
         self.first, self.stop, self.version = first, first + len(products), version
@@ -1012,8 +1024,18 @@ class _Chunk:
         order = np.argsort(-screens, axis=1, kind="stable")
         self.rows = np.take_along_axis(part, order, axis=1)
         self.screens = np.take_along_axis(screens, order, axis=1).astype(np.float64)
-        # how many rows the store added since, and their screens (BatchScreen._added_screens)
+        # how far each vector's best screen is above every other covered row's, live or not
+        # (BatchScreen.best_row's first test; -inf without a covered row, inf with one)
+        if keep == 0:
+            self.lead_gap = np.full(m, -np.inf)
+        else:
+            second = self.screens[:, 1] if keep > 1 else np.full(m, -np.inf)
+            self.lead_gap = self.screens[:, 0] - np.maximum(second, self.outside)
+        self.lead_cosines: np.ndarray | None = None  # BatchScreen.cosine, on first use
+        # how many rows the store added since, and their screens (BatchScreen._added_screens),
+        # and each vector's highest screen among them
         self.added = (0, np.zeros((0, m), dtype=np.float32))
+        self.added_top = np.full(m, -np.inf)
 
 
 class BatchScreen:
@@ -1039,6 +1061,7 @@ class BatchScreen:
 
     def __init__(self, store: Any, vectors: np.ndarray) -> None:
         self.store = store
+        self.given = vectors  # as given, for float64 cosines (cosine)
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         # the rows are unit vectors; a vector longer than 1 widens its rounding bound
         norms = np.sqrt(np.einsum("ij,ij->i", self.vectors, self.vectors, dtype=np.float64))
@@ -1077,6 +1100,9 @@ class BatchScreen:
                 self.vectors[chunk.first : chunk.stop].T,
                 out=screens[count : n - covered],
             )
+            np.maximum(
+                chunk.added_top, screens[count : n - covered].max(axis=0), out=chunk.added_top
+            )
             count = n - covered
             chunk.added = (count, screens)
         return count, screens
@@ -1111,8 +1137,32 @@ class BatchScreen:
         if not self.finite[j]:
             return None
         chunk = self._chunk_of(j)
+        i = j - chunk.first
+        # the first listed row live, every other covered row and every added one (live or
+        # not) apart under it: settled without gathering the listed rows
+        apart = self.apart[j]
+        if chunk.lead_gap[i] > apart:
+            row = int(chunk.rows[i, 0])
+            if self.store.n > chunk.products.shape[1]:
+                self._added_screens(chunk)  # (their highest screens, added_top, up to date)
+            if mask[row] and chunk.added_top[i] < chunk.screens[i, 0] - apart:
+                return row
         top = self._shortlisted(j, 1, self._listed(j, mask, chunk, 1), chunk)
         return int(top[0]) if top is not None and len(top) else None
+
+    def cosine(self, j: int, row: int) -> float:
+        """``kernels.exact_cosines`` of ``row`` with vector ``j`` as given (float64): for the
+        row of each vector's best screen, computed for the whole chunk at once (Personal AI
+        reads the cosine of nearly every vector's best row)."""
+        chunk = self._chunk_of(j)
+        i = j - chunk.first
+        E = self.store.embedding
+        if not chunk.rows.shape[1] or row != chunk.rows[i, 0]:
+            return float(kernels.exact_cosines(E[row : row + 1], self.given[j])[0])
+        if chunk.lead_cosines is None:
+            given = self.given[chunk.first : chunk.stop]
+            chunk.lead_cosines = kernels.exact_cosines(E[chunk.rows[:, 0]], given)
+        return float(chunk.lead_cosines[i])
 
     def _shortlisted(
         self, j: int, k: int, cand: list[tuple[float, int]], chunk: _Chunk

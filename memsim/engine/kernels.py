@@ -583,9 +583,10 @@ def screen_margin(dim: int) -> float:
 
 
 def exact_cosines(embeddings: np.ndarray, vector: np.ndarray) -> np.ndarray:
-    """Float64 dot products of each row with ``vector``, each row summed on its own (a BLAS
-    matrix-vector product rounds a row differently depending on the other rows, so a subset
-    and the whole store would disagree in the last bit)."""
+    """Float64 dot products of each row with ``vector`` (or, given one vector per row, of
+    each row with its own), each row summed on its own (a BLAS matrix-vector product rounds
+    a row differently depending on the other rows, so a subset and the whole store would
+    disagree in the last bit)."""
     a = np.asarray(embeddings, dtype=np.float64)
     out: np.ndarray = (a * np.asarray(vector, dtype=np.float64)).sum(axis=1)
     return out
