@@ -527,7 +527,7 @@ class TextEmbedder:
         self.dim = dim
         self.seed = int(seed)
         self._key = str(self.seed).encode()[:64]
-        self._word_cache: dict[str, np.ndarray] = {}
+        self._word_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._bigram_cache: dict[str, int] = {}
         self._empty = _unit(stable_rng(self.seed, "text", "empty").standard_normal(dim)).astype(
             np.float32
@@ -547,14 +547,20 @@ class TextEmbedder:
 
     def _word_features(self, word: str) -> np.ndarray:
         """Hashes of a word's unigram then its character 3-grams (cached per word)."""
+        return self._weighted_word(word)[0]
+
+    def _weighted_word(self, word: str) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_word_features` and their weights (``WORD`` then ``CHAR``), cached per word."""
         f = self._word_cache.get(word)
         if f is None:
             marked = f"<{word}>"
             grams = [marked[i : i + 3] for i in range(len(marked) - 2)]
-            f = np.array([self._h("w" + word)] + [self._h("c" + g) for g in grams], dtype=np.uint64)
+            h = np.array([self._h("w" + word)] + [self._h("c" + g) for g in grams], dtype=np.uint64)
+            wt = np.full(len(h), self.CHAR)
+            wt[0] = self.WORD
             if len(self._word_cache) > 1_000_000:
                 self._word_cache.clear()
-            self._word_cache[word] = f
+            f = self._word_cache[word] = (h, wt)
         return f
 
     def _bigram(self, a: str, b: str) -> int:
@@ -570,9 +576,9 @@ class TextEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(n, dim) float32 unit rows, one per text; row i depends only on texts[i]."""
         n = len(texts)
-        rows: list[np.ndarray] = []
-        hashes: list[np.ndarray] = []
-        weights: list[np.ndarray] = []
+        hashes: list[np.ndarray] = []  # every text's, in order: a word's unigram and
+        weights: list[np.ndarray] = []  # character 3-grams, word by word, then the bigrams
+        sizes = np.zeros(n, dtype=np.int64)  # features per text
         empty = np.zeros(n, dtype=bool)
         for i, text in enumerate(texts):
             if not isinstance(text, str):
@@ -581,25 +587,21 @@ class TextEmbedder:
             if not words:
                 empty[i] = True
                 continue
-            parts = [self._word_features(w) for w in words]
+            count = 0
+            for w in words:
+                h, wt = self._weighted_word(w)
+                hashes.append(h)
+                weights.append(wt)
+                count += len(h)
             if len(words) > 1:
-                parts.append(
-                    np.array(
-                        [self._bigram(a, b) for a, b in zip(words, words[1:])], dtype=np.uint64
-                    )
-                )
-            h = np.concatenate(parts)
-            # a word's unigram, then its character 3-grams, then the bigrams
-            wt = np.full(len(h), self.CHAR)
-            starts = np.cumsum([0] + [len(f) for f in parts[: len(words)]])
-            wt[starts[:-1]] = self.WORD
-            wt[starts[-1] :] = self.BIGRAM
-            hashes.append(h)
-            weights.append(wt)
-            rows.append(np.full(len(h), i, dtype=np.int64))
-        out = np.zeros((n, self.dim), dtype=np.float64)
+                pairs = [self._bigram(a, b) for a, b in zip(words, words[1:])]
+                hashes.append(np.array(pairs, dtype=np.uint64))
+                weights.append(np.full(len(pairs), self.BIGRAM))
+                count += len(pairs)
+            sizes[i] = count
+        out: np.ndarray = np.zeros((n, self.dim), dtype=np.float64)
         if hashes:
-            row = np.concatenate(rows)
+            row = np.repeat(np.arange(n), sizes)
             h = np.concatenate(hashes)
             wt = np.concatenate(weights)
             # sublinear tf per (row, feature): count repeats, weight by 1 + ln(count). The
@@ -614,7 +616,9 @@ class TextEmbedder:
             tf = wt[first] * (1.0 + np.log(counts))
             slot = (h_s[at] % np.uint64(self.dim)).astype(np.int64)
             sign = np.where((h_s[at] >> np.uint64(63)) == 1, -1.0, 1.0)
-            np.add.at(out, (row_s[at], slot), sign * tf)
+            # each slot's features added in that order from 0, as np.add.at would
+            flat = row_s[at] * self.dim + slot
+            out = np.bincount(flat, weights=sign * tf, minlength=n * self.dim).reshape(n, -1)
         norms = np.linalg.norm(out, axis=1)
         # all features of a text may cancel in a tiny dim: treat like empty text
         empty |= norms == 0
