@@ -301,6 +301,12 @@ def test_a_kind_per_row_needs_one_per_row():
         ([[1.0, 0.0, 0.0], [np.inf, 0.0, 0.0]], "row 1 has a NaN or infinite value"),
         ([[0.0, 0.0, 0.0]], "row 0 has zero norm"),
         ([[1.0, 0.0]], r"expected shape \(n, 3\)"),
+        # more rows than the norms checked as Python floats
+        (
+            [[1.0, 2.0, 3.0]] * 17 + [[0.0, -np.inf, 0.0]] + [[1.0, 0.0, 0.0]] * 2,
+            "row 17 has a NaN",
+        ),
+        ([[1.0, 2.0, 3.0]] * 19 + [[0.0, 0.0, 0.0]], "row 19 has zero norm"),
     ],
 )
 def test_bad_vectors_raise_vector_error(vec, words):

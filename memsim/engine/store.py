@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -86,6 +87,10 @@ def as_unit_vectors(vectors: Any, dim: int, what: str = "embedding") -> np.ndarr
     return _unit_rows(arr, norms, np.empty(arr.shape, dtype=np.float32))
 
 
+# up to this many rows, _rows_and_norms checks the norms as Python floats
+_FEW_NORMS = 16
+
+
 def _rows_and_norms(vectors: Any, dim: int, what: str) -> tuple[np.ndarray, np.ndarray]:
     """The (n, dim) float32 or float64 rows of ``vectors`` and their float64 norms, every
     norm finite and non-zero (else VectorError naming the row and the problem)."""
@@ -100,14 +105,17 @@ def _rows_and_norms(vectors: Any, dim: int, what: str) -> tuple[np.ndarray, np.n
     # without its copy; a row with a NaN or infinite value has a norm that is not finite,
     # so the rows are searched only then
     norms = np.sqrt(np.add.reduce(np.multiply(arr, arr, dtype=np.float64), axis=1))
-    if not np.isfinite(norms).all():
+    # (a NaN or inf norm makes the sum so; a few rows' checked as Python floats, cheaper)
+    few = norms.tolist() if len(norms) <= _FEW_NORMS else None
+    total = sum(few) if few is not None else float(norms.sum())
+    if not math.isfinite(total):
         finite = np.isfinite(arr).all(axis=1)
         if not finite.all():
             i = int(np.flatnonzero(~finite)[0])
             raise VectorError(
                 f"{what} row {i} has a NaN or infinite value: {arr[i][~np.isfinite(arr[i])][:3]}"
             )
-    if (norms == 0).any():
+    if (0.0 in few) if few is not None else (norms == 0).any():
         i = int(np.flatnonzero(norms == 0)[0])
         raise VectorError(f"{what} row {i} has zero norm: it cannot be compared by cosine")
     return arr, norms
@@ -133,14 +141,19 @@ def _hash64(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
 
 
+def _identity_text(ordered_provenance: Sequence[str], text: str) -> str:
+    """What a memory's identity hashes: its provenance at creation (sorted) and text."""
+    return "\x1f".join(ordered_provenance) + "\x1e" + text
+
+
 def _identities(ordered_provenance: Sequence[Sequence[str]], texts: Sequence[str]) -> np.ndarray:
-    """uint64 identity of each memory, from its provenance at creation (in sorted order) and
-    text: ``_hash64`` of both, the digests read as one little-endian array."""
+    """uint64 identity of each memory: ``_hash64`` of its :func:`_identity_text`, the digests
+    read as one little-endian array."""
     empty = hashlib.blake2b(digest_size=8)  # copied per memory: cheaper than a new one
     digests = []
     for p, t in zip(ordered_provenance, texts):
         h = empty.copy()
-        h.update(("\x1f".join(p) + "\x1e" + t).encode("utf-8"))
+        h.update(_identity_text(p, t).encode("utf-8"))
         digests.append(h.digest())
     return np.frombuffer(b"".join(digests), dtype="<u8")
 
@@ -263,7 +276,7 @@ class MemoryStore:
         if not (len(texts) == len(claims) == len(provenance) == m):
             raise ValueError("texts, claims and provenance must have one entry per embedding")
         if kind is None or isinstance(kind, str):
-            kind_codes: Any = self.kind_code(kind or self.kinds[0])
+            kind_codes: Any = self.kind_code(kind) if kind else 0  # (kinds[0]'s code)
         elif len(kind) == m:
             code_of = {name: code for code, name in enumerate(self.kinds)}
             kind_codes = [code_of.get(k) for k in kind]
@@ -274,7 +287,7 @@ class MemoryStore:
         for name in columns:
             if name not in self._cols or name in ("status", "kind"):
                 raise KeyError(f"unknown or reserved column {name!r}")
-        code = self.statuses.code(status or self.statuses.names[0])
+        code = self.statuses.code(status) if status else 0  # (names[0]'s code)
         self._reserve(m)
         lo, hi = self.n, self.n + m
         # the rows past n hold every column's default (a column and new room are made so), so
@@ -305,7 +318,10 @@ class MemoryStore:
             self.provenance_log.extend((at, row, e) for row, o in zip(rows, orders) for e in o)
         else:
             self._unlogged.update(zip(rows, zip(repeat(at), orders)))
-        cols["tie_id"][lo:hi] = _identities(orders, texts)
+        if m == 1:  # (one memory, its identity without an array)
+            cols["tie_id"][lo] = _hash64(_identity_text(orders[0], texts[0]))
+        else:
+            cols["tie_id"][lo:hi] = _identities(orders, texts)
         return np.arange(lo, hi)
 
     def tie_keys(self, salt: str, rows: np.ndarray | None = None) -> np.ndarray:
