@@ -641,12 +641,12 @@ class PersonalAI(Policy[PaiParams]):
             s["superseded_by"][old] = row
             out.append(Outcome(ep.id, "supersede", row, f"supersedes {old}"))
         # Zettelkasten: neighbours among the similar beliefs, in [link_lo, link_hi), still active.
-        active = s.mask()
+        active = s.mask_at(top).tolist()
         linked = 0
-        for r, c in zip(top.tolist(), sims.tolist()):
+        for r, c, live in zip(top.tolist(), sims.tolist(), active):
             if linked >= p.max_links:
                 break
-            if r != row and active[r] and in_link_band(c, p):
+            if r != row and live and in_link_band(c, p):
                 self._link(row, r)
                 linked += 1
                 out.append(Outcome(ep.id, "link", row, f"linked to {r} (similarity {c:.4f})"))

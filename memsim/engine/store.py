@@ -458,6 +458,15 @@ class MemoryStore:
         """Boolean mask of rows with one of ``statuses`` (default: retrievable) and ``kinds``."""
         return self._member(slice(0, self.n), *self._mask_codes(statuses, kinds))
 
+    def mask_at(
+        self,
+        rows: np.ndarray,
+        statuses: Iterable[str] | None = None,
+        kinds: Iterable[str] | None = None,
+    ) -> np.ndarray:
+        """``self.mask(statuses, kinds)[rows]`` at the cost of ``rows``, not the store."""
+        return self._member(np.asarray(rows, dtype=np.int64), *self._mask_codes(statuses, kinds))
+
     def _mask_codes(
         self, statuses: Iterable[str] | None, kinds: Iterable[str] | None
     ) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
