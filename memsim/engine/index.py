@@ -1122,6 +1122,8 @@ class BatchScreen:
         if self.store.n > covered:  # rows added since the product, with their own screens
             count, added = self._added_screens(chunk)
             floor = cand[reach - 1][0] - self.apart[j] if len(cand) >= reach else -math.inf
+            if chunk.added_top[i] < floor:  # none of them reaches it
+                return cand
             near = np.flatnonzero(added[:count, i] >= floor)
             near = near[mask[covered + near]]
             if len(near):
