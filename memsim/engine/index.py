@@ -1025,7 +1025,7 @@ class _Chunk:
         self.rows = np.take_along_axis(part, order, axis=1)
         self.screens = np.take_along_axis(screens, order, axis=1).astype(np.float64)
         # how far each vector's best screen is above every other covered row's, live or not
-        # (BatchScreen.best_row's first test; -inf without a covered row, inf with one)
+        # (BatchScreen.best_row's first test; -inf when no row is covered, inf when one is)
         if keep == 0:
             self.lead_gap = np.full(m, -np.inf)
         else:
@@ -1053,7 +1053,8 @@ class BatchScreen:
     First the vector's shortlist (its chunk's best screens): when its live rows' screens,
     with those of the rows added since, are apart by more than twice the margin (and the
     tie tolerance) down to the k-th and from everything after it, their order is the full
-    scan's top-k, with no product computed (:meth:`best_row`: the first row alone). Else
+    scan's top-k, with no product computed (:meth:`best_row`: the first row alone, read
+    without gathering the listed rows where it is apart from every other row). Else
     the exact products (``kernels.rows_matvec``, the scan's own numbers) of the listed rows
     within reach of the k-th screen, where no other row can join the k-th product's tie
     chain. Else, from BATCH_SCREEN_MIN_ROWS rows, ``kernels.topk_support`` computes exactly

@@ -105,17 +105,16 @@ def _rows_and_norms(vectors: Any, dim: int, what: str) -> tuple[np.ndarray, np.n
     # without its copy; a row with a NaN or infinite value has a norm that is not finite,
     # so the rows are searched only then
     norms = np.sqrt(np.add.reduce(np.multiply(arr, arr, dtype=np.float64), axis=1))
-    # (a NaN or inf norm makes the sum so; a few rows' checked as Python floats, cheaper)
+    # a NaN or inf norm makes their sum so (a few rows' summed as Python floats, cheaper)
     few = norms.tolist() if len(norms) <= _FEW_NORMS else None
-    total = sum(few) if few is not None else float(norms.sum())
-    if not math.isfinite(total):
+    if not math.isfinite(sum(few) if few is not None else float(norms.sum())):
         finite = np.isfinite(arr).all(axis=1)
         if not finite.all():
             i = int(np.flatnonzero(~finite)[0])
             raise VectorError(
                 f"{what} row {i} has a NaN or infinite value: {arr[i][~np.isfinite(arr[i])][:3]}"
             )
-    if (0.0 in few) if few is not None else (norms == 0).any():
+    if 0.0 in few if few is not None else (norms == 0).any():
         i = int(np.flatnonzero(norms == 0)[0])
         raise VectorError(f"{what} row {i} has zero norm: it cannot be compared by cosine")
     return arr, norms
