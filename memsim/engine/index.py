@@ -619,10 +619,10 @@ class CandidateIndex:
             sims = np.where(mask, E @ v, -np.inf).astype(np.float32)
             top = kernels.topk(sims.astype(np.float64), k, tiebreak)
             return top, sims[top]
-        # the full scan's products of the nearest rows (the k-th among the first k), which
-        # hold every row the answer needs unless a range search must widen them
-        products = kernels.rows_matvec(E, nearest, v)
-        kth = float(products[:k].min())
+        # the full scan's products of the first k nearest rows give the k-th; the nearest
+        # rows hold every row the answer needs unless a range search must widen them
+        products = kernels.rows_matvec(E, nearest[:k], v)
+        kth = float(products.min())
         radius = kth - kernels.SCREEN_MARGIN
         if len(nearest) < wide or nearest_ips[-1] < radius:
             # every probed row above the radius is among the nearest (the last of them is
@@ -631,14 +631,18 @@ class CandidateIndex:
             # product, it never enters the top k), and the first k
             near = nearest_ips >= radius
             near[:k] = True
+            picked = nearest[near]  # the first k, then those of the others near the k-th,
+            if len(picked) > k:  # which alone are rescored (a row's product is the same
+                # whichever rows are rescored with it: kernels.rows_matvec)
+                more = kernels.rows_matvec(E, picked[k:], v)
+                products = np.concatenate((products, more))
             # ascending, so ties go to the lower row (np.unique's sort when faiss gave a
             # row twice: it costs ~10 us more per search than a stable sort of a dozen rows)
-            picked = nearest[near]
             first = np.argsort(picked, kind="stable")
             rows = picked[first]
             if len(rows) > 1 and not (rows[1:] > rows[:-1]).all():
                 rows, first = np.unique(picked, return_index=True)
-            sims = products[near][first]
+            sims = products[first]
         else:  # a group of rows near the k-th product larger than the search's width
             _, _, wider = _single_thread(lambda: self._index.range_search(q, radius, params=params))
             rows = np.union1d(nearest[:k], wider.astype(np.int64))  # ascending, as above
