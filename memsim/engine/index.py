@@ -994,8 +994,10 @@ _SHORTLIST = 16
 class _Chunk:
     """One chunk's screen products and, per vector, its shortlist: the ``_SHORTLIST``
     covered rows of the highest screens (live or not), best first, and ``outside``, a
-    screen at least that of every covered row left out (-inf when none is); then the rows
-    the store adds, with their screens."""
+    screen at least that of every covered row left out (-inf when none is), the gap from
+    its best screen to every other (``lead_gap``) and its best row's float64 cosine once
+    asked (``lead_cosines``); then the rows the store adds, with their screens and each
+    vector's highest among them (``added_top``)."""
 
     __slots__ = (
         "first",
@@ -1123,12 +1125,10 @@ class BatchScreen:
         rows, screens = chunk.rows[i], chunk.screens[i]
         live = mask[rows]
         cand = list(zip(screens[live].tolist(), rows[live].tolist()))
-        covered = chunk.products.shape[1]
-        if self.store.n > covered:  # rows added since the product, with their own screens
-            count, added = self._added_screens(chunk)
-            floor = cand[reach - 1][0] - self.apart[j] if len(cand) >= reach else -math.inf
-            if chunk.added_top[i] < floor:  # none of them reaches it
-                return cand
+        count, added = self._added_screens(chunk)  # rows added since, with their own screens
+        floor = cand[reach - 1][0] - self.apart[j] if len(cand) >= reach else -math.inf
+        if count and chunk.added_top[i] >= floor:  # (else none of them reaches the mark)
+            covered = chunk.products.shape[1]
             near = np.flatnonzero(added[:count, i] >= floor)
             near = near[mask[covered + near]]
             if len(near):
@@ -1150,8 +1150,7 @@ class BatchScreen:
         apart = self.apart[j]
         if chunk.lead_gap[i] > apart:
             row = int(chunk.rows[i, 0])
-            if self.store.n > chunk.products.shape[1]:
-                self._added_screens(chunk)  # (their highest screens, added_top, up to date)
+            self._added_screens(chunk)  # (the added rows' highest screens up to date)
             if mask[row] and chunk.added_top[i] < chunk.screens[i, 0] - apart:
                 return row
         top = self._shortlisted(j, 1, self._listed(j, mask, chunk, 1), chunk)
