@@ -21,7 +21,7 @@ import numpy as np
 
 from memsim.engine import kernels
 from memsim.engine.events import Claim, Episode, Forget, Query
-from memsim.engine.index import INGEST_INDEX, BatchScreen
+from memsim.engine.index import INGEST_INDEX, REPETITION_INDEX, BatchScreen, CandidateIndex
 from memsim.engine.llm import NONE
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Job, Outcome, Policy, Ranking
@@ -315,6 +315,11 @@ class PersonalAI(Policy[PaiParams]):
     # the steady year's run 91 -> 77 s, 0 of 7,906 audited searches differing
     # (docs/performance.md).
     default_index: ClassVar[Mapping[str, Any]] = INGEST_INDEX
+    # Whether a belief reinforces a row is asked first of an exact range search at
+    # reinforce_above through the cones from 2,000 rows (the reference models' repetition
+    # check; _reinforced_in_range): 91% of the steady year's beliefs reinforce one.
+    # use_index("exact") turns it off (the full scans, the reference runs compare with).
+    reinforce_index: ClassVar[Mapping[str, Any]] = REPETITION_INDEX
 
     params: PaiParams
 
@@ -329,6 +334,7 @@ class PersonalAI(Policy[PaiParams]):
         s.add_column("supersedes", np.int64, -1)
         s.add_column("superseded_by", np.int64, -1)
         s.add_column("has_embedding", np.bool_, True)
+        self.reinforcing = CandidateIndex(s, seed=self.seed, **self.reinforce_index)
         self.schedule = (
             Job("reflect", p.reflect_every),
             Job("synthesize", p.synthesize_every),
@@ -412,22 +418,56 @@ class PersonalAI(Policy[PaiParams]):
             self.candidates.record(not np.array_equal(top, exact), decision=True)
         return top, sims
 
+    def use_index(self, mode: str, **knobs: Any) -> None:
+        """Policy.use_index; "exact" also turns off the reinforcement check's range search
+        (every search the full scan)."""
+        super().use_index(mode, **knobs)
+        check = {"mode": "exact"} if mode == "exact" else self.reinforce_index
+        self.reinforcing = CandidateIndex(self.store, seed=self.seed, **check)
+
     def _best_if_reinforced(
         self, vec: np.ndarray, screen: tuple[BatchScreen, int] | None
     ) -> tuple[int, float] | None:
-        """The row a belief reinforces and its cosine, read off the batch's screen where
-        findSimilarBeliefs' first row is settled by it (its product apart from every other
-        live row's: first in the scan's top-k and by float64 cosine) and is above the
-        reinforce threshold; None where :meth:`_similar` decides (no screen, the candidate
-        index answering, or not settled, or not a reinforcement)."""
+        """The row a belief reinforces and its cosine, where findSimilarBeliefs' first row
+        is settled (its product apart from every other live row's: first in the scan's
+        top-k and by float64 cosine) and is above the reinforce threshold: read off the
+        batch's screen where the store is scanned, else by :meth:`_reinforced_in_range`;
+        None where :meth:`_similar` decides (not settled, or not a reinforcement)."""
         if screen is None or self.candidates.approximate:
-            return None
+            return self._reinforced_in_range(vec)
         row = screen[0].best_row(screen[1], self._searchable())
         if row is None:
             return None
         # the cosine _by_cosine gives the row whichever rows are ranked with it
         sim = screen[0].cosine(screen[1], row)
         return (row, sim) if is_reinforce(sim, self.params) else None
+
+    def _reinforced_in_range(self, vec: np.ndarray) -> tuple[int, float] | None:
+        """The row a belief reinforces and its cosine, from the exact range search of the
+        searchable rows whose product with ``vec`` reaches reinforce_above (``reinforcing``:
+        every such row, with the full scan's products): where the best of them is apart
+        from every other searchable row (the others in range, the rest under
+        reinforce_above) by more than a product's rounding and the tie tolerance, it is
+        findSimilarBeliefs' first row by product and by float64 cosine, whatever the other
+        rows of its top-k. None where the search does not answer (small store, exact mode,
+        cones holding too many rows), or the best row is not settled or not a
+        reinforcement."""
+        p = self.params
+        found = self.reinforcing.rows_near(vec, p.reinforce_above, self._searchable())
+        if found is None or not len(found[0]):
+            return None
+        rows, products = found
+        vals = products.tolist()
+        at = max(range(len(vals)), key=vals.__getitem__)
+        second = max((x for i, x in enumerate(vals) if i != at), default=p.reinforce_above)
+        v = np.asarray(vec, dtype=np.float64)
+        gap = float(kernels.settled_gap(self.store.dim, math.sqrt(float(v @ v))))
+        if not vals[at] - max(second, p.reinforce_above) > gap:
+            return None
+        row = int(rows[at])
+        # the cosine _by_cosine gives the row whichever rows are ranked with it
+        sim = float(kernels.exact_cosines(self.store.embedding[row : row + 1], vec)[0])
+        return (row, sim) if is_reinforce(sim, p) else None
 
     def _reinforced(self, ep: Episode, row: int, similarity: float, now: float) -> list[Outcome]:
         """§1: a belief more similar than reinforce_above to ``row`` reinforces it."""

@@ -6,10 +6,13 @@ the full scan's decisions; the ingest-decision audit, copies, same seed same byt
 from __future__ import annotations
 
 import copy
+import math
 import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import scenarios
 from benchmarks.fingerprint import digest as _digest
@@ -81,6 +84,8 @@ def test_the_reference_models_and_pai_search_through_the_index_by_default():
     for pid in ["pai", "pai-code"]:
         c = make(pid).candidates
         assert (c.mode, c.min_rows, c.audit_every, c.nprobe) == ("ivf", 5000, 10, 16), pid
+        # the reinforcement check's range search: the repetition check's cones
+        assert (make(pid).reinforcing.mode, make(pid).reinforcing.min_rows) == ("cones", 2000)
     for pid in ["keep-all", "recency", "izzie", "kernle", "engram", "cosmo"]:
         assert make(pid).candidates.mode == "exact", pid
     pol = make("fsrs")
@@ -233,3 +238,122 @@ def test_same_seed_same_bytes_through_the_index():
     a = _digest(*_run("actr-spacing", min_rows=100, audit_every=3))
     b = _digest(*_run("actr-spacing", min_rows=100, audit_every=3))
     assert a == b
+
+
+def _planted_pai(seed: int, n: int, groups: list[tuple[int, float]], dups: int):
+    """Personal AI (16 dimensions) over ``n`` random rows and, per (size, cosine) of
+    ``groups``, that many rows at that cosine with a unit vector q, plus ``dups`` copies of
+    one row at q's last group cosine (exact ties); a fifth of the rows invalidated, a tenth
+    without an embedding. Its reinforcement check through the cones from 1 row."""
+    from memsim.engine.index import CandidateIndex
+    from policies.pai import PersonalAI
+
+    rng = np.random.default_rng(seed)
+    pol = PersonalAI(llm=MockLLM(seed=0, dim=16), seed=0)
+    q = rng.standard_normal(16)
+    q /= np.linalg.norm(q)
+    # clustered, as claims about a few topics are (the cones then read a few lists)
+    centers = rng.standard_normal((8, 16))
+    rows = [centers[rng.integers(0, 8, n)] + 0.3 * rng.standard_normal((n, 16))]
+    for size, cos in groups:
+        w = rng.standard_normal((size, 16))
+        w -= (w @ q)[:, None] * q
+        w /= np.linalg.norm(w, axis=1, keepdims=True)
+        rows.append(cos * q + math.sqrt(1 - cos**2) * w)
+    if dups:
+        rows.append(np.repeat(rows[-1][:1] if len(rows) > 1 else q[None, :], dups, axis=0))
+    X = np.concatenate(rows)
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    X = X[rng.permutation(len(X))]
+    pol.store.add(
+        0.0,
+        X,
+        texts=[f"m{i}" for i in range(len(X))],
+        claims=[None] * len(X),
+        provenance=[(f"e{i}",) for i in range(len(X))],
+    )
+    # rows whose embedding failed (never searched; written at creation, as _create does)
+    # and invalidated rows, the planted ones among them
+    pol.store["has_embedding"][rng.choice(len(X), len(X) // 10, replace=False)] = False
+    pol.store.set_status(rng.choice(len(X), len(X) // 5, replace=False), "invalidated", 1.0)
+    pol.reinforcing = CandidateIndex(pol.store, "cones", min_rows=1, seed=0)
+    return pol, q.astype(np.float32), rng
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    groups=st.lists(
+        st.tuples(
+            st.integers(1, 6),
+            st.sampled_from([0.97, 0.9, 0.86, 0.8502, 0.85, 0.8498, 0.7, 0.3]),
+        ),
+        max_size=3,
+    ),
+    dups=st.integers(0, 3),
+)
+def test_personal_ai_reinforcement_by_the_range_search_is_the_full_scans(seed, groups, dups):
+    """PersonalAI._reinforced_in_range (the exact range search at reinforce_above through
+    the cones) names the row and cosine the full scan's findSimilarBeliefs reinforces, or
+    leaves the decision to it: rows at and around the threshold, exact ties, invalidated
+    rows, rows added after the cones were made, vectors near q and random ones. A row
+    apart from every other by far more than the rounding is always named."""
+    pol, q, rng = _planted_pai(seed % 1000, 200, groups, dups)
+    p = pol.params
+    named: list[tuple[int, float]] = []
+
+    def check(v: np.ndarray) -> None:
+        top, sims = pol._similar(v, "t")  # a small store: the full scan
+        want = (int(top[0]), float(sims[0])) if len(top) and sims[0] > p.reinforce_above else None
+        got = pol._reinforced_in_range(v)
+        assert got is None or got == want, (got, want)
+        products = np.sort((pol.store.embedding @ v)[pol._searchable()])[::-1]
+        answered = pol.reinforcing.rows_near(v, p.reinforce_above, pol._searchable())
+        apart = products[0] - max(products[1], p.reinforce_above) > 1e-3
+        if want is not None and apart and answered is not None:
+            assert got == want
+            named.append(got)
+
+    vectors = [q, *(q + 0.05 * rng.standard_normal((3, 16)).astype(np.float32))]
+    vectors += list(pol.store.embedding[rng.choice(pol.store.n, 3, replace=False)])
+    for v in vectors:
+        check(np.asarray(v / np.linalg.norm(v), dtype=np.float32))
+    # rows added since the cones were made, one a copy of q's best row, and more invalidated
+    best = int(np.argmax(np.where(pol._searchable(), pol.store.embedding @ q, -np.inf)))
+    new = np.concatenate((pol.store.embedding[[best]], rng.standard_normal((3, 16))))
+    new /= np.linalg.norm(new, axis=1, keepdims=True)
+    pol.store.add(
+        2.0, new, texts=list("abcd"), claims=[None] * 4, provenance=[(x,) for x in "abcd"]
+    )
+    pol.store.set_status(rng.choice(pol.store.n, 5, replace=False), "invalidated", 2.0)
+    for v in vectors:
+        check(np.asarray(v / np.linalg.norm(v), dtype=np.float32))
+    assert named  # (a stored row's own vector, apart from the others, is named)
+
+
+@pytest.mark.parametrize("policy_id", ["pai", "pai-code"])
+def test_personal_ai_through_the_reinforcement_cones_a_run_is_the_full_scans(policy_id):
+    """The reinforcement check through the cones (forced on from 100 rows) settles most of
+    a run's beliefs, and the run's trace and store equal the full scans' bytes for bytes
+    (use_index("exact") turns the check off)."""
+    from memsim.engine.index import CandidateIndex
+
+    spec = "synthetic:churn"
+    exact = make(policy_id, llm=MockLLM(seed=0), seed=0)
+    exact.use_index("exact")
+    assert exact.reinforcing.mode == "exact"
+    exact_trace = run(exact, scenarios.load(spec))
+    pol = make(policy_id, llm=MockLLM(seed=0), seed=0)
+    pol.reinforcing = CandidateIndex(pol.store, "cones", min_rows=100, seed=0)
+    settled = []
+    in_range = pol._reinforced_in_range
+
+    def counted(vec):
+        got = in_range(vec)
+        settled.append(got is not None)
+        return got
+
+    pol._reinforced_in_range = counted  # type: ignore[method-assign]
+    trace = run(pol, scenarios.load(spec))
+    assert sum(settled) >= 500, sum(settled)
+    assert _digest(pol, trace) == _digest(exact, exact_trace)

@@ -1075,7 +1075,7 @@ class BatchScreen:
         self.margins = kernels.screen_margin(store.dim) * np.maximum(1.0, norms)
         # two screens settle an order when they are further apart than this: each is within
         # the margin of its product, and products within TIE_RTOL are a tie
-        self.apart = 2.0 * self.margins + 2.0 * kernels.TIE_RTOL * np.maximum(1.0, norms)
+        self.apart = kernels.settled_gap(store.dim, norms)
         self.finite = np.asarray(np.isfinite(self.vectors).all(axis=1))
         self._chunk: _Chunk | None = None
 

@@ -582,6 +582,16 @@ def screen_margin(dim: int) -> float:
     return max(SCREEN_MARGIN, 4.0 * dim * 2.0**-24)
 
 
+def settled_gap(dim: int, norms: ArrayLike) -> np.ndarray:
+    """How far apart two float32 products (or screens) of a vector of norm ``norms`` with
+    unit rows must be for their order to be the full scan's, untied, and their float64
+    cosines' alike: each is within :func:`screen_margin` (times the norm) of its product and
+    of its cosine, and products within TIE_RTOL of each other are a tie."""
+    scale = np.maximum(1.0, np.asarray(norms, dtype=np.float64))
+    gap: np.ndarray = 2.0 * (screen_margin(dim) * scale) + 2.0 * TIE_RTOL * scale
+    return gap
+
+
 def exact_cosines(embeddings: np.ndarray, vector: np.ndarray) -> np.ndarray:
     """Float64 dot products of each row with ``vector`` (or, given one vector per row, of
     each row with its own), each row summed on its own (a BLAS matrix-vector product rounds
