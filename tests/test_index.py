@@ -830,3 +830,35 @@ def test_batch_screen_listed_rows_leave_a_long_tie_chain_to_the_exact_path():
     for salt in range(12):
         keys = lambda r, salt=salt: s.tie_keys(f"q{salt}", r)  # noqa: E731
         assert screen.top_rows(0, 4, mask, keys).tolist() == kernels.topk(sims, 4, keys).tolist()
+
+
+def test_two_indexes_on_one_store_each_see_every_changed_embedding():
+    """Personal AI keeps two candidate indexes over its store (faiss for its top-k, the
+    cones for its reinforcement's range search): a stored embedding changed after both were
+    made is seen by each, whichever brings itself up to date first."""
+    from memsim.engine.index import CandidateIndex
+
+    s, rng = _cand_store(400, seed=3)
+    ivf = CandidateIndex(s, "ivf", min_rows=100, nprobe=10_000)
+    cones = CandidateIndex(s, "cones", min_rows=100)
+    mask = s.retrievable()
+    q = rng.standard_normal(16).astype(np.float32)
+    q /= np.linalg.norm(q)
+    assert ivf.top_rows(q, 3, mask) is not None and cones.rows_near(q, 0.9, mask) is not None
+
+    def found(ivf_first: bool) -> tuple[int, list[int]]:
+        if ivf_first:
+            top, _ = ivf.top_rows(q, 3, mask)
+            near, _ = cones.rows_near(q, 0.9, mask)
+        else:
+            near, _ = cones.rows_near(q, 0.9, mask)
+            top, _ = ivf.top_rows(q, 3, mask)
+        return int(top[0]), near.tolist()
+
+    for row, ivf_first in ((7, True), (11, False), (23, True)):
+        s.set_embedding([row], q)  # the row now holds q itself
+        top, near = found(ivf_first)
+        assert top == row and row in near
+        s.set_embedding([row], rng.standard_normal((1, 16)))  # and then another vector
+        top, near = found(not ivf_first)
+        assert top != row and row not in near

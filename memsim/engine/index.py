@@ -435,8 +435,8 @@ class CandidateIndex:
         self._trained_at = 0
         self._due = 0
         self._no_search_params()
-        if mode != "exact":
-            store.track_embedding_changes()
+        # the rows whose embedding changed since this index last read them
+        self._changes: set[int] = store.track_embedding_changes() if mode != "exact" else set()
 
     # pickling / deepcopy: faiss indexes are SWIG objects
     def __getstate__(self) -> dict[str, Any]:
@@ -531,7 +531,7 @@ class CandidateIndex:
         self._indexed = n
         self._trained_at = n
         self._cones = None  # new centroids: partitioned again on demand
-        s.embedding_changes.clear()
+        self._changes.clear()
         self.audit["trainings"] += 1
 
     def sync(self) -> None:
@@ -541,12 +541,8 @@ class CandidateIndex:
             self._train()
             return
         # (most syncs find no change: no generator over an empty set)
-        changed = (
-            sorted(r for r in s.embedding_changes if r < self._indexed)
-            if s.embedding_changes
-            else []
-        )
-        s.embedding_changes.clear()
+        changed = sorted(r for r in self._changes if r < self._indexed) if self._changes else []
+        self._changes.clear()
         if changed:
             import faiss
 
@@ -731,14 +727,14 @@ class CandidateIndex:
         model's rows have decayed, and reading them cost more than faiss's bitmap)."""
         s, cones = self.store, self._cones
         # (rows not yet covered: their new embeddings are read when they are)
-        stale = cones is not None and any(r < cones.covered for r in s.embedding_changes)
+        stale = cones is not None and any(r < cones.covered for r in self._changes)
         if cones is None or s.n >= 2 * self._trained_at or stale:
             centroids = self._cone_centroids()
             cones = _Cones(centroids, spare=len(centroids), spawn_factor=CONES_SPAWN_FACTOR)
             self._cones, self._trained_at = cones, s.n
             self.audit["trainings"] += 1
             self._statuses_read = 0  # new lists: every terminal row of the log leaves them
-        s.embedding_changes.clear()
+        self._changes.clear()
         cones.cover(s.embedding)
         log = s.status_log
         if len(log) > self._statuses_read:

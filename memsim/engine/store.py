@@ -182,9 +182,9 @@ class MemoryStore:
         self.status_log: list[tuple[float, int, int]] = []
         self.provenance_log: list[tuple[float, int, str]] = []
         self._code_cache: dict[tuple[str, Any], tuple[int, ...]] = {}
-        # rows whose embedding changed, collected only once a candidate index asks for them
-        self.embedding_changes: set[int] = set()
-        self._track_changes = False
+        # per candidate index over the store, the rows whose embedding changed since it last
+        # read them (track_embedding_changes): each index empties its own set
+        self._change_sets: list[set[int]] = []
         self.embedding_version = 0  # counts set_embedding calls (a batch's screen checks it)
         # rows per status code, kept by add and set_status (the status column's only writers)
         self._status_counts = [0] * len(statuses.names)
@@ -345,8 +345,8 @@ class MemoryStore:
         self.embedding_version = getattr(self, "embedding_version", 0) + 1
         self._packed.changed(self._emb, rows)
         self._queries.changed(rows)
-        if getattr(self, "_track_changes", False):
-            self.embedding_changes.update(rows.tolist())
+        for changes in getattr(self, "_change_sets", ()):
+            changes.update(rows.tolist())
 
     def products(self, vector: Any, mask: np.ndarray, fill: float = -np.inf) -> np.ndarray:
         """``np.where(mask, embedding @ vector, fill)`` in float32, bit for bit, scanning
@@ -376,10 +376,15 @@ class MemoryStore:
         state["_row_logs"] = {}
         return state
 
-    def track_embedding_changes(self) -> None:
-        """Collect the rows :meth:`set_embedding` changes in ``embedding_changes`` (a
-        candidate index empties it as it catches up)."""
-        self._track_changes = True
+    def track_embedding_changes(self) -> set[int]:
+        """A set that collects the rows :meth:`set_embedding` changes from now on, for one
+        candidate index, which empties it as it catches up (each index its own: a store
+        searched through two, as Personal AI's is, must not let one take the other's)."""
+        changes: set[int] = set()
+        if "_change_sets" not in self.__dict__:  # (a store pickled before they were kept)
+            self._change_sets = []
+        self._change_sets.append(changes)
+        return changes
 
     # -- statuses and provenance ---------------------------------------------
     def kind_code(self, name: str) -> int:
