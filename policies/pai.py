@@ -423,6 +423,7 @@ class PersonalAI(Policy[PaiParams]):
         (every search the full scan)."""
         super().use_index(mode, **knobs)
         check = {"mode": "exact"} if mode == "exact" else self.reinforce_index
+        self.reinforcing.detach()
         self.reinforcing = CandidateIndex(self.store, seed=self.seed, **check)
 
     def _best_if_reinforced(

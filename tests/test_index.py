@@ -862,3 +862,20 @@ def test_two_indexes_on_one_store_each_see_every_changed_embedding():
         s.set_embedding([row], rng.standard_normal((1, 16)))  # and then another vector
         top, near = found(not ivf_first)
         assert top != row and row not in near
+
+
+def test_a_replaced_index_stops_following_the_stores_changes():
+    """use_index replaces a policy's candidate index (Personal AI's range search too): the
+    store then collects embedding changes for the indexes in use only."""
+    from memsim.engine.registry import make
+
+    pol = make("pai")
+    assert len(pol.store._change_sets) == 2  # faiss's top-k and the cones' range search
+    for mode in ("ivf", "cones", "exact", "ivf"):
+        pol.use_index(mode, min_rows=100)
+        held = pol.store._change_sets
+        if mode == "exact":
+            assert held == []
+        else:  # the two indexes' own sets, and no other
+            assert len(held) == 2
+            assert held[0] is pol.candidates._changes and held[1] is pol.reinforcing._changes

@@ -438,6 +438,10 @@ class CandidateIndex:
         # the rows whose embedding changed since this index last read them
         self._changes: set[int] = store.track_embedding_changes() if mode != "exact" else set()
 
+    def detach(self) -> None:
+        """Stop following the store's embedding changes (an index being replaced)."""
+        self.store.untrack_embedding_changes(self._changes)
+
     # pickling / deepcopy: faiss indexes are SWIG objects
     def __getstate__(self) -> dict[str, Any]:
         import faiss

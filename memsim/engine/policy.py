@@ -233,7 +233,9 @@ class Policy(abc.ABC, Generic[P]):
         ``mode`` "ivf", faiss, audited; "cones", exact range searches only; knobs min_rows /
         nprobe / audit_every) or exactly ("exact"); ``default_index`` is the class's own.
         Policies that do not search through ``self.candidates`` are unaffected."""
-        self.candidates = CandidateIndex(self.store, mode, seed=self.seed, **knobs)
+        new = CandidateIndex(self.store, mode, seed=self.seed, **knobs)  # (may raise)
+        self.candidates.detach()
+        self.candidates = new
 
     def index_audit(self) -> dict[str, Any]:
         """The candidate index's exactness audit (see CandidateIndex.summary)."""

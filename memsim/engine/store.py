@@ -386,6 +386,12 @@ class MemoryStore:
         self._change_sets.append(changes)
         return changes
 
+    def untrack_embedding_changes(self, changes: set[int]) -> None:
+        """Stop collecting into ``changes`` (a set :meth:`track_embedding_changes` gave to an
+        index now replaced): set_embedding no longer pays for it."""
+        sets = self.__dict__.get("_change_sets", [])
+        sets[:] = [c for c in sets if c is not changes]
+
     # -- statuses and provenance ---------------------------------------------
     def kind_code(self, name: str) -> int:
         try:
