@@ -161,7 +161,7 @@ def _text_rows_as_written(t: TextEmbedder, texts: list[str]) -> np.ndarray:
     for i, text in enumerate(texts):
         words = re.findall(r"[0-9a-z]+(?:'[0-9a-z]+)*", text.lower())
         for w in words:
-            for j, f in enumerate(t._word_features(w).tolist()):
+            for j, f in enumerate(t._word_features(w)[0].tolist()):
                 keys.append((i, f))
                 weights.append(t.WORD if j == 0 else t.CHAR)
         for a, b in zip(words, words[1:]):

@@ -545,12 +545,9 @@ class TextEmbedder:
             "little",
         )
 
-    def _word_features(self, word: str) -> np.ndarray:
-        """Hashes of a word's unigram then its character 3-grams (cached per word)."""
-        return self._weighted_word(word)[0]
-
-    def _weighted_word(self, word: str) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_word_features` and their weights (``WORD`` then ``CHAR``), cached per word."""
+    def _word_features(self, word: str) -> tuple[np.ndarray, np.ndarray]:
+        """Hashes of a word's unigram then its character 3-grams, and their weights (``WORD``
+        then ``CHAR``), cached per word."""
         f = self._word_cache.get(word)
         if f is None:
             marked = f"<{word}>"
@@ -589,7 +586,7 @@ class TextEmbedder:
                 continue
             count = 0
             for w in words:
-                h, wt = self._weighted_word(w)
+                h, wt = self._word_features(w)
                 hashes.append(h)
                 weights.append(wt)
                 count += len(h)
