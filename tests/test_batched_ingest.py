@@ -20,13 +20,16 @@ from memsim.engine.mockllm import MockLLM
 SEEDS = ["pai", "izzie", "kernle", "engram", "cosmo"]
 
 
-def _day_both_ways(policy_id, stream_seed, day, llm, seed):
-    """The policy warmed on the days before ``day`` of a random steady stream, then two
-    copies: one ingests the day in one call, the other one episode at a time. Returns
-    (batched policy, its outcomes, one-at-a-time policy, its outcomes, now)."""
+STEADY_DAYS = "synthetic:steady,episodes=300,queries=10,horizon=10"
+
+
+def _day_both_ways(policy_id, stream_seed, day, llm, seed, spec=STEADY_DAYS):
+    """The policy warmed on the days before ``day`` of a random stream (``spec``; steady by
+    default), then two copies: one ingests the day in one call, the other one episode at a
+    time. Returns (batched policy, its outcomes, one-at-a-time policy, its outcomes, now)."""
     import scenarios
 
-    stream = scenarios.load("synthetic:steady,episodes=300,queries=10,horizon=10", seed=stream_seed)
+    stream = scenarios.load(spec, seed=stream_seed)
     eps = [e for e in stream.events if isinstance(e, Episode)]
     pol = registry.make(policy_id, llm=llm, seed=seed)
     for t, batch in groupby((e for e in eps if e.time < day), key=lambda e: e.time):
@@ -75,6 +78,57 @@ def test_batched_day_equals_one_by_one_with_failures(policy_id, stream_seed, day
 
     llm = MockLLM(seed=seed, faults=Faults(extract_fail=0.2, embed_fail=0.3))
     a, out_a, b, out_b, _ = _day_both_ways(policy_id, stream_seed, day, llm, seed)
+    assert out_a == out_b
+    assert store_state(a.store) == store_state(b.store)
+    assert _summaries(a) == _summaries(b)
+
+
+def _modes_and_faults():
+    """The mock's documented modes that act on ingest (docs/mock-llm.md) and its injected
+    faults, each at its default or at a setting that changes what extraction, embedding or
+    classification return."""
+    from memsim.engine.llm import SUMMARY_MODES, Faults, Modes
+
+    modes = st.builds(
+        Modes,
+        entity_forms=st.sampled_from([1, 3]),
+        resolution_error=st.sampled_from([0.0, 0.1]),
+        chatter_confidence=st.sampled_from([-1.0, 0.3]),
+        fact_confidence_spread=st.sampled_from([0.0, 0.1]),
+        summary=st.sampled_from(SUMMARY_MODES),  # Personal AI's conversation summaries
+    )
+    faults = st.builds(
+        Faults,
+        extract_fail=st.sampled_from([0.0, 0.2]),
+        embed_fail=st.sampled_from([0.0, 0.3]),
+        wrong_class=st.sampled_from([0.0, 0.1]),
+        invalid_answer=st.sampled_from([0.0, 0.1]),
+        importance_jitter=st.sampled_from([0.0, 0.2]),
+        wrong_category=st.sampled_from([0.0, 0.1]),
+    )
+    return modes, faults
+
+
+@pytest.mark.parametrize("policy_id", SEEDS + [f"{p}-code" for p in SEEDS])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    profile=st.sampled_from(["steady", "churn", "noisy", "longgap"]),
+    stream_seed=st.integers(0, 2**16),
+    day=st.integers(1, 9),
+    seed=st.integers(0, 3),
+    mock=st.tuples(*_modes_and_faults()),
+)
+def test_batched_day_equals_one_by_one_on_every_profile_under_the_mocks_modes(
+    policy_id, profile, stream_seed, day, seed, mock
+):
+    """The same on the four synthetic profiles, for the seed policies and their code
+    variants, with the mock's modes and faults drawn (other surface forms of a key, keys
+    resolved to none, chatter's and facts' confidence, summaries, failures, wrong and invalid
+    classifications): what a batch decides in order never depends on the batch."""
+    modes, faults = mock
+    llm = MockLLM(seed=seed, modes=modes, faults=faults)
+    spec = f"synthetic:{profile},episodes=1000,queries=10,horizon=10"
+    a, out_a, b, out_b, _ = _day_both_ways(policy_id, stream_seed, day, llm, seed, spec)
     assert out_a == out_b
     assert store_state(a.store) == store_state(b.store)
     assert _summaries(a) == _summaries(b)
