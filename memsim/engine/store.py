@@ -345,8 +345,11 @@ class MemoryStore:
         self.embedding_version = getattr(self, "embedding_version", 0) + 1
         self._packed.changed(self._emb, rows)
         self._queries.changed(rows)
-        for changes in getattr(self, "_change_sets", ()):
-            changes.update(rows.tolist())
+        sets = getattr(self, "_change_sets", ())
+        if sets:  # (each candidate index's set; the rows listed once for all of them)
+            changed = rows.tolist()
+            for changes in sets:
+                changes.update(changed)
 
     def products(self, vector: Any, mask: np.ndarray, fill: float = -np.inf) -> np.ndarray:
         """``np.where(mask, embedding @ vector, fill)`` in float32, bit for bit, scanning
