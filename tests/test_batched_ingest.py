@@ -23,15 +23,18 @@ SEEDS = ["pai", "izzie", "kernle", "engram", "cosmo"]
 STEADY_DAYS = "synthetic:steady,episodes=300,queries=10,horizon=10"
 
 
-def _day_both_ways(policy_id, stream_seed, day, llm, seed, spec=STEADY_DAYS):
+def _day_both_ways(policy_id, stream_seed, day, llm, seed, spec=STEADY_DAYS, prepare=None):
     """The policy warmed on the days before ``day`` of a random stream (``spec``; steady by
     default), then two copies: one ingests the day in one call, the other one episode at a
-    time. Returns (batched policy, its outcomes, one-at-a-time policy, its outcomes, now)."""
+    time. ``prepare``: called with the new policy before the warm-up. Returns (batched
+    policy, its outcomes, one-at-a-time policy, its outcomes, now)."""
     import scenarios
 
     stream = scenarios.load(spec, seed=stream_seed)
     eps = [e for e in stream.events if isinstance(e, Episode)]
     pol = registry.make(policy_id, llm=llm, seed=seed)
+    if prepare is not None:
+        prepare(pol)
     for t, batch in groupby((e for e in eps if e.time < day), key=lambda e: e.time):
         pol.ingest(list(batch), t)
     todays = [e for e in eps if day <= e.time < day + 1]
@@ -132,6 +135,51 @@ def test_batched_day_equals_one_by_one_on_every_profile_under_the_mocks_modes(
     assert out_a == out_b
     assert store_state(a.store) == store_state(b.store)
     assert _summaries(a) == _summaries(b)
+
+
+def _index_audits(policy):
+    """The audit figures of every candidate index a policy keeps (Personal AI: two)."""
+    return [
+        idx.summary()
+        for idx in (policy.candidates, getattr(policy, "reinforcing", None))
+        if idx is not None
+    ]
+
+
+@pytest.mark.parametrize("policy_id", ["pai", "pai-code"])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    stream_seed=st.integers(0, 2**16),
+    day=st.integers(6, 9),
+    seed=st.integers(0, 3),
+    nprobe=st.sampled_from([1, 4]),
+    audit_every=st.sampled_from([1, 3]),
+)
+def test_batched_day_through_the_candidate_index_equals_one_by_one(
+    policy_id, stream_seed, day, seed, nprobe, audit_every
+):
+    """The same with Personal AI's searches through its candidate indexes from a hundred
+    rows (faiss IVF probing 1 or 4 lists, so that its answers do miss rows; the
+    reinforcement check through the cones): a batch searches the indexes as one episode at
+    a time does and counts the same audit. The other tests' stores stay under every index's
+    threshold; Personal AI turns its index on from 5,000 rows (a fifth into the steady year)
+    and the cones from 2,000. The other seed policies' ingest does not search through
+    ``candidates`` (their recall may)."""
+
+    def on_early(pol):
+        if hasattr(pol, "reinforce_index"):
+            pol.reinforce_index = {"mode": "cones", "min_rows": 120}
+        pol.use_index("ivf", min_rows=120, nprobe=nprobe, audit_every=audit_every)
+
+    spec = "synthetic:steady,episodes=1500,queries=10,horizon=10"
+    a, out_a, b, out_b, _ = _day_both_ways(
+        policy_id, stream_seed, day, MockLLM(seed=seed), seed, spec, prepare=on_early
+    )
+    assert a.candidates.approximate and a.candidates.audit["searches"]  # (it was searched)
+    assert out_a == out_b
+    assert store_state(a.store) == store_state(b.store)
+    assert _summaries(a) == _summaries(b)
+    assert _index_audits(a) == _index_audits(b)
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
