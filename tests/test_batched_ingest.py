@@ -158,17 +158,16 @@ def _index_audits(policy):
 def test_batched_day_through_the_candidate_index_equals_one_by_one(
     policy_id, stream_seed, day, seed, nprobe, audit_every
 ):
-    """The same with Personal AI's searches through its candidate indexes from a hundred
-    rows (faiss IVF probing 1 or 4 lists, so that its answers do miss rows; the
-    reinforcement check through the cones): a batch searches the indexes as one episode at
-    a time does and counts the same audit. The other tests' stores stay under every index's
-    threshold; Personal AI turns its index on from 5,000 rows (a fifth into the steady year)
-    and the cones from 2,000. The other seed policies' ingest does not search through
+    """The same with Personal AI's searches through its candidate indexes from 120 rows
+    (faiss IVF probing 1 or 4 lists, so that its answers do miss rows; the reinforcement
+    check through the cones): a batch searches the indexes as one episode at a time does and
+    counts the same audit. The other tests' stores stay under every index's threshold;
+    Personal AI turns its index on from 5,000 rows (between days 120 and 240 of the steady
+    year) and the cones from 2,000. The other seed policies' ingest does not search through
     ``candidates`` (their recall may)."""
 
     def on_early(pol):
-        if hasattr(pol, "reinforce_index"):
-            pol.reinforce_index = {"mode": "cones", "min_rows": 120}
+        pol.reinforce_index = {"mode": "cones", "min_rows": 120}  # (read by use_index)
         pol.use_index("ivf", min_rows=120, nprobe=nprobe, audit_every=audit_every)
 
     spec = "synthetic:steady,episodes=1500,queries=10,horizon=10"
