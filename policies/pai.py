@@ -947,20 +947,22 @@ class PersonalAI(Policy[PaiParams]):
         thr = p.duplicate_threshold if threshold is None else threshold
         rows = self._reflect_rows(now) if rows is None else rows
         E = self.store.embedding[rows]
-        sim = (E @ E.T).astype(np.float64)
+        near = (E @ E.T).astype(np.float64) >= thr
+        np.fill_diagonal(near, False)  # (a leader is not its own member)
         used = np.zeros(len(rows), dtype=bool)
         clusters: list[list[int]] = []
-        for a in range(len(rows)):
+        # only a belief with another one above the threshold can lead a cluster: the others
+        # are passed over without a test (most of the window, once a day)
+        for a in np.flatnonzero(near.any(axis=1)).tolist():
             if used[a]:
                 continue
-            members = np.flatnonzero(~used & (sim[a] >= thr))
-            members = members[members != a]
+            members = np.flatnonzero(near[a] & ~used)
             if len(members):
                 used[a] = True
                 used[members] = True
-                clusters.append([int(rows[a])] + [int(rows[m]) for m in members])
+                clusters.append([int(rows[a])] + rows[members].tolist())
         eff = self.effective(now)
-        stale = [int(r) for r in rows if eff[r] < p.stale_threshold]
+        stale = rows[eff[rows] < p.stale_threshold].tolist()
         return clusters, stale
 
     def _job_reflect(self, now: float) -> list[Outcome]:

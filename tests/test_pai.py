@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memsim.engine.errors import ParamError
 from memsim.engine.events import Claim, Episode, Forget, Query, make_stream
@@ -575,6 +577,42 @@ def test_s3_reflect_flags_stale_below_010_and_loads_at_most_200():
     assert stale == [1]  # row 1 is 78.5 days old, row 2 77.5
     _, stale = pol.reflect(2 + 77.6)
     assert sorted(stale) == [1, 2]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    claims=st.lists(
+        st.tuples(st.sampled_from(["a.x", "a.y", "b.x", "c.z"]), st.sampled_from("pq")),
+        min_size=2,
+        max_size=40,
+    ),
+    threshold=st.floats(0.3, 0.99),
+    order_seed=st.integers(0, 2**16),
+)
+def test_s3_reflect_clusters_are_the_leader_clustering_in_load_order(claims, threshold, order_seed):
+    """reflect's clusters (§3): in load order, each belief not yet in a cluster with another
+    such belief at cosine >= the threshold leads a cluster of all of them. Against that
+    loop written plainly (reflect passes over the beliefs that have no such neighbour)."""
+    pol = PersonalAI(PaiParams(reinforce_above=0.999), llm=mock())
+    for i, (key, value) in enumerate(claims):
+        pol.ingest([ep(f"e{i}", i, Claim(key, value))], float(i))
+    rows = np.random.default_rng(order_seed).permutation(pol.store.n)
+    E = pol.store.embedding[rows]
+    sim = (E @ E.T).astype(np.float64)
+    used = np.zeros(len(rows), dtype=bool)
+    expected = []
+    for a in range(len(rows)):
+        if used[a]:
+            continue
+        members = [m for m in range(len(rows)) if m != a and not used[m] and sim[a, m] >= threshold]
+        if members:
+            used[a] = True
+            used[members] = True
+            expected.append([int(rows[a])] + [int(rows[m]) for m in members])
+    clusters, stale = pol.reflect(float(len(claims)), threshold, rows)
+    assert clusters == expected and all(type(r) is int for c in clusters for r in c)
+    eff = pol.effective(float(len(claims)))
+    assert stale == [int(r) for r in rows if eff[r] < pol.params.stale_threshold]
 
 
 def test_s3_synthesize_meta_belief():
