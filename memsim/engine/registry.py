@@ -80,6 +80,9 @@ class PolicySpec:
 _SPECS: dict[str, PolicySpec] = {}
 _loaded_plugins = False
 _loaded_names: set[str] = set()
+# names whose entry points were looked up (spec() asks per call; a scan of the installed
+# distributions costs ~3 ms, several times per run of a sweep)
+_scanned_names: set[str] = set()
 
 
 def register(
@@ -122,8 +125,10 @@ def _add(obj: Any) -> None:
 def _load_plugins(name: str | None = None) -> None:
     """Load the entry points named ``name`` (every one when None), each once."""
     global _loaded_plugins
-    if _loaded_plugins:
+    if _loaded_plugins or name in _scanned_names:
         return
+    if name is not None:
+        _scanned_names.add(name)
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         ep_name = getattr(ep, "name", None)
         if name is not None and ep_name != name:
