@@ -99,6 +99,12 @@ class ACTR(ReferencePolicy):
         # keeping these cost it more time than they saved (docs/performance.md).
         self.known_activation = np.zeros(0)
         self.known_at = np.zeros(0)
+        # spacing variant: per row, the sum sum_j (t - t_j) ** -d_j as last computed and the
+        # time t it was computed for (NaN: none since the row's last presentation). A review
+        # at t reads the sums the query's ranking just computed at t instead of summing the
+        # row's whole history again (a steady year's recall 25.5 -> 23.6 s).
+        self.summed = np.zeros(0)
+        self.summed_at = np.zeros(0)
 
     def presentations(self, row: int) -> np.ndarray:
         """The presentation times (days) of ``row``, in order."""
@@ -136,6 +142,8 @@ class ACTR(ReferencePolicy):
                 ("counts", 0),
                 ("known_activation", np.inf),
                 ("known_at", -np.inf),
+                ("summed", 0.0),
+                ("summed_at", np.nan),
             ]:
                 old = getattr(self, name)
                 grown = np.full(cap, fill, dtype=old.dtype)
@@ -154,14 +162,7 @@ class ACTR(ReferencePolicy):
         new_nd = None
         if self.neg_decay is not None:  # d of the new presentations, from the earlier ones
             p = self.params
-            x = kernels.actr_spacing_sums(
-                self._pool_in_units(),
-                self.neg_decay,
-                self.start[rows],
-                self.counts[rows],
-                now / p.time_unit_days,
-                p.min_age,
-            )
+            x = self._spacing_sums(now, rows)
             new_nd = kernels.actr_spacing_neg_decay(x, p.spacing_a, p.spacing_c)
             with np.errstate(divide="ignore"):  # the rows' activations now, as computed
                 earlier = np.log(x)
@@ -177,6 +178,7 @@ class ACTR(ReferencePolicy):
         if self.neg_decay is not None:
             self.neg_decay[self.start[rows] + self.counts[rows]] = new_nd
         self.counts[rows] += 1
+        self.summed_at[rows] = np.nan  # a sum without this presentation
         if self.neg_decay is not None:
             with np.errstate(divide="ignore"):
                 self._know(rows, np.logaddexp(earlier, np.log(self._newest_term(rows))), now)
@@ -200,6 +202,31 @@ class ACTR(ReferencePolicy):
     def _known_bound(self, rows: np.ndarray, now: float) -> np.ndarray:
         """The known activations of ``rows`` where they bound the one at ``now``, else inf."""
         return np.where(now >= self.known_at[rows], self.known_activation[rows], np.inf)
+
+    def _spacing_sums(self, now: float, rows: np.ndarray) -> np.ndarray:
+        """The spacing variant: ``sum_j max(t - t_j, min_age) ** -d_j`` of each of ``rows``
+        at ``now`` (``kernels.actr_spacing_sums``), the ones already computed at ``now``
+        since the row's last presentation read back (each row's sum is its own, whichever
+        rows are summed with it: the same number), the rest computed and kept."""
+        assert self.neg_decay is not None
+        p = self.params
+        known = self.summed_at[rows] == now
+        if known.all():
+            return self.summed[rows]
+        x = np.empty(len(rows))
+        x[known] = self.summed[rows[known]]
+        todo = rows[~known]
+        x[~known] = fresh = kernels.actr_spacing_sums(
+            self._pool_in_units(),
+            self.neg_decay,
+            self.start[todo],
+            self.counts[todo],
+            now / p.time_unit_days,
+            p.min_age,
+        )
+        self.summed[todo] = fresh
+        self.summed_at[todo] = now
+        return x
 
     def _pool_in_units(self) -> np.ndarray:
         # x / 1.0 == x for every float: skip the copy of every presentation in days; else
@@ -226,16 +253,19 @@ class ACTR(ReferencePolicy):
         """Base-level activation of every row, or of ``rows`` (the same numbers: each row's
         sum is its own)."""
         p = self.params
-        t_now = now / p.time_unit_days
-        pool = self._pool_in_units()
-        at = slice(0, self.store.n) if rows is None else rows
         # the padded kernels' results bit for bit, over the presentations only
-        if self.neg_decay is not None:
-            return kernels.actr_activation_spacing_segments(
-                pool, self.neg_decay, self.start[at], self.counts[at], t_now, p.min_age
-            )
+        if self.neg_decay is not None:  # (kernels.actr_activation_spacing_segments' ln)
+            x = self._spacing_sums(now, np.arange(self.store.n) if rows is None else rows)
+            with np.errstate(divide="ignore"):
+                return np.log(x, out=x)
+        at = slice(0, self.store.n) if rows is None else rows
         return kernels.actr_activation_segments(
-            pool, self.start[at], self.counts[at], t_now, p.decay, p.min_age
+            self._pool_in_units(),
+            self.start[at],
+            self.counts[at],
+            now / p.time_unit_days,
+            p.decay,
+            p.min_age,
         )
 
     def activation_bound(self, now: float, rows: np.ndarray) -> np.ndarray:

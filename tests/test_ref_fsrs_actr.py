@@ -440,6 +440,47 @@ def test_actr_spacing_policy_caches_the_padded_kernels_decays(steps, unit, extra
     assert pol.activation(t).tobytes() == want.tobytes()
 
 
+@given(
+    st.lists(
+        st.tuples(spacing_gaps, st.integers(0, 7), st.sampled_from(["", "all", "some"])),
+        min_size=1,
+        max_size=120,
+    ),
+    st.sampled_from([1.0, 1 / 24]),
+    st.integers(0, 2**32),
+)
+def test_actr_spacing_review_reads_sums_computed_at_its_time_only(steps, unit, seed):
+    """A review at t reads a row's spacing sum where the activation computed it at t since
+    the row's last presentation (a query's ranking, then its review), never an older one:
+    with activations of every row or of random rows evaluated at random steps before the
+    creation or review of that step (reviews at the same instant as the last one, rapid
+    repetitions), every cached decay is still the padded kernel's from the presentation
+    times, and the activation the padded kernel's, bit for bit. Fails when a review leaves
+    its rows' sums as read at that instant."""
+    pol = make(
+        "actr-spacing", {"time_unit_days": unit, "min_age": 1 / 24 / unit}, llm=OneVectorLLM()
+    )
+    p = pol.params
+    rng = np.random.default_rng(seed)
+    now, n = 0.0, 0
+    for gap, pick, evaluate in steps:
+        now += gap * unit
+        if evaluate and n:
+            rows = np.arange(n) if evaluate == "all" else rng.choice(n, rng.integers(1, n + 1))
+            pol.activation(now, None if evaluate == "all" else rows)
+        if pick == 0 or n == 0:
+            _create_row(pol, now)
+            n += 1
+        else:
+            pol._review(np.unique(np.array([pick, 2 * pick, pick + 3]) % n), now)
+    padded = pol._padded(n) / unit
+    want_nd = K.actr_spacing_neg_decays(padded, p.spacing_a, p.spacing_c, p.min_age)
+    for r in range(n):
+        assert (-pol.decays(r)).tobytes() == want_nd[r, : pol.counts[r]].tobytes()
+    want = K.actr_activation_spacing(padded, now / unit, p.spacing_a, p.spacing_c, p.min_age)
+    assert pol.activation(now).tobytes() == want.tobytes()
+
+
 def _rapidly_repeated(per_day: int):
     """actr-spacing with two memories created at 0, the first presented again at 1 / per_day,
     2 / per_day, ..., 5 / per_day (six presentations)."""
