@@ -19,11 +19,15 @@ import cProfile
 import io
 import json
 import pstats
+import re
 import resource
 import time
 from pathlib import Path
 
 HORIZON = 365.0
+ROOT = Path(__file__).resolve().parents[1]
+# a package's file, wherever the environment lies: its path from site-packages on
+_SITE_PACKAGES = re.compile(r"\S*/site-packages/")
 
 
 def _rss_mib() -> float:
@@ -33,6 +37,13 @@ def _rss_mib() -> float:
     except (OSError, IndexError, ValueError):
         return float("nan")
     return pages * resource.getpagesize() / 2**20
+
+
+def portable(profile: str, root: Path = ROOT) -> str:
+    """pstats' text with the checkout's files relative to its root and installed packages'
+    from site-packages on: the same lines from any clone, worktree or virtual environment
+    (a report made in a worktree printed /tmp/rep/main/... on every line)."""
+    return _SITE_PACKAGES.sub("site-packages/", profile.replace(f"{root}/", ""))
 
 
 def spec(episodes: int, queries: int, horizon: float = HORIZON) -> str:
@@ -90,7 +101,7 @@ def main(argv: list[str] | None = None) -> dict:
     if prof:
         buf = io.StringIO()
         pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(a.profile)
-        out["profile"] = buf.getvalue()
+        out["profile"] = portable(buf.getvalue())
     print(json.dumps(out))
     return out
 

@@ -1,7 +1,9 @@
 """benchmarks.blocks: the marked blocks of results/benchmarks.md that benchmark commands
 write on their own, and benchmarks.report keeps; and the steady-year benchmark's sizes."""
 
-from benchmarks import blocks
+from pathlib import Path
+
+from benchmarks import blocks, simrun
 
 B, E = "<!-- X_BEGIN -->", "<!-- X_END -->"
 
@@ -111,3 +113,19 @@ def test_report_runs_each_benchmark_module_in_its_own_process(tmp_path, monkeypa
     assert names == [c[3] for c in calls if not c[3].endswith("bench_ann.py")]
     assert merged["machine_info"] == {"m": calls[0][3]}
     assert code == 1 and "each in its own process" in command
+
+
+def test_profile_paths_are_the_same_from_any_checkout():
+    """simrun's profile names the checkout's files from its root and installed packages'
+    from site-packages on, so a report made in a worktree does not print its path."""
+    cols = "    1    0.135    0.135    9.576    9.576 "
+    text = (
+        f"{cols}/tmp/rep/main/memsim/engine/runner.py:297(run)\n"
+        f"{cols}/tmp/rep/main/.venv/lib/python3.11/site-packages/numpy/linalg/_linalg.py:2(norm)\n"
+        f"{cols}{{built-in method numpy.arange}}\n"
+    )
+    assert simrun.portable(text, Path("/tmp/rep/main")).splitlines() == [
+        f"{cols}memsim/engine/runner.py:297(run)",
+        f"{cols}site-packages/numpy/linalg/_linalg.py:2(norm)",
+        f"{cols}{{built-in method numpy.arange}}",
+    ]
