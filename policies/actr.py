@@ -306,7 +306,10 @@ class ACTR(ReferencePolicy):
                 self._know(rows[at], a, now)  # tighter bounds for the next queries
             return ranked_activation(a, w) + w_sims[at]
 
-        reach, score = kernels.topk_support(self.activation_bound(now, rows) + w_sims, exact, k)
+        # the bound read as the activation is (an overflowed row's at most `above` + W cos,
+        # as its score: else every row within a time unit of a presentation is evaluated)
+        bound = ranked_activation(self.activation_bound(now, rows), w) + w_sims
+        reach, score = kernels.topk_support(bound, exact, k)
         out = np.full(len(sims), -np.inf)
         out[rows[reach]] = score
         return out

@@ -339,6 +339,30 @@ def test_actr_spacing_ranks_an_overflowed_activation_first():
     assert pol.rank(scores, 3, "q").tolist() == [2, 1, 0]
 
 
+def test_actr_spacing_ranking_evaluates_overflowed_rows_only_where_w_cos_can_reach():
+    """An overflowed row's score is ``ranked_activation``'s finite stand-in plus W cos, so
+    its bound is read the same way: with 12 overflowed rows live (their activation bound is
+    +inf within a time unit of a presentation) and k = 2, the ranking evaluates the 2k rows
+    of the highest bounds and stops, not all 12 (before, every such row was evaluated: 73
+    rows per query late in the steady year, 20 after). The ranking is the full one."""
+    pol = make("actr-spacing", llm=OneVectorLLM())
+    for _ in range(16):
+        _create_row(pol, 0.0)
+    hot = np.arange(12)
+    for j in range(1, 6):  # six presentations an hour apart: the sixth decay overflows
+        pol._review(hot, j / 24)
+    t = 5 / 24
+    full = pol.activation(t)
+    assert np.isposinf(full[hot]).all() and np.isfinite(full[12:]).all()
+    sims = np.linspace(0.05, 0.95, 16)[::-1].copy()
+    w = pol.params.spreading_weight
+    got = pol._scores(sims, np.ones(16, dtype=bool), t, 2)
+    assert np.isfinite(got).sum() == 4  # the first round's 2k rows
+    want = ranked_activation(full, w) + w * sims
+    keys = pol.store.tie_keys("q")
+    assert K.topk(got, 2, keys).tolist() == K.topk(want, 2, keys).tolist() == [0, 1]
+
+
 def _create_row(pol, now: float) -> None:
     """A row in ``pol``'s store and its first presentation, as ``ReferencePolicy.ingest``
     makes one."""
