@@ -178,8 +178,8 @@ class ACTR(ReferencePolicy):
         if self.neg_decay is not None:
             self.neg_decay[self.start[rows] + self.counts[rows]] = new_nd
         self.counts[rows] += 1
-        self.summed_at[rows] = np.nan  # a sum without this presentation
         if self.neg_decay is not None:
+            self.summed_at[rows] = np.nan  # a sum without this presentation
             with np.errstate(divide="ignore"):
                 self._know(rows, np.logaddexp(earlier, np.log(self._newest_term(rows))), now)
 
