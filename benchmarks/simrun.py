@@ -24,8 +24,9 @@ import resource
 import time
 from pathlib import Path
 
+from benchmarks.workloads import REPO
+
 HORIZON = 365.0
-ROOT = Path(__file__).resolve().parents[1]
 # a package's file, wherever the environment lies: its path from site-packages on
 _SITE_PACKAGES = re.compile(r"\S*/site-packages/")
 
@@ -39,7 +40,7 @@ def _rss_mib() -> float:
     return pages * resource.getpagesize() / 2**20
 
 
-def portable(profile: str, root: Path = ROOT) -> str:
+def portable(profile: str, root: Path = REPO) -> str:
     """pstats' text with the checkout's files relative to its root and installed packages'
     from site-packages on: the same lines from any clone, worktree or virtual environment
     (a report made in a worktree printed /tmp/rep/main/... on every line)."""
