@@ -211,12 +211,11 @@ class ACTR(ReferencePolicy):
         assert self.neg_decay is not None
         p = self.params
         known = self.summed_at[rows] == now
-        if known.all():
+        some = bool(known.any())
+        if some and known.all():
             return self.summed[rows]
-        x = np.empty(len(rows))
-        x[known] = self.summed[rows[known]]
-        todo = rows[~known]
-        x[~known] = fresh = kernels.actr_spacing_sums(
+        todo = rows[~known] if some else rows  # (none known: a review at ingest, the usual)
+        fresh = kernels.actr_spacing_sums(
             self._pool_in_units(),
             self.neg_decay,
             self.start[todo],
@@ -226,6 +225,11 @@ class ACTR(ReferencePolicy):
         )
         self.summed[todo] = fresh
         self.summed_at[todo] = now
+        if not some:
+            return fresh
+        x = np.empty(len(rows))
+        x[known] = self.summed[rows[known]]
+        x[~known] = fresh
         return x
 
     def _pool_in_units(self) -> np.ndarray:
