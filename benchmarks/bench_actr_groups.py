@@ -1,12 +1,14 @@
 """The grouping rule of the ACT-R presentation kernels, chosen by measurement.
 
-``memsim.engine.kernels._count_groups`` evaluates a call's rows as one group, padded to its
-widest row, while ``rows x widest <= _ONE_GROUP_FACTOR x presentations + _ONE_GROUP_CELLS``,
-and otherwise as one group per power-of-two count class (fewer cells, more numpy calls).
-The outcome is the same bit for bit either way (tests/test_ref_fsrs_actr.py); only the
-time depends on the rule. This benchmark records the kernels' calls in runs of ``actr`` and
-``actr-spacing`` on the steady year (every EVERY-th call, with only the
-presentations the kernel reads), replays them under a grid of (factor, cells), each call
+``memsim.engine.kernels._count_groups`` makes each row of ``_ALONE_FROM`` presentations or
+more a group of its own (read straight from its segment), and evaluates the other rows as
+one group, padded to its widest row, while ``rows x widest <= _ONE_GROUP_FACTOR x
+presentations + _ONE_GROUP_CELLS``, and otherwise as one group per power-of-two count class
+(fewer cells, more numpy calls). The outcome is the same bit for bit either way
+(tests/test_ref_fsrs_actr.py); only the time depends on the rule. This benchmark records
+the kernels' calls in runs of ``actr`` and ``actr-spacing`` on the steady year (every
+EVERY-th call, with only the presentations the kernel reads), replays them under a grid of
+(factor, cells, alone from), each call
 under every rule in turn (best of ROUNDS), and compares the chosen rule's total with the
 grid's best (target: within 10%). Every replayed call's result must equal, bit for bit, what
 the kernel returned in the run (with the run's own arguments), under every rule.
@@ -37,11 +39,17 @@ EVERY = {"actr": size(50, 1), "actr-spacing": size(200, 1)}
 ROUNDS = size(3, 1)
 LIMIT = 1.10
 ALWAYS, NEVER = 1 << 62, -(1 << 62)
-# (factor, cells): the chosen rule, its neighbours, and the two pure strategies
-GRID = [(f, c) for f in (1, 2, 4, 8) for c in (0, 1024, 4096, 16384)] + [
-    (0, ALWAYS),  # always one padded group
-    (0, NEVER),  # always one group per count class
-]
+# (factor, cells, alone): the chosen rule, its neighbours, the two pure strategies, and
+# the chosen padding rule with other lengths from which a row is alone (ALWAYS: none is)
+_F, _C, _A = K._ONE_GROUP_FACTOR, K._ONE_GROUP_CELLS, K._ALONE_FROM
+GRID = (
+    [(f, c, _A) for f in (1, 2, 4, 8) for c in (0, 1024, 4096, 16384)]
+    + [
+        (0, ALWAYS, ALWAYS),  # always one padded group
+        (0, NEVER, ALWAYS),  # always one group per count class
+    ]
+    + [(_F, _C, a) for a in (128, 256, 512, 1024, 2048, ALWAYS) if a != _A]
+)
 # the kernels that group rows by count: (counts, start, pool) positions of their arguments
 # (actr_activation_spacing_segments is actr_spacing_sums and a log: its calls are recorded
 # as the sums it calls)
@@ -111,22 +119,25 @@ def capture(policy: str, episodes: int = EPISODES, queries: int = QUERIES) -> li
 
 
 @contextlib.contextmanager
-def _rule(factor: int, cells: int) -> Iterator[None]:
-    saved = K._ONE_GROUP_FACTOR, K._ONE_GROUP_CELLS
-    K._ONE_GROUP_FACTOR, K._ONE_GROUP_CELLS = factor, cells
+def _rule(factor: int, cells: int, alone: int) -> Iterator[None]:
+    saved = K._ONE_GROUP_FACTOR, K._ONE_GROUP_CELLS, K._ALONE_FROM
+    K._ONE_GROUP_FACTOR, K._ONE_GROUP_CELLS, K._ALONE_FROM = factor, cells, alone
     try:
         yield
     finally:
-        K._ONE_GROUP_FACTOR, K._ONE_GROUP_CELLS = saved
+        K._ONE_GROUP_FACTOR, K._ONE_GROUP_CELLS, K._ALONE_FROM = saved
 
 
-def _call_under(rule: tuple[int, int], name: str, args: tuple, kwargs: dict) -> np.ndarray:
+Rule = tuple[int, int, int]
+
+
+def _call_under(rule: Rule, name: str, args: tuple, kwargs: dict) -> np.ndarray:
     with _rule(*rule):
         out: np.ndarray = getattr(K, name)(*args, **kwargs)
     return out
 
 
-def replay(calls: list, grid: list[tuple[int, int]]) -> dict[tuple[int, int], float]:
+def replay(calls: list, grid: list[Rule]) -> dict[Rule, float]:
     """Total seconds of ``calls`` under each rule of ``grid``: per call, the best of ROUNDS
     rounds with the rules alternating (``conftest.interleaved``), so machine noise hits them
     alike; each rule's result checked against the run's."""
@@ -142,22 +153,24 @@ def replay(calls: list, grid: list[tuple[int, int]]) -> dict[tuple[int, int], fl
     return total
 
 
-def rule_name(rule: tuple[int, int]) -> str:
-    factor, cells = rule
+def rule_name(rule: Rule) -> str:
+    factor, cells, alone = rule
     if cells == ALWAYS:
-        return "always one group"
-    if cells == NEVER:
-        return "always per count class"
-    return f"{factor} x presentations + {cells}"
+        padding = "always one group"
+    elif cells == NEVER:
+        padding = "always per count class"
+    else:
+        padding = f"{factor} x presentations + {cells}"
+    return padding + (", no row alone" if alone == ALWAYS else f", rows of {alone}+ alone")
 
 
-def chosen() -> tuple[int, int]:
-    return K._ONE_GROUP_FACTOR, K._ONE_GROUP_CELLS
+def chosen() -> Rule:
+    return K._ONE_GROUP_FACTOR, K._ONE_GROUP_CELLS, K._ALONE_FROM
 
 
 def measure(
     policy: str, episodes: int = EPISODES, queries: int = QUERIES
-) -> tuple[int, dict[tuple[int, int], float]]:
+) -> tuple[int, dict[Rule, float]]:
     calls = capture(policy, episodes, queries)
     return len(calls), replay(calls, GRID)
 
@@ -203,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         rows.append([rule_name(rule), *cells])
     header = [
-        "rule: one group while cells <=",
+        "rule: one group while cells <=; rows alone from",
         *(f"{p} ({n} calls)" for p, (n, _) in measured.items()),
     ]
     print("\n".join(markdown_table(header, rows)))

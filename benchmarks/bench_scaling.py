@@ -47,6 +47,11 @@ YEAR_EPISODES, YEAR_QUERIES = size(100_000, 1_700), size(10_000, 100)
 SMALL = 0.1
 LARGE = float(os.environ.get("MEMSIM_SCALING_LARGE", "1.0"))
 TIMEOUT = 3600.0
+# runs of the small size in the pytest path, the fastest kept (:func:`fastest`): a run of a
+# few seconds is the one a burst of other work distorts most, and the cheap one to repeat
+# (one run each: FSRS's exponent read 1.23 in a report and 1.06 from repeated runs right
+# after, its code unchanged)
+SMALL_RUNS = size(3, 1)
 RATIO_LIMIT, EXPONENT_LIMIT = 3.0, 1.15
 REFERENCE = "keep-all"
 
@@ -215,14 +220,19 @@ def kept_block(md: str) -> str:
 # ---- pytest ---------------------------------------------------------------------------
 
 
+def measure_small(policy: str) -> dict:
+    """The fastest of SMALL_RUNS runs of ``policy`` at the small size."""
+    return fastest([measure(policy, SMALL) for _ in range(SMALL_RUNS)])
+
+
 @pytest.fixture(scope="module")
 def reference() -> dict:
-    return {SMALL: measure(REFERENCE, SMALL), LARGE: measure(REFERENCE, LARGE)}
+    return {SMALL: measure_small(REFERENCE), LARGE: measure(REFERENCE, LARGE)}
 
 
 @pytest.mark.parametrize("policy_id", [p for p in policy_ids() if p != REFERENCE])
 def test_target9_year_against_keep_all(benchmark, reference, policy_id):
-    small, large = measure(policy_id, SMALL), measure(policy_id, LARGE)
+    small, large = measure_small(policy_id), measure(policy_id, LARGE)
     ref = {"wall": reference[LARGE]["run_seconds"], "cpu": reference[LARGE]["run_cpu_seconds"]}
     r = row(policy_id, small, large, ref, SMALL, LARGE)
     record_target(
@@ -232,7 +242,8 @@ def test_target9_year_against_keep_all(benchmark, reference, policy_id):
         limit=RATIO_LIMIT,
         better="lower",
         n=large["episodes"],
-        what=f"runner.run on {large['spec']} / keep-all's",
+        what=f"runner.run on {large['spec']} / keep-all's; at {SMALL:g} of the year the "
+        f"fastest of {SMALL_RUNS} runs",
         growth_exponent=r["exponent"],
         ratio_cpu=r["ratio_cpu"],
         growth_exponent_cpu=r["exponent_cpu"],

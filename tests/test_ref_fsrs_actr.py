@@ -59,6 +59,10 @@ def test_fsrs_initial_difficulty_good():
     assert card.difficulty == pytest.approx(initial_difficulty(DEFAULT_W), abs=1e-12)
 
 
+# how the ACT-R segment kernels group rows (_count_grouping)
+GROUPINGS = ("one group", "per count class", "long rows alone")
+
+
 @given(st.lists(st.integers(0, 60 * 24 * 120), min_size=1, max_size=8))
 def test_fsrs_kernel_agrees_with_the_package(gaps_minutes):
     """Random Good-review histories through the vectorized kernel and the package: S, D and
@@ -200,14 +204,14 @@ def test_actr_kernels_equal_their_scalar_twins(rows, d, extra):
     st.sampled_from([0.5, 0.3, 1.1]),
     st.floats(0.0, 50.0),
     st.integers(0, 5),
-    st.booleans(),
+    st.sampled_from(GROUPINGS),
 )
 def test_actr_counted_and_segments_kernels_are_the_padded_kernel_bit_for_bit(
-    rows, d, extra, pad, one_group
+    rows, d, extra, pad, grouping
 ):
     """Rows up to 40 presentations (wider than the 8 terms under which a reduction stops
     summing in order), rows with none, extra NaN columns beyond the widest row; the rows
-    evaluated as one group (few rows) or a group per count class."""
+    evaluated as one group (few rows), a group per count class, or the longer rows alone."""
     now = 100.0 + extra
     m = max(len(r) for r in rows) + pad
     t = np.full((len(rows), m), np.nan)
@@ -223,21 +227,26 @@ def test_actr_counted_and_segments_kernels_are_the_padded_kernel_bit_for_bit(
         start[i] = at
         pool[at : at + counts[i]] = rows[i]
         at += counts[i] + 3
-    with _count_grouping(one_group):
+    with _count_grouping(grouping):
         got = K.actr_activation_segments(pool, start, counts, now, d, 1 / 24)
     assert got.tobytes() == want.tobytes()
 
 
 @contextlib.contextmanager
-def _count_grouping(one_group: bool):
-    """The kernels' rows as one group where padding is cheap (the default) or always one
-    group per count class (the path of a store's many rows)."""
-    saved = K._ONE_GROUP_CELLS
-    K._ONE_GROUP_CELLS = saved if one_group else -(1 << 62)
+def _count_grouping(grouping: str):
+    """The kernels' rows as one group where padding is cheap (the default), always one
+    group per count class (the path of a store's many rows), or with every row of 4
+    presentations or more a group of its own, read from its segment (the path of a year's
+    most retrieved rows, whose counts pass ``_ALONE_FROM``)."""
+    saved = K._ONE_GROUP_CELLS, K._ALONE_FROM
+    if grouping == "per count class":
+        K._ONE_GROUP_CELLS = -(1 << 62)
+    elif grouping == "long rows alone":
+        K._ALONE_FROM = 4
     try:
         yield
     finally:
-        K._ONE_GROUP_CELLS = saved
+        K._ONE_GROUP_CELLS, K._ALONE_FROM = saved
 
 
 def test_actr_policy_keeps_every_rows_presentations_in_order():
@@ -402,10 +411,10 @@ spacing_gaps = st.one_of(st.sampled_from([0.0, 1 / 96, 1 / 48, 1 / 24]), st.floa
     st.sampled_from([0.0, 1 / 24, 0.5]),
     st.sampled_from([0.0, 1 / 24, 1.0, 20.0]),
     st.integers(0, 3),
-    st.booleans(),
+    st.sampled_from(GROUPINGS),
 )
 def test_actr_spacing_segments_kernel_is_the_padded_kernel_bit_for_bit(
-    rows, min_age, extra, pad, one_group
+    rows, min_age, extra, pad, grouping
 ):
     """Rows up to 24 presentations (rapid repetitions whose activation overflows to +inf,
     rows with none, extra NaN columns), stored as segments of two pools in reverse order
@@ -434,7 +443,7 @@ def test_actr_spacing_segments_kernel_is_the_padded_kernel_bit_for_bit(
         dpool[at : at + counts[i]] = nd[i, : counts[i]]
         at += counts[i] + 3
     want = K.actr_activation_spacing(padded, now, a, c, min_age)
-    with _count_grouping(one_group):
+    with _count_grouping(grouping):
         got = K.actr_activation_spacing_segments(pool, dpool, start, counts, now, min_age)
     assert got.tobytes() == want.tobytes()
 

@@ -978,9 +978,7 @@ def actr_activation_segments(
     c = np.asarray(counts, dtype=np.int64)
 
     def block(rows: np.ndarray, w: int) -> np.ndarray:
-        present, at = _segment_places(st, c, rows, w)
-        out = np.full(present.shape, np.nan)
-        out[present] = pool_[at]
+        [out], _ = _segment_blocks((pool_,), (np.nan,), st, c, rows, w)
         return out
 
     return _actr_grouped(c, block, now, decay, min_age)
@@ -993,6 +991,11 @@ def actr_activation_segments(
 # (docs/performance.md: 4 x + 4096 made the kernel calls of actr's year 1.54x slower)
 _ONE_GROUP_FACTOR = 1
 _ONE_GROUP_CELLS = 16384
+# a row with at least this many presentations is a group of its own, which the segment
+# kernels read straight from its contiguous segment: no mask, no gather (a year's ranking
+# sums ~5,000 presentations of each of its top rows: ten such rows ~30 -> ~15 ns a
+# presentation). Chosen by benchmarks/bench_actr_groups.py with the rule above.
+_ALONE_FROM = 512
 
 
 def _count_groups(c: np.ndarray) -> Iterator[np.ndarray]:
@@ -1000,8 +1003,14 @@ def _count_groups(c: np.ndarray) -> Iterator[np.ndarray]:
     count (1 -> 0, 2 -> 1, 3..4 -> 2, ...), each group in row order: a group is evaluated
     over its own widest row's columns only, so the work is O(presentations). Few rows (a
     ranking's candidates) are one group where padding them costs less than the groups'
-    numpy calls."""
+    numpy calls; a row of ``_ALONE_FROM`` presentations or more is a group of its own."""
     has = np.flatnonzero(c > 0)
+    alone = c[has] >= _ALONE_FROM
+    if alone.any():
+        lone = has[alone]
+        for i in range(len(lone)):
+            yield lone[i : i + 1]
+        has = has[~alone]
     if not len(has):
         return
     if len(has) * int(c[has].max()) <= _ONE_GROUP_FACTOR * int(c[has].sum()) + _ONE_GROUP_CELLS:
@@ -1012,6 +1021,31 @@ def _count_groups(c: np.ndarray) -> Iterator[np.ndarray]:
     starts = np.flatnonzero(np.r_[True, cls[order][1:] != cls[order][:-1]])
     for lo, hi in zip(starts, [*starts[1:], len(order)], strict=True):
         yield has[order[lo:hi]]
+
+
+def _segment_blocks(
+    pools: tuple[np.ndarray, ...],
+    fills: tuple[float, ...],
+    start: np.ndarray,
+    counts: np.ndarray,
+    rows: np.ndarray,
+    w: int,
+) -> tuple[list[np.ndarray], np.ndarray | None]:
+    """For ``rows`` whose values are stored one after the other in each of ``pools`` (row
+    i's at ``start[i] : start[i] + counts[i]``), a fresh (w, rows) C-contiguous block per
+    pool, column i row i's values in order and that pool's fill after them, and the mask of
+    the values present (None: all are). A lone row as wide as the block is a copy of its
+    segment: no mask, no gather."""
+    if len(rows) == 1 and int(counts[rows[0]]) == w:
+        at = int(start[rows[0]])
+        return [p[at : at + w].reshape(w, 1).copy() for p in pools], None
+    present, at_ = _segment_places(start, counts, rows, w)
+    blocks = []
+    for p, fill in zip(pools, fills, strict=True):
+        out = np.full(present.shape, fill)
+        out[present] = p[at_]
+        blocks.append(out)
+    return blocks, present
 
 
 def _segment_places(
@@ -1209,14 +1243,12 @@ def actr_spacing_sums(
     now_, floor = float(now), float(min_age)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for rows in _count_groups(c):
-            present, at = _segment_places(st, c, rows, int(c[rows].max()))  # (w, rows)
-            age = np.full(present.shape, np.nan)
-            age[present] = pool_[at]
-            nd = np.zeros(present.shape)
-            nd[present] = nd_[at]
+            w = int(c[rows].max())
+            (age, nd), present = _segment_blocks((pool_, nd_), (np.nan, 0.0), st, c, rows, w)
             np.subtract(now_, age, out=age)
             _spacing_terms(age, nd, floor)
-            np.copyto(age, 0.0, where=~present)  # a copy: an overflowed term times 0 is NaN
+            if present is not None:  # a copy: an overflowed term times 0 is NaN
+                np.copyto(age, 0.0, where=~present)
             # running sums down the columns, strictly in order (a reduction may sum pairwise)
             np.add.accumulate(age, axis=0, out=age)
             out[rows] = age[-1]
