@@ -39,6 +39,23 @@ def test_fastest_takes_the_least_cpu_run_and_the_least_wall_time():
     assert runs[2]["run_seconds"] == 6.0  # the inputs are left as they were
 
 
+def test_pytest_path_keeps_the_fastest_of_its_small_runs(monkeypatch):
+    """Target 9 through pytest (the benchmark report's path) runs the small size
+    SMALL_RUNS times and keeps the fastest; the large size once."""
+    runs = iter([_result(5.0, 4.0), _result(3.0, 3.2), _result(4.0, 3.9)])
+    asked: list[tuple[str, float]] = []
+
+    def fake(policy: str, scale: float) -> dict:
+        asked.append((policy, scale))
+        return next(runs)
+
+    monkeypatch.setattr(bs, "measure", fake)
+    monkeypatch.setattr(bs, "SMALL_RUNS", 3)
+    got = bs.measure_small("actr")
+    assert asked == [("actr", bs.SMALL)] * 3
+    assert (got["run_seconds"], got["run_cpu_seconds"], got["repeats"]) == (3.0, 3.2, 3)
+
+
 def test_rows_of_a_repeated_log_use_each_size_fastest_run():
     records = _records(
         {
