@@ -8,10 +8,10 @@ presentations + _ONE_GROUP_CELLS``, and otherwise as one group per power-of-two 
 (tests/test_ref_fsrs_actr.py); only the time depends on the rule. This benchmark records
 the kernels' calls in runs of ``actr`` and ``actr-spacing`` on the steady year (every
 EVERY-th call, with only the presentations the kernel reads), replays them under a grid of
-(factor, cells, alone from), each call
-under every rule in turn (best of ROUNDS), and compares the chosen rule's total with the
-grid's best (target: within 10%). Every replayed call's result must equal, bit for bit, what
-the kernel returned in the run (with the run's own arguments), under every rule.
+(factor, cells, alone from), each call under every rule in turn (best of ROUNDS), and
+compares the chosen rule's total with the grid's best (target: within 10%). Every replayed
+call's result must equal, bit for bit, what the kernel returned in the run (with the run's
+own arguments), under every rule.
 
     python -m benchmarks.bench_actr_groups      # full mode, prints the grid's table
     MEMSIM_BENCH_SMOKE=1 python -m pytest benchmarks/bench_actr_groups.py --benchmark-disable

@@ -219,7 +219,8 @@ def test_actr_counted_and_segments_kernels_are_the_padded_kernel_bit_for_bit(
         t[i, : len(r)] = r
     counts = np.array([len(r) for r in rows])
     want = K.actr_activation(t, now, d, 1 / 24)
-    got = K.actr_activation_counted(t, counts, now, d, 1 / 24)
+    with _count_grouping(grouping):
+        got = K.actr_activation_counted(t, counts, now, d, 1 / 24)
     assert got.tobytes() == want.tobytes()
     # the same rows as segments of one pool, in reverse order with a gap after each
     pool, start, at = np.full(sum(counts) + 3 * len(rows), -7.0), np.zeros(len(rows), int), 0
