@@ -3,6 +3,7 @@
     python -m benchmarks.report                 full run (real sizes, ~25 min on 2 cores)
     python -m benchmarks.report --from-json F   rebuild the table from a pytest-benchmark JSON
     python -m benchmarks.report -- -k recall    extra arguments go to pytest
+    python -m benchmarks.report --rerun bench_sweep   one module again, the rest from the cache
 
 The full run is ``python -m pytest benchmarks/MODULE.py`` for each benchmark module, each in
 its own process, their JSONs merged into results/cache/benchmarks-raw.json; every target's
@@ -24,6 +25,8 @@ from pathlib import Path
 from benchmarks.workloads import CACHE, REPO
 
 RAW = CACHE / "benchmarks-raw.json"
+# a module's pytest exit code, kept in its cached JSON for a later --rerun of other modules
+EXIT_CODE_KEY = "memsim_pytest_exit_code"
 OUT_MD = REPO / "results" / "benchmarks.md"
 OUT_JSON = REPO / "results" / "benchmarks.json"
 
@@ -41,16 +44,65 @@ def merge(parts: list[dict]) -> dict:
     return merged
 
 
-def run_pytest(extra: list[str]) -> tuple[int, str]:
+def _exit_code(part: dict) -> int:
+    """The pytest exit code of a module's cached JSON: as recorded, or (a JSON written before
+    the code was kept) 1 where a target was missed, as pytest exits then, else 0."""
+    if EXIT_CODE_KEY in part:
+        return int(part[EXIT_CODE_KEY])
+    missed = any(not b.get("extra_info", {}).get("met", True) for b in part.get("benchmarks", []))
+    return int(missed)
+
+
+class RerunError(Exception):
+    """A ``--rerun`` the cache cannot serve (an unknown module, a module not cached, or
+    cached JSONs of another commit)."""
+
+
+def _cached_parts(rerun: list[str]) -> dict[str, dict]:
+    """The cached JSON of every module not in ``rerun``, checked to be of this checkout's
+    commit (one commit for the whole report)."""
+    from benchmarks.bench_scaling import _commit
+
+    known = [m.stem for m in modules()]
+    unknown = sorted(set(rerun) - set(known))
+    if unknown:
+        raise RerunError(f"--rerun {unknown[0]}: no such module; known: {', '.join(known)}")
+    head, parts = _commit(), {}
+    for stem in known:
+        if stem in rerun:
+            continue
+        out = CACHE / f"benchmarks-raw-{stem}.json"
+        if not out.exists():
+            raise RerunError(f"--rerun: no cached JSON of {stem} ({out}); run the full report")
+        part = json.loads(out.read_text())
+        commit = str(part.get("commit_info", {}).get("id", ""))
+        if not head or not commit.startswith(head):
+            raise RerunError(
+                f"--rerun: {out.name} is of commit {commit[:10] or '?'}, this checkout is "
+                f"{head or '?'}; run the full report"
+            )
+        parts[stem] = part
+    return parts
+
+
+def run_pytest(extra: list[str], rerun: list[str] | None = None) -> tuple[int, str]:
     """Each benchmark module in its own pytest process (``extra`` passed to each), their
     JSONs merged into RAW. A module's numbers do not depend on the modules before it: in
     one process, an hour of other benchmarks left the allocator's heap in a state that
-    slowed the batched ingest days by ~10% (docs/performance.md, stop 45)."""
+    slowed the batched ingest days by ~10% (docs/performance.md, stop 45). With ``rerun``
+    (module names such as ``bench_sweep``), only those run again and every other module's
+    JSON is the cached one of the last run, of the same commit: a report whose one module
+    another job disturbed is mended without running the rest."""
     CACHE.mkdir(parents=True, exist_ok=True)
+    cached = {} if rerun is None else _cached_parts(rerun)
     env = {k: v for k, v in os.environ.items() if k != "MEMSIM_BENCH_SMOKE"}
     parts, codes = [], []
     for module in modules():
         out = CACHE / f"benchmarks-raw-{module.stem}.json"
+        if module.stem in cached:
+            parts.append(cached[module.stem])
+            codes.append(_exit_code(cached[module.stem]))
+            continue
         out.unlink(missing_ok=True)
         cmd = [
             sys.executable,
@@ -69,14 +121,25 @@ def run_pytest(extra: list[str]) -> tuple[int, str]:
             continue
         codes.append(code)
         if out.exists():
-            parts.append(json.loads(out.read_text()))
+            part = json.loads(out.read_text())
+            part[EXIT_CODE_KEY] = code  # for a later --rerun of other modules
+            out.write_text(json.dumps(part, indent=1))
+            parts.append(part)
     RAW.write_text(json.dumps(merge(parts), indent=1))
     returncode = next((c for c in codes if c), 0)
     command = " ".join(
         ["python -m pytest benchmarks/bench_MODULE.py -p no:cacheprovider -q", *extra]
     )
     merged = RAW.relative_to(REPO) if RAW.is_relative_to(REPO) else RAW
-    return returncode, f"{command}` per module, each in its own process, merged into `{merged}"
+    again = ""
+    if rerun:
+        when = f"{_dt.datetime.now(_dt.UTC):%Y-%m-%dT%H:%M}"
+        # (build puts the command between backticks: close the path's, leave --rerun's open)
+        again = f"`; {', '.join(sorted(rerun))} run again alone at {when} UTC with `--rerun"
+    return (
+        returncode,
+        f"{command}` per module, each in its own process, merged into `{merged}{again}",
+    )
 
 
 def _fmt(x: float) -> str:
@@ -231,13 +294,24 @@ def latency_sweep(raw: dict) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.report")
     ap.add_argument("--from-json", type=Path, help="rebuild from an existing pytest-benchmark JSON")
+    ap.add_argument(
+        "--rerun",
+        nargs="+",
+        metavar="MODULE",
+        help="run only these modules again (e.g. bench_sweep); the others' JSONs are the last "
+        "run's, of the same commit",
+    )
     ap.add_argument("pytest_args", nargs="*")
     a = ap.parse_args(argv)
     if a.from_json:
         raw_path, returncode = a.from_json, None
         command = "python -m pytest benchmarks --benchmark-json=" + str(a.from_json)
     else:
-        returncode, command = run_pytest(a.pytest_args)
+        try:
+            returncode, command = run_pytest(a.pytest_args, a.rerun)
+        except RerunError as exc:
+            print(f"python -m benchmarks.report: {exc}", file=sys.stderr)
+            return 2
         raw_path = RAW
     raw = json.loads(raw_path.read_text())
     md, doc = build(raw, command, returncode)

@@ -3,6 +3,8 @@ write on their own, and benchmarks.report keeps; and the steady-year benchmark's
 
 from pathlib import Path
 
+import pytest
+
 from benchmarks import blocks, simrun
 
 B, E = "<!-- X_BEGIN -->", "<!-- X_END -->"
@@ -113,6 +115,80 @@ def test_report_runs_each_benchmark_module_in_its_own_process(tmp_path, monkeypa
     assert names == [c[3] for c in calls if not c[3].endswith("bench_ann.py")]
     assert merged["machine_info"] == {"m": calls[0][3]}
     assert code == 1 and "each in its own process" in command
+
+
+def _cache_every_module(report, tmp_path, commit: str, missed: set[str] = frozenset()) -> None:
+    """A cached JSON per benchmark module, as a full report leaves them (without the exit
+    codes kept since --rerun: the modules in ``missed`` have a missed target)."""
+    import json
+
+    for m in report.modules():
+        raw = {
+            "commit_info": {"id": commit},
+            "machine_info": {"m": m.stem},
+            "benchmarks": [{"name": m.stem, "extra_info": {"met": m.stem not in missed}}],
+        }
+        (tmp_path / f"benchmarks-raw-{m.stem}.json").write_text(json.dumps(raw))
+
+
+def test_report_rerun_runs_only_the_named_modules(tmp_path, monkeypatch):
+    """--rerun bench_sweep runs that module alone and merges every other module's cached
+    JSON in module order; the exit code counts the cached modules' missed targets; the
+    command says what ran again."""
+    import json
+    import subprocess
+
+    from benchmarks import bench_scaling, report
+
+    monkeypatch.setattr(report, "CACHE", tmp_path)
+    monkeypatch.setattr(report, "RAW", tmp_path / "raw.json")
+    monkeypatch.setattr(bench_scaling, "_commit", lambda: "abcdef0123")
+    _cache_every_module(report, tmp_path, "abcdef0123" + "4" * 30, missed={"bench_ingest"})
+    calls = []
+
+    def fake_run(cmd, cwd, env):
+        calls.append(cmd)
+        out = next(a.split("=", 1)[1] for a in cmd if a.startswith("--benchmark-json="))
+        raw = {"commit_info": {"id": "abcdef0123"}, "benchmarks": [{"name": "again"}]}
+        with open(out, "w") as f:
+            json.dump(raw, f)
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(report.subprocess, "run", fake_run)
+    code, command = report.run_pytest([], ["bench_sweep"])
+    assert [c[3] for c in calls] == ["benchmarks/bench_sweep.py"]
+    names = [b["name"] for b in json.loads((tmp_path / "raw.json").read_text())["benchmarks"]]
+    assert names == [m.stem if m.stem != "bench_sweep" else "again" for m in report.modules()]
+    assert code == 1  # bench_ingest's cached JSON has a missed target
+    assert "bench_sweep run again alone" in command
+    # the re-run module's JSON keeps its exit code for the next --rerun
+    kept = json.loads((tmp_path / "benchmarks-raw-bench_sweep.json").read_text())
+    assert kept[report.EXIT_CODE_KEY] == 0
+
+
+@pytest.mark.parametrize("case", ["unknown module", "missing JSON", "other commit"])
+def test_report_rerun_refuses_what_the_cache_cannot_serve(tmp_path, monkeypatch, capsys, case):
+    """--rerun with an unknown module, a module not cached or a cache of another commit:
+    one line naming it, exit code 2, nothing run and nothing written."""
+    from benchmarks import bench_scaling, report
+
+    monkeypatch.setattr(report, "CACHE", tmp_path)
+    monkeypatch.setattr(report, "RAW", tmp_path / "raw.json")
+    monkeypatch.setattr(report, "OUT_MD", tmp_path / "benchmarks.md")
+    monkeypatch.setattr(bench_scaling, "_commit", lambda: "abcdef0123")
+    _cache_every_module(report, tmp_path, "9" * 40 if case == "other commit" else "abcdef0123")
+    if case == "missing JSON":
+        (tmp_path / "benchmarks-raw-bench_ann.json").unlink()
+    ran = []
+    monkeypatch.setattr(report.subprocess, "run", lambda *a, **k: ran.append(a))
+    module = "bench_nothing" if case == "unknown module" else "bench_sweep"
+    assert report.main(["--rerun", module]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    want = {"unknown module": "bench_nothing", "missing JSON": "bench_ann", "other commit": "9999"}
+    assert want[case] in err[0]
+    assert not ran and not (tmp_path / "raw.json").exists()
+    assert not (tmp_path / "benchmarks.md").exists()
 
 
 def test_profile_paths_are_the_same_from_any_checkout():
