@@ -1005,18 +1005,19 @@ def _count_groups(c: np.ndarray) -> Iterator[np.ndarray]:
     ranking's candidates) are one group where padding them costs less than the groups'
     numpy calls; a row of ``_ALONE_FROM`` presentations or more is a group of its own."""
     has = np.flatnonzero(c > 0)
-    alone = c[has] >= _ALONE_FROM
+    ch = c[has]  # their counts, gathered once (every kernel call comes through here)
+    alone = ch >= _ALONE_FROM
     if alone.any():
         lone = has[alone]
         for i in range(len(lone)):
             yield lone[i : i + 1]
-        has = has[~alone]
+        has, ch = has[~alone], ch[~alone]
     if not len(has):
         return
-    if len(has) * int(c[has].max()) <= _ONE_GROUP_FACTOR * int(c[has].sum()) + _ONE_GROUP_CELLS:
+    if len(has) * int(ch.max()) <= _ONE_GROUP_FACTOR * int(ch.sum()) + _ONE_GROUP_CELLS:
         yield has  # padding costs less than the numpy calls of one group per count class
         return
-    cls = np.ceil(np.log2(c[has])).astype(np.int64)
+    cls = np.ceil(np.log2(ch)).astype(np.int64)
     order = np.argsort(cls, kind="stable")
     starts = np.flatnonzero(np.r_[True, cls[order][1:] != cls[order][:-1]])
     for lo, hi in zip(starts, [*starts[1:], len(order)], strict=True):
