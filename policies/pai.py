@@ -21,7 +21,13 @@ import numpy as np
 
 from memsim.engine import kernels
 from memsim.engine.events import Claim, Episode, Forget, Query
-from memsim.engine.index import INGEST_INDEX, REPETITION_INDEX, BatchScreen, CandidateIndex
+from memsim.engine.index import (
+    INGEST_INDEX,
+    REPETITION_INDEX,
+    BatchReach,
+    BatchScreen,
+    CandidateIndex,
+)
 from memsim.engine.llm import NONE
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Job, Outcome, Policy, Ranking
@@ -427,15 +433,21 @@ class PersonalAI(Policy[PaiParams]):
         self.reinforcing = CandidateIndex(self.store, seed=self.seed, **check)
 
     def _best_if_reinforced(
-        self, vec: np.ndarray, screen: tuple[BatchScreen, int] | None
+        self,
+        vec: np.ndarray,
+        screen: tuple[BatchScreen, int] | None,
+        reach: tuple[BatchReach, int] | None = None,
     ) -> tuple[int, float] | None:
         """The row a belief reinforces and its cosine, where findSimilarBeliefs' first row
         is settled (its product apart from every other live row's: first in the scan's
         top-k and by float64 cosine) and is above the reinforce threshold: read off the
-        batch's screen where the store is scanned, else by :meth:`_reinforced_in_range`;
-        None where :meth:`_similar` decides (not settled, or not a reinforcement)."""
+        batch's screen where the store is scanned, else by :meth:`_reinforced_in_range`
+        (through the batch's ``reach`` when there is one); None where :meth:`_similar`
+        decides (not settled, or not a reinforcement)."""
         if screen is None or self.candidates.approximate:
-            return self._reinforced_in_range(vec)
+            return self._reinforced_in_range(vec, reach)
+        # the cones as a search one at a time leaves them (trained at the same belief)
+        self.reinforcing.catch_up()
         row = screen[0].best_row(screen[1], self._searchable())
         if row is None:
             return None
@@ -443,7 +455,9 @@ class PersonalAI(Policy[PaiParams]):
         sim = screen[0].cosine(screen[1], row)
         return (row, sim) if is_reinforce(sim, self.params) else None
 
-    def _reinforced_in_range(self, vec: np.ndarray) -> tuple[int, float] | None:
+    def _reinforced_in_range(
+        self, vec: np.ndarray, reach: tuple[BatchReach, int] | None = None
+    ) -> tuple[int, float] | None:
         """The row a belief reinforces and its cosine, from the exact range search of the
         searchable rows whose product with ``vec`` reaches reinforce_above (``reinforcing``:
         every such row, with the full scan's products): where the best of them is apart
@@ -452,9 +466,14 @@ class PersonalAI(Policy[PaiParams]):
         findSimilarBeliefs' first row by product and by float64 cosine, whatever the other
         rows of its top-k. None where the search does not answer (small store, exact mode,
         cones holding too many rows), or the best row is not settled or not a
-        reinforcement."""
+        reinforcement. ``reach``: the batch's range searches (:class:`BatchReach`: the
+        same answer, reading each list once for the batch) and ``vec``'s place in them."""
         p = self.params
-        found = self.reinforcing.rows_near(vec, p.reinforce_above, self._searchable())
+        found = (
+            self.reinforcing.rows_near(vec, p.reinforce_above, self._searchable())
+            if reach is None
+            else reach[0].rows_near(reach[1], self._searchable())
+        )
         if found is None or not len(found[0]):
             return None
         rows, products = found
@@ -587,12 +606,13 @@ class PersonalAI(Policy[PaiParams]):
                 items.append(b[0])
                 keys.append(f"{ep.id}#{i}")
         vectors = ok = None
-        screen = None
+        screen = reach = None
         if items:
             emb = self.llm.embed(items, keys)
             vectors, ok = emb.vectors, np.asarray(emb.ok, dtype=bool)
-            if len(items) > 1:  # the batch's vectors against the store in one product
-                screen = BatchScreen(self.store, vectors)
+            if len(items) > 1:  # the batch's vectors against the store in one product,
+                screen = BatchScreen(self.store, vectors)  # and through the cones' lists
+                reach = BatchReach(self.reinforcing, vectors, self.params.reinforce_above)
         out: list[Outcome] = []
         summaries: list[SummaryEpisode] = []  # the batch's, embedded together at its end
         j = 0
@@ -602,7 +622,8 @@ class PersonalAI(Policy[PaiParams]):
                 assert vectors is not None and ok is not None  # a belief, so items were embedded
                 vec = vectors[j] if ok[j] else None
                 at = None if screen is None else (screen, j)
-                out.extend(self._process_new_belief(ep, i, b, vec, now, at))
+                near = None if reach is None else (reach, j)
+                out.extend(self._process_new_belief(ep, i, b, vec, now, at, near))
                 j += 1
             out.extend(self._consolidate(ep, now, summaries))
         self._embed_summaries(summaries)
@@ -616,9 +637,10 @@ class PersonalAI(Policy[PaiParams]):
         vec: np.ndarray | None,
         now: float,
         screen: tuple[BatchScreen, int] | None = None,
+        reach: tuple[BatchReach, int] | None = None,
     ) -> list[Outcome]:
-        """processNewBelief() (§1 flowchart). ``screen``: the batch's comparison with the
-        store, and this belief's place in it."""
+        """processNewBelief() (§1 flowchart). ``screen`` and ``reach``: the batch's
+        comparison with the store and its range searches, and this belief's place in them."""
         p = self.params
         claim, text, type_name, importance, subject = belief
         kw = dict(
@@ -633,7 +655,7 @@ class PersonalAI(Policy[PaiParams]):
             row = self._create(claim, text, None, confidence=p.embed_fail_confidence, **kw)
             return [Outcome(ep.id, "create", row, "embedding failed: no dedup (000 §1)")]
         s = self.store
-        best = self._best_if_reinforced(vec, screen)
+        best = self._best_if_reinforced(vec, screen, reach)
         if best is not None:  # what the search's first row decides, without the others
             return self._reinforced(ep, *best, now)
         top, sims = self._similar(vec, f"{self.seed}:{ep.id}#{i}", screen)

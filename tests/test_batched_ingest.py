@@ -23,11 +23,14 @@ SEEDS = ["pai", "izzie", "kernle", "engram", "cosmo"]
 STEADY_DAYS = "synthetic:steady,episodes=300,queries=10,horizon=10"
 
 
-def _day_both_ways(policy_id, stream_seed, day, llm, seed, spec=STEADY_DAYS, prepare=None):
+def _day_both_ways(
+    policy_id, stream_seed, day, llm, seed, spec=STEADY_DAYS, prepare=None, warmed=None
+):
     """The policy warmed on the days before ``day`` of a random stream (``spec``; steady by
     default), then two copies: one ingests the day in one call, the other one episode at a
-    time. ``prepare``: called with the new policy before the warm-up. Returns (batched
-    policy, its outcomes, one-at-a-time policy, its outcomes, now)."""
+    time. ``prepare``: called with the new policy before the warm-up; ``warmed``: with the
+    policy after it. Returns (batched policy, its outcomes, one-at-a-time policy, its
+    outcomes, now)."""
     import scenarios
 
     stream = scenarios.load(spec, seed=stream_seed)
@@ -37,6 +40,8 @@ def _day_both_ways(policy_id, stream_seed, day, llm, seed, spec=STEADY_DAYS, pre
         prepare(pol)
     for t, batch in groupby((e for e in eps if e.time < day), key=lambda e: e.time):
         pol.ingest(list(batch), t)
+    if warmed is not None:
+        warmed(pol)
     todays = [e for e in eps if day <= e.time < day + 1]
     now = day + 1.0
     a, b = pol, copy.deepcopy(pol)
@@ -154,20 +159,23 @@ def _index_audits(policy):
     seed=st.integers(0, 3),
     nprobe=st.sampled_from([1, 4]),
     audit_every=st.sampled_from([1, 3]),
+    cones_from=st.sampled_from([60, 120]),
 )
 def test_batched_day_through_the_candidate_index_equals_one_by_one(
-    policy_id, stream_seed, day, seed, nprobe, audit_every
+    policy_id, stream_seed, day, seed, nprobe, audit_every, cones_from
 ):
     """The same with Personal AI's searches through its candidate indexes from 120 rows
     (faiss IVF probing 1 or 4 lists, so that its answers do miss rows; the reinforcement
-    check through the cones): a batch searches the indexes as one episode at a time does and
-    counts the same audit. The other tests' stores stay under every index's threshold;
-    Personal AI turns its index on from 5,000 rows (between days 120 and 240 of the steady
-    year) and the cones from 2,000. The other seed policies' ingest does not search through
-    ``candidates`` (their recall may)."""
+    check through the cones, from 60 or 120 rows: below the IVF's threshold a batch decides
+    by its screen, and keeps the cones trained as the searches one at a time do): a batch
+    searches the indexes as one episode at a time does and counts the same audit. The other
+    tests' stores stay under every index's threshold; Personal AI turns its index on from
+    5,000 rows (between days 120 and 240 of the steady year) and the cones from 2,000. The
+    other seed policies' ingest does not search through ``candidates`` (their recall
+    may)."""
 
     def on_early(pol):
-        pol.reinforce_index = {"mode": "cones", "min_rows": 120}  # (read by use_index)
+        pol.reinforce_index = {"mode": "cones", "min_rows": cones_from}  # (read by use_index)
         pol.use_index("ivf", min_rows=120, nprobe=nprobe, audit_every=audit_every)
 
     spec = "synthetic:steady,episodes=1500,queries=10,horizon=10"
@@ -178,6 +186,40 @@ def test_batched_day_through_the_candidate_index_equals_one_by_one(
     assert out_a == out_b
     assert store_state(a.store) == store_state(b.store)
     assert _summaries(a) == _summaries(b)
+    assert _index_audits(a) == _index_audits(b)
+
+
+@pytest.mark.parametrize("policy_id", ["pai", "pai-code"])
+@pytest.mark.parametrize(("stream_seed", "day"), [(0, 3), (1, 6)])
+def test_batched_day_by_the_screen_keeps_the_cones_trained_as_one_by_one(
+    policy_id, stream_seed, day
+):
+    """Where Personal AI's findSimilarBeliefs scans the store (no IVF) while its
+    reinforcement check's cones answer (from 60 rows here; by default the cones from 2,000
+    rows, the IVF from 5,000), a batch decides by its screen and searches no cones, but
+    brings them up to date at each belief as a search would: trained at the same beliefs
+    as one at a time (the same partition, and the same count of trainings in its audit).
+    One at a time trains them on these days."""
+    from memsim.engine.index import CandidateIndex
+
+    def cones_only(pol):
+        pol.use_index("exact")
+        pol.reinforcing = CandidateIndex(pol.store, "cones", min_rows=60, seed=pol.seed)
+
+    trained: list[int] = []
+    spec = "synthetic:steady,episodes=1500,queries=10,horizon=10"
+    a, out_a, b, out_b, _ = _day_both_ways(
+        policy_id,
+        stream_seed,
+        day,
+        MockLLM(seed=0),
+        0,
+        spec,
+        prepare=cones_only,
+        warmed=lambda pol: trained.append(pol.reinforcing.audit["trainings"]),
+    )
+    assert b.reinforcing.audit["trainings"] > trained[0]  # (the day trains them)
+    assert out_a == out_b and not a.candidates.approximate
     assert _index_audits(a) == _index_audits(b)
 
 

@@ -660,6 +660,121 @@ def test_cones_drop_rows_in_a_terminal_status():
     assert idx.audit["trainings"] == trainings + 1
 
 
+def _reach_answers_agree(got, want, E, v, mask, thr) -> None:
+    """BatchReach's answer against CandidateIndex.rows_near's at the same turn: None alike,
+    else both ascending, allowed, with the full scan's products bit for bit, and the same
+    rows reaching the threshold (every one of the full scan's); rows under it may differ."""
+    assert (got is None) == (want is None)
+    if got is None:
+        return
+    rows, products = got
+    assert np.all(np.diff(rows) > 0) and mask[rows].all()
+    assert products.tobytes() == (E @ v)[rows].tobytes()
+    reaching = _reaching(E, v, mask, thr)
+    assert rows[products >= np.float32(thr)].tolist() == reaching.tolist()
+    assert want[0][want[1] >= np.float32(thr)].tolist() == reaching.tolist()
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    thr=st.sampled_from([0.3, 0.85, 0.95]),
+    chunk=st.sampled_from([3, 512]),
+    changed=st.booleans(),
+)
+def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed):
+    """BatchReach.rows_near answers for each vector of a batch, at its turn, what the
+    cones' own rows_near answers then (None alike: store under min_rows, lists past half
+    the store; else the same rows reaching the threshold, the full scan's products), while
+    between turns the store adds rows (earlier vectors of the batch, as Personal AI's
+    creations, and rows unlike any trained: lists of their own), retires rows for good,
+    doubles (the cones trained again mid-batch) and maybe changes an embedding; in chunks
+    of 3 vectors or one."""
+    from unittest import mock
+
+    from memsim.engine import index
+    from memsim.engine.index import BatchReach, CandidateIndex
+    from memsim.engine.store import MemoryStore, Statuses
+
+    rng = np.random.default_rng(seed)
+    s = MemoryStore(16, Statuses(("active", "gone"), terminal=frozenset({"gone"})))
+
+    def add(rows: np.ndarray) -> None:
+        n = len(rows)
+        s.add(1.0, rows, texts=["m"] * n, claims=[None] * n, provenance=[()] * n)
+
+    add(clustered(rng, 200, 16, clusters=30, noise=0.5))
+    idx = CandidateIndex(s, "cones", min_rows=150, seed=seed % 7)
+    batch = np.concatenate(
+        [
+            s.embedding[rng.choice(200, 12, replace=False)],  # repeats of stored rows
+            _at_cosines(s.embedding[7], np.full(4, thr), rng.standard_normal((4, 16))),
+            unit(rng, 8, 16),  # new directions
+        ]
+    ).astype(np.float32)
+    batch = batch[rng.permutation(len(batch))]
+    answered = []
+    with mock.patch.object(index, "_REACH_CHUNK", chunk):
+        reach = BatchReach(idx, batch, thr)
+        for j, v in enumerate(batch):
+            mask = s.retrievable()
+            got = reach.rows_near(j, mask)
+            want = idx.rows_near(v, thr, mask)
+            _reach_answers_agree(got, want, s.embedding, v, mask, thr)
+            answered.append(got is not None)
+            add(v[None, :])  # what a creation adds: the vector itself
+            if j % 4 == 1:  # rows near the next vector's threshold
+                near = _at_cosines(
+                    batch[min(j + 1, len(batch) - 1)],
+                    np.full(3, thr + 0.01),
+                    rng.standard_normal((3, 16)),
+                )
+                add(near.astype(np.float32))
+            if j % 5 == 2:
+                s.set_status(rng.choice(s.n, 6, replace=False), "gone", 2.0)
+            if j == 9:  # the store doubles: the cones are trained again at the next turn
+                add(clustered(rng, 200, 16, clusters=30, noise=0.5))
+            if j == 14:
+                add(unit(rng, 5, 16))  # unlike the trained rows: lists of their own
+            if changed and j == 17:
+                s.set_embedding(np.array([3, 4]), batch[j + 1 : j + 3])
+    assert idx.audit["trainings"] >= 2 and idx.audit["searches"] == 0
+    if thr >= 0.85:
+        assert all(answered)
+
+
+def test_batch_reach_asks_the_cones_when_lists_grew_past_the_limit():
+    """Whether the lists a vector reaches hold more than half the store is judged with the
+    cones' sizes at the turn: rows added after the screen that push them past it make the
+    batch answer None, as the index does (the screen's own sizes would not)."""
+    from memsim.engine.index import BatchReach, CandidateIndex
+    from memsim.engine.store import MemoryStore, Statuses
+
+    rng = np.random.default_rng(5)
+    s = MemoryStore(16, Statuses(("active",)))
+
+    def add(rows: np.ndarray) -> None:
+        n = len(rows)
+        s.add(1.0, rows, texts=["m"] * n, claims=[None] * n, provenance=[()] * n)
+
+    add(clustered(rng, 400, 16, clusters=30, noise=0.5))
+    idx = CandidateIndex(s, "cones", min_rows=100)
+    assert idx.rows_near(s.embedding[0], 0.8, s.retrievable()) is not None
+    cones = idx._cones
+    assert cones is not None
+    # the row nearest its list's centroid: copies of it join that list (no list of its own)
+    r = int(np.argmax(np.einsum("ij,ij->i", s.embedding, cones.centroids32[cones.owner[:400]])))
+    v = s.embedding[r].copy()
+    reach = BatchReach(idx, np.stack([v, v]), 0.8)
+    assert reach.rows_near(0, s.retrievable()) is not None
+    lists = cones.lists
+    add(np.tile(v, (395, 1)))  # into v's list: it now holds more than half the store
+    mask = s.retrievable()
+    assert idx.rows_near(v, 0.8, mask) is None
+    assert idx._cones is cones and cones.lists == lists  # (not trained again: 795 < 800)
+    assert reach.rows_near(1, mask) is None
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),

@@ -348,8 +348,8 @@ def test_personal_ai_through_the_reinforcement_cones_a_run_is_the_full_scans(pol
     settled = []
     in_range = pol._reinforced_in_range
 
-    def counted(vec):
-        got = in_range(vec)
+    def counted(vec, reach=None):
+        got = in_range(vec, reach)
         settled.append(got is not None)
         return got
 

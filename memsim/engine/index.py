@@ -687,6 +687,14 @@ class CandidateIndex:
         rows = np.unique(near.astype(np.int64)) if len(near) > 1 else near.astype(np.int64)
         return rows, kernels.rows_matvec(self.store.embedding, rows, v)
 
+    def catch_up(self) -> None:
+        """What a range search does to the index before it reads, without searching (mode
+        "cones": the partition trained again, extended, rows dropped, as the store asks): a
+        caller that takes a decision without the search it takes at other times keeps the
+        index (its partition, its audit's trainings) as it would be had it searched."""
+        if self.mode == "cones" and self.store.n >= self.min_rows:
+            self._current_cones()
+
     def rows_reaching(
         self, vector: np.ndarray, threshold: float, mask: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray] | None:
@@ -944,6 +952,17 @@ class _Cones:
             self._thresholds[radius] = thr
         return thr
 
+    def reaching(self, v: np.ndarray, radius: float, limit: int | None) -> np.ndarray | None:
+        """The lists whose cone can hold a row whose product with unit float32 ``v`` reaches
+        ``radius`` (a product with each centroid against its list's threshold); None when
+        they hold more than ``limit`` rows."""
+        norm = float(np.linalg.norm(v.astype(np.float64)))
+        products = self.centroids32[: self.lists] @ v
+        reach = np.flatnonzero(products >= self._threshold(radius) * norm)
+        if limit is not None and int(self.size[reach].sum()) > limit:
+            return None
+        return reach
+
     def rows_above(
         self, v: np.ndarray, radius: float, limit: int | None = None
     ) -> np.ndarray | None:
@@ -952,10 +971,8 @@ class _Cones:
         within :data:`kernels.SCREEN_MARGIN` under ``radius``), in no particular order; None
         when the lists to read hold more than ``limit`` rows."""
         v = np.asarray(v, dtype=np.float32)
-        norm = float(np.linalg.norm(v.astype(np.float64)))
-        products = self.centroids32[: self.lists] @ v
-        reach = np.flatnonzero(products >= self._threshold(radius) * norm)
-        if limit is not None and int(self.size[reach].sum()) > limit:
+        reach = self.reaching(v, radius, limit)
+        if reach is None:
             return None
         found = [np.zeros(0, dtype=np.int64)]
         for lst in reach.tolist():
@@ -1273,3 +1290,147 @@ class BatchScreen:
         keys = None if tiebreak is None else (lambda i: tiebreak(rows[i]))
         top: np.ndarray = rows[kernels.topk(scores, k, keys)]
         return top
+
+
+# vectors a BatchReach screens at a time: a batch's later vectors meet the rows its earlier
+# ones added through their own products at each turn (Personal AI adds at most a row per
+# vector), so a chunk bounds that work as well as its screens' memory
+_REACH_CHUNK = 512
+
+
+class BatchReach:
+    """A batch's range searches through a :class:`CandidateIndex` in mode "cones" (Personal
+    AI's reinforcement check over a day's beliefs, decided in order): :meth:`rows_near`
+    answers for vector ``j`` at its turn what ``index.rows_near(vectors[j], threshold,
+    mask)`` would answer then: None exactly when it would (a store under ``min_rows``; the
+    lists to read holding more than half the store, judged by the cones as they are at the
+    turn, with their training at the same turns), else every allowed row whose full-scan
+    product reaches ``threshold``, ascending, with those products bit for bit
+    (:func:`kernels.rows_matvec`), maybe with rows within the screen's margin under it, as
+    the index's own answer may hold some: what a decision read off the rows reaching the
+    threshold needs, whichever rows under it come along.
+
+    One search at a time reads every list its cone can reach, each one cold (~15 us a list
+    on Personal AI's day 240, where one reads ~4 of ~150). A batch reads each list once for
+    a chunk of its vectors: their products with the centroids in one matrix product, then
+    per list one product with the chunk's vectors that reach it, for the rows stored when
+    the chunk is screened; the rows the store adds after are compared with each vector at
+    its turn. Any BLAS product of unit vectors is within :func:`kernels.screen_margin` of
+    the full scan's, so the screens keep every row the index's own search keeps (the same
+    thresholds: the cones' bound with its rounding slack, and the rows' screen), and the
+    products returned are the full scan's own. A stored embedding changed since a chunk was
+    screened (``MemoryStore.embedding_version``) screens it again."""
+
+    def __init__(self, index: CandidateIndex, vectors: np.ndarray, threshold: float) -> None:
+        self.index = index
+        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        self.threshold = float(threshold)
+        self._chunk: _ReachChunk | None = None
+
+    def rows_near(self, j: int, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """``index.rows_near(vectors[j], threshold, mask)`` at vector ``j``'s turn, as the
+        class docstring says."""
+        idx = self.index
+        if idx.mode != "cones":
+            return idx.rows_near(self.vectors[j], self.threshold, mask)
+        s = idx.store
+        if s.n < idx.min_rows:
+            return None
+        cones = idx._current_cones()  # (trained and covered at the turn one at a time is)
+        v = self.vectors[j]
+        radius = self.threshold - kernels.screen_margin(s.dim)
+        chunk = self._screened(j, cones, radius)
+        i = j - chunk.first
+        if not chunk.within(i, cones, radius, s.n // 2):
+            # the lists to read as the index reads them: past the limit, it answers None
+            if cones.reaching(v, radius, s.n // 2) is None:
+                return None
+        near = chunk.found[i]
+        E = s.embedding
+        if s.n > chunk.covered:  # rows the store added since the chunk was screened
+            added = E[chunk.covered :] @ v
+            later = chunk.covered + np.flatnonzero(added >= radius - kernels.SCREEN_MARGIN)
+            near = np.concatenate((near, later))
+        allowed = near[near < len(mask)]
+        rows = np.sort(allowed[mask[allowed]])
+        return rows, kernels.rows_matvec(E, rows, v)
+
+    def _screened(self, j: int, cones: _Cones, radius: float) -> _ReachChunk:
+        """The chunk of vectors from ``j`` on screened against the stored rows through
+        ``cones``, kept while it covers ``j`` and no embedding changed."""
+        version = getattr(self.index.store, "embedding_version", 0)
+        chunk = self._chunk
+        if chunk is None or not chunk.first <= j < chunk.stop or chunk.version != version:
+            stop = min(len(self.vectors), j + _REACH_CHUNK)
+            chunk = self._chunk = _ReachChunk(self.vectors, j, stop, cones, radius, version)
+        return chunk
+
+
+class _ReachChunk:
+    """A :class:`BatchReach` chunk: vectors ``first`` .. ``stop`` - 1 screened against the
+    ``covered`` rows stored then, through ``cones``: their products with the centroids
+    (``centroid_products``, ``norms``) and, per vector, the rows whose screens reach the
+    radius minus the rows' margin in the lists its cone reaches (``found``)."""
+
+    __slots__ = (
+        "first",
+        "stop",
+        "version",
+        "cones",
+        "lists",
+        "covered",
+        "norms",
+        "centroid_products",
+        "found",
+    )
+
+    def __init__(
+        self, vectors: np.ndarray, first: int, stop: int, cones: _Cones, radius: float, version: int
+    ) -> None:
+        self.first, self.stop, self.version = first, stop, version
+        # (the cones cover every stored row: the caller brought them up to date)
+        self.cones, self.lists, self.covered = cones, cones.lists, cones.covered
+        V = vectors[first:stop]
+        self.norms = np.sqrt(np.einsum("ij,ij->i", V, V, dtype=np.float64))
+        self.centroid_products = V @ cones.centroids32[: self.lists].T
+        # vector i may find a row of list l only if its product with the centroid reaches
+        # l's threshold (as _Cones.reaching; the threshold's slack covers any BLAS rounding);
+        # a failed embedding's vector (zeros: an infinite threshold times 0) reaches none
+        with np.errstate(invalid="ignore"):
+            needed = cones._threshold(radius) * self.norms[:, None]
+        reach = self.centroid_products >= needed
+        who, where = np.nonzero(reach)
+        order = np.argsort(where, kind="stable")
+        who, where = who[order], where[order]
+        starts = np.flatnonzero(np.diff(where, prepend=-1))
+        ends = np.append(starts[1:], len(where))
+        floor = radius - kernels.SCREEN_MARGIN
+        hit_rows, hit_vectors = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+        for lo, hi in zip(starts.tolist(), ends.tolist()):
+            lst = int(where[lo])
+            k = int(cones.size[lst])
+            if not k:
+                continue
+            readers = who[lo:hi]
+            screens = cones.vectors[lst][:k] @ V[readers].T  # (rows of the list, readers)
+            at_row, at_reader = np.nonzero(screens >= floor)
+            hit_rows.append(cones.ids[lst][at_row])
+            hit_vectors.append(readers[at_reader])
+        rows, owners = np.concatenate(hit_rows), np.concatenate(hit_vectors)
+        order = np.argsort(owners, kind="stable")
+        rows = rows[order]
+        bounds = np.searchsorted(owners[order], np.arange(len(V) + 1)).tolist()
+        self.found = [rows[bounds[i] : bounds[i + 1]] for i in range(len(V))]
+
+    def within(self, i: int, cones: _Cones, radius: float, limit: int) -> bool:
+        """Whether the lists vector ``i``'s search reads through ``cones`` now surely hold
+        at most ``limit`` rows (then the index answers): the lists its screened centroid
+        products reach, with the thresholds and sizes of now, lowered by both products'
+        rounding, hold no more. False when that does not settle it, or the cones were
+        trained again or grew lists since the screen (the caller then asks them)."""
+        if cones is not self.cones or cones.lists != self.lists:
+            return False
+        norm = float(self.norms[i])
+        slack = 2.0 * kernels.screen_margin(len(cones.centroids32[0])) * max(1.0, norm)
+        reach = self.centroid_products[i] >= cones._threshold(radius) * norm - slack
+        return int(cones.size[: self.lists][reach].sum()) <= limit
