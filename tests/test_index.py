@@ -688,8 +688,8 @@ def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed
     the store; else the same rows reaching the threshold, the full scan's products), while
     between turns the store adds rows (earlier vectors of the batch, as Personal AI's
     creations, and rows unlike any trained: lists of their own), retires rows for good,
-    doubles (the cones trained again mid-batch) and maybe changes an embedding; in chunks
-    of 3 vectors or one."""
+    doubles (the cones trained again mid-batch) and maybe changes an embedding; the batch
+    screened 3 vectors at a time, or all 24 at once."""
     from unittest import mock
 
     from memsim.engine import index
