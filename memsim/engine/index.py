@@ -720,15 +720,21 @@ class CandidateIndex:
         """:meth:`rows_reaching` through ``cones`` (covering every row); unless ``exact``
         (every list read), None when the lists to read hold more than half the store (the
         full scan costs less)."""
-        E = self.store.embedding
         v = np.ascontiguousarray(np.asarray(vector, dtype=np.float32))
         radius = float(threshold) - kernels.screen_margin(self.store.dim)
-        near = cones.rows_above(v, radius, None if exact else len(E) // 2)
+        near = cones.rows_above(v, radius, None if exact else self.store.n // 2)
         if near is None:
             return None
+        return self._allowed_products(near, mask, v)
+
+    def _allowed_products(
+        self, near: np.ndarray, mask: np.ndarray, v: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of ``near`` that ``mask`` allows, ascending, with their full-scan float32
+        products with ``v`` bit for bit (:func:`kernels.rows_matvec`)."""
         allowed = near[near < len(mask)]
         rows = np.sort(allowed[mask[allowed]])
-        return rows, kernels.rows_matvec(E, rows, v)
+        return rows, kernels.rows_matvec(self.store.embedding, rows, v)
 
     def _current_cones(self) -> _Cones:
         """Mode "cones": the partition of the store's rows, trained again from scratch when
@@ -1346,14 +1352,11 @@ class BatchReach:
             if cones.reaching(v, radius, s.n // 2) is None:
                 return None
         near = chunk.found[i]
-        E = s.embedding
         if s.n > chunk.covered:  # rows the store added since the chunk was screened
-            added = E[chunk.covered :] @ v
+            added = s.embedding[chunk.covered :] @ v
             later = chunk.covered + np.flatnonzero(added >= radius - kernels.SCREEN_MARGIN)
             near = np.concatenate((near, later))
-        allowed = near[near < len(mask)]
-        rows = np.sort(allowed[mask[allowed]])
-        return rows, kernels.rows_matvec(E, rows, v)
+        return idx._allowed_products(near, mask, v)
 
     def _screened(self, j: int, cones: _Cones, radius: float) -> _ReachChunk:
         """The chunk of vectors from ``j`` on screened against the stored rows through
