@@ -481,7 +481,7 @@ class PersonalAI(Policy[PaiParams]):
         at = max(range(len(vals)), key=vals.__getitem__)
         second = max((x for i, x in enumerate(vals) if i != at), default=p.reinforce_above)
         v = np.asarray(vec, dtype=np.float64)
-        gap = float(kernels.settled_gap(self.store.dim, math.sqrt(float(v @ v))))
+        gap = kernels.settled_gap(self.store.dim, math.sqrt(float(v @ v)))
         if not vals[at] - max(second, p.reinforce_above) > gap:
             return None
         row = int(rows[at])

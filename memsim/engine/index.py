@@ -1302,6 +1302,9 @@ class BatchScreen:
 # ones added through their own products at each turn (Personal AI adds at most a row per
 # vector), so a chunk bounds that work as well as its screens' memory
 _REACH_CHUNK = 512
+# vectors whose limit check a _ReachChunk settles at once while the cones stay as they are
+# (they change when the store adds a row: on Personal AI's day 240 once per ~14 beliefs)
+_WITHIN_BLOCK = 64
 
 
 class BatchReach:
@@ -1351,12 +1354,7 @@ class BatchReach:
             # the lists to read as the index reads them: past the limit, it answers None
             if cones.reaching(v, radius, s.n // 2) is None:
                 return None
-        near = chunk.found[i]
-        if s.n > chunk.covered:  # rows the store added since the chunk was screened
-            added = s.embedding[chunk.covered :] @ v
-            later = chunk.covered + np.flatnonzero(added >= radius - kernels.SCREEN_MARGIN)
-            near = np.concatenate((near, later))
-        return idx._allowed_products(near, mask, v)
+        return idx._allowed_products(chunk.near(i, s.embedding), mask, v)
 
     def _screened(self, j: int, cones: _Cones, radius: float) -> _ReachChunk:
         """The chunk of vectors from ``j`` on screened against the stored rows through
@@ -1385,6 +1383,15 @@ class _ReachChunk:
         "norms",
         "centroid_products",
         "found",
+        "V",
+        "floor",
+        "seen",
+        "seen_from",
+        "later",
+        "_within_thr",
+        "_within_limit",
+        "_within_from",
+        "_within_ok",
     )
 
     def __init__(
@@ -1424,6 +1431,37 @@ class _ReachChunk:
         rows = rows[order]
         bounds = np.searchsorted(owners[order], np.arange(len(V) + 1)).tolist()
         self.found = [rows[bounds[i] : bounds[i + 1]] for i in range(len(V))]
+        # rows the store adds after the screen: each compared once with the vectors from
+        # ``seen_from`` on (:meth:`near`), the hits kept per vector in ``later``
+        self.V, self.floor = V, floor
+        self.seen, self.seen_from = self.covered, 0
+        self.later: dict[int, list[int]] = {}
+        # the limit check of vectors _within_from .. on (:meth:`within`), with the cones'
+        # thresholds (a new array whenever their lists change) and limit it was made with
+        self._within_thr: np.ndarray | None = None
+        self._within_limit, self._within_from = -1, 0
+        self._within_ok = np.zeros(0, dtype=bool)
+
+    def near(self, i: int, E: np.ndarray) -> np.ndarray:
+        """The rows vector ``i`` may find in ``E`` (the store's embeddings now): the rows its
+        screen found and, of the rows added since, those whose product with it reaches the
+        screen's floor. Each added row is multiplied once with the chunk's vectors from
+        ``i`` on, in one product; a vector before those (asked out of turn) by its own."""
+        n = len(E)
+        if i < self.seen_from:
+            added = E[self.covered : n] @ self.V[i]
+            later = self.covered + np.flatnonzero(added >= self.floor)
+            return np.concatenate((self.found[i], later))
+        if n > self.seen:
+            products = E[self.seen : n] @ self.V[i:].T  # (rows added, vectors from i)
+            at_row, at_vector = np.nonzero(products >= self.floor)
+            for r, w in zip((self.seen + at_row).tolist(), (i + at_vector).tolist()):
+                self.later.setdefault(w, []).append(r)
+            self.seen, self.seen_from = n, i
+        extra = self.later.get(i)
+        if extra is None:
+            return self.found[i]
+        return np.concatenate((self.found[i], np.asarray(extra, dtype=np.int64)))
 
     def within(self, i: int, cones: _Cones, radius: float, limit: int) -> bool:
         """Whether the lists vector ``i``'s search reads through ``cones`` now surely hold
@@ -1433,7 +1471,17 @@ class _ReachChunk:
         trained again or grew lists since the screen (the caller then asks them)."""
         if cones is not self.cones or cones.lists != self.lists:
             return False
-        norm = float(self.norms[i])
-        slack = 2.0 * kernels.screen_margin(len(cones.centroids32[0])) * max(1.0, norm)
-        reach = self.centroid_products[i] >= cones._threshold(radius) * norm - slack
-        return int(cones.size[: self.lists][reach].sum()) <= limit
+        thr = cones._threshold(radius)
+        at = i - self._within_from
+        stale = thr is not self._within_thr or limit != self._within_limit
+        if stale or not 0 <= at < len(self._within_ok):
+            # the cones changed since (or i not checked yet): the next block of vectors at once
+            stop = min(len(self.norms), i + _WITHIN_BLOCK)
+            norms = self.norms[i:stop, None]
+            slack = 2.0 * kernels.screen_margin(len(cones.centroids32[0])) * np.maximum(1.0, norms)
+            with np.errstate(invalid="ignore"):  # a failed embedding's zeros, as in __init__
+                reach = self.centroid_products[i:stop] >= thr * norms - slack
+            held = reach.astype(np.int64) @ cones.size[: self.lists]
+            self._within_thr, self._within_limit, self._within_from = thr, limit, i
+            self._within_ok, at = held <= limit, 0
+        return bool(self._within_ok[at])

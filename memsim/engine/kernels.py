@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -582,14 +582,27 @@ def screen_margin(dim: int) -> float:
     return max(SCREEN_MARGIN, 4.0 * dim * 2.0**-24)
 
 
-def settled_gap(dim: int, norms: ArrayLike) -> np.ndarray:
+@overload
+def settled_gap(dim: int, norms: float) -> float: ...
+
+
+@overload
+def settled_gap(dim: int, norms: np.ndarray) -> np.ndarray: ...
+
+
+def settled_gap(dim: int, norms: float | np.ndarray) -> float | np.ndarray:
     """How far apart two float32 products (or screens) of a vector of norm ``norms`` with
     unit rows must be for their order to be the full scan's, untied, and their float64
     cosines' alike: each is within :func:`screen_margin` (times the norm) of its product and
-    of its cosine, and products within TIE_RTOL of each other are a tie."""
-    scale = np.maximum(1.0, np.asarray(norms, dtype=np.float64))
-    gap: np.ndarray = 2.0 * (screen_margin(dim) * scale) + 2.0 * TIE_RTOL * scale
-    return gap
+    of its cosine, and products within TIE_RTOL of each other are a tie. A Python float
+    gives a float (the same double: a search one at a time asks for one, some 100,000 times
+    a year)."""
+    scale = (
+        (norms if not norms <= 1.0 else 1.0)  # as np.maximum: NaN stays NaN
+        if isinstance(norms, float)
+        else np.maximum(1.0, np.asarray(norms, dtype=np.float64))
+    )
+    return 2.0 * (screen_margin(dim) * scale) + 2.0 * TIE_RTOL * scale
 
 
 def exact_cosines(embeddings: np.ndarray, vector: np.ndarray) -> np.ndarray:
