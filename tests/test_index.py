@@ -681,15 +681,19 @@ def _reach_answers_agree(got, want, E, v, mask, thr) -> None:
     thr=st.sampled_from([0.3, 0.85, 0.95]),
     chunk=st.sampled_from([3, 512]),
     changed=st.booleans(),
+    block=st.sampled_from([1, 4, 64]),
+    quiet=st.booleans(),
 )
-def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed):
+def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed, block, quiet):
     """BatchReach.rows_near answers for each vector of a batch, at its turn, what the
     cones' own rows_near answers then (None alike: store under min_rows, lists past half
     the store; else the same rows reaching the threshold, the full scan's products), while
     between turns the store adds rows (earlier vectors of the batch, as Personal AI's
     creations, and rows unlike any trained: lists of their own), retires rows for good,
     doubles (the cones trained again mid-batch) and maybe changes an embedding; the batch
-    screened 3 vectors at a time, or all 24 at once."""
+    screened 3 vectors at a time, or all 24 at once; its limit checks settled 1, 4 or 64
+    vectors at a time, and kept over ``quiet`` turns (a third add nothing); an earlier
+    vector asked again out of turn answers as the index does then."""
     from unittest import mock
 
     from memsim.engine import index
@@ -714,7 +718,10 @@ def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed
     ).astype(np.float32)
     batch = batch[rng.permutation(len(batch))]
     answered = []
-    with mock.patch.object(index, "_REACH_CHUNK", chunk):
+    with (
+        mock.patch.object(index, "_REACH_CHUNK", chunk),
+        mock.patch.object(index, "_WITHIN_BLOCK", block),
+    ):
         reach = BatchReach(idx, batch, thr)
         for j, v in enumerate(batch):
             mask = s.retrievable()
@@ -722,7 +729,18 @@ def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed
             want = idx.rows_near(v, thr, mask)
             _reach_answers_agree(got, want, s.embedding, v, mask, thr)
             answered.append(got is not None)
-            add(v[None, :])  # what a creation adds: the vector itself
+            if j % 6 == 5:  # out of turn: an earlier vector, with the rows added since
+                back = j - 1 - int(rng.integers(0, 4))
+                _reach_answers_agree(
+                    reach.rows_near(back, mask),
+                    idx.rows_near(batch[back], thr, mask),
+                    s.embedding,
+                    batch[back],
+                    mask,
+                    thr,
+                )
+            if not (quiet and j % 3 == 0):
+                add(v[None, :])  # what a creation adds: the vector itself
             if j % 4 == 1:  # rows near the next vector's threshold
                 near = _at_cosines(
                     batch[min(j + 1, len(batch) - 1)],
@@ -772,6 +790,45 @@ def test_batch_reach_asks_the_cones_when_lists_grew_past_the_limit():
     mask = s.retrievable()
     assert idx.rows_near(v, 0.8, mask) is None
     assert idx._cones is cones and cones.lists == lists  # (not trained again: 795 < 800)
+    assert reach.rows_near(1, mask) is None
+
+
+def test_batch_reach_checks_the_limit_again_when_a_row_joins_a_list_it_reads():
+    """A row added to a list a vector reads pushes the lists past half the store while
+    half the store stays the same (an odd count): the batch's limit check, settled for
+    the vectors ahead at the turn before, is made again with the sizes of now, and the
+    batch answers None as the index does."""
+    from memsim.engine import kernels
+    from memsim.engine.index import BatchReach, CandidateIndex
+    from memsim.engine.store import MemoryStore, Statuses
+
+    rng = np.random.default_rng(5)
+    s = MemoryStore(16, Statuses(("active",)))
+
+    def add(rows: np.ndarray) -> None:
+        n = len(rows)
+        s.add(1.0, rows, texts=["m"] * n, claims=[None] * n, provenance=[()] * n)
+
+    add(clustered(rng, 400, 16, clusters=30, noise=0.5))
+    idx = CandidateIndex(s, "cones", min_rows=100)
+    assert idx.rows_near(s.embedding[0], 0.8, s.retrievable()) is not None
+    cones = idx._cones
+    assert cones is not None
+    r = int(np.argmax(np.einsum("ij,ij->i", s.embedding, cones.centroids32[cones.owner[:400]])))
+    v = s.embedding[r].copy()
+    radius = 0.8 - kernels.screen_margin(16)
+    held = int(cones.size[cones.reaching(v, radius, None)].sum())
+    # copies of v into its list until the lists it reads hold exactly half the store
+    add(np.tile(v, (400 - 2 * held, 1)))
+    assert s.n % 2 == 0 and s.n < 800  # (not trained again)
+    reach = BatchReach(idx, np.stack([v, v, v]), 0.8)
+    assert reach.rows_near(0, s.retrievable()) is not None
+    chunk = reach._chunk
+    assert chunk is not None and chunk._within_ok.all()  # settled for the three at once
+    add(v[None, :])  # half of an odd count: the same limit, one row more to read
+    mask = s.retrievable()
+    assert idx._cones is cones
+    assert idx.rows_near(v, 0.8, mask) is None
     assert reach.rows_near(1, mask) is None
 
 

@@ -694,3 +694,14 @@ def test_actr_spacing_terms_is_the_kernels_term():
         assert np.log(term).tobytes() == act.tobytes()
     got = K.actr_spacing_terms([0.5, 2.0], [-np.inf, -np.inf], 1.0)
     assert got.tolist() == [1.0, 0.0]
+
+
+@given(st.floats(allow_infinity=False, allow_nan=True) | st.sampled_from([0.0, 1.0, 1.5]))
+@example(float("nan"))
+def test_settled_gap_of_one_norm_is_the_arrays(norm):
+    """settled_gap of a Python float (a search one at a time) is its value over an array of
+    norms, to the bit (NaN alike): a batch and one at a time settle the same rows."""
+    one = K.settled_gap(384, norm)
+    many = K.settled_gap(384, np.array([norm, 2.0]))
+    assert isinstance(one, float)
+    assert np.float64(one).tobytes() == many[:1].tobytes()
