@@ -1323,12 +1323,14 @@ class BatchReach:
     on Personal AI's day 240, where one reads ~4 of ~150). A batch reads each list once for
     a chunk of its vectors: their products with the centroids in one matrix product, then
     per list one product with the chunk's vectors that reach it, for the rows stored when
-    the chunk is screened; the rows the store adds after are compared with each vector at
-    its turn. Any BLAS product of unit vectors is within :func:`kernels.screen_margin` of
-    the full scan's, so the screens keep every row the index's own search keeps (the same
-    thresholds: the cones' bound with its rounding slack, and the rows' screen), and the
-    products returned are the full scan's own. A stored embedding changed since a chunk was
-    screened (``MemoryStore.embedding_version``) screens it again."""
+    the chunk is screened; a row the store adds after is multiplied once with the chunk's
+    vectors still to come, and the limit check is made for a block of them at once, again
+    whenever the cones' lists change. Any BLAS product of unit vectors is within
+    :func:`kernels.screen_margin` of the full scan's, so the screens keep every row the
+    index's own search keeps (the same thresholds: the cones' bound with its rounding slack,
+    and the rows' screen), and the products returned are the full scan's own. A stored
+    embedding changed since a chunk was screened (``MemoryStore.embedding_version``)
+    screens it again."""
 
     def __init__(self, index: CandidateIndex, vectors: np.ndarray, threshold: float) -> None:
         self.index = index
