@@ -761,11 +761,11 @@ def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed
         assert all(answered)
 
 
-def test_batch_reach_asks_the_cones_when_lists_grew_past_the_limit():
-    """Whether the lists a vector reaches hold more than half the store is judged with the
-    cones' sizes at the turn: rows added after the screen that push them past it make the
-    batch answer None, as the index does (the screen's own sizes would not)."""
-    from memsim.engine.index import BatchReach, CandidateIndex
+def _cones_of_400_and_a_central_row():
+    """A store of 400 clustered rows, a CandidateIndex in mode "cones" trained on them (from
+    100 rows), its cones, a function adding rows, and the row nearest its list's centroid:
+    copies of it join that list (no list of its own)."""
+    from memsim.engine.index import CandidateIndex
     from memsim.engine.store import MemoryStore, Statuses
 
     rng = np.random.default_rng(5)
@@ -780,9 +780,17 @@ def test_batch_reach_asks_the_cones_when_lists_grew_past_the_limit():
     assert idx.rows_near(s.embedding[0], 0.8, s.retrievable()) is not None
     cones = idx._cones
     assert cones is not None
-    # the row nearest its list's centroid: copies of it join that list (no list of its own)
     r = int(np.argmax(np.einsum("ij,ij->i", s.embedding, cones.centroids32[cones.owner[:400]])))
-    v = s.embedding[r].copy()
+    return s, add, idx, cones, s.embedding[r].copy()
+
+
+def test_batch_reach_asks_the_cones_when_lists_grew_past_the_limit():
+    """Whether the lists a vector reaches hold more than half the store is judged with the
+    cones' sizes at the turn: rows added after the screen that push them past it make the
+    batch answer None, as the index does (the screen's own sizes would not)."""
+    from memsim.engine.index import BatchReach
+
+    s, add, idx, cones, v = _cones_of_400_and_a_central_row()
     reach = BatchReach(idx, np.stack([v, v]), 0.8)
     assert reach.rows_near(0, s.retrievable()) is not None
     lists = cones.lists
@@ -799,23 +807,9 @@ def test_batch_reach_checks_the_limit_again_when_a_row_joins_a_list_it_reads():
     the vectors ahead at the turn before, is made again with the sizes of now, and the
     batch answers None as the index does."""
     from memsim.engine import kernels
-    from memsim.engine.index import BatchReach, CandidateIndex
-    from memsim.engine.store import MemoryStore, Statuses
+    from memsim.engine.index import BatchReach
 
-    rng = np.random.default_rng(5)
-    s = MemoryStore(16, Statuses(("active",)))
-
-    def add(rows: np.ndarray) -> None:
-        n = len(rows)
-        s.add(1.0, rows, texts=["m"] * n, claims=[None] * n, provenance=[()] * n)
-
-    add(clustered(rng, 400, 16, clusters=30, noise=0.5))
-    idx = CandidateIndex(s, "cones", min_rows=100)
-    assert idx.rows_near(s.embedding[0], 0.8, s.retrievable()) is not None
-    cones = idx._cones
-    assert cones is not None
-    r = int(np.argmax(np.einsum("ij,ij->i", s.embedding, cones.centroids32[cones.owner[:400]])))
-    v = s.embedding[r].copy()
+    s, add, idx, cones, v = _cones_of_400_and_a_central_row()
     radius = 0.8 - kernels.screen_margin(16)
     held = int(cones.size[cones.reaching(v, radius, None)].sum())
     # copies of v into its list until the lists it reads hold exactly half the store
