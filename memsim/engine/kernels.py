@@ -598,7 +598,7 @@ def settled_gap(dim: int, norms: float | np.ndarray) -> float | np.ndarray:
     gives a float (the same double: a search one at a time asks for one, some 100,000 times
     a year)."""
     scale = (
-        (norms if not norms <= 1.0 else 1.0)  # as np.maximum: NaN stays NaN
+        max(norms, 1.0)  # as np.maximum: a NaN norm (first) stays NaN
         if isinstance(norms, float)
         else np.maximum(1.0, np.asarray(norms, dtype=np.float64))
     )
