@@ -467,24 +467,33 @@ class PersonalAI(Policy[PaiParams]):
         rows of its top-k. None where the search does not answer (small store, exact mode,
         cones holding too many rows), or the best row is not settled or not a
         reinforcement. ``reach``: the batch's range searches (:class:`BatchReach`: the
-        same answer, reading each list once for the batch) and ``vec``'s place in them."""
+        same answer, reading each list once for the batch; where its screens settle the
+        first row, :meth:`BatchReach.lead`, no product is computed) and ``vec``'s place in
+        them."""
         p = self.params
-        found = (
-            self.reinforcing.rows_near(vec, p.reinforce_above, self._searchable())
-            if reach is None
-            else reach[0].rows_near(reach[1], self._searchable())
-        )
-        if found is None or not len(found[0]):
+        searchable = self._searchable()
+        # the batch's screens settle most beliefs' first row without a product
+        lead = None if reach is None else reach[0].lead(reach[1], searchable)
+        if lead is None:
+            found = (
+                self.reinforcing.rows_near(vec, p.reinforce_above, searchable)
+                if reach is None
+                else reach[0].rows_near(reach[1], searchable)
+            )
+            if found is None or not len(found[0]):
+                return None
+            rows, products = found
+            vals = products.tolist()
+            at = max(range(len(vals)), key=vals.__getitem__)
+            second = max((x for i, x in enumerate(vals) if i != at), default=p.reinforce_above)
+            v = np.asarray(vec, dtype=np.float64)
+            gap = kernels.settled_gap(self.store.dim, math.sqrt(float(v @ v)))
+            if not vals[at] - max(second, p.reinforce_above) > gap:
+                return None
+            lead = int(rows[at])
+        elif lead < 0:
             return None
-        rows, products = found
-        vals = products.tolist()
-        at = max(range(len(vals)), key=vals.__getitem__)
-        second = max((x for i, x in enumerate(vals) if i != at), default=p.reinforce_above)
-        v = np.asarray(vec, dtype=np.float64)
-        gap = kernels.settled_gap(self.store.dim, math.sqrt(float(v @ v)))
-        if not vals[at] - max(second, p.reinforce_above) > gap:
-            return None
-        row = int(rows[at])
+        row = lead
         # the cosine _by_cosine gives the row whichever rows are ranked with it
         sim = float(kernels.exact_cosines(self.store.embedding[row : row + 1], vec)[0])
         return (row, sim) if is_reinforce(sim, p) else None

@@ -430,6 +430,9 @@ class CandidateIndex:
         self._index: Any = None
         self._cones: _Cones | None = None  # mode cones, or rows_reaching's: made on demand
         self._statuses_read = 0  # mode cones: entries of the store's status log read
+        # mode cones: the store's (rows, status log entries, embedding version) when the
+        # partition was last brought up to date (_current_cones)
+        self._cones_state: tuple[int, int, int] | None = None
         self._terminal = frozenset(store.statuses.code(name) for name in store.statuses.terminal)
         self._indexed = 0  # rows 0.._indexed-1 are in the index
         self._trained_at = 0
@@ -744,6 +747,11 @@ class CandidateIndex:
         no search of retrievable rows can find it (over a decade most of a reference
         model's rows have decayed, and reading them cost more than faiss's bitmap)."""
         s, cones = self.store, self._cones
+        # nothing the partition follows changed since the last call (its rows, their
+        # statuses, their embeddings): as it was (Personal AI asks at each belief's turn)
+        state = (s.n, len(s.status_log), getattr(s, "embedding_version", 0))
+        if cones is not None and state == self._cones_state:
+            return cones
         # (rows not yet covered: their new embeddings are read when they are)
         stale = cones is not None and any(r < cones.covered for r in self._changes)
         if cones is None or s.n >= 2 * self._trained_at or stale:
@@ -761,6 +769,7 @@ class CandidateIndex:
                 if ended:
                     cones.drop(np.asarray(ended, dtype=np.int64))
             self._statuses_read = len(log)
+        self._cones_state = state
         return cones
 
     def _cone_centroids(self) -> np.ndarray:
@@ -1337,6 +1346,11 @@ class BatchReach:
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         self.threshold = float(threshold)
         self._chunk: _ReachChunk | None = None
+        # each vector's kernels.settled_gap (its norm as given, summed in float64: a caller
+        # summing it in another order differs by ~1e-13 relative, which the factor covers)
+        given = np.asarray(vectors, dtype=np.float64)
+        norms = np.sqrt(np.einsum("ij,ij->i", given, given))
+        self.gaps = kernels.settled_gap(index.store.dim, norms) * (1.0 + 1e-9)
 
     def rows_near(self, j: int, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """``index.rows_near(vectors[j], threshold, mask)`` at vector ``j``'s turn, as the
@@ -1357,6 +1371,26 @@ class BatchReach:
             if cones.reaching(v, radius, s.n // 2) is None:
                 return None
         return idx._allowed_products(chunk.near(i, s.embedding), mask, v)
+
+    def lead(self, j: int, mask: np.ndarray) -> int | None:
+        """The row whose full-scan product with vector ``j`` leads, at its turn, every other
+        allowed row's in ``rows_near(j, mask)``'s answer and the threshold by more than
+        :func:`kernels.settled_gap` of the vector's norm, read off the screens where they
+        settle it (no product computed): -1 when that answer holds no row; None when the
+        index would answer None or the screens do not settle it (the caller then asks
+        :meth:`rows_near`, which decides). Personal AI's reinforcement check reads no more
+        than this on most of a day's beliefs."""
+        idx = self.index
+        s = idx.store
+        if idx.mode != "cones" or s.n < idx.min_rows:
+            return None
+        cones = idx._current_cones()  # (trained and covered at the turn one at a time is)
+        radius = self.threshold - kernels.screen_margin(s.dim)
+        chunk = self._screened(j, cones, radius)
+        i = j - chunk.first
+        if not chunk.within(i, cones, radius, s.n // 2):
+            return None
+        return chunk.lead(i, s.embedding, mask, float(self.gaps[j]), self.threshold)
 
     def _screened(self, j: int, cones: _Cones, radius: float) -> _ReachChunk:
         """The chunk of vectors from ``j`` on screened against the stored rows through
@@ -1390,6 +1424,10 @@ class _ReachChunk:
         "seen",
         "seen_from",
         "later",
+        "bounds",
+        "hit_rows",
+        "hit_screens",
+        "margins",
         "_within_thr",
         "_within_limit",
         "_within_from",
@@ -1418,6 +1456,7 @@ class _ReachChunk:
         ends = np.append(starts[1:], len(where))
         floor = radius - kernels.SCREEN_MARGIN
         hit_rows, hit_vectors = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+        hit_screens = [np.zeros(0, dtype=np.float32)]
         for lo, hi in zip(starts.tolist(), ends.tolist()):
             lst = int(where[lo])
             k = int(cones.size[lst])
@@ -1428,16 +1467,21 @@ class _ReachChunk:
             at_row, at_reader = np.nonzero(screens >= floor)
             hit_rows.append(cones.ids[lst][at_row])
             hit_vectors.append(readers[at_reader])
+            hit_screens.append(screens[at_row, at_reader])
         rows, owners = np.concatenate(hit_rows), np.concatenate(hit_vectors)
-        order = np.argsort(owners, kind="stable")
-        rows = rows[order]
+        screens = np.concatenate(hit_screens)
+        order = np.lexsort((-screens, owners))  # each vector's rows, best screen first
+        rows, screens = rows[order], screens[order]
         bounds = np.searchsorted(owners[order], np.arange(len(V) + 1)).tolist()
         self.found = [rows[bounds[i] : bounds[i + 1]] for i in range(len(V))]
+        # the same as Python numbers, for :meth:`lead`
+        self.bounds, self.hit_rows, self.hit_screens = bounds, rows.tolist(), screens.tolist()
+        self.margins = kernels.screen_margin(V.shape[1]) * np.maximum(1.0, self.norms)
         # rows the store adds after the screen: each compared once with the vectors from
-        # ``seen_from`` on (:meth:`near`), the hits kept per vector in ``later``
+        # ``seen_from`` on (:meth:`near`), the hits (row, screen) kept per vector in ``later``
         self.V, self.floor = V, floor
         self.seen, self.seen_from = self.covered, 0
-        self.later: dict[int, list[int]] = {}
+        self.later: dict[int, list[tuple[int, float]]] = {}
         # the limit check of vectors _within_from .. on (:meth:`within`), with the cones'
         # thresholds (a new array whenever their lists change) and limit it was made with
         self._within_thr: np.ndarray | None = None
@@ -1449,21 +1493,58 @@ class _ReachChunk:
         screen found and, of the rows added since, those whose product with it reaches the
         screen's floor. Each added row is multiplied once with the chunk's vectors from
         ``i`` on, in one product; a vector before those (asked out of turn) by its own."""
-        n = len(E)
         if i < self.seen_from:
-            added = E[self.covered : n] @ self.V[i]
+            added = E[self.covered :] @ self.V[i]
             later = self.covered + np.flatnonzero(added >= self.floor)
             return np.concatenate((self.found[i], later))
+        extra = self._added(i, E)
+        if not extra:
+            return self.found[i]
+        return np.concatenate((self.found[i], np.asarray([r for r, _ in extra], dtype=np.int64)))
+
+    def _added(self, i: int, E: np.ndarray) -> list[tuple[int, float]]:
+        """(row, screen) of the rows added since the screen whose screen with vector ``i``
+        (in turn: ``i`` >= ``seen_from``) reaches the floor; the rows added since the last
+        call are multiplied with the vectors from ``i`` on at once."""
+        n = len(E)
         if n > self.seen:
             products = E[self.seen : n] @ self.V[i:].T  # (rows added, vectors from i)
             at_row, at_vector = np.nonzero(products >= self.floor)
-            for r, w in zip((self.seen + at_row).tolist(), (i + at_vector).tolist()):
-                self.later.setdefault(w, []).append(r)
+            hits = products[at_row, at_vector].tolist()
+            for r, w, sc in zip((self.seen + at_row).tolist(), (i + at_vector).tolist(), hits):
+                self.later.setdefault(w, []).append((r, sc))
             self.seen, self.seen_from = n, i
-        extra = self.later.get(i)
-        if extra is None:
-            return self.found[i]
-        return np.concatenate((self.found[i], np.asarray(extra, dtype=np.int64)))
+        return self.later.get(i, [])
+
+    def lead(self, i: int, E: np.ndarray, mask: np.ndarray, gap: float, above: float) -> int | None:
+        """Vector ``i``'s row (in turn) that the screens show leads every other allowed row
+        it may find (:meth:`near`) and ``above`` by more than ``gap`` plus both screens'
+        rounding: then its full-scan product leads theirs and ``above`` by more than
+        ``gap``; -1 when it may find no allowed row; None when the screens do not settle it
+        (or the vector is not finite)."""
+        margin = float(self.margins[i])
+        if not math.isfinite(margin):
+            return None
+        row, best, second = -1, -math.inf, -math.inf
+        lo, hi = self.bounds[i], self.bounds[i + 1]
+        for r, sc in zip(self.hit_rows[lo:hi], self.hit_screens[lo:hi]):  # best first
+            if mask[r]:
+                if row < 0:
+                    row, best = r, sc
+                else:
+                    second = sc
+                    break
+        for r, sc in self._added(i, E):
+            if mask[r]:
+                if sc > best:
+                    row, best, second = r, sc, best
+                else:
+                    second = max(second, sc)
+        if row < 0:
+            return -1
+        if best - margin - max(second + margin, above) > gap:
+            return row
+        return None
 
     def within(self, i: int, cones: _Cones, radius: float, limit: int) -> bool:
         """Whether the lists vector ``i``'s search reads through ``cones`` now surely hold
