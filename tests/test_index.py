@@ -675,6 +675,27 @@ def _reach_answers_agree(got, want, E, v, mask, thr) -> None:
     assert want[0][want[1] >= np.float32(thr)].tolist() == reaching.tolist()
 
 
+def _lead_agrees(lead, got, E, v, thr) -> None:
+    """BatchReach.lead against BatchReach.rows_near at the same turn (whose rows are the
+    index's, _reach_answers_agree): when the screens settle it, the answer holds no row
+    (-1), or the row of its highest product, which leads every other row's product and the
+    threshold by more than kernels.settled_gap, as Personal AI's check reads it."""
+    from memsim.engine import kernels
+
+    if lead is None:
+        return
+    assert got is not None
+    rows, products = got
+    if lead == -1:
+        assert len(rows) == 0
+        return
+    vals = products.tolist()
+    at = vals.index(max(vals))
+    second = max([x for i, x in enumerate(vals) if i != at], default=thr)
+    gap = kernels.settled_gap(E.shape[1], float(np.linalg.norm(v.astype(np.float64))))
+    assert rows[at] == lead and vals[at] - max(second, thr) > gap
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
@@ -693,7 +714,8 @@ def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed
     doubles (the cones trained again mid-batch) and maybe changes an embedding; the batch
     screened 3 vectors at a time, or all 24 at once; its limit checks settled 1, 4 or 64
     vectors at a time, and kept over ``quiet`` turns (a third add nothing); an earlier
-    vector asked again out of turn answers as the index does then."""
+    vector asked again out of turn answers as the index does then. BatchReach.lead, asked
+    first at each turn, agrees with that answer wherever it settles one."""
     from unittest import mock
 
     from memsim.engine import index
@@ -717,7 +739,7 @@ def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed
         ]
     ).astype(np.float32)
     batch = batch[rng.permutation(len(batch))]
-    answered = []
+    answered, leads = [], []
     with (
         mock.patch.object(index, "_REACH_CHUNK", chunk),
         mock.patch.object(index, "_WITHIN_BLOCK", block),
@@ -725,10 +747,13 @@ def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed
         reach = BatchReach(idx, batch, thr)
         for j, v in enumerate(batch):
             mask = s.retrievable()
+            lead = reach.lead(j, mask)
             got = reach.rows_near(j, mask)
             want = idx.rows_near(v, thr, mask)
             _reach_answers_agree(got, want, s.embedding, v, mask, thr)
+            _lead_agrees(lead, got, s.embedding, v, thr)
             answered.append(got is not None)
+            leads.append(lead)
             if j % 6 == 5:  # out of turn: an earlier vector, with the rows added since
                 back = j - 1 - int(rng.integers(0, 4))
                 _reach_answers_agree(
@@ -759,6 +784,7 @@ def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed
     assert idx.audit["trainings"] >= 2 and idx.audit["searches"] == 0
     if thr >= 0.85:
         assert all(answered)
+        assert any(x is not None and x >= 0 for x in leads)  # rows settled by the screens
 
 
 def _cones_of_400_and_a_central_row():
