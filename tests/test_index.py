@@ -739,7 +739,7 @@ def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed
         ]
     ).astype(np.float32)
     batch = batch[rng.permutation(len(batch))]
-    answered, leads = [], []
+    answered = []
     with (
         mock.patch.object(index, "_REACH_CHUNK", chunk),
         mock.patch.object(index, "_WITHIN_BLOCK", block),
@@ -753,7 +753,6 @@ def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed
             _reach_answers_agree(got, want, s.embedding, v, mask, thr)
             _lead_agrees(lead, got, s.embedding, v, thr)
             answered.append(got is not None)
-            leads.append(lead)
             if j % 6 == 5:  # out of turn: an earlier vector, with the rows added since
                 back = j - 1 - int(rng.integers(0, 4))
                 _reach_answers_agree(
@@ -784,7 +783,55 @@ def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed
     assert idx.audit["trainings"] >= 2 and idx.audit["searches"] == 0
     if thr >= 0.85:
         assert all(answered)
-        assert any(x is not None and x >= 0 for x in leads)  # rows settled by the screens
+
+
+def test_batch_reach_lead_settles_clear_leads_only():
+    """BatchReach.lead, where the cones answer: a stored row asked again leads by far (its
+    row; retired from the mask, its neighbours decide, settled or not, as the index's
+    answer says); a vector far from every row finds none (-1); a vector between two rows
+    at the same cosine above the threshold is a tie the screens leave to rows_near
+    (None); a row the store adds after the screen (a copy of a vector at 0.93 from a
+    stored row) is read too, and leads."""
+    from memsim.engine import kernels
+    from memsim.engine.index import BatchReach, CandidateIndex
+    from memsim.engine.store import MemoryStore, Statuses
+
+    rng = np.random.default_rng(3)
+    dim, thr = 64, 0.9
+    s = MemoryStore(dim, Statuses(("active", "gone"), terminal=frozenset({"gone"})))
+
+    def add(rows: np.ndarray) -> None:
+        n = len(rows)
+        s.add(1.0, rows, texts=["m"] * n, claims=[None] * n, provenance=[()] * n)
+
+    add(clustered(rng, 2000, dim, clusters=60, noise=0.8))
+    between = unit(rng, 1, dim)[0].astype(np.float64)
+    side = _at_cosines(between, np.zeros(1), rng.standard_normal((1, dim)))[0]
+    add(np.array([0.95 * between + c * np.sqrt(1 - 0.95**2) * side for c in (1, -1)]))
+    idx = CandidateIndex(s, "cones", min_rows=100)
+    far = -s.embedding[:2000].sum(axis=0)  # away from the clusters
+    batch = np.concatenate([s.embedding[[5, 6, 7]], [far / np.linalg.norm(far)], [between]])
+    near20 = _at_cosines(
+        s.embedding[20].astype(np.float64), np.full(1, 0.93), rng.standard_normal((1, dim))
+    )
+    batch = np.concatenate([batch, near20]).astype(np.float32)
+    reach = BatchReach(idx, batch, thr)
+    mask = s.retrievable()
+    assert [reach.lead(j, mask) for j in range(3)] == [5, 6, 7]
+    assert reach.lead(3, mask) == -1
+    assert reach.lead(4, mask) is None and reach.rows_near(4, mask) is not None
+    assert reach.rows_near(4, mask)[0].tolist() == [2000, 2001]
+    assert reach.lead(5, mask) == 20
+    add(batch[5:6])  # the last vector's copy, after the screen: it leads now
+    assert reach.lead(5, s.retrievable()) == s.n - 1
+    s.set_status([7], "gone", 2.0)  # retired: its neighbours only, as the index says
+    mask = s.retrievable()
+    got, lead = reach.rows_near(2, mask), reach.lead(2, mask)
+    assert got is not None and 7 not in got[0].tolist()
+    if lead is not None and lead >= 0:
+        gap = kernels.settled_gap(dim, 1.0)
+        vals = sorted(got[1].tolist())
+        assert got[0][np.argmax(got[1])] == lead and vals[-1] - max([*vals[:-1], thr]) > gap
 
 
 def _cones_of_400_and_a_central_row():
