@@ -787,12 +787,12 @@ def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed
 
 def test_batch_reach_lead_settles_clear_leads_only():
     """BatchReach.lead, where the cones answer: a stored row asked again leads by far (its
-    row; retired from the mask, its neighbours decide, settled or not, as the index's
+    row; retired from the mask before its turn, the rows left decide, as the index's
     answer says); a vector far from every row finds none (-1); a vector between two rows
     at the same cosine above the threshold is a tie the screens leave to rows_near
     (None); a row the store adds after the screen (a copy of a vector at 0.93 from a
-    stored row) is read too, and leads."""
-    from memsim.engine import kernels
+    stored row) is read too, and leads; a vector asked again after a later one's turn is
+    left to rows_near (None)."""
     from memsim.engine.index import BatchReach, CandidateIndex
     from memsim.engine.store import MemoryStore, Statuses
 
@@ -810,28 +810,26 @@ def test_batch_reach_lead_settles_clear_leads_only():
     add(np.array([0.95 * between + c * np.sqrt(1 - 0.95**2) * side for c in (1, -1)]))
     idx = CandidateIndex(s, "cones", min_rows=100)
     far = -s.embedding[:2000].sum(axis=0)  # away from the clusters
-    batch = np.concatenate([s.embedding[[5, 6, 7]], [far / np.linalg.norm(far)], [between]])
     near20 = _at_cosines(
         s.embedding[20].astype(np.float64), np.full(1, 0.93), rng.standard_normal((1, dim))
     )
-    batch = np.concatenate([batch, near20]).astype(np.float32)
+    batch = np.concatenate(
+        [s.embedding[[5, 6]], [far / np.linalg.norm(far)], [between], near20, s.embedding[[7]]]
+    ).astype(np.float32)
     reach = BatchReach(idx, batch, thr)
     mask = s.retrievable()
-    assert [reach.lead(j, mask) for j in range(3)] == [5, 6, 7]
-    assert reach.lead(3, mask) == -1
-    assert reach.lead(4, mask) is None and reach.rows_near(4, mask) is not None
-    assert reach.rows_near(4, mask)[0].tolist() == [2000, 2001]
-    assert reach.lead(5, mask) == 20
-    add(batch[5:6])  # the last vector's copy, after the screen: it leads now
-    assert reach.lead(5, s.retrievable()) == s.n - 1
-    s.set_status([7], "gone", 2.0)  # retired: its neighbours only, as the index says
+    assert [reach.lead(j, mask) for j in range(3)] == [5, 6, -1]
+    assert reach.lead(3, mask) is None and reach.rows_near(3, mask) is not None
+    assert reach.rows_near(3, mask)[0].tolist() == [2000, 2001]
+    assert reach.lead(4, mask) == 20
+    add(batch[4:5])  # the vector's copy, after the screen: it leads now
+    assert reach.lead(4, s.retrievable()) == s.n - 1
+    assert reach.lead(0, s.retrievable()) is None  # out of turn
+    s.set_status([7], "gone", 2.0)  # retired before its turn
     mask = s.retrievable()
-    got, lead = reach.rows_near(2, mask), reach.lead(2, mask)
-    assert got is not None and 7 not in got[0].tolist()
-    if lead is not None and lead >= 0:
-        gap = kernels.settled_gap(dim, 1.0)
-        vals = sorted(got[1].tolist())
-        assert got[0][np.argmax(got[1])] == lead and vals[-1] - max([*vals[:-1], thr]) > gap
+    lead, got = reach.lead(5, mask), reach.rows_near(5, mask)
+    assert lead is not None and lead != 7
+    _lead_agrees(lead, got, s.embedding, batch[5], thr)
 
 
 def _cones_of_400_and_a_central_row():

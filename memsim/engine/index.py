@@ -1520,10 +1520,10 @@ class _ReachChunk:
         """Vector ``i``'s row (in turn) that the screens show leads every other allowed row
         it may find (:meth:`near`) and ``above`` by more than ``gap`` plus both screens'
         rounding: then its full-scan product leads theirs and ``above`` by more than
-        ``gap``; -1 when it may find no allowed row; None when the screens do not settle it
-        (or the vector is not finite)."""
+        ``gap``; -1 when it may find no allowed row; None when the screens do not settle it,
+        the vector is not finite, or it is asked out of turn (its added rows not kept)."""
         margin = float(self.margins[i])
-        if not math.isfinite(margin):
+        if not math.isfinite(margin) or i < self.seen_from:
             return None
         row, best, second = -1, -math.inf, -math.inf
         lo, hi = self.bounds[i], self.bounds[i + 1]
