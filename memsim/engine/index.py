@@ -1407,7 +1407,7 @@ class _ReachChunk:
     """A :class:`BatchReach` chunk: vectors ``first`` .. ``stop`` - 1 screened against the
     ``covered`` rows stored then, through ``cones``: their products with the centroids
     (``centroid_products``, ``norms``) and, per vector, the rows whose screens reach the
-    radius minus the rows' margin in the lists its cone reaches (``found``)."""
+    radius minus the rows' margin in the lists its cone reaches (``rows`` by ``bounds``)."""
 
     __slots__ = (
         "first",
@@ -1418,7 +1418,7 @@ class _ReachChunk:
         "covered",
         "norms",
         "centroid_products",
-        "found",
+        "rows",
         "V",
         "floor",
         "seen",
@@ -1472,10 +1472,11 @@ class _ReachChunk:
         screens = np.concatenate(hit_screens)
         order = np.lexsort((-screens, owners))  # each vector's rows, best screen first
         rows, screens = rows[order], screens[order]
-        bounds = np.searchsorted(owners[order], np.arange(len(V) + 1)).tolist()
-        self.found = [rows[bounds[i] : bounds[i + 1]] for i in range(len(V))]
-        # the same as Python numbers, for :meth:`lead`
-        self.bounds, self.hit_rows, self.hit_screens = bounds, rows.tolist(), screens.tolist()
+        # vector i's rows are rows[bounds[i] : bounds[i + 1]], best screen first (also as
+        # Python numbers, with their screens, for :meth:`lead`)
+        self.rows = rows
+        self.bounds = np.searchsorted(owners[order], np.arange(len(V) + 1)).tolist()
+        self.hit_rows, self.hit_screens = rows.tolist(), screens.tolist()
         self.margins = kernels.screen_margin(V.shape[1]) * np.maximum(1.0, self.norms)
         # rows the store adds after the screen: each compared once with the vectors from
         # ``seen_from`` on (:meth:`near`), the hits (row, screen) kept per vector in ``later``
@@ -1493,14 +1494,15 @@ class _ReachChunk:
         screen found and, of the rows added since, those whose product with it reaches the
         screen's floor. Each added row is multiplied once with the chunk's vectors from
         ``i`` on, in one product; a vector before those (asked out of turn) by its own."""
+        found = self.rows[self.bounds[i] : self.bounds[i + 1]]
         if i < self.seen_from:
             added = E[self.covered :] @ self.V[i]
             later = self.covered + np.flatnonzero(added >= self.floor)
-            return np.concatenate((self.found[i], later))
+            return np.concatenate((found, later))
         extra = self._added(i, E)
         if not extra:
-            return self.found[i]
-        return np.concatenate((self.found[i], np.asarray([r for r, _ in extra], dtype=np.int64)))
+            return found
+        return np.concatenate((found, np.asarray([r for r, _ in extra], dtype=np.int64)))
 
     def _added(self, i: int, E: np.ndarray) -> list[tuple[int, float]]:
         """(row, screen) of the rows added since the screen whose screen with vector ``i``
@@ -1560,8 +1562,7 @@ class _ReachChunk:
         if stale or not 0 <= at < len(self._within_ok):
             # the cones changed since (or i not checked yet): the next block of vectors at once
             stop = min(len(self.norms), i + _WITHIN_BLOCK)
-            norms = self.norms[i:stop, None]
-            slack = 2.0 * kernels.screen_margin(len(cones.centroids32[0])) * np.maximum(1.0, norms)
+            norms, slack = self.norms[i:stop, None], 2.0 * self.margins[i:stop, None]
             with np.errstate(invalid="ignore"):  # a failed embedding's zeros, as in __init__
                 reach = self.centroid_products[i:stop] >= thr * norms - slack
             held = reach.astype(np.int64) @ cones.size[: self.lists]
