@@ -495,7 +495,10 @@ class PersonalAI(Policy[PaiParams]):
             return None
         row = lead
         # the cosine _by_cosine gives the row whichever rows are ranked with it
-        sim = float(kernels.exact_cosines(self.store.embedding[row : row + 1], vec)[0])
+        if reach is None:
+            sim = float(kernels.exact_cosines(self.store.embedding[row : row + 1], vec)[0])
+        else:
+            sim = reach[0].cosine(reach[1], row)
         return (row, sim) if is_reinforce(sim, p) else None
 
     def _reinforced(self, ep: Episode, row: int, similarity: float, now: float) -> list[Outcome]:

@@ -715,10 +715,12 @@ def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed
     screened 3 vectors at a time, or all 24 at once; its limit checks settled 1, 4 or 64
     vectors at a time, and kept over ``quiet`` turns (a third add nothing); an earlier
     vector asked again out of turn answers as the index does then. BatchReach.lead, asked
-    first at each turn, agrees with that answer wherever it settles one."""
+    first at each turn, agrees with that answer wherever it settles one, and
+    BatchReach.cosine of the row it leads with (and of another row) is the row's own
+    float64 cosine."""
     from unittest import mock
 
-    from memsim.engine import index
+    from memsim.engine import index, kernels
     from memsim.engine.index import BatchReach, CandidateIndex
     from memsim.engine.store import MemoryStore, Statuses
 
@@ -752,6 +754,9 @@ def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed
             want = idx.rows_near(v, thr, mask)
             _reach_answers_agree(got, want, s.embedding, v, mask, thr)
             _lead_agrees(lead, got, s.embedding, v, thr)
+            for row in ([lead] if lead is not None and lead >= 0 else []) + [j % s.n]:
+                # the float64 cosine of the row it reinforces, whichever row that is
+                assert reach.cosine(j, row) == kernels.exact_cosines(s.embedding[[row]], v)[0]
             answered.append(got is not None)
             if j % 6 == 5:  # out of turn: an earlier vector, with the rows added since
                 back = j - 1 - int(rng.integers(0, 4))
@@ -792,7 +797,9 @@ def test_batch_reach_lead_settles_clear_leads_only():
     at the same cosine above the threshold is a tie the screens leave to rows_near
     (None); a row the store adds after the screen (a copy of a vector at 0.93 from a
     stored row) is read too, and leads; a vector asked again after a later one's turn is
-    left to rows_near (None)."""
+    left to rows_near (None). BatchReach.cosine of a row led with is its float64 cosine,
+    read off the chunk's cosines of the best screens' rows or computed for an added row."""
+    from memsim.engine import kernels
     from memsim.engine.index import BatchReach, CandidateIndex
     from memsim.engine.store import MemoryStore, Statuses
 
@@ -824,6 +831,8 @@ def test_batch_reach_lead_settles_clear_leads_only():
     assert reach.lead(4, mask) == 20
     add(batch[4:5])  # the vector's copy, after the screen: it leads now
     assert reach.lead(4, s.retrievable()) == s.n - 1
+    for j, row in ((0, 5), (1, 6), (4, 20), (4, s.n - 1)):  # best screens' rows, an added row
+        assert reach.cosine(j, row) == kernels.exact_cosines(s.embedding[[row]], batch[j])[0]
     assert reach.lead(0, s.retrievable()) is None  # out of turn
     s.set_status([7], "gone", 2.0)  # retired before its turn
     mask = s.retrievable()

@@ -1343,6 +1343,7 @@ class BatchReach:
 
     def __init__(self, index: CandidateIndex, vectors: np.ndarray, threshold: float) -> None:
         self.index = index
+        self.given = vectors  # as given, for float64 cosines (cosine)
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         self.threshold = float(threshold)
         self._chunk: _ReachChunk | None = None
@@ -1392,6 +1393,23 @@ class BatchReach:
             return None
         return chunk.lead(i, s.embedding, mask, float(self.gaps[j]), self.threshold)
 
+    def cosine(self, j: int, row: int) -> float:
+        """``kernels.exact_cosines`` of ``row`` with vector ``j`` as given (float64): for the
+        row of each vector's best screen, computed for its chunk at once (Personal AI reads
+        the cosine of the row nearly every belief reinforces, most often that one)."""
+        chunk = self._chunk
+        E = self.index.store.embedding
+        if chunk is not None and chunk.first <= j < chunk.stop:
+            i = j - chunk.first
+            at = chunk.bounds[i]
+            if at < chunk.bounds[i + 1] and chunk.hit_rows[at] == row:
+                if chunk.lead_cosines is None:
+                    firsts = chunk.rows[np.minimum(chunk.bounds[:-1], len(chunk.rows) - 1)]
+                    given = self.given[chunk.first : chunk.stop]
+                    chunk.lead_cosines = kernels.exact_cosines(E[firsts], given)
+                return float(chunk.lead_cosines[i])
+        return float(kernels.exact_cosines(E[row : row + 1], self.given[j])[0])
+
     def _screened(self, j: int, cones: _Cones, radius: float) -> _ReachChunk:
         """The chunk of vectors from ``j`` on screened against the stored rows through
         ``cones``, kept while it covers ``j`` and no embedding changed."""
@@ -1427,6 +1445,7 @@ class _ReachChunk:
         "bounds",
         "hit_rows",
         "hit_screens",
+        "lead_cosines",
         "margins",
         "_within_thr",
         "_within_limit",
@@ -1477,6 +1496,8 @@ class _ReachChunk:
         self.rows = rows
         self.bounds = np.searchsorted(owners[order], np.arange(len(V) + 1)).tolist()
         self.hit_rows, self.hit_screens = rows.tolist(), screens.tolist()
+        # each vector's float64 cosine with its best screen's row (BatchReach.cosine)
+        self.lead_cosines: np.ndarray | None = None
         self.margins = kernels.screen_margin(V.shape[1]) * np.maximum(1.0, self.norms)
         # rows the store adds after the screen: each compared once with the vectors from
         # ``seen_from`` on (:meth:`near`), the hits (row, screen) kept per vector in ``later``
