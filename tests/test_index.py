@@ -798,7 +798,8 @@ def test_batch_reach_lead_settles_clear_leads_only():
     (None); a row the store adds after the screen (a copy of a vector at 0.93 from a
     stored row) is read too, and leads; a vector asked again after a later one's turn is
     left to rows_near (None). BatchReach.cosine of a row led with is its float64 cosine,
-    read off the chunk's cosines of the best screens' rows or computed for an added row."""
+    read off the chunk's cosines of the best screens' rows or computed for an added row,
+    and for a row whose embedding changed since, its cosine now."""
     from memsim.engine import kernels
     from memsim.engine.index import BatchReach, CandidateIndex
     from memsim.engine.store import MemoryStore, Statuses
@@ -839,6 +840,8 @@ def test_batch_reach_lead_settles_clear_leads_only():
     lead, got = reach.lead(5, mask), reach.rows_near(5, mask)
     assert lead is not None and lead != 7
     _lead_agrees(lead, got, s.embedding, batch[5], thr)
+    s.set_embedding([6], batch[3:4])  # vector 1's best row is another vector now
+    assert reach.cosine(1, 6) == kernels.exact_cosines(s.embedding[[6]], batch[1])[0]
 
 
 def _cones_of_400_and_a_central_row():

@@ -1397,13 +1397,14 @@ class BatchReach:
         """``kernels.exact_cosines`` of ``row`` with vector ``j`` as given (float64): for the
         row of each vector's best screen, computed for its chunk at once (Personal AI reads
         the cosine of the row nearly every belief reinforces, most often that one)."""
-        chunk = self._chunk
-        E = self.index.store.embedding
-        if chunk is not None and chunk.first <= j < chunk.stop:
+        chunk, s = self._chunk, self.index.store
+        E = s.embedding
+        version = getattr(s, "embedding_version", 0)
+        if chunk is not None and chunk.first <= j < chunk.stop and chunk.version == version:
             i = j - chunk.first
             at = chunk.bounds[i]
             if at < chunk.bounds[i + 1] and chunk.hit_rows[at] == row:
-                if chunk.lead_cosines is None:
+                if chunk.lead_cosines is None:  # (a vector with no row: any row, unread)
                     firsts = chunk.rows[np.minimum(chunk.bounds[:-1], len(chunk.rows) - 1)]
                     given = self.given[chunk.first : chunk.stop]
                     chunk.lead_cosines = kernels.exact_cosines(E[firsts], given)
