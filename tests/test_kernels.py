@@ -705,3 +705,12 @@ def test_settled_gap_of_one_norm_is_the_arrays(norm):
     many = K.settled_gap(384, np.array([norm, 2.0]))
     assert isinstance(one, float)
     assert np.float64(one).tobytes() == many[:1].tobytes()
+
+
+def test_screen_margins_widen_with_the_norm_only_past_one():
+    """screen_margins: a unit or shorter vector's screens keep screen_margin (the rows'
+    rounding bound), a longer one's widen in proportion to its norm, a NaN norm stays NaN
+    (its screens settle nothing)."""
+    m = K.screen_margin(384)
+    got = K.screen_margins(384, np.array([0.0, 0.5, 1.0, 2.0, np.nan]))
+    assert got[:3].tolist() == [m, m, m] and got[3] == 2.0 * m and np.isnan(got[4])

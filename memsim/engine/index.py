@@ -1102,9 +1102,8 @@ class BatchScreen:
         self.store = store
         self.given = vectors  # as given, for float64 cosines (cosine)
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        # the rows are unit vectors; a vector longer than 1 widens its rounding bound
         norms = np.sqrt(np.einsum("ij,ij->i", self.vectors, self.vectors, dtype=np.float64))
-        self.margins = kernels.screen_margin(store.dim) * np.maximum(1.0, norms)
+        self.margins = kernels.screen_margins(store.dim, norms)
         # two screens settle an order when they are further apart than this: each is within
         # the margin of its product, and products within TIE_RTOL are a tie
         self.apart = kernels.settled_gap(store.dim, norms)
@@ -1499,7 +1498,7 @@ class _ReachChunk:
         self.hit_rows, self.hit_screens = rows.tolist(), screens.tolist()
         # each vector's float64 cosine with its best screen's row (BatchReach.cosine)
         self.lead_cosines: np.ndarray | None = None
-        self.margins = kernels.screen_margin(V.shape[1]) * np.maximum(1.0, self.norms)
+        self.margins = kernels.screen_margins(V.shape[1], self.norms)
         # rows the store adds after the screen: each compared once with the vectors from
         # ``seen_from`` on (:meth:`near`), the hits (row, screen) kept per vector in ``later``
         self.V, self.floor = V, floor

@@ -582,6 +582,12 @@ def screen_margin(dim: int) -> float:
     return max(SCREEN_MARGIN, 4.0 * dim * 2.0**-24)
 
 
+def screen_margins(dim: int, norms: np.ndarray) -> np.ndarray:
+    """:func:`screen_margin` of screens of unit rows with vectors of norms ``norms``: a
+    vector longer than 1 widens its rounding bound in proportion (NaN norms stay NaN)."""
+    return screen_margin(dim) * np.maximum(1.0, np.asarray(norms, dtype=np.float64))
+
+
 @overload
 def settled_gap(dim: int, norms: float) -> float: ...
 
