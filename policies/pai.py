@@ -496,7 +496,7 @@ class PersonalAI(Policy[PaiParams]):
         row = lead
         # the cosine _by_cosine gives the row whichever rows are ranked with it
         if reach is None:
-            sim = float(kernels.exact_cosines(self.store.embedding[row : row + 1], vec)[0])
+            sim = kernels.exact_cosine(self.store.embedding, row, vec)
         else:
             sim = reach[0].cosine(reach[1], row)
         return (row, sim) if is_reinforce(sim, p) else None

@@ -1076,6 +1076,18 @@ class _Chunk:
         self.added_top = np.full(m, -np.inf)
 
 
+def _lead_cosine(
+    chunk: Any, j: int, E: np.ndarray, given: np.ndarray, leads: Callable[[], np.ndarray]
+) -> float:
+    """A batch's :func:`kernels.exact_cosines` of vector ``j`` (as ``given``) with its best
+    screen's row, computed for the whole ``chunk`` at its first ask (``leads()``: each of
+    the chunk's vectors' row) and kept in ``chunk.lead_cosines``: Personal AI reads the
+    cosine of the row nearly every belief reinforces, most often that one."""
+    if chunk.lead_cosines is None:
+        chunk.lead_cosines = kernels.exact_cosines(E[leads()], given[chunk.first : chunk.stop])
+    return float(chunk.lead_cosines[j - chunk.first])
+
+
 class BatchScreen:
     """A batch's vectors (a day's claims, in the order they are decided) compared with the
     store in one matrix product per chunk of them, so that each one's search, when its turn
@@ -1192,14 +1204,10 @@ class BatchScreen:
         row of each vector's best screen, computed for the whole chunk at once (Personal AI
         reads the cosine of nearly every vector's best row)."""
         chunk = self._chunk_of(j)
-        i = j - chunk.first
         E = self.store.embedding
-        if not chunk.rows.shape[1] or row != chunk.rows[i, 0]:
-            return float(kernels.exact_cosines(E[row : row + 1], self.given[j])[0])
-        if chunk.lead_cosines is None:
-            given = self.given[chunk.first : chunk.stop]
-            chunk.lead_cosines = kernels.exact_cosines(E[chunk.rows[:, 0]], given)
-        return float(chunk.lead_cosines[i])
+        if not chunk.rows.shape[1] or row != chunk.rows[j - chunk.first, 0]:
+            return kernels.exact_cosine(E, row, self.given[j])
+        return _lead_cosine(chunk, j, E, self.given, lambda: chunk.rows[:, 0])
 
     def _shortlisted(
         self, j: int, k: int, cand: list[tuple[float, int]], chunk: _Chunk
@@ -1403,12 +1411,14 @@ class BatchReach:
             i = j - chunk.first
             at = chunk.bounds[i]
             if at < chunk.bounds[i + 1] and chunk.hit_rows[at] == row:
-                if chunk.lead_cosines is None:  # (a vector with no row: any row, unread)
-                    firsts = chunk.rows[np.minimum(chunk.bounds[:-1], len(chunk.rows) - 1)]
-                    given = self.given[chunk.first : chunk.stop]
-                    chunk.lead_cosines = kernels.exact_cosines(E[firsts], given)
-                return float(chunk.lead_cosines[i])
-        return float(kernels.exact_cosines(E[row : row + 1], self.given[j])[0])
+                rows, bounds = chunk.rows, chunk.bounds[:-1]
+
+                def firsts() -> np.ndarray:  # (a vector with no row: any row, never read)
+                    out: np.ndarray = rows[np.minimum(bounds, len(rows) - 1)]
+                    return out
+
+                return _lead_cosine(chunk, j, E, self.given, firsts)
+        return kernels.exact_cosine(E, row, self.given[j])
 
     def _screened(self, j: int, cones: _Cones, radius: float) -> _ReachChunk:
         """The chunk of vectors from ``j`` on screened against the stored rows through

@@ -621,6 +621,11 @@ def exact_cosines(embeddings: np.ndarray, vector: np.ndarray) -> np.ndarray:
     return out
 
 
+def exact_cosine(embeddings: np.ndarray, row: int, vector: np.ndarray) -> float:
+    """:func:`exact_cosines` of one stored row (``embeddings[row]``) with ``vector``."""
+    return float(exact_cosines(embeddings[row : row + 1], vector)[0])
+
+
 def cosines_at_least(
     embeddings: np.ndarray, rows: np.ndarray, vector: np.ndarray, threshold: float
 ) -> tuple[np.ndarray, np.ndarray]:
