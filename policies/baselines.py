@@ -99,7 +99,10 @@ class _CosineBase(Policy[P]):
             return out
         q = np.stack([np.asarray(vecs[i], dtype=np.float32) for i in have])
         if len(q) == 1:  # the live rows' products only: the numbers of the product below
-            sims = self.store.query_products(q[0], rows).astype(np.float64)[:, None]
+            # (every row live: rows_with's distinct rows are all of them, read without a gather)
+            every = len(rows) == self.store.n
+            sims = self.store.query_products(q[0], None if every else rows)
+            sims = sims.astype(np.float64)[:, None]
         else:
             sims = (self.store.embedding @ q.T)[rows].astype(np.float64)  # (rows, queries)
         w = self._weights(now, rows)

@@ -494,7 +494,8 @@ def test_rows_with_is_the_mask_s_rows_through_adds_and_status_changes(seed, step
     """store.rows_with (kept between calls, brought up to date from the status log) gives
     np.flatnonzero(store.mask(statuses, kinds)) for several status and kind sets, through
     adds, rows that leave a status and come back, calls skipped for a while, and a copy;
-    read-only. store.mask_at gives the mask's entries at the rows asked."""
+    read-only, and every array handed out keeps its rows (new rows are written past it in
+    the array it is the head of). store.mask_at gives the mask's entries at the rows asked."""
     import copy
 
     rng = np.random.default_rng(seed)
@@ -507,6 +508,7 @@ def test_rows_with_is_the_mask_s_rows_through_adds_and_status_changes(seed, step
         (("active", "dormant"), ("a", "c")),
         (None, ("b",)),
     ]
+    handed: list[tuple[np.ndarray, np.ndarray]] = []  # (an array rows_with gave, its rows then)
     for _ in range(steps):
         m = int(rng.integers(0, 6))
         if m:
@@ -525,11 +527,14 @@ def test_rows_with_is_the_mask_s_rows_through_adds_and_status_changes(seed, step
                 got = s.rows_with(statuses, kinds)
                 np.testing.assert_array_equal(got, np.flatnonzero(s.mask(statuses, kinds)))
                 assert not got.flags.writeable
+                handed.append((got, got.copy()))
             if s.n:  # mask_at: the mask's entries at a few rows, repeated, in any order
                 rows = rng.integers(0, s.n, int(rng.integers(0, 6)))
                 np.testing.assert_array_equal(
                     s.mask_at(rows, statuses, kinds), s.mask(statuses, kinds)[rows]
                 )
+    for got, then in handed:
+        np.testing.assert_array_equal(got, then)
 
 
 @settings(max_examples=60, deadline=None)

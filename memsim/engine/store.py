@@ -157,6 +157,22 @@ def _identities(ordered_provenance: Sequence[Sequence[str]], texts: Sequence[str
     return np.frombuffer(b"".join(digests), dtype="<u8")
 
 
+def _appended(
+    rows: np.ndarray, room: np.ndarray | None, more: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``rows`` then ``more``, written after ``rows`` in ``room`` (an array whose head ``rows``
+    is) where it has space, else in a new one with as much space again: appending a few rows
+    costs those rows, not a copy of all of them (``rows_with`` of a store that grows by a
+    few rows per event and is asked per query). Rows handed out before are never written:
+    only the space past them is."""
+    n, m = len(rows), len(more)
+    if room is None or n + m > len(room):
+        room = np.empty(max(2 * (n + m), 64), dtype=np.int64)
+        room[:n] = rows
+    room[n : n + m] = more
+    return room[: n + m], room
+
+
 class MemoryStore:
     """Columnar memory table with provenance and a change log. See module docstring."""
 
@@ -521,24 +537,26 @@ class MemoryStore:
         cache = self.__dict__.setdefault("_rows_with", {})  # (a store pickled before it)
         log = self.status_log
         got = cache.get(key)
+        room = None  # the array ``rows`` is the head of, with room for rows to come
         if got is None or got[1] > len(log):
             rows = np.flatnonzero(self._member(slice(0, self.n), *key))
         elif got[1] == len(log):
-            rows = got[0]  # (a copy of the store holds a writable copy of it)
+            rows, _, room = got  # (a copy of the store holds a writable copy of it)
         else:
-            rows, seen = got
+            rows, seen, room = got
             changed = np.unique(np.array([r for _, r, _ in log[seen:]], dtype=np.int64))
             inside = changed[self._member(changed, *key)]
             if not len(rows) or changed[0] > rows[-1]:  # new rows only: none held yet
-                rows = np.concatenate((rows, inside))
+                rows, room = _appended(rows, room, inside)
             else:  # out with the changed rows held, in with those inside (both sorted)
                 at = np.searchsorted(rows, changed)
                 held = at < len(rows)
                 held[held] = rows[at[held]] == changed[held]
                 rows = np.delete(rows, at[held])
                 rows = np.insert(rows, np.searchsorted(rows, inside), inside)
+                room = None
         rows.flags.writeable = False
-        cache[key] = (rows, len(log))
+        cache[key] = (rows, len(log), room)
         return rows
 
     def count(self, statuses: Iterable[str] | None = None) -> int:
