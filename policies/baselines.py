@@ -375,6 +375,8 @@ class Recency(_CosineBase[RecencyParams]):
     ) -> list[int]:
         """The ``excess`` rows to evict from the front the queue's scan found; a front
         left with FRONT_KEPT rows or more is kept for the next evictions (_front_victims)."""
+        if excess == 1 and len(cliques) == 1 and len(cliques[0]) == 1 and not near:
+            return [cliques[0][0]]  # one row apart from the next: most evictions of a steady year
         taken = sum(len(rows) for rows in cliques)
         kept = stop is not None and taken - excess >= self.FRONT_KEPT
         plan: list[int] | None = None
