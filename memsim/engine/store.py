@@ -159,13 +159,15 @@ def _identities(ordered_provenance: Sequence[Sequence[str]], texts: Sequence[str
 
 def _appended(
     rows: np.ndarray, room: np.ndarray | None, more: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``rows`` then ``more``, written after ``rows`` in ``room`` (an array whose head ``rows``
-    is) where it has space, else in a new one with as much space again: appending a few rows
-    costs those rows, not a copy of all of them (``rows_with`` of a store that grows by a
-    few rows per event and is asked per query). Rows handed out before are never written:
-    only the space past them is."""
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """``rows`` then ``more``, and the array they are the head of: written after ``rows`` in
+    ``room`` (the array ``rows`` is the head of, or None) where it has space, else in a new
+    one with as much space again. Appending a few rows costs those rows, not a copy of all
+    of them (``rows_with`` of a store that grows by a few rows per event and is asked per
+    query). Rows handed out before are never written: only the space past them is."""
     n, m = len(rows), len(more)
+    if not m:  # (the changed rows all outside the set: nothing to copy)
+        return rows, room
     if room is None or n + m > len(room):
         room = np.empty(max(2 * (n + m), 64), dtype=np.int64)
         room[:n] = rows
