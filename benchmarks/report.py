@@ -202,11 +202,14 @@ def build(raw: dict, command: str, returncode: int | None) -> tuple[str, dict]:
                 "growth_exponent",
                 "speedup_over_exact",
                 "query_differ_share",
+                "after_copy_ratio",
             )
         }
         bits = [f"{k} {_fmt(v)}" for k, v in extra.items()]
         if isinstance(t.get("seconds"), dict):
             bits.append(_seconds(t["seconds"]))
+        if isinstance(t.get("after_copy_seconds"), dict):
+            bits.append("right after a copy: " + _seconds(t["after_copy_seconds"]))
         if "shares" in t:
             bits.append(
                 "run "
