@@ -6,16 +6,17 @@ every policy's searches exact, Personal AI's through the batch's one matrix prod
 240 (~7,300-36,000 rows, Personal AI's searches through its candidate index, which it turns
 on from INGEST_INDEX_MIN_ROWS rows; the batch's product is then not used). Each seed policy is
 warmed up on the days before the day before the measured one (batched, per same-time batch,
-as the runner does), then copied. Each round times each mode twice. First on a copy as it
-comes (its first call after the copy: the "after a copy" ratio, reported beside the target).
-Then on a copy that has just run the stream's events of the day before (its episodes and
-queries, as the runner calls them): the state a simulation is in when the day comes, which
-gives the target's ratio. A deep copy of the policy evicts the CPU caches (on the Intel Xeon,
-a 3-element ``np.add`` takes ~30 us right after one against ~1 us warm), and a batched day
-pays that refill once in its one call (~0.4 ms of a ~1.2 ms day 30), where one at a time pays
-it on its first episode of 86; after the day before, the batched day 30 costs what it costs
-warm (docs/performance.md, stop 58). Every timed call runs with the objects that exist before
-it frozen for the garbage collector (``_collecting_new``).
+as the runner does), then copied. Each round times each mode twice: first on a copy of the
+policy as it stands on the day (its first call after the copy: the "after a copy" ratio,
+reported beside the target), then on a copy that has just run the stream's events of the day
+before (its episodes and queries, as the runner calls them): the state a simulation is in
+when the day comes, which gives the target's ratio. A deep copy of the policy evicts the
+CPU caches (on the Intel Xeon, a 3-element ``np.add`` takes ~30 us right after one against
+~1 us warm), and a batched day pays that refill once in its one call (~0.4 ms of a ~1.2 ms
+day 30), where one at a time pays it on its first episode of 86; after the day before, the
+batched day 30 costs what it costs warm (docs/performance.md, stop 58). Every timed call
+runs with the objects that exist before it frozen for the garbage collector
+(``_collecting_new``).
 Mock LLM: memsim.engine.mockllm.MockLLM(seed=0). The copies share the warmed policy's LLM, whose
 embedder has seen the day once before the timed rounds (a deep copy would drop its cache of
 topic, key and value blocks, and both modes would pay for drawing them again, which a running
