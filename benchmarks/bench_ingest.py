@@ -118,8 +118,7 @@ def _warm(policy_id, before):
     from memsim.engine.mockllm import MockLLM
 
     pol = registry.make(policy_id, llm=MockLLM(seed=0), seed=0)
-    for t, batch in groupby(before, key=lambda e: e.time):
-        pol.ingest(list(batch), t)
+    _replay(pol, before)
     return pol
 
 
