@@ -39,6 +39,10 @@ from benchmarks.workloads import size
 from memsim.engine import registry
 from memsim.engine.events import Episode, Query
 
+# benchmarks.report runs each case in a pytest process of its own: in one process, a
+# policy's batched day ran up to ~20% slower after another policy's cases than alone (the
+# one-by-one mode ~1% either way; docs/performance.md, stop 59)
+ONE_PROCESS_PER_CASE = True
 SEEDS = ["pai", "izzie", "kernle", "engram", "cosmo"]
 EPISODES = size(100_000, 2_000)
 QUERIES = size(10_000, 100)

@@ -12,13 +12,14 @@ the subject (these shared 2-core machines are noisy): see :func:`interleaved` an
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from benchmarks.workloads import SMOKE, size_id  # noqa: F401  (re-exported for bench files)
+from benchmarks.workloads import CASES_ENV, SMOKE
 
 
 def pytest_collect_file(parent, file_path: Path):
@@ -30,6 +31,13 @@ def pytest_collect_file(parent, file_path: Path):
     ):
         return pytest.Module.from_parent(parent, path=file_path)
     return None
+
+
+def pytest_collection_finish(session) -> None:
+    # benchmarks.report's list of a module's cases, for a module run one case per process
+    listing = os.environ.get(CASES_ENV)
+    if listing:
+        Path(listing).write_text("".join(f"{item.nodeid}\n" for item in session.items))
 
 
 def interleaved(

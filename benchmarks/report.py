@@ -1,19 +1,22 @@
 """Run the benchmarks and write results/benchmarks.md and results/benchmarks.json.
 
-    python -m benchmarks.report                 full run (real sizes, ~25 min on 2 cores)
+    python -m benchmarks.report                 full run (real sizes, ~35 min on 2 cores)
     python -m benchmarks.report --from-json F   rebuild the table from a pytest-benchmark JSON
     python -m benchmarks.report -- -k recall    extra arguments go to pytest
     python -m benchmarks.report --rerun bench_sweep   one module again, the rest from the cache
 
 The full run is ``python -m pytest benchmarks/MODULE.py`` for each benchmark module, each in
-its own process, their JSONs merged into results/cache/benchmarks-raw.json; every target's
-measured ratio comes from its benchmark's extra_info (see benchmarks/conftest.py).
+its own process (a module that sets ``ONE_PROCESS_PER_CASE = True``: each of its cases in its
+own, ``python -m pytest 'benchmarks/MODULE.py::CASE'``), their JSONs merged into
+results/cache/benchmarks-raw.json; every target's measured ratio comes from its benchmark's
+extra_info (see benchmarks/conftest.py).
 A missed target makes pytest fail but the table is still written, with the ratio.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime as _dt
 import json
 import os
@@ -22,11 +25,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.workloads import CACHE, REPO
+from benchmarks.workloads import CACHE, CASES_ENV, REPO
 
 RAW = CACHE / "benchmarks-raw.json"
 # a module's pytest exit code, kept in its cached JSON for a later --rerun of other modules
 EXIT_CODE_KEY = "memsim_pytest_exit_code"
+# a module-level ``ONE_PROCESS_PER_CASE = True`` asks for a process per case (run_pytest)
+PER_CASE_FLAG = "ONE_PROCESS_PER_CASE"
 OUT_MD = REPO / "results" / "benchmarks.md"
 OUT_JSON = REPO / "results" / "benchmarks.json"
 
@@ -85,14 +90,80 @@ def _cached_parts(rerun: list[str]) -> dict[str, dict]:
     return parts
 
 
+def one_process_per_case(module: Path) -> bool:
+    """Whether ``module`` asks for each of its cases in a pytest process of its own (a
+    top-level ``ONE_PROCESS_PER_CASE = True``, read from its source without importing it)."""
+    for node in ast.parse(module.read_text()).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == PER_CASE_FLAG for t in node.targets
+        ):
+            return isinstance(node.value, ast.Constant) and node.value.value is True
+    return False
+
+
+def _pytest(target: str, out: Path, extra: list[str], env: dict[str, str]) -> tuple[int, dict]:
+    """One pytest process over ``target`` (a module or a case's node id), its exit code and
+    its JSON (empty where it wrote none)."""
+    out.unlink(missing_ok=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        target,
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        f"--benchmark-json={out}",
+        "--benchmark-columns=min,median,max,rounds",
+        *extra,
+    ]
+    code = subprocess.run(cmd, cwd=REPO, env=env).returncode
+    return code, json.loads(out.read_text()) if out.exists() else {}
+
+
+def _cases(module: str, extra: list[str], env: dict[str, str]) -> list[str]:
+    """The node ids of ``module``'s cases that ``extra`` selects, in collection order (the
+    collecting process writes them to the file named by CASES_ENV: benchmarks/conftest.py)."""
+    listing = CACHE / "benchmarks-cases.txt"
+    listing.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "pytest", module, "-p", "no:cacheprovider", "--collect-only"]
+    subprocess.run(
+        [*cmd, *extra], cwd=REPO, env={**env, CASES_ENV: str(listing)}, stdout=subprocess.DEVNULL
+    )
+    cases = listing.read_text().splitlines() if listing.exists() else []
+    listing.unlink(missing_ok=True)
+    return cases
+
+
+def _run_module(module: Path, out: Path, extra: list[str], env: dict[str, str]) -> tuple[int, dict]:
+    """A module's exit code and JSON: one pytest process, or one per case where the module
+    asks for it (their JSONs merged in collection order, the first failing exit code kept).
+    Exit code 5: ``extra`` selects none of its cases."""
+    target = str(module.relative_to(REPO))
+    if not one_process_per_case(module):
+        return _pytest(target, out, extra, env)
+    codes, parts = [], []
+    for i, case in enumerate(_cases(target, extra, env)):
+        code, part = _pytest(case, out.with_suffix(f".case{i}.json"), extra, env)
+        out.with_suffix(f".case{i}.json").unlink(missing_ok=True)
+        codes.append(code)
+        parts += [part] if part else []
+    if not codes:
+        return 5, {}
+    return next((c for c in codes if c), 0), merge(parts) if parts else {}
+
+
 def run_pytest(extra: list[str], rerun: list[str] | None = None) -> tuple[int, str]:
     """Each benchmark module in its own pytest process (``extra`` passed to each), their
     JSONs merged into RAW. A module's numbers do not depend on the modules before it: in
     one process, an hour of other benchmarks left the allocator's heap in a state that
-    slowed the batched ingest days by ~10% (docs/performance.md, stop 45). With ``rerun``
-    (module names such as ``bench_sweep``), only those run again and every other module's
-    JSON is the cached one of the last run, of the same commit: a report whose one module
-    another job disturbed is mended without running the rest."""
+    slowed the batched ingest days by ~10% (docs/performance.md, stop 45). A module that
+    sets ``ONE_PROCESS_PER_CASE = True`` runs each case in a process of its own, for the
+    same reason within the module (bench_ingest: a policy's batched day ran up to ~20%
+    slower after another policy's cases than alone; docs/performance.md, stop 59). With
+    ``rerun`` (module names such as ``bench_sweep``), only those run again and every other
+    module's JSON is the cached one of the last run, of the same commit: a report whose one
+    module another job disturbed is mended without running the rest."""
     CACHE.mkdir(parents=True, exist_ok=True)
     cached = {} if rerun is None else _cached_parts(rerun)
     env = {k: v for k, v in os.environ.items() if k != "MEMSIM_BENCH_SMOKE"}
@@ -103,25 +174,11 @@ def run_pytest(extra: list[str], rerun: list[str] | None = None) -> tuple[int, s
             parts.append(cached[module.stem])
             codes.append(_exit_code(cached[module.stem]))
             continue
-        out.unlink(missing_ok=True)
-        cmd = [
-            sys.executable,
-            "-m",
-            "pytest",
-            str(module.relative_to(REPO)),
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            f"--benchmark-json={out}",
-            "--benchmark-columns=min,median,max,rounds",
-            *extra,
-        ]
-        code = subprocess.run(cmd, cwd=REPO, env=env).returncode
+        code, part = _run_module(module, out, extra, env)
         if code == 5:  # no benchmark of this module selected by ``extra``
             continue
         codes.append(code)
-        if out.exists():
-            part = json.loads(out.read_text())
+        if part:
             part[EXIT_CODE_KEY] = code  # for a later --rerun of other modules
             out.write_text(json.dumps(part, indent=1))
             parts.append(part)
@@ -136,9 +193,11 @@ def run_pytest(extra: list[str], rerun: list[str] | None = None) -> tuple[int, s
         when = f"{_dt.datetime.now(_dt.UTC):%Y-%m-%dT%H:%M}"
         # (build puts the command between backticks: close the path's, leave --rerun's open)
         again = f"`; {', '.join(sorted(rerun))} run again alone at {when} UTC with `--rerun"
+    per_case = ", ".join(m.stem for m in modules() if one_process_per_case(m))
+    per_case = f" ({per_case}: each case in its own)" if per_case else ""
     return (
         returncode,
-        f"{command}` per module, each in its own process, merged into `{merged}{again}",
+        f"{command}` per module, each in its own process{per_case}, merged into `{merged}{again}",
     )
 
 

@@ -17,6 +17,8 @@ import numpy as np
 SMOKE = os.environ.get("MEMSIM_BENCH_SMOKE", "") not in ("", "0")
 REPO = Path(__file__).resolve().parent.parent
 CACHE = REPO / "results" / "cache"
+# a file a collecting pytest writes its cases' node ids to (benchmarks.report, conftest.py)
+CASES_ENV = "MEMSIM_BENCH_CASES"
 DIM = 384
 ROWS_PER_TOPIC = 1000
 NOISE = 0.75  # row = centre + NOISE * gaussian/sqrt(dim): cosine to centre 1/sqrt(1+NOISE^2)

@@ -79,12 +79,41 @@ def test_the_steady_year_benchmark_takes_the_last_step_to_the_full_year():
     assert part is not None and 0.5 * full * 1.25 <= part < full
 
 
-def test_report_runs_each_benchmark_module_in_its_own_process(tmp_path, monkeypatch):
-    """benchmarks.report runs every bench_*.py module in a pytest process of its own (the
-    extra arguments passed to each), skips a module the arguments select nothing of (exit
-    code 5), merges the JSONs in module order, and returns the first failing exit code."""
+def _fake_pytest(calls, codes=None, nothing=()):
+    """A stand-in for benchmarks.report's pytest processes: a collecting one writes the
+    module's two cases to the file CASES_ENV names; a running one writes a JSON naming its
+    target and exits with ``codes.get(module, 0)``, or 5 for a module in ``nothing``."""
     import json
     import subprocess
+
+    from benchmarks.workloads import CASES_ENV
+
+    def fake_run(cmd, cwd, env, **kw):
+        calls.append(cmd)
+        target = cmd[3]
+        module = target.split("::")[0]
+        if module.endswith(nothing):
+            return subprocess.CompletedProcess(cmd, 5)  # nothing selected
+        if "--collect-only" in cmd:
+            cases = [f"{module}::test[{i}]" for i in range(2)]
+            Path(env[CASES_ENV]).write_text("".join(f"{c}\n" for c in cases))
+            return subprocess.CompletedProcess(cmd, 0)
+        out = next(a.split("=", 1)[1] for a in cmd if a.startswith("--benchmark-json="))
+        raw = {"machine_info": {"m": target}, "benchmarks": [{"name": target}]}
+        with open(out, "w") as f:
+            json.dump(raw, f)
+        return subprocess.CompletedProcess(cmd, (codes or {}).get(module, 0))
+
+    return fake_run
+
+
+def test_report_runs_each_benchmark_module_in_its_own_process(tmp_path, monkeypatch):
+    """benchmarks.report runs every bench_*.py module in a pytest process of its own (the
+    extra arguments passed to each), and each case of a module that sets
+    ONE_PROCESS_PER_CASE (bench_ingest) in one of its own; skips a module the arguments
+    select nothing of (exit code 5), merges the JSONs in module and case order, and returns
+    the first failing exit code."""
+    import json
 
     from benchmarks import report
 
@@ -93,28 +122,48 @@ def test_report_runs_each_benchmark_module_in_its_own_process(tmp_path, monkeypa
     mods = report.modules()
     assert [m.name for m in mods] == sorted(m.name for m in mods)
     assert {"bench_ingest.py", "bench_recall.py", "bench_kernels.py"} <= {m.name for m in mods}
-    calls = []
-
-    def fake_run(cmd, cwd, env):
-        calls.append(cmd)
-        module = cmd[3]
-        if module.endswith("bench_ann.py"):
-            return subprocess.CompletedProcess(cmd, 5)  # nothing selected
-        out = next(a.split("=", 1)[1] for a in cmd if a.startswith("--benchmark-json="))
-        raw = {"machine_info": {"m": module}, "benchmarks": [{"name": module}]}
-        with open(out, "w") as f:
-            json.dump(raw, f)
-        return subprocess.CompletedProcess(cmd, 1 if module.endswith("bench_ingest.py") else 0)
-
-    monkeypatch.setattr(report.subprocess, "run", fake_run)
+    per_case = [m for m in mods if report.one_process_per_case(m)]
+    assert [m.name for m in per_case] == ["bench_ingest.py"]
+    calls: list[list[str]] = []
+    fake = _fake_pytest(calls, codes={"benchmarks/bench_ingest.py": 1}, nothing=("bench_ann.py",))
+    monkeypatch.setattr(report.subprocess, "run", fake)
     code, command = report.run_pytest(["-k", "x"])
-    assert [c[3] for c in calls] == [str(m.relative_to(report.REPO)) for m in mods]
+    want = []
+    for m in mods:
+        path = str(m.relative_to(report.REPO))
+        want += [path, f"{path}::test[0]", f"{path}::test[1]"] if m in per_case else [path]
+    assert [c[3] for c in calls] == want
     assert all(c[-2:] == ["-k", "x"] for c in calls)
     merged = json.loads((tmp_path / "raw.json").read_text())
     names = [b["name"] for b in merged["benchmarks"]]
-    assert names == [c[3] for c in calls if not c[3].endswith("bench_ann.py")]
+    ran = [c[3] for c in calls if "--collect-only" not in c]
+    assert names == [t for t in ran if not t.endswith("bench_ann.py")]
     assert merged["machine_info"] == {"m": calls[0][3]}
-    assert code == 1 and "each in its own process" in command
+    assert code == 1 and "each in its own process (bench_ingest: each case" in command
+    # the per-case JSONs are merged into the module's, which keeps the exit code
+    kept = json.loads((tmp_path / "benchmarks-raw-bench_ingest.json").read_text())
+    cases = [f"benchmarks/bench_ingest.py::test[{i}]" for i in range(2)]
+    assert [b["name"] for b in kept["benchmarks"]] == cases
+    assert kept[report.EXIT_CODE_KEY] == 1
+    assert not list(tmp_path.glob("*.case*.json")) and not list(tmp_path.glob("*cases*"))
+
+
+@pytest.mark.parametrize(
+    "source, per_case",
+    [
+        ("ONE_PROCESS_PER_CASE = True\n", True),
+        ("ONE_PROCESS_PER_CASE = False\n", False),
+        ("ONE_PROCESS_PER_CASE = 1\n", False),
+        ("def f():\n    ONE_PROCESS_PER_CASE = True\n", False),
+        ("X = 1\n", False),
+    ],
+)
+def test_one_process_per_case_is_read_from_the_module_top_level(tmp_path, source, per_case):
+    from benchmarks import report
+
+    module = tmp_path / "bench_x.py"
+    module.write_text(source)
+    assert report.one_process_per_case(module) is per_case
 
 
 def _cache_every_module(report, tmp_path, commit: str, missed: set[str] = frozenset()) -> None:
