@@ -121,35 +121,38 @@ def _pytest(target: str, out: Path, extra: list[str], env: dict[str, str]) -> tu
     return code, json.loads(out.read_text()) if out.exists() else {}
 
 
-def _cases(module: str, extra: list[str], env: dict[str, str]) -> list[str]:
-    """The node ids of ``module``'s cases that ``extra`` selects, in collection order (the
-    collecting process writes them to the file named by CASES_ENV: benchmarks/conftest.py)."""
+def _cases(module: str, extra: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
+    """The exit code of collecting ``module``'s cases with ``extra``, and the node ids of
+    those it selects, in collection order (the collecting process writes them to the file
+    named by CASES_ENV: benchmarks/conftest.py)."""
     listing = CACHE / "benchmarks-cases.txt"
     listing.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "pytest", module, "-p", "no:cacheprovider", "--collect-only"]
-    subprocess.run(
+    code = subprocess.run(
         [*cmd, *extra], cwd=REPO, env={**env, CASES_ENV: str(listing)}, stdout=subprocess.DEVNULL
-    )
+    ).returncode
     cases = listing.read_text().splitlines() if listing.exists() else []
     listing.unlink(missing_ok=True)
-    return cases
+    return code, cases
 
 
 def _run_module(module: Path, out: Path, extra: list[str], env: dict[str, str]) -> tuple[int, dict]:
     """A module's exit code and JSON: one pytest process, or one per case where the module
-    asks for it (their JSONs merged in collection order, the first failing exit code kept).
-    Exit code 5: ``extra`` selects none of its cases."""
+    asks for it (their JSONs merged in collection order, the first failing exit code kept;
+    a collection that fails, a module that does not import, gives its exit code and no
+    JSON). Exit code 5: ``extra`` selects none of its cases."""
     target = str(module.relative_to(REPO))
     if not one_process_per_case(module):
         return _pytest(target, out, extra, env)
+    code, cases = _cases(target, extra, env)
+    if code != 0 or not cases:
+        return code or 5, {}
     codes, parts = [], []
-    for i, case in enumerate(_cases(target, extra, env)):
+    for i, case in enumerate(cases):
         code, part = _pytest(case, out.with_suffix(f".case{i}.json"), extra, env)
         out.with_suffix(f".case{i}.json").unlink(missing_ok=True)
         codes.append(code)
         parts += [part] if part else []
-    if not codes:
-        return 5, {}
     return next((c for c in codes if c), 0), merge(parts) if parts else {}
 
 

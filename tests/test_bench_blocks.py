@@ -81,8 +81,9 @@ def test_the_steady_year_benchmark_takes_the_last_step_to_the_full_year():
 
 def _fake_pytest(calls, codes=None, nothing=()):
     """A stand-in for benchmarks.report's pytest processes: a collecting one writes the
-    module's two cases to the file CASES_ENV names; a running one writes a JSON naming its
-    target and exits with ``codes.get(module, 0)``, or 5 for a module in ``nothing``."""
+    module's two cases to the file CASES_ENV names (or exits with ``codes[module]`` where
+    it is 2, a failed collection); a running one writes a JSON naming its target and exits
+    with ``codes.get(module, 0)``; either exits 5 for a module in ``nothing``."""
     import json
     import subprocess
 
@@ -95,6 +96,8 @@ def _fake_pytest(calls, codes=None, nothing=()):
         if module.endswith(nothing):
             return subprocess.CompletedProcess(cmd, 5)  # nothing selected
         if "--collect-only" in cmd:
+            if (codes or {}).get(module) == 2:
+                return subprocess.CompletedProcess(cmd, 2)
             cases = [f"{module}::test[{i}]" for i in range(2)]
             Path(env[CASES_ENV]).write_text("".join(f"{c}\n" for c in cases))
             return subprocess.CompletedProcess(cmd, 0)
@@ -146,6 +149,32 @@ def test_report_runs_each_benchmark_module_in_its_own_process(tmp_path, monkeypa
     assert [b["name"] for b in kept["benchmarks"]] == cases
     assert kept[report.EXIT_CODE_KEY] == 1
     assert not list(tmp_path.glob("*.case*.json")) and not list(tmp_path.glob("*cases*"))
+
+
+@pytest.mark.parametrize("collected", ["nothing", "a failed collection"])
+def test_report_per_case_module_that_collects_nothing_or_fails(tmp_path, monkeypatch, collected):
+    """A per-case module of which ``extra`` selects nothing is skipped like any module
+    (exit code 5, nothing merged); one whose collection fails (a module that does not
+    import: exit code 2) runs no case and its exit code is the report's."""
+    import json
+
+    from benchmarks import report
+
+    monkeypatch.setattr(report, "CACHE", tmp_path)
+    monkeypatch.setattr(report, "RAW", tmp_path / "raw.json")
+    calls: list[list[str]] = []
+    ingest = "benchmarks/bench_ingest.py"
+    if collected == "nothing":
+        fake = _fake_pytest(calls, nothing=(ingest,))
+    else:
+        fake = _fake_pytest(calls, codes={ingest: 2})
+    monkeypatch.setattr(report.subprocess, "run", fake)
+    code, _ = report.run_pytest([])
+    assert [c[3] for c in calls if c[3].startswith(ingest)] == [ingest]  # the collection only
+    names = [b["name"] for b in json.loads((tmp_path / "raw.json").read_text())["benchmarks"]]
+    assert not any(n.startswith(ingest) for n in names) and len(names) == len(report.modules()) - 1
+    assert code == (0 if collected == "nothing" else 2)
+    assert not (tmp_path / "benchmarks-raw-bench_ingest.json").exists()
 
 
 @pytest.mark.parametrize(
