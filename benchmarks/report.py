@@ -101,17 +101,18 @@ def one_process_per_case(module: Path) -> bool:
     return False
 
 
+def _pytest_command(target: str) -> list[str]:
+    """The start of every pytest process the report runs over ``target`` (a module or a
+    case's node id)."""
+    return [sys.executable, "-m", "pytest", target, "-p", "no:cacheprovider"]
+
+
 def _pytest(target: str, out: Path, extra: list[str], env: dict[str, str]) -> tuple[int, dict]:
     """One pytest process over ``target`` (a module or a case's node id), its exit code and
     its JSON (empty where it wrote none)."""
     out.unlink(missing_ok=True)
     cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        target,
-        "-p",
-        "no:cacheprovider",
+        *_pytest_command(target),
         "-q",
         f"--benchmark-json={out}",
         "--benchmark-columns=min,median,max,rounds",
@@ -127,30 +128,35 @@ def _cases(module: str, extra: list[str], env: dict[str, str]) -> tuple[int, lis
     named by CASES_ENV: benchmarks/conftest.py)."""
     listing = CACHE / "benchmarks-cases.txt"
     listing.unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "pytest", module, "-p", "no:cacheprovider", "--collect-only"]
     code = subprocess.run(
-        [*cmd, *extra], cwd=REPO, env={**env, CASES_ENV: str(listing)}, stdout=subprocess.DEVNULL
+        [*_pytest_command(module), "--collect-only", *extra],
+        cwd=REPO,
+        env={**env, CASES_ENV: str(listing)},
+        stdout=subprocess.DEVNULL,
     ).returncode
     cases = listing.read_text().splitlines() if listing.exists() else []
     listing.unlink(missing_ok=True)
     return code, cases
 
 
-def _run_module(module: Path, out: Path, extra: list[str], env: dict[str, str]) -> tuple[int, dict]:
-    """A module's exit code and JSON: one pytest process, or one per case where the module
-    asks for it (their JSONs merged in collection order, the first failing exit code kept;
-    a collection that fails, a module that does not import, gives its exit code and no
-    JSON). Exit code 5: ``extra`` selects none of its cases."""
+def _run_module(
+    module: Path, per_case: bool, out: Path, extra: list[str], env: dict[str, str]
+) -> tuple[int, dict]:
+    """A module's exit code and JSON: one pytest process, or one per case with ``per_case``
+    (:func:`one_process_per_case`; their JSONs merged in collection order, the first failing
+    exit code kept; a collection that fails, a module that does not import, gives its exit
+    code and no JSON). Exit code 5: ``extra`` selects none of its cases."""
     target = str(module.relative_to(REPO))
-    if not one_process_per_case(module):
+    if not per_case:
         return _pytest(target, out, extra, env)
     code, cases = _cases(target, extra, env)
     if code != 0 or not cases:
         return code or 5, {}
     codes, parts = [], []
     for i, case in enumerate(cases):
-        code, part = _pytest(case, out.with_suffix(f".case{i}.json"), extra, env)
-        out.with_suffix(f".case{i}.json").unlink(missing_ok=True)
+        case_out = out.with_suffix(f".case{i}.json")
+        code, part = _pytest(case, case_out, extra, env)
+        case_out.unlink(missing_ok=True)
         codes.append(code)
         parts += [part] if part else []
     return next((c for c in codes if c), 0), merge(parts) if parts else {}
@@ -170,6 +176,7 @@ def run_pytest(extra: list[str], rerun: list[str] | None = None) -> tuple[int, s
     CACHE.mkdir(parents=True, exist_ok=True)
     cached = {} if rerun is None else _cached_parts(rerun)
     env = {k: v for k, v in os.environ.items() if k != "MEMSIM_BENCH_SMOKE"}
+    per_case = {m.stem for m in modules() if one_process_per_case(m)}
     parts, codes = [], []
     for module in modules():
         out = CACHE / f"benchmarks-raw-{module.stem}.json"
@@ -177,7 +184,7 @@ def run_pytest(extra: list[str], rerun: list[str] | None = None) -> tuple[int, s
             parts.append(cached[module.stem])
             codes.append(_exit_code(cached[module.stem]))
             continue
-        code, part = _run_module(module, out, extra, env)
+        code, part = _run_module(module, module.stem in per_case, out, extra, env)
         if code == 5:  # no benchmark of this module selected by ``extra``
             continue
         codes.append(code)
@@ -196,11 +203,10 @@ def run_pytest(extra: list[str], rerun: list[str] | None = None) -> tuple[int, s
         when = f"{_dt.datetime.now(_dt.UTC):%Y-%m-%dT%H:%M}"
         # (build puts the command between backticks: close the path's, leave --rerun's open)
         again = f"`; {', '.join(sorted(rerun))} run again alone at {when} UTC with `--rerun"
-    per_case = ", ".join(m.stem for m in modules() if one_process_per_case(m))
-    per_case = f" ({per_case}: each case in its own)" if per_case else ""
+    cases = f" ({', '.join(sorted(per_case))}: each case in its own)" if per_case else ""
     return (
         returncode,
-        f"{command}` per module, each in its own process{per_case}, merged into `{merged}{again}",
+        f"{command}` per module, each in its own process{cases}, merged into `{merged}{again}",
     )
 
 
