@@ -164,7 +164,10 @@ class Recency(_CosineBase[RecencyParams]):
     _evict_keys: dict[int, int] | None = None  # tie keys of rows at the front, see _in_tie_order
     _evict_keys_store: object = None  # the store they are keys of
     _front: _Front | None = None  # see _front_victims
-    FRONT_KEPT = 16  # rows left at the front from which it is kept for the next evictions
+    FRONT_KEPT = 16  # rows left at a front of near times from which it is kept (_front_victims)
+    # rows of the queue past an eviction's own, in cliques apart, planned with it: the next
+    # evictions pop them (_front_victims) instead of scanning the front again each
+    PLAN_AHEAD = 16
     KEYS_AHEAD = 64  # rows of the queue whose tie keys are computed at once (_tie_keys_of)
     statuses = Statuses(
         ("active", "evicted", "forgotten"),
@@ -240,12 +243,15 @@ class Recency(_CosineBase[RecencyParams]):
         absent (a policy from before it), when time went back, or when the store's status
         log holds a change the queue did not make (a status written outside this policy)."""
         s, lru = self.store, self._lru
+        n, seen = s.n, self._lru_rows
         # each new row logged its status once; new rows join at their creation time
-        consistent = len(s.status_log) == self._lru_log + (s.n - self._lru_rows)
+        consistent = len(s.status_log) == self._lru_log + (n - seen)
         if lru is not None and consistent:
-            new_rows = range(self._lru_rows, s.n)
-            if not self._to_back_new(lru, new_rows, s["created"][new_rows.start : s.n].tolist()):
-                lru = None
+            if n > seen:  # (one new row per ingest of a steady stream: its time as a float)
+                created = s["created"]
+                times = [created.item(seen)] if n == seen + 1 else created[seen:n].tolist()
+                if not self._to_back_new(lru, range(seen, n), times):
+                    lru = None
         else:
             lru = None
         if lru is None:
@@ -336,34 +342,86 @@ class Recency(_CosineBase[RecencyParams]):
         then, less its victims; nothing but new rows behind it has changed the queue since
         (a recall that moves one of its rows back, a forget or a rebuild drops it), so it is
         a prefix of the queue that ends apart from the row behind it and holds ``excess``
-        rows: topk over it is topk over every live row. Its rows and the row behind are
-        checked against the store first, as _evict_candidates checks the rows it reads."""
+        rows: topk over it is topk over every live row. The rows an eviction reads are
+        checked against the store first, as _evict_candidates checks those it reads: of a
+        plan, the cliques its victims are taken from and the row behind them (a row planned
+        later is checked at its turn), of a front of near times every row; and the row behind
+        the front."""
         front = self._front
-        if front is None or front.store is not self.store or len(front.rows) < excess:
+        if front is None or front.store is not self.store or front.size() < excess:
             self._front = None
             return None
         used, created = self.store["last_access"], self.store["created"]
         stop_used = used.item(front.stop_row)
         if stop_used != stop_used:
             stop_used = created.item(front.stop_row)
-        if stop_used != front.stop_time or not np.array_equal(
-            self._last_use(front.rows), front.times
-        ):
+        if stop_used != front.stop_time:
             self._front = None
             return None
-        if front.plan is not None:  # cliques apart: their order is the eviction's
-            victims = front.plan[:excess]
-            del front.plan[:excess]
-            keep = ~np.isin(front.rows, victims)
-        else:
-            order = topk(-front.times, excess, front.keys)
-            victims = front.rows[order].tolist()
-            keep = np.ones(len(front.rows), dtype=bool)
-            keep[order] = False
+        plan = front.plan
+        if plan is not None:  # cliques apart: their order is the eviction's
+            # the rows _evict_candidates would read: the cliques the victims are taken from
+            # and the row behind them (Python floats: a few rows, once per ingest)
+            last = plan[excess - 1][2]
+            for r, t, clique in plan:
+                u = used.item(r)
+                if u != t and (u == u or created.item(r) != t):
+                    self._front = None
+                    return None
+                if clique > last:
+                    break
+            victims = [r for r, _, _ in plan[:excess]]
+            del plan[:excess]
+            return victims
+        assert front.rows is not None and front.times is not None
+        if not np.array_equal(self._last_use(front.rows), front.times):
+            self._front = None
+            return None
+        order = topk(-front.times, excess, front.keys)
+        victims = front.rows[order].tolist()
+        keep = np.ones(len(front.rows), dtype=bool)
+        keep[order] = False
         front.rows, front.times = front.rows[keep], front.times[keep]
         if front.keys is not None:
             front.keys = front.keys[keep]
         return victims
+
+    def _cliques_ahead(
+        self, lru: OrderedDict[int, float], start: int
+    ) -> tuple[list[list[int]], tuple[int, float]] | None:
+        """Cliques of the queue from its ``start``-th row on (the row behind an eviction's
+        front, apart from it), each apart from the next, of about PLAN_AHEAD rows in all,
+        and the row behind the last of them, apart from it: topk over the front and these
+        cliques, one after another, is each next eviction's while the queue keeps them at
+        its front. None when the queue offers no such clique (near times, an infinite or
+        written-over last use, or its end: a row to come could join the last clique)."""
+        used, created = self.store["last_access"], self.store["created"]
+        cliques: list[list[int]] = []
+        cut: tuple[int, tuple[int, float]] | None = None
+        first = last = 0.0
+        taken = 0
+        for r, t in islice(lru.items(), start, None):
+            u = used.item(r)
+            if u != u:
+                u = created.item(r)
+            if u != t or not -np.inf < t < np.inf:
+                break
+            if cliques and t - first <= 0.5 * TIE_RTOL * min(abs(first), abs(t)):
+                cliques[-1].append(r)
+            else:
+                if cliques:
+                    if not t - last > 2 * TIE_RTOL * max(abs(t), abs(last)):
+                        break  # near: the cliques before it stand, the last may chain
+                    cut = (len(cliques), (r, t))
+                    if taken >= self.PLAN_AHEAD:
+                        break
+                cliques.append([r])
+                first = t
+            last = t
+            taken += 1
+        if cut is None:
+            return None
+        return cliques[: cut[0]], cut[1]
 
     def _victims_among(
         self,
@@ -373,39 +431,40 @@ class Recency(_CosineBase[RecencyParams]):
         near: bool,
         stop: tuple[int, float] | None,
     ) -> list[int]:
-        """The ``excess`` rows to evict from the front the queue's scan found; a front
-        left with FRONT_KEPT rows or more is kept for the next evictions (_front_victims)."""
-        if excess == 1 and len(cliques) == 1 and len(cliques[0]) == 1 and not near:
-            return [cliques[0][0]]  # one row apart from the next: most evictions of a steady year
+        """The ``excess`` rows to evict from the front the queue's scan found. Where its
+        cliques are apart, the next PLAN_AHEAD rows' cliques are planned with them and kept
+        for the next evictions; a front of near times left with FRONT_KEPT rows or more is
+        kept as rows (_front_victims)."""
         taken = sum(len(rows) for rows in cliques)
-        kept = stop is not None and taken - excess >= self.FRONT_KEPT
-        plan: list[int] | None = None
-        keys: np.ndarray | None = None
-        if near or kept:
-            cand = sorted((r, lru[r]) for rows in cliques for r in rows)
-            rows = np.array([r for r, _ in cand], dtype=np.int64)
-            times = np.array([t for _, t in cand])
-        if near:  # a chain of near times: topk's tie groups decide (rows ascending)
-            key_of = self._tie_keys_of(rows.tolist())
-            keys = np.array([key_of[r] for r in rows.tolist()], dtype=np.uint64)
-            victims = rows[topk(-times, excess, keys)].tolist()
-        elif kept:  # the whole order of the cliques, for the next evictions too
-            plan = self._in_tie_order(cliques, taken)
-            victims = plan[:excess]
-            del plan[:excess]
-        else:
-            victims = self._in_tie_order(cliques, excess)
-        if kept and stop is not None:
-            keep = ~np.isin(rows, victims)
+        if not near:
+            ahead = None if stop is None else self._cliques_ahead(lru, taken)
+            if ahead is not None:
+                more, stop = ahead
+                cliques = cliques + more
+                taken += sum(len(rows) for rows in more)
+            if stop is None or taken == excess:  # nothing left to plan
+                if excess == 1 and len(cliques) == 1 and len(cliques[0]) == 1:
+                    return [cliques[0][0]]  # one row apart from the next
+                return self._in_tie_order(cliques, excess)
+            order = self._in_tie_order(cliques, taken)
+            clique_of = {r: i for i, rows in enumerate(cliques) for r in rows}
+            plan = [(r, lru[r], clique_of[r]) for r in order[excess:]]
+            self._front = _Front(self.store, None, None, stop[0], stop[1], plan)
+            return order[:excess]
+        # a chain of near times: topk's tie groups decide (rows ascending)
+        cand = sorted((r, lru[r]) for rows in cliques for r in rows)
+        rows = np.array([r for r, _ in cand], dtype=np.int64)
+        times = np.array([t for _, t in cand])
+        key_of = self._tie_keys_of(rows.tolist())
+        keys = np.array([key_of[r] for r in rows.tolist()], dtype=np.uint64)
+        first = topk(-times, excess, keys)
+        if stop is not None and taken - excess >= self.FRONT_KEPT:
+            keep = np.ones(len(rows), dtype=bool)
+            keep[first] = False
             self._front = _Front(
-                self.store,
-                rows[keep],
-                times[keep],
-                stop[0],
-                stop[1],
-                plan,
-                None if keys is None else keys[keep],
+                self.store, rows[keep], times[keep], stop[0], stop[1], None, keys[keep]
             )
+        victims: list[int] = rows[first].tolist()
         return victims
 
     def _after_ingest(self, episodes: Sequence[Episode], now: float) -> list[Outcome]:
@@ -437,12 +496,20 @@ class Recency(_CosineBase[RecencyParams]):
 
 @dataclass
 class _Front:
-    """The front of Recency's LRU queue kept between evictions (see _front_victims)."""
+    """The front of Recency's LRU queue kept between evictions (see _front_victims): its
+    rows in eviction order with their last uses (``plan``) when they are cliques apart,
+    else its rows ascending with their last uses and tie keys, for topk."""
 
     store: object
-    rows: np.ndarray  # ascending
-    times: np.ndarray  # their last uses
+    rows: np.ndarray | None  # ascending (a front of near times)
+    times: np.ndarray | None  # their last uses
     stop_row: int  # the row behind them, apart
     stop_time: float
-    plan: list[int] | None  # the eviction order when the rows are cliques apart
-    keys: np.ndarray | None  # their tie keys when topk decides
+    # (row, last use, clique) in eviction order (cliques apart, numbered in queue order)
+    plan: list[tuple[int, float, int]] | None
+    keys: np.ndarray | None = None  # the rows' tie keys (a front of near times)
+
+    def size(self) -> int:
+        if self.plan is not None:
+            return len(self.plan)
+        return 0 if self.rows is None else len(self.rows)

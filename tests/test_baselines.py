@@ -221,6 +221,13 @@ class _RecencyKeepsEveryFront(Recency):
     FRONT_KEPT = 0
 
 
+class _RecencyPlansOneAhead(Recency):
+    """Recency that plans a single row's clique past each eviction's front (PLAN_AHEAD),
+    so that its plans end and are made again often."""
+
+    PLAN_AHEAD = 1
+
+
 def _same_steps_as_the_full_scan(cls, budget, seed, steps, times):
     """Run ``cls`` and the full scan's Recency through ``steps`` (kind, _, n, key) at
     ``times``: ingest n claims, recall the key's top n, or forget an episode; every step's
@@ -258,7 +265,7 @@ def _same_steps_as_the_full_scan(cls, budget, seed, steps, times):
         max_size=30,
     ),
     seed=st.integers(0, 3),
-    cls=st.sampled_from([Recency, _RecencyKeepsEveryFront]),
+    cls=st.sampled_from([Recency, _RecencyKeepsEveryFront, _RecencyPlansOneAhead]),
 )
 @example(  # a recalled row left at the front would be evicted before an older one behind it
     budget=3,
@@ -296,7 +303,7 @@ def test_recency_eviction_from_the_lru_queue_is_the_full_scan(budget, steps, see
         max_size=30,
     ),
     seed=st.integers(0, 3),
-    cls=st.sampled_from([Recency, _RecencyKeepsEveryFront]),
+    cls=st.sampled_from([Recency, _RecencyKeepsEveryFront, _RecencyPlansOneAhead]),
 )
 @example(  # a chain of near times: topk's tie groups, not runs of equal times, decide
     budget=1,
@@ -366,7 +373,7 @@ def test_recency_kept_front_follows_a_store_written_outside_the_policy():
         got = [p.ingest([e], e.time) for p in (a, b)]
         assert got[0] == got[1]
     assert a._front is not None and len(a._front.plan) == 3  # three rows of day 0 kept
-    planned = a._front.plan[0]
+    planned = a._front.plan[0][0]
     for p in (a, b):
         p.store["last_access"][planned] = 0.5  # used after the other one left at the front
     got = [p.ingest([ep("e2", 2.0, ("k8.x", "v"))], 2.0) for p in (a, b)]
