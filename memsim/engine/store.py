@@ -547,15 +547,20 @@ class MemoryStore:
         else:
             rows, seen, room = got
             changed = np.unique(np.array([r for _, r, _ in log[seen:]], dtype=np.int64))
-            inside = changed[self._member(changed, *key)]
+            inside = self._member(changed, *key)
             if not len(rows) or changed[0] > rows[-1]:  # new rows only: none held yet
-                rows, room = _appended(rows, room, inside)
-            else:  # out with the changed rows held, in with those inside (both sorted)
+                rows, room = _appended(rows, room, changed[inside])
+            else:  # out with the rows held that left, in with the others inside
                 at = np.searchsorted(rows, changed)
                 held = at < len(rows)
                 held[held] = rows[at[held]] == changed[held]
-                rows = np.delete(rows, at[held])
-                rows = np.insert(rows, np.searchsorted(rows, inside), inside)
+                keep = np.ones(len(rows), dtype=bool)
+                keep[at[held & ~inside]] = False
+                rows, joined = rows[keep], changed[inside & ~held]
+                if len(rows) and len(joined) and joined[0] < rows[-1]:  # (a row come back)
+                    rows = np.insert(rows, np.searchsorted(rows, joined), joined)
+                else:  # none, or rows added since: after every row held (a steady store)
+                    rows = np.concatenate((rows, joined))
                 room = None
         rows.flags.writeable = False
         cache[key] = (rows, len(log), room)
