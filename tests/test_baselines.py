@@ -326,6 +326,13 @@ def test_recency_eviction_from_the_lru_queue_is_the_full_scan(budget, steps, see
     seed=0,
     cls=_RecencyKeepsEveryFront,
 )
+@example(  # a plan past the front ends before near times: two rows tied by topk, its keys
+    budget=3,  # (not their cliques' order) decide which goes first
+    steps=[("ingest", 0.0, 1, 0), ("ingest", 1e3, 1, 1), ("ingest", 0.99, 1, 2)]
+    + [("ingest", 1e3, 1, 3), ("ingest", 1e3, 1, 4)],
+    seed=0,
+    cls=Recency,
+)
 def test_recency_eviction_among_near_times_is_the_full_scan(budget, steps, seed, cls):
     """Last uses within TIE_RTOL of each other (tie groups chained across distinct times),
     just outside it and far apart: the fast orders of the front of the queue (runs of one
