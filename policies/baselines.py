@@ -247,11 +247,8 @@ class Recency(_CosineBase[RecencyParams]):
         # each new row logged its status once; new rows join at their creation time
         consistent = len(s.status_log) == self._lru_log + (n - seen)
         if lru is not None and consistent:
-            if n > seen:  # (one new row per ingest of a steady stream: its time as a float)
-                created = s["created"]
-                times = [created.item(seen)] if n == seen + 1 else created[seen:n].tolist()
-                if not self._to_back_new(lru, range(seen, n), times):
-                    lru = None
+            if not self._to_back_new(lru, range(seen, n), s["created"][seen:n].tolist()):
+                lru = None
         else:
             lru = None
         if lru is None:
@@ -282,15 +279,12 @@ class Recency(_CosineBase[RecencyParams]):
         first = last = -np.inf
         stop = None
         for r, t in lru.items():
-            u = used.item(r)  # Python floats: this loop runs once per ingest
-            if u != u:  # NaN: never accessed, last used at creation
-                u = created.item(r)
-            if u != t:
+            if _last_used(used, created, r) != t:
                 return None
-            if cliques and t - first <= 0.5 * TIE_RTOL * min(abs(first), abs(t)):
+            if cliques and _same_clique(first, t):
                 cliques[-1].append(r)
             else:
-                apart = t - last > 2 * TIE_RTOL * max(abs(t), abs(last))
+                apart = _apart(last, t)
                 if taken >= excess and apart:  # past the cut and past its tie chain
                     stop = (r, t)
                     break
@@ -352,10 +346,7 @@ class Recency(_CosineBase[RecencyParams]):
             self._front = None
             return None
         used, created = self.store["last_access"], self.store["created"]
-        stop_used = used.item(front.stop_row)
-        if stop_used != stop_used:
-            stop_used = created.item(front.stop_row)
-        if stop_used != front.stop_time:
+        if _last_used(used, created, front.stop_row) != front.stop_time:
             self._front = None
             return None
         plan = front.plan
@@ -364,8 +355,7 @@ class Recency(_CosineBase[RecencyParams]):
             # and the row behind them (Python floats: a few rows, once per ingest)
             last = plan[excess - 1][2]
             for r, t, clique in plan:
-                u = used.item(r)
-                if u != t and (u == u or created.item(r) != t):
+                if _last_used(used, created, r) != t:
                     self._front = None
                     return None
                 if clique > last:
@@ -401,16 +391,13 @@ class Recency(_CosineBase[RecencyParams]):
         first = last = 0.0
         taken = 0
         for r, t in islice(lru.items(), start, None):
-            u = used.item(r)
-            if u != u:
-                u = created.item(r)
-            if u != t or not -np.inf < t < np.inf:
+            if _last_used(used, created, r) != t or not -np.inf < t < np.inf:
                 break
-            if cliques and t - first <= 0.5 * TIE_RTOL * min(abs(first), abs(t)):
+            if cliques and _same_clique(first, t):
                 cliques[-1].append(r)
             else:
                 if cliques:
-                    if not t - last > 2 * TIE_RTOL * max(abs(t), abs(last)):
+                    if not _apart(last, t):
                         break  # near: the cliques before it stand, the last may chain
                     cut = (len(cliques), (r, t))
                     if taken >= self.PLAN_AHEAD:
@@ -492,6 +479,26 @@ class Recency(_CosineBase[RecencyParams]):
         self._lru_log = len(self.store.status_log)
         cause, detail = episodes[-1].id, f"over budget {self.params.budget}"
         return [Outcome(cause, "evict", r, detail) for r in victims]
+
+
+def _last_used(used: np.ndarray, created: np.ndarray, row: int) -> float:
+    """A row's last use as a Python float (the queue's loops run once per ingest): its last
+    access, or its creation while it was never accessed (NaN)."""
+    u: float = used.item(row)
+    return created.item(row) if u != u else u
+
+
+def _same_clique(first: float, t: float) -> bool:
+    """Whether a last use ``t`` (queue order, ``t >= first``) joins the clique that starts at
+    ``first``: within half of TIE_RTOL, so the clique is one tie group whichever of its rows
+    are left."""
+    return t - first <= 0.5 * TIE_RTOL * min(abs(first), abs(t))
+
+
+def _apart(last: float, t: float) -> bool:
+    """Whether a last use ``t`` is apart from the ``last`` one before it in the queue: more
+    than twice TIE_RTOL, so topk never chains the two into one tie group."""
+    return t - last > 2 * TIE_RTOL * max(abs(t), abs(last))
 
 
 @dataclass
