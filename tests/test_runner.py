@@ -244,9 +244,9 @@ def test_recall_of_non_retrievable_memory_is_rejected():
     class Forgets(KeepAll):
         def recall(self, queries, now):
             self.store.set_status([0], "forgotten", now)
-            return [Ranking(np.array([0]), np.ones(1)) for _ in queries]
+            return [Ranking(np.array([1, 0]), np.ones(2)) for _ in queries]
 
-    stream = Stream((ep("e1", 0.0), Query("q1", 1.0, "?", keys=("a.b",))))
+    stream = Stream((ep("e1", 0.0), ep("e2", 0.0), Query("q1", 1.0, "?", keys=("a.b",))))
     with pytest.raises(
         PolicyContractError,
         match=r"Forgets.recall returned memories \[0\] for query 'q1'.*not retrievable",

@@ -68,6 +68,11 @@ class Statuses:
         """The codes of the terminal statuses (set_status checks every row against them)."""
         return frozenset(self.code(n) for n in self.terminal)
 
+    @functools.cached_property
+    def retrievable_codes(self) -> frozenset[int]:
+        """The codes of the retrievable statuses (the runner checks every answer's rows)."""
+        return frozenset(self.code(n) for n in self.retrievable)
+
     def code(self, name: str) -> int:
         try:
             return self.names.index(name)
