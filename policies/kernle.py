@@ -502,9 +502,7 @@ class Kernle(Policy[KernleParams]):
         if not len(beliefs):
             return []
         # float64 decisions as E[beliefs].astype(float64) @ vector, screened in float32
-        near, _ = kernels.cosines_at_least(
-            s.embedding, beliefs, vector, self.params.pattern_similarity
-        )
+        near = kernels.rows_at_least(s.embedding, beliefs, vector, self.params.pattern_similarity)
         return near.tolist()
 
     def _relations(self, claim: Claim, rows: list[int], key: str) -> list[str]:
@@ -512,9 +510,8 @@ class Kernle(Policy[KernleParams]):
         IRRELEVANT: the agent does nothing it cannot read)."""
         if not rows:
             return []
-        replies = self.llm.classify(
-            claim, [self.store.claim[r] for r in rows], answer="relation", key=key
-        )
+        claims = self.store.claim
+        replies = self.llm.classify(claim, [claims[r] for r in rows], answer="relation", key=key)
         return [r if r in RELATIONS else IRRELEVANT for r in replies]
 
     def _revise_new_beliefs(self, now: float) -> list[Outcome]:
@@ -528,31 +525,35 @@ class Kernle(Policy[KernleParams]):
         # under b) screened by one float32 product per block of new beliefs instead of one
         # scan of the store per belief: rows only leave the active beliefs in this loop, so
         # the screen over those at the start, minus the rows superseded since, holds every
-        # candidate; the float64 decision on the screened rows is the same as before.
+        # candidate, and kernels.rows_at_least decides them as float64 does.
         pool = np.flatnonzero(beliefs)
         emb, active = s.embedding, s.statuses.code("active")
         margin = kernels.screen_margin(s.dim)
         block = max(1, REVISE_SCREEN_ELEMENTS // max(1, len(pool)))
-        screen, at = np.zeros((0, 0), dtype=np.float32), -1
+        screens, at = np.zeros((0, 0), dtype=np.float32), -1
         for j, b in enumerate(new.tolist()):
             s["reflected"][b] = True
             if s.status_of(b) != "active":
                 continue  # superseded earlier in this loop by a newer capture
             if j // block != at:
                 at = j // block
-                screen = emb[pool] @ emb[new[at * block : (at + 1) * block]].T
-            near = pool[screen[:, j % block] >= self.params.pattern_similarity - margin]
-            near = near[(near < b) & (s["status"][near] == active)]
-            if len(near):
-                exact = kernels.exact_cosines(emb[near], emb[b])
-                older = near[exact >= self.params.pattern_similarity].tolist()
-            else:
-                older = []
+                # (a new belief's screens in a row: its comparisons read contiguous memory)
+                screens = emb[new[at * block : (at + 1) * block]] @ emb[pool].T
+            # the older active rows the screen keeps, decided by it where it is clear of the
+            # threshold by the margin and in float64 near it (a belief's many paraphrases,
+            # far above it, cost no float64)
+            screen = screens[j % block]
+            kept = screen >= self.params.pattern_similarity - margin
+            near, screen = pool[kept], screen[kept]
+            kept = (near < b) & (s["status"][near] == active)
+            older = kernels.rows_at_least(
+                emb, near[kept], emb[b], self.params.pattern_similarity, screen=screen[kept]
+            ).tolist()
             rel = self._relations(s.claim[b], older, f"kernle:revise:{b}:{now!r}")
-            for old, r in zip(older, rel):
-                if r == CONTRADICTS:
-                    s["supersedes"][b] = old
-                    out += self._supersede(old, b, now)
+            contradicted = [old for old, r in zip(older, rel) if r == CONTRADICTS]
+            for old in contradicted:
+                s["supersedes"][b] = old
+                out += self._supersede(old, b, now)
         return out
 
     def _reflect(self, rows: list[int], now: float) -> list[Outcome]:

@@ -489,29 +489,41 @@ def test_store_tie_keys_follow_identity_not_row():
     share=st.floats(0.0, 1.0),
     threshold=st.floats(-0.2, 1.0),
     near=st.booleans(),
+    given_screen=st.sampled_from([None, "matrix product", "off by up to the margin"]),
 )
-def test_cosines_at_least_decides_as_float64(seed, n, share, threshold, near):
-    """The float32-screened threshold search keeps exactly the rows (in order) and the
-    cosines of the plain float64 product, also with rows planted right at the threshold."""
+def test_rows_at_least_decides_as_float64(seed, n, share, threshold, near, given_screen):
+    """The float32-screened threshold search keeps exactly the rows (in order) of the plain
+    float64 product, also with rows planted right at the threshold and planted just past the
+    margin on either side; with the screen it computes, one a caller computed as a matrix
+    product (Kernle's revision), or any screen within screen_margin of the float64 cosines."""
     rng = np.random.default_rng(seed)
     d = 384
     E = rng.standard_normal((n, d))
     v = rng.standard_normal(d)
     v /= np.linalg.norm(v)
     if near and n:
-        # rows whose cosine with v sits within float32 rounding of the threshold
-        t = np.clip(threshold, -0.9, 0.99)
+        # rows whose cosine with v sits within float32 rounding of the threshold, or of the
+        # threshold plus or minus the margin (where the screen alone decides)
+        m = K.screen_margin(d)
         for i in range(0, n, 3):
+            t = np.clip(threshold + (0.0, m, -m)[i % 3] * 1.01, -0.9, 0.99)
             w = E[i] - (E[i] @ v) * v
             w /= np.linalg.norm(w)
             E[i] = t * v + math.sqrt(1 - t * t) * w + rng.normal(0, 1e-7, d)
     E /= np.maximum(np.linalg.norm(E, axis=1, keepdims=True), 1e-12)
     E = E.astype(np.float32)
+    v32 = v.astype(np.float32)
     rows = np.flatnonzero(rng.random(n) < share)
-    want = K.exact_cosines(E, v.astype(np.float32))[rows]
-    got_rows, got_cos = K.cosines_at_least(E, rows, v.astype(np.float32), threshold)
-    np.testing.assert_array_equal(got_rows, rows[want >= threshold])
-    np.testing.assert_array_equal(got_cos, want[want >= threshold])
+    want = K.exact_cosines(E, v32)[rows]
+    screen = None
+    if given_screen == "matrix product":
+        other = rng.standard_normal((3, d)).astype(np.float32)
+        screen = (E[rows] @ np.vstack([other, v32]).T)[:, 3]
+    elif given_screen == "off by up to the margin":
+        off = rng.uniform(-0.9, 0.9, len(rows)) * K.screen_margin(d)
+        screen = (want + off).astype(np.float32)
+    got = K.rows_at_least(E, rows, v32, threshold, screen=screen)
+    np.testing.assert_array_equal(got, rows[want >= threshold])
 
 
 @settings(max_examples=60, deadline=None)

@@ -626,24 +626,36 @@ def exact_cosine(embeddings: np.ndarray, row: int, vector: np.ndarray) -> float:
     return float(exact_cosines(embeddings[row : row + 1], vector)[0])
 
 
-def cosines_at_least(
-    embeddings: np.ndarray, rows: np.ndarray, vector: np.ndarray, threshold: float
-) -> tuple[np.ndarray, np.ndarray]:
+def rows_at_least(
+    embeddings: np.ndarray,
+    rows: np.ndarray,
+    vector: np.ndarray,
+    threshold: float,
+    screen: np.ndarray | None = None,
+) -> np.ndarray:
     """The ``rows`` of unit ``embeddings`` whose :func:`exact_cosines` with ``vector`` are
-    ``>= threshold``, and those cosines, without converting every row to float64: a float32
-    screen keeps the rows within SCREEN_MARGIN of the threshold and only those are computed
-    in float64. Rows keep their order."""
+    ``>= threshold``, in their order, without converting every row to float64: a float32
+    screen (``screen``, the rows' float32 products with ``vector`` if the caller has them,
+    from any BLAS product; else computed here) decides every row more than
+    :func:`screen_margin` away from the threshold, on either side (its rounding is within
+    the margin), and only the rows within it are computed in float64."""
     rows = np.asarray(rows, dtype=np.int64)
     if not len(rows):
-        return rows, np.zeros(0, dtype=np.float64)
+        return rows
+    if screen is None:
+        v32 = np.asarray(vector, dtype=np.float32)
+        # a scan of every row is cheaper than gathering most of them first
+        whole = 4 * len(rows) > len(embeddings)
+        screen = (embeddings @ v32)[rows] if whole else embeddings[rows] @ v32
     margin = screen_margin(embeddings.shape[1])
-    v32 = np.asarray(vector, dtype=np.float32)
-    # a scan of every row is cheaper than gathering most of them first
-    approx = (embeddings @ v32)[rows] if 4 * len(rows) > len(embeddings) else embeddings[rows] @ v32
-    near = rows[approx >= threshold - margin]
-    exact = exact_cosines(embeddings[near], vector)
-    keep = exact >= threshold
-    return near[keep], exact[keep]
+    kept = screen >= threshold - margin
+    rows, screen = rows[kept], screen[kept]
+    sure = screen >= threshold + margin
+    if not sure.all():
+        unsure = np.flatnonzero(~sure)
+        sure[unsure] = exact_cosines(embeddings[rows[unsure]], vector) >= threshold
+    out: np.ndarray = rows[sure]
+    return out
 
 
 # OpenBLAS's float32 matrix-vector product computes each aligned block of 4 rows the same
