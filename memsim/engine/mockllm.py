@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import operator
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -395,10 +396,11 @@ class MockLLM:
         claims = list(claims)
         if not claims:
             raise ValueError(f"MockLLM.synthesize({key!r}): no claims to synthesize")
-        set_importance = [c.importance for c in claims if c.importance is not None]
+        # (each field read through map: Cosmo asks for a node's every note, hundreds a call)
+        set_importance = [i for i in map(_IMPORTANCE, claims) if i is not None]
         importance = max(set_importance) if set_importance else None
-        confidence = min(1.0, max(0.0, math.fsum(c.confidence for c in claims) / len(claims)))
-        keys = {c.key for c in claims}
+        confidence = min(1.0, max(0.0, math.fsum(map(_CONFIDENCE, claims)) / len(claims)))
+        keys = set(map(_KEY, claims))
         if len(keys) == 1:
             mode = self.modes.synthesis
             if mode == "all":
@@ -419,8 +421,9 @@ class MockLLM:
             elif mode == "first":
                 value = claims[0].value
             else:
-                counts = Counter(c.value for c in claims)
-                last_pos = {c.value: i for i, c in enumerate(claims)}
+                values = list(map(_VALUE, claims))
+                counts = Counter(values)
+                last_pos = dict(zip(values, range(len(values))))  # (a value's last position)
                 value = max(counts, key=lambda v: (counts[v], last_pos[v]))
             stating = [c for c in claims if c.value == value]
             cat_counts = Counter(c.category for c in stating)
@@ -443,6 +446,10 @@ class MockLLM:
             confidence=confidence,
             subject=subjects.pop() if len(subjects) == 1 else "owner",
         )
+
+
+_IMPORTANCE, _CONFIDENCE = operator.attrgetter("importance"), operator.attrgetter("confidence")
+_KEY, _VALUE = operator.attrgetter("key"), operator.attrgetter("value")
 
 
 def _common_prefix(topics: Sequence[str]) -> str:
