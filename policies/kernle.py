@@ -528,7 +528,6 @@ class Kernle(Policy[KernleParams]):
         # candidate, and kernels.rows_at_least decides them as float64 does.
         pool = np.flatnonzero(beliefs)
         emb, active = s.embedding, s.statuses.code("active")
-        margin = kernels.screen_margin(s.dim)
         block = max(1, REVISE_SCREEN_ELEMENTS // max(1, len(pool)))
         screens, at = np.zeros((0, 0), dtype=np.float32), -1
         for j, b in enumerate(new.tolist()):
@@ -539,16 +538,13 @@ class Kernle(Policy[KernleParams]):
                 at = j // block
                 # (a new belief's screens in a row: its comparisons read contiguous memory)
                 screens = emb[new[at * block : (at + 1) * block]] @ emb[pool].T
-            # the older active rows the screen keeps, decided by it where it is clear of the
-            # threshold by the margin and in float64 near it (a belief's many paraphrases,
-            # far above it, cost no float64)
-            screen = screens[j % block]
-            kept = screen >= self.params.pattern_similarity - margin
-            near, screen = pool[kept], screen[kept]
-            kept = (near < b) & (s["status"][near] == active)
-            older = kernels.rows_at_least(
-                emb, near[kept], emb[b], self.params.pattern_similarity, screen=screen[kept]
-            ).tolist()
+            # the screen decides where it is clear of the threshold by its margin, float64
+            # near it (a belief's many paraphrases, far above it, cost no float64); then the
+            # older ones still active
+            near = kernels.rows_at_least(
+                emb, pool, emb[b], self.params.pattern_similarity, screen=screens[j % block]
+            )
+            older = near[(near < b) & (s["status"][near] == active)].tolist()
             rel = self._relations(s.claim[b], older, f"kernle:revise:{b}:{now!r}")
             contradicted = [old for old, r in zip(older, rel) if r == CONTRADICTS]
             for old in contradicted:
