@@ -32,6 +32,8 @@ RAW = CACHE / "benchmarks-raw.json"
 EXIT_CODE_KEY = "memsim_pytest_exit_code"
 # a module-level ``ONE_PROCESS_PER_CASE = True`` asks for a process per case (run_pytest)
 PER_CASE_FLAG = "ONE_PROCESS_PER_CASE"
+# the checkout's tracked files with uncommitted changes when the report is written (main)
+CHANGED_KEY = "memsim_changed_files"
 OUT_MD = REPO / "results" / "benchmarks.md"
 OUT_JSON = REPO / "results" / "benchmarks.json"
 
@@ -39,6 +41,39 @@ OUT_JSON = REPO / "results" / "benchmarks.json"
 def modules() -> list[Path]:
     """The benchmark modules, in the order pytest would collect them."""
     return sorted((REPO / "benchmarks").glob("bench_*.py"))
+
+
+def changed_files() -> list[str] | None:
+    """The checkout's tracked files with uncommitted changes (``git status``, untracked files
+    left out, as pytest-benchmark's "dirty" leaves them), None outside git."""
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
+    except OSError:
+        return None
+    if out.returncode != 0:
+        return None
+    # "XY path" or "XY old -> new": the path the checkout holds now
+    return sorted(line[3:].split(" -> ")[-1] for line in out.stdout.splitlines() if line.strip())
+
+
+def uncommitted_note(commit: dict, changed: list[str] | None) -> str:
+    """What the header says after the commit: nothing for a clean checkout; the files where
+    only results/ changed (a table a benchmark command wrote before the report: the code
+    measured is the commit's); else "(dirty: ...)". ``changed`` None (a JSON not written by
+    this report): pytest-benchmark's own "dirty" flag."""
+    if changed is None:
+        return " (dirty)" if commit.get("dirty") else ""
+    if not changed:
+        return ""
+    if all(path.startswith("results/") for path in changed):
+        return f" (uncommitted changes in {', '.join(changed)} only; the code is the commit's)"
+    shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+    return f" (dirty: {shown})"
 
 
 def merge(parts: list[dict]) -> dict:
@@ -228,13 +263,14 @@ def build(raw: dict, command: str, returncode: int | None) -> tuple[str, dict]:
     targets.sort(key=lambda t: (t["target"].split()[0], t["target"]))
     machine = raw.get("machine_info", {})
     commit = raw.get("commit_info", {})
+    changed = raw.get(CHANGED_KEY)
     when = raw.get("datetime") or _dt.datetime.now(_dt.UTC).isoformat()
     met = sum(t["met"] for t in targets)
     lines = [
         "# Benchmarks",
         "",
         f"Produced by `python -m benchmarks.report` (runs `{command}`) on {when[:19]} UTC, "
-        f"commit {commit.get('id', '?')[:10]}{' (dirty)' if commit.get('dirty') else ''}, "
+        f"commit {commit.get('id', '?')[:10]}{uncommitted_note(commit, changed)}, "
         f"{machine.get('cpu', {}).get('brand_raw', platform.processor() or '?')}, "
         f"{os.cpu_count()} cores, shared with other jobs (absolute times are noisy; every "
         "claim is a ratio against a reference timed interleaved in the same run).",
@@ -334,6 +370,7 @@ def build(raw: dict, command: str, returncode: int | None) -> tuple[str, dict]:
         "pytest_command": command,
         "datetime": when,
         "commit": commit.get("id"),
+        "changed_files": changed,
         "machine": {"cpu": machine.get("cpu", {}).get("brand_raw"), "cores": os.cpu_count()},
         "targets": [{k: v for k, v in t.items() if k != "profile"} for t in targets],
         "latency": latency_sweep(raw),
@@ -385,6 +422,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         raw_path = RAW
     raw = json.loads(raw_path.read_text())
+    if not a.from_json:  # (a JSON given was measured on a checkout this one may not be)
+        raw[CHANGED_KEY] = changed_files()
     md, doc = build(raw, command, returncode)
     from benchmarks.bench_scaling import kept_block as kept_scaling
     from benchmarks.bench_tenyear import kept_block as kept_tenyear

@@ -283,3 +283,62 @@ def test_profile_paths_are_the_same_from_any_checkout():
         f"{cols}site-packages/numpy/linalg/_linalg.py:2(norm)",
         f"{cols}{{built-in method numpy.arange}}",
     ]
+
+
+def test_report_header_says_which_uncommitted_files_it_was_measured_with():
+    """The header after the commit: nothing when clean; the files when only results/ changed
+    (a table written before the report: the code is the commit's); "(dirty: ...)" naming up
+    to three files otherwise; pytest-benchmark's flag for a JSON the report did not write."""
+    from benchmarks import report
+
+    dirty, clean = {"id": "a" * 40, "dirty": True}, {"id": "a" * 40, "dirty": False}
+    assert report.uncommitted_note(dirty, []) == ""
+    note = report.uncommitted_note(dirty, ["results/benchmarks.md"])
+    assert "results/benchmarks.md only" in note and "code is the commit's" in note
+    code = ["benchmarks/report.py", "memsim/x.py", "policies/y.py", "results/z.md"]
+    assert report.uncommitted_note(dirty, code) == (
+        " (dirty: benchmarks/report.py, memsim/x.py, policies/y.py and 1 more)"
+    )
+    assert report.uncommitted_note(dirty, None) == " (dirty)"
+    assert report.uncommitted_note(clean, None) == ""
+    raw = {"commit_info": dirty, "benchmarks": [], report.CHANGED_KEY: ["results/benchmarks.md"]}
+    md, doc = report.build(raw, "cmd", 0)
+    assert "commit aaaaaaaaaa (uncommitted changes in results/benchmarks.md only" in md
+    assert doc["changed_files"] == ["results/benchmarks.md"]
+
+
+def test_report_changed_files_are_the_tracked_files_git_reports(tmp_path, monkeypatch):
+    """changed_files: the tracked files with uncommitted changes, untracked ones left out
+    (as pytest-benchmark's "dirty"), a renamed file by its new path; None outside git."""
+    import shutil
+    import subprocess
+
+    from benchmarks import report
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
+        )
+
+    monkeypatch.setattr(report, "REPO", tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))  # no repository above
+    assert report.changed_files() is None
+    git("init", "-q")
+    (tmp_path / "results").mkdir()
+    for name in ("results/benchmarks.md", "code.py", "old.py"):
+        (tmp_path / name).write_text("a\n")
+    git("add", ".")
+    git("commit", "-q", "-m", "start")
+    assert report.changed_files() == []
+    (tmp_path / "results/benchmarks.md").write_text("b\n")
+    (tmp_path / "untracked.py").write_text("u\n")
+    assert report.changed_files() == ["results/benchmarks.md"]
+    (tmp_path / "code.py").write_text("b\n")
+    git("mv", "old.py", "new.py")
+    assert report.changed_files() == ["code.py", "new.py", "results/benchmarks.md"]
