@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.workloads import CACHE, CASES_ENV, REPO
+from memsim.workbench.results import git_changed_files
 
 RAW = CACHE / "benchmarks-raw.json"
 # a module's pytest exit code, kept in its cached JSON for a later --rerun of other modules
@@ -41,24 +42,6 @@ OUT_JSON = REPO / "results" / "benchmarks.json"
 def modules() -> list[Path]:
     """The benchmark modules, in the order pytest would collect them."""
     return sorted((REPO / "benchmarks").glob("bench_*.py"))
-
-
-def changed_files() -> list[str] | None:
-    """The checkout's tracked files with uncommitted changes (``git status``, untracked files
-    left out, as pytest-benchmark's "dirty" leaves them), None outside git."""
-    try:
-        out = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-        )
-    except OSError:
-        return None
-    if out.returncode != 0:
-        return None
-    # "XY path" or "XY old -> new": the path the checkout holds now
-    return sorted(line[3:].split(" -> ")[-1] for line in out.stdout.splitlines() if line.strip())
 
 
 def uncommitted_note(commit: dict, changed: list[str] | None) -> str:
@@ -423,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         raw_path = RAW
     raw = json.loads(raw_path.read_text())
     if not a.from_json:  # (a JSON given was measured on a checkout this one may not be)
-        raw[CHANGED_KEY] = changed_files()
+        raw[CHANGED_KEY] = git_changed_files(REPO)
     md, doc = build(raw, command, returncode)
     from benchmarks.bench_scaling import kept_block as kept_scaling
     from benchmarks.bench_tenyear import kept_block as kept_tenyear

@@ -99,3 +99,38 @@ def test_code_fingerprint_is_stable_within_a_checkout():
     a = results.code_fingerprint()
     results.code_fingerprint.cache_clear()
     assert results.code_fingerprint() == a and len(a) == 16
+
+
+def test_git_changed_files_are_the_tracked_files_git_reports(tmp_path, monkeypatch):
+    """git_changed_files (the benchmark report's header, a run's "-dirty" commit): the
+    tracked files with uncommitted changes, untracked ones left out (as pytest-benchmark's
+    "dirty"), a renamed file by its new path; None outside git."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
+        )
+
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))  # no repository above
+    assert results.git_changed_files(tmp_path) is None
+    git("init", "-q")
+    (tmp_path / "results").mkdir()
+    for name in ("results/benchmarks.md", "code.py", "old.py"):
+        (tmp_path / name).write_text("a\n")
+    git("add", ".")
+    git("commit", "-q", "-m", "start")
+    assert results.git_changed_files(tmp_path) == []
+    (tmp_path / "results/benchmarks.md").write_text("b\n")
+    (tmp_path / "untracked.py").write_text("u\n")
+    assert results.git_changed_files(tmp_path) == ["results/benchmarks.md"]
+    (tmp_path / "code.py").write_text("b\n")
+    git("mv", "old.py", "new.py")
+    assert results.git_changed_files(tmp_path) == ["code.py", "new.py", "results/benchmarks.md"]

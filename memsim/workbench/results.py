@@ -219,6 +219,27 @@ def _package_versions() -> dict[str, str]:
     return out
 
 
+def git_changed_files(root: Path) -> list[str] | None:
+    """The tracked files of the checkout at ``root`` with uncommitted changes (``git
+    status``; untracked files left out, as a "-dirty" commit and pytest-benchmark's flag
+    leave them; a renamed file by its new path), sorted; None outside git or when git does
+    not answer."""
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    # each line "XY path", or "XY old -> new" for a rename
+    return sorted(line[3:].split(" -> ")[-1] for line in out.stdout.splitlines() if line.strip())
+
+
 @functools.cache
 def git_commit() -> str:
     here = Path(__file__).resolve().parent.parent
@@ -226,18 +247,11 @@ def git_commit() -> str:
         head = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
         )
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=here,
-            capture_output=True,
-            text=True,
-            timeout=5,
-        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     if head.returncode != 0:
         return "unknown"
-    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    return head.stdout.strip() + ("-dirty" if git_changed_files(here) else "")
 
 
 @dataclass
