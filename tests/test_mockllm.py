@@ -26,6 +26,7 @@ from memsim.engine.mockllm import (
     MIN_CONTENT_WORDS,
     MockLLM,
     truth_relation,
+    truth_relations,
 )
 
 
@@ -241,6 +242,31 @@ def test_classify_truth_table():
     assert llm.classify(base, [], answer="relation", key="k") == []
     with pytest.raises(ValueError):
         llm.classify(base, cands, answer="both", key="k")
+
+
+def test_truth_relations_is_truth_relation_of_each():
+    """The one loop over a belief's older claims (which reads the new claim's context once,
+    at the first contradicting pair) answers each as truth_relation does, in order."""
+    with_ctx = claim("owner.city", "Paris", attrs=(("context", "work"),))
+    olds = [
+        claim("owner.city", "Rome", attrs=(("context", "holiday"),)),  # PARTIAL
+        claim("owner.city", " paris "),  # SUPPORTS
+        claim("owner.job", "Rome"),  # IRRELEVANT
+        claim("owner.city", "Rome"),  # CONTRADICTS: one context only
+        claim("owner.city", "Oslo", attrs=(("context", "work"),)),  # CONTRADICTS
+        claim("owner.city", "Oslo", attrs=(("context", "home"),)),  # PARTIAL
+    ]
+    for new in (with_ctx, claim("owner.city", "Paris"), claim("", "paris")):
+        assert truth_relations(new, olds) == [truth_relation(new, o) for o in olds]
+    assert truth_relations(with_ctx, olds) == [
+        PARTIAL,
+        SUPPORTS,
+        IRRELEVANT,
+        CONTRADICTS,
+        CONTRADICTS,
+        PARTIAL,
+    ]
+    assert truth_relations(with_ctx, []) == []
 
 
 def _valid_index(reply, n):

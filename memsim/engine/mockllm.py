@@ -95,11 +95,15 @@ def truth_relation(new: Claim, old: Claim) -> str:
     return truth_relations(new, (old,))[0]
 
 
+_UNREAD = object()
+
+
 def truth_relations(new: Claim, olds: Sequence[Claim]) -> list[str]:
     """:func:`truth_relation` of ``new`` to each of ``olds``, in one loop over them (a
     belief's revision asks about dozens of older ones, some three million times a year)."""
     key, value = new.key, new.value
     norm_value: str | None = None  # (normalized at the first value that differs)
+    c_new: Any = _UNREAD  # new's context, read at the first contradicting pair
     out: list[str] = []
     for old in olds:
         if old.key != key:
@@ -115,7 +119,9 @@ def truth_relations(new: Claim, olds: Sequence[Claim]) -> list[str]:
         elif same_value:
             out.append(SUPPORTS)
         else:
-            c_new, c_old = new.attr("context"), old.attr("context")
+            if c_new is _UNREAD:
+                c_new = new.attr("context")
+            c_old = old.attr("context")
             out.append(
                 PARTIAL
                 if c_new is not None and c_old is not None and c_new != c_old
