@@ -204,6 +204,9 @@ class Izzie(Policy[IzzieParams]):
     kinds: ClassVar[tuple[str, ...]] = ("memory",)
     strength_range = (0.0, 1.0)
     curve_attributes: ClassVar[frozenset[str]] = frozenset()
+    # recall's first stage (the top search_limit by cosine), where the ranking reads one;
+    # mode cones answers range searches only, so it would leave recall a full scan
+    index_modes: ClassVar[frozenset[str]] = frozenset({"ivf"})
 
     def setup(self) -> None:
         s = self.store

@@ -321,6 +321,8 @@ class PersonalAI(Policy[PaiParams]):
     # the steady year's run 91 -> 77 s, 0 of 7,906 audited searches differing
     # (docs/performance.md).
     default_index: ClassVar[Mapping[str, Any]] = INGEST_INDEX
+    # (mode cones would leave findSimilarBeliefs a full scan: its top-k is not a range search)
+    index_modes: ClassVar[frozenset[str]] = frozenset({"ivf"})
     # Whether a belief reinforces a row is asked first of an exact range search at
     # reinforce_above through the cones from 2,000 rows (the reference models' repetition
     # check; _reinforced_in_range): 91% of the steady year's beliefs reinforce one.

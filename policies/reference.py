@@ -62,6 +62,7 @@ class ReferencePolicy(Policy):
     # The per-claim repetition scan is an exact range search through the candidate index's
     # cones from 2,000 stored rows (`_repetition`; docs/performance.md, stop 39)
     default_index: ClassVar[Mapping[str, Any]] = REPETITION_INDEX
+    index_modes: ClassVar[frozenset[str]] = frozenset({"ivf", "cones"})
     # _live's mask and the (store, rows, status changes) it was computed at
     _live_mask: np.ndarray
     _live_key: tuple[int, int, int] | None = None

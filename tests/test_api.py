@@ -108,3 +108,40 @@ def test_llm_overrides_reach_the_mock():
 def test_run_definitions_carry_the_policy_version():
     (d,) = api.grid(["pai"], ["scripted/name-preference"], [0])
     assert d == RunDef("pai-v3", "scripted/name-preference", 0)
+
+
+def test_grid_gives_the_index_to_the_policies_it_reaches():
+    """compare --index (issue 16): the settings go to each policy some search of which goes
+    through that mode; the others keep their default; settings reaching none are refused."""
+    ivf = {"mode": "ivf", "min_rows": 100}
+    defs = api.grid(["keep-all", "izzie", "fsrs"], [SMALL], [0], index=ivf)
+    got = {d.policy.rsplit("-v", 1)[0]: d.index for d in defs}
+    assert got == {
+        "keep-all": (),
+        "izzie": (("min_rows", 100), ("mode", "ivf")),
+        "fsrs": got["izzie"],
+    }
+    cones = api.grid(["izzie", "fsrs"], [SMALL], [0], index={"mode": "cones"})
+    assert [bool(d.index) for d in cones] == [False, True]
+    exact = api.grid(["keep-all", "pai"], [SMALL], [0], index={"mode": "exact"})
+    assert all(d.index == (("mode", "exact"),) for d in exact)  # (pai's default turned off)
+    with pytest.raises(ParamError, match="no search of recency goes through"):
+        api.grid(["recency"], [SMALL], [0], index=ivf)
+    with pytest.raises(UnknownIdError, match="'hnsw'"):
+        api.grid(["izzie"], [SMALL], [0], index={"mode": "hnsw"})
+    with pytest.raises(ParamError, match="nprobe=0"):
+        api.grid(["izzie"], [SMALL], [0], index={"mode": "ivf", "nprobe": 0})
+
+
+def test_index_audit_in_the_summary_is_undefined_where_nothing_was_audited():
+    """A run's summary carries the audit's shares; a kind of search the index never audited
+    (Izzie's ingest, FSRS's recall) is NaN, not 0%, so a mean over runs skips it."""
+    ivf = {"mode": "ivf", "min_rows": 20, "audit_every": 1}
+    summary, _ = memsim.compare(["izzie", "fsrs"], [SMALL], seeds=[0], index=ivf, calibrate=False)
+    share = summary.set_index(["policy", "metric"])["mean"]
+    assert 0.0 <= share["izzie", "index_query_differ_share"] <= 1.0
+    assert np.isnan(share["izzie", "index_decision_differ_share"])
+    assert np.isnan(share["fsrs", "index_query_differ_share"])
+    assert 0.0 <= share["fsrs", "index_decision_differ_share"] <= 1.0
+    better = summary.set_index("metric")["better"]
+    assert set(better[["index_query_differ_share", "index_decision_differ_share"]]) == {"lower"}

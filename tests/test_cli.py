@@ -77,6 +77,27 @@ _CLAIRVOYANT = ["run", "--policy", "clairvoyant", "--scenario", "scripted/duplic
         (_CLAIRVOYANT + ["--param", "budget=-2"], "budget=-2.0"),
         (_CLAIRVOYANT + ["--param", "budget=lots"], "'lots'"),
         (_CLAIRVOYANT + ["--param", "budget=nan"], "budget=nan"),
+        # an index no search of the policy goes through would change nothing (issue 16)
+        (
+            ["run", "--policy", "keep-all", "--scenario", "scripted/duplicates"]
+            + ["--index", "mode=ivf"],
+            "no search of keep-all goes through a candidate index in that mode",
+        ),
+        (
+            ["run", "--policy", "pai", "--scenario", "scripted/duplicates"]
+            + ["--index", "mode=cones"],
+            "policies whose searches do: actr,",
+        ),
+        (
+            ["run", "--policy", "pai", "--scenario", "scripted/duplicates"]
+            + ["--index", "mode=hnsw"],
+            "unknown candidate index mode 'hnsw'",
+        ),
+        (
+            ["compare", "--policies", "keep-all,recency", "--scenarios", "scripted/duplicates"]
+            + ["--index", "mode=ivf"],
+            "no search of keep-all goes through",
+        ),
     ],
 )
 def test_user_mistakes_print_one_line_and_exit_2(args, message):
@@ -191,6 +212,43 @@ def test_run_with_candidate_index_writes_the_audit(tmp_path, capsys):
     assert summary["index_query_differ_share"] == audit["query_differ_share"]
     assert main([*args, "--index", "mode=ivf", "--index", "nprobes=3"]) == 2
     assert "--index nprobes: unknown setting" in capsys.readouterr().err
+
+
+def test_run_prints_the_index_audit(tmp_path, capsys):
+    """The printed summary of a run through the index says how many searches it answered
+    and how many audited queries differ from the full scan's (issue 16)."""
+    spec = "synthetic:steady,episodes=500,queries=50,horizon=20"
+    args = ["run", "--policy", "izzie", "--scenario", spec, "--quiet", "--index", "mode=ivf"]
+    assert main([*args, "--index", "min_rows=100", "--index", "audit_every=1"]) == 0
+    out = capsys.readouterr().out
+    assert "candidate index: mode ivf from 100 stored rows, nprobe 16" in out
+    assert "queries whose top-k differs from the full scan's: " in out
+    assert "ingest decisions that differ: none audited" in out
+    assert main(args) == 0  # the default min_rows: the store never reaches it
+    assert "it answered no search (the store stayed under 20,000 rows" in capsys.readouterr().out
+
+
+def _audit(**kw):
+    base = dict(mode="ivf", min_rows=100, nprobe=4, audit_every=10, searches=40, trainings=2)
+    base.update(checked=4, differ=0, decisions_checked=0, decisions_differ=0)
+    return {**base, **kw}
+
+
+def test_index_lines_flag_a_share_over_one_percent():
+    from memsim.workbench.cli import index_lines
+
+    text = index_lines(_audit(differ=1, decisions_checked=200, decisions_differ=2))
+    assert "40 searches through it, 2 training(s)" in text
+    assert "differs from the full scan's: 1 of 4 audited (25.0%, over 1%: not the full" in text
+    assert "decisions that differ: 2 of 200 audited (1.0%)\n" not in text  # (the last line)
+    assert text.endswith("decisions that differ: 2 of 200 audited (1.0%)")  # at 1%: within
+    assert "over 1%" not in index_lines(_audit())
+    assert (
+        index_lines(_audit(mode="exact"))
+        == "candidate index: mode exact (every search the full scan)"
+    )
+    assert "nothing to audit" in index_lines(_audit(mode="cones", searches=0))
+    assert "it answered no search" in index_lines(_audit(searches=0, checked=0))
 
 
 def test_clairvoyant_on_a_stream_without_queries_says_so(tmp_path):

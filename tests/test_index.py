@@ -1128,3 +1128,36 @@ def test_a_replaced_index_stops_following_the_stores_changes():
         else:  # the two indexes' own sets, and no other
             assert len(held) == 2
             assert held[0] is pol.candidates._changes and held[1] is pol.reinforcing._changes
+
+
+# readings of the parameters under which a policy whose defaults search no index does
+# (Generative Agents' documented threshold 2.0 never merges; izzie-code limits before it
+# filters, so its recall has no pure similarity stage)
+_SEARCHING = {
+    "generative-agents": {"reinforce_cosine": 0.85},
+    "generative-agents-code": {"reinforce_cosine": 0.85},
+    "izzie-code": {"limit_before_filter": False},
+}
+
+
+@pytest.mark.parametrize("mode", ["ivf", "cones"])
+def test_each_policy_declares_the_index_modes_its_searches_go_through(mode):
+    """Policy.index_modes, which the workbench reads to refuse an index that would change
+    nothing (api.check_index): a policy declaring a mode searches through it on a small
+    stream (mode ivf: the audit counts its searches; cones: the partition is built) under
+    its defaults or the reading in _SEARCHING, and one not declaring it never does."""
+    import scenarios
+    from memsim.engine.mockllm import MockLLM
+    from memsim.engine.registry import make, specs
+    from memsim.engine.runner import run
+
+    stream = scenarios.load("synthetic:steady,episodes=150,queries=20,facts=20,horizon=40")
+    for spec in specs():
+        searching = _SEARCHING.get(spec.id)
+        for params in [None] if searching is None else [None, searching]:
+            pol = make(spec.id, params, llm=MockLLM(seed=0), seed=0)
+            pol.use_index(mode, min_rows=20)
+            run(pol, stream)
+            used = pol.candidates.answered if mode == "ivf" else pol.candidates._cones is not None
+            reads = params is not None or searching is None
+            assert used == (mode in type(pol).index_modes and reads), (spec.id, params)

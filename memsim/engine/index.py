@@ -370,6 +370,19 @@ REPETITION_INDEX: Mapping[str, Any] = MappingProxyType(
 )
 
 
+def check_settings(mode: str, **knobs: Any) -> None:
+    """Raise the error :class:`CandidateIndex` raises for these settings (an unknown mode, a
+    knob that is not an integer >= 1), without a store: a run's settings are checked before
+    its stream is built."""
+    if mode not in CANDIDATE_MODES:
+        raise UnknownIdError(
+            f"unknown candidate index mode {mode!r}; known: {', '.join(CANDIDATE_MODES)}"
+        )
+    for name, v in knobs.items():
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ParamError(f"candidate index: {name}={v!r} must be an integer >= 1")
+
+
 class CandidateIndex:
     """Candidate rows for similarity search over a policy's MemoryStore, for large stores.
 
@@ -406,13 +419,7 @@ class CandidateIndex:
         seed: int = 0,
         audit_every: int = 10,
     ) -> None:
-        if mode not in CANDIDATE_MODES:
-            raise UnknownIdError(
-                f"unknown candidate index mode {mode!r}; known: {', '.join(CANDIDATE_MODES)}"
-            )
-        for name, v in (("min_rows", min_rows), ("nprobe", nprobe), ("audit_every", audit_every)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ParamError(f"candidate index: {name}={v!r} must be an integer >= 1")
+        check_settings(mode, min_rows=min_rows, nprobe=nprobe, audit_every=audit_every)
         self.store = store
         self.mode = mode
         self.min_rows = min_rows

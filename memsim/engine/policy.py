@@ -126,6 +126,11 @@ class Policy(abc.ABC, Generic[P]):
     # (every search the full scan), or a mode with the store size it starts at where a
     # policy's measurements show it pays (docs/performance.md).
     default_index: ClassVar[Mapping[str, Any]] = MappingProxyType({"mode": "exact"})
+    # The candidate index modes other than "exact" that some search of the policy goes
+    # through, under its defaults or another reading of its parameters (empty: none does);
+    # a run asking another mode of it would change nothing, so the workbench refuses it
+    # (memsim.workbench.api.check_index), and a run whose reading searches none says so.
+    index_modes: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, params: P | None = None, *, llm: LLM | None = None, seed: int = 0) -> None:
         if params is None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import dataclasses
 import functools
+import math
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,7 +30,15 @@ import pandas as pd
 from memsim.engine.errors import MemsimError, ParamError
 
 from .executors import map_in_order
-from .results import RunDef, RunResult, is_complete, load, manifest_for, save
+from .results import (
+    INDEX_AUDIT_METRICS,
+    RunDef,
+    RunResult,
+    is_complete,
+    load,
+    manifest_for,
+    save,
+)
 
 # ---------------------------------------------------------------------------- listing
 
@@ -118,10 +127,38 @@ def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str,
     )
 
 
+def index_applies(policy: str, index: Mapping[str, Any]) -> bool:
+    """Whether candidate index settings (``mode`` and knobs, as ``Policy.use_index`` takes
+    them) reach a search of ``policy``: mode exact always (it turns a default index off),
+    another mode where some search of the policy goes through it (``Policy.index_modes``).
+    Settings the index refuses raise its error."""
+    from memsim.engine import registry
+    from memsim.engine.index import check_settings
+
+    check_settings(**index)
+    return index["mode"] == "exact" or index["mode"] in registry.spec(policy).load().index_modes
+
+
+def check_index(policy: str, index: Mapping[str, Any]) -> None:
+    """Refuse index settings that would change nothing for ``policy`` (:func:`index_applies`),
+    naming the policies whose searches they would reach."""
+    from memsim.engine import registry
+
+    if index and not index_applies(policy, index):
+        mode = index["mode"]
+        users = [s.id for s in registry.specs() if mode in s.load().index_modes]
+        raise ParamError(
+            f"--index mode={mode}: no search of {registry.spec(policy).id} goes through a "
+            "candidate index in that mode, so it would change nothing; policies whose "
+            f"searches do: {', '.join(users)}"
+        )
+
+
 def prepare(d: RunDef) -> tuple[Any, Any, Any, Any]:
     """(stream, LLM, ground truth, policy) of one definition, ready for ``runner.run``."""
     from memsim.engine import registry, truth
 
+    check_index(d.policy, dict(d.index))
     stream = _load_stream(d.scenario, d.seed)
     llm = build_llm(d.seed, dict(stream.meta), dict(d.llm))
     gt = truth.GroundTruth(stream)
@@ -161,9 +198,14 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
     }
     verdicts = [dataclasses.asdict(v) for v in sources.verdicts(d.scenario, stream, trace, spec.id)]
     if d.index or policy.candidates.answered:  # the index's exactness audit (issue 16)
+        # (undefined where nothing of the kind was audited: a mean over runs skips it)
         audit = policy.index_audit()
-        summary["index_query_differ_share"] = audit["query_differ_share"]
-        summary["index_decision_differ_share"] = audit["decision_differ_share"]
+        summary["index_query_differ_share"] = (
+            audit["query_differ_share"] if audit["checked"] else math.nan
+        )
+        summary["index_decision_differ_share"] = (
+            audit["decision_differ_share"] if audit["decisions_checked"] else math.nan
+        )
     footprint = trace.footprint_frame()
     llm_config = llm.config() if hasattr(llm, "config") else {"seed": d.seed}
     return RunResult(
@@ -222,9 +264,19 @@ def run(
     seed: int = 0,
     params: Mapping[str, Any] | None = None,
     llm: Mapping[str, Any] | None = None,
+    index: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
-    """Run one policy on one scenario; the per-query metrics as a DataFrame."""
-    d = RunDef(resolve_policy(policy), scenario, int(seed), _overrides(params), _overrides(llm))
+    """Run one policy on one scenario; the per-query metrics as a DataFrame. ``index``:
+    candidate index settings, e.g. ``{"mode": "ivf", "min_rows": 20000}``
+    (:func:`check_index`)."""
+    d = RunDef(
+        resolve_policy(policy),
+        scenario,
+        int(seed),
+        _overrides(params),
+        _overrides(llm),
+        _overrides(index),
+    )
     return execute(d).queries
 
 
@@ -237,9 +289,12 @@ def grid(
     seeds: Sequence[int],
     params: Mapping[str, Any] | None = None,
     llm: Mapping[str, Any] | None = None,
+    index: Mapping[str, Any] | None = None,
 ) -> list[RunDef]:
     """The Cartesian product, in a fixed order (scenario, policy, seed). ``params`` keys are
-    ``FIELD`` (every policy) or ``POLICY.FIELD`` (that policy only)."""
+    ``FIELD`` (every policy) or ``POLICY.FIELD`` (that policy only). ``index``: candidate
+    index settings for every policy they reach (:func:`index_applies`; the others run with
+    their own default), a ParamError when they reach none."""
     if not policies:
         raise MemsimError("no policies to compare")
     if not scenario_specs:
@@ -259,8 +314,11 @@ def grid(
             per_policy[policy][field] = value
         else:
             raise ParamError(f"parameter {key!r}: policy {policy!r} is not being compared")
+    indexed = {f: _overrides(index) for f in full if index and index_applies(f, index)}
+    if index and not indexed:
+        check_index(full[0], index)  # (raises, naming the policies it would reach)
     return [
-        RunDef(f, s, int(seed), _overrides(per_policy[p]), _overrides(llm))
+        RunDef(f, s, int(seed), _overrides(per_policy[p]), _overrides(llm), indexed.get(f, ()))
         for s in scenario_specs
         for p, f in zip(policies, full)
         for seed in seeds
@@ -335,11 +393,14 @@ def compare(
     resume: bool = True,
     progress: bool | str = False,
     calibrate: bool = True,
+    index: Mapping[str, Any] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every policy on every scenario for every seed: (summary table, per-query table).
     ``calibrate``: the per-query table gains ``bound`` (the clairvoyant's recall at each
-    run's own footprint) and the summary gains ``bound`` and ``gap`` rows."""
-    defs = grid(policies, scenario_specs, seeds, params, llm)
+    run's own footprint) and the summary gains ``bound`` and ``gap`` rows. ``index``:
+    candidate index settings (:func:`grid`); the summary then has each indexed run's
+    exactness audit (``index_query_differ_share``, ``index_decision_differ_share``)."""
+    defs = grid(policies, scenario_specs, seeds, params, llm, index)
     results = run_grid(
         defs,
         root=root,
@@ -425,6 +486,8 @@ def bootstrap_ci(
 def metric_direction(name: str) -> str:
     if name in CALIBRATION_METRICS:
         return CALIBRATION_METRICS[name][1]
+    if name in INDEX_AUDIT_METRICS:
+        return INDEX_AUDIT_METRICS[name][1]
     try:
         from memsim.engine.metrics import METRICS
 

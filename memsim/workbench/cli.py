@@ -230,6 +230,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     q = r.queries
     print(f"{d.policy} on {d.scenario} (seed {d.seed}): {len(q)} queries")
     print(metric_lines(q, r.summary))
+    if "index_audit" in r.manifest:
+        print()
+        print(index_lines(r.manifest["index_audit"]))
     if r.expectations:
         print()
         _print_verdicts(r.expectations, f"expectations stated for {r.summary['policy']}")
@@ -268,6 +271,50 @@ def metric_lines(queries: Any, summary: dict[str, Any]) -> str:
         shown = f"{value:8.4f}" if math.isfinite(value) else f"{'n/a':>8}"
         meaning = m.description + extra if math.isfinite(value) else f"n/a: {why}"
         lines.append(f"  {name:<18} {shown}  {m.better:<7}{meaning}")
+    return "\n".join(lines)
+
+
+# the share of audited searches or decisions that may differ from the exact scan's (issue 16)
+AUDIT_BOUND = 0.01
+
+
+def index_lines(audit: dict[str, Any]) -> str:
+    """The candidate index a run searched through and its exactness audit, in words: how
+    many searches it answered, and how many of the audited queries' top-k and ingest
+    decisions differ from the exact scan's (flagged over :data:`AUDIT_BOUND`)."""
+    mode, rows = audit["mode"], f"{audit['min_rows']:,}"
+    if mode == "exact":
+        return "candidate index: mode exact (every search the full scan)"
+    if mode == "cones":  # exact range searches: neither counted nor audited
+        return (
+            f"candidate index: mode cones from {rows} stored rows (exact range searches: the "
+            "full scan's decisions by construction, nothing to audit)"
+        )
+    lines = [
+        f"candidate index: mode {mode} from {rows} stored rows, nprobe {audit['nprobe']}, "
+        f"every {audit['audit_every']}th search audited against the full scan"
+    ]
+    if not audit["searches"]:
+        lines.append(
+            f"  it answered no search (the store stayed under {rows} rows, or this reading "
+            "of the policy searches no index): the run is the full scan's"
+        )
+        return "\n".join(lines)
+    lines.append(f"  {audit['searches']:,} searches through it, {audit['trainings']} training(s)")
+    for what, checked, differ in (
+        ("queries whose top-k differs from the full scan's", "checked", "differ"),
+        ("ingest decisions that differ", "decisions_checked", "decisions_differ"),
+    ):
+        n, d = audit[checked], audit[differ]
+        if not n:
+            lines.append(f"  {what}: none audited")
+            continue
+        over = (
+            f", over {AUDIT_BOUND:.0%}: not the full scan's run; --index mode=exact gives that"
+            if d / n > AUDIT_BOUND
+            else ""
+        )
+        lines.append(f"  {what}: {d} of {n} audited ({d / n:.1%}{over})")
     return "\n".join(lines)
 
 
@@ -319,7 +366,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .api import expectation_table, grid, list_policies, run_grid, tables
+    from .api import expectation_table, grid, list_policies, resolve_policy, run_grid, tables
     from .report import console_table, write_comparison
 
     policies = (
@@ -342,14 +389,25 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _out_dir(str(out))
     _out_dir(args.cache, "--cache")
     cache = Path(args.cache or DEFAULT_CACHE)
+    params = _policy_params(policies, args.param)
+    from .executors import dask_executor
+
+    index = _index_settings(args.index)
+    defs = grid(policies, specs, seeds, params, _llm_overrides(args.llm), index)
     print(
         f"runs cached under {cache}/runs (--cache DIR elsewhere, --no-resume to recompute)",
         file=sys.stderr,
     )
-    params = _policy_params(policies, args.param)
-    from .executors import dask_executor
-
-    defs = grid(policies, specs, seeds, params, _llm_overrides(args.llm))
+    if index:
+        indexed = {d.policy for d in defs if d.index}
+        left = [p for p in policies if resolve_policy(p) not in indexed]
+        if left:
+            print(
+                f"--index mode={index['mode']}: no search of {', '.join(left)} goes through "
+                f"it; {'they run with their' if len(left) > 1 else 'it runs with its'} own "
+                "default",
+                file=sys.stderr,
+            )
     with dask_executor(args.dask) as executor:
         results = run_grid(
             defs,
@@ -380,7 +438,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         out,
         summary,
         per_query,
-        definition={"policies": policies, "scenarios": specs, "seeds": seeds, "suite": args.suite},
+        definition={
+            "policies": policies,
+            "scenarios": specs,
+            "seeds": seeds,
+            "suite": args.suite,
+            **({"index": index} if index else {}),
+        },
         frontier=frontier,
     )
     if args.brief:
@@ -488,6 +552,16 @@ def _command(
 def _add_progress(s: argparse.ArgumentParser) -> None:
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--progress", action="store_true", help=PROGRESS_HELP)
+
+
+def _add_index(s: argparse.ArgumentParser, which: str = "") -> None:
+    s.add_argument(
+        "--index",
+        action="append",
+        metavar="KEY=VALUE",
+        help="candidate index for large stores: mode=ivf|cones|exact, min_rows=N, nprobe=N, "
+        f"audit_every=N (docs/performance.md){which}; default: the policy's own",
+    )
 
 
 def _add_study(
@@ -623,13 +697,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="mock LLM override, e.g. faults.embed_fail=0.1",
     )
-    s.add_argument(
-        "--index",
-        action="append",
-        metavar="KEY=VALUE",
-        help="candidate index for large stores: mode=ivf|cones|exact, min_rows=N, nprobe=N, "
-        "audit_every=N (docs/performance.md); default: the policy's own",
-    )
+    _add_index(s)
     s.add_argument("--out", help="write the run's files under this results root")
     _add_progress(s)
     s.set_defaults(func=cmd_run)
@@ -672,6 +740,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="POLICY.FIELD=VALUE",
         help="a parameter of one policy (repeatable), e.g. pai.prune_threshold=0.1",
     )
+    _add_index(s, " (to each policy some search of which goes through that mode)")
     s.add_argument("--out", help="output folder (default results/<suite>)")
     s.add_argument(
         "--cache",

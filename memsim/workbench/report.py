@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .results import (
+    INDEX_AUDIT_METRICS,
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_parquet,
@@ -31,6 +32,7 @@ SHOWN = (
     "footprint_mean",
     "footprint_final",
     "noise_retention",
+    *INDEX_AUDIT_METRICS,  # (runs that searched through a candidate index)
 )
 
 
@@ -155,7 +157,9 @@ def console_table(
     summary: pd.DataFrame,
     metrics: Sequence[str] = ("recall", "stale", "needed_forgotten", "footprint_mean"),
 ) -> str:
-    """A compact fixed-width table for the terminal: scenario x policy rows, chosen metrics."""
+    """A compact fixed-width table for the terminal: scenario x policy rows, chosen metrics,
+    and the index audit's columns where some run has them."""
+    metrics = [*metrics, *(m for m in INDEX_AUDIT_METRICS if (summary["metric"] == m).any())]
     rows = []
     for (scenario, policy), g in summary.groupby(["scenario", "policy"], sort=False):
         row = {"scenario": scenario, "policy": policy}
