@@ -31,7 +31,7 @@ import pytest
 
 import memsim.engine.kernels as K
 from benchmarks.conftest import assert_target_in_full_mode, interleaved, record_target
-from benchmarks.workloads import size
+from benchmarks.workloads import registered, size
 
 POLICIES = ("actr", "actr-spacing")
 EPISODES, QUERIES = size(100_000, 400), size(10_000, 40)
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     from memsim.workbench.report import markdown_table
 
-    measured = {p: measure(p, a.episodes, a.queries) for p in a.policies}
+    measured = {p: measure(p, a.episodes, a.queries) for p in registered(a.policies)}
     rows = []
     for rule in GRID:
         cells = []
@@ -224,4 +224,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from memsim.workbench.cli import user_command
+
+    sys.exit(user_command("python -m benchmarks.bench_actr_groups", main))

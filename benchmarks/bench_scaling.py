@@ -41,7 +41,8 @@ import pytest
 
 from benchmarks import blocks
 from benchmarks.conftest import assert_target_in_full_mode, record_target
-from benchmarks.workloads import REPO, SMOKE, size
+from benchmarks.workloads import REPO, SMOKE, read_json, registered, size
+from memsim.engine.errors import ParamError
 
 OUT_MD = REPO / "results" / "benchmarks.md"
 BEGIN, END = "<!-- SCALING_BEGIN -->", "<!-- SCALING_END -->"
@@ -352,15 +353,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     a = ap.parse_args(argv)
     if not 0 < a.small < a.large:
-        print(f"bench_scaling: need 0 < --small < --large, got {a.small} and {a.large}")
-        return 2
+        raise ParamError(f"need 0 < --small < --large, got {a.small} and {a.large}")
     repeat_small = a.repeat if a.repeat_small is None else a.repeat_small
     if a.repeat < 1 or repeat_small < 1:
-        print(f"bench_scaling: --repeat must be >= 1, got {min(a.repeat, repeat_small)}")
-        return 2
+        raise ParamError(f"--repeat must be >= 1, got {min(a.repeat, repeat_small)}")
     if a.small_only and a.log is None:
-        print("bench_scaling: --small-only adds runs to a --log; name one")
-        return 2
+        raise ParamError("--small-only adds runs to a --log; name one")
     command = "nice -n 5 python -m benchmarks.bench_scaling" + (
         f" --small {a.small:g} --large {a.large:g}" if (a.small, a.large) != (0.1, 1.0) else ""
     )
@@ -368,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
         rows, refs = [], []
         for path in a.from_logs:
             got, ref = _rows_of_log(
-                [json.loads(x) for x in path.read_text().splitlines() if x.strip()],
+                read_json(path, part="lines"),
                 a.small,
                 a.large,
             )
@@ -377,8 +375,9 @@ def main(argv: list[str] | None = None) -> int:
             rows += [r for r in got if r["policy"] not in seen]
             refs.append(ref)
         if not rows:
-            print("bench_scaling: the logs hold no complete keep-all reference")
-            return 2
+            raise ParamError(
+                f"--from-logs {' '.join(map(str, a.from_logs))}: no complete keep-all reference"
+            )
         if len(a.from_logs) == 1:  # one run of every policy: its own keep-all
             command += " --log LOG"
             ref = refs[0]
@@ -395,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
                     fh.write(json.dumps(rec) + "\n")
             return result
 
-        pids = [p for p in (a.policies or policy_ids()) if p != REFERENCE]
+        pids = [p for p in (registered(a.policies) or policy_ids()) if p != REFERENCE]
         records: list[dict] = []
         runs = (
             [(REFERENCE, a.small, "first"), (REFERENCE, a.large, "first")]
@@ -429,4 +428,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from memsim.workbench.cli import user_command
+
+    sys.exit(user_command("python -m benchmarks.bench_scaling", main))

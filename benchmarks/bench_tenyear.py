@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import sys
 from pathlib import Path
 
@@ -30,7 +29,7 @@ import pytest
 from benchmarks import blocks
 from benchmarks.bench_scaling import _commit, _shares
 from benchmarks.conftest import record_target
-from benchmarks.workloads import REPO, SMOKE, size
+from benchmarks.workloads import REPO, SMOKE, read_json, registered, size
 
 OUT_MD = REPO / "results" / "benchmarks.md"
 BEGIN, END = "<!-- TENYEAR_BEGIN -->", "<!-- TENYEAR_END -->"
@@ -156,9 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     results: list[dict] = []
     if a.from_json:
         for path in a.from_json:
-            results.append(json.loads(path.read_text().strip().splitlines()[-1]))
+            results.append(read_json(path, part="last"))  # (simrun's JSON line)
     else:
-        for pid in a.policies:
+        for pid in registered(a.policies):
             r = measure(pid)
             if r is None:
                 print(f"bench_tenyear: {pid} took over {TIMEOUT:.0f} s", flush=True)
@@ -176,4 +175,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from memsim.workbench.cli import user_command
+
+    sys.exit(user_command("python -m benchmarks.bench_tenyear", main))

@@ -23,6 +23,8 @@ import json
 import sys
 from pathlib import Path
 
+from benchmarks.workloads import read_json, registered
+
 PROFILES = {
     "steady": "synthetic:steady,episodes=3000",
     "churn": "synthetic:churn,episodes=2000",
@@ -67,16 +69,16 @@ def main(argv: list[str] | None = None) -> int:
         "--profiles", nargs="+", default=list(PROFILES), choices=list(PROFILES) + list(LARGE)
     )
     a = ap.parse_args(argv)
+    want = read_json(a.check) if a.check is not None else None  # (read before the runs)
     got: dict[str, dict[str, str]] = {}
-    for pid in a.policies:
+    for pid in registered(a.policies):
         got[pid] = {}
         for name in a.profiles:
             got[pid][name] = fingerprint(pid, {**PROFILES, **LARGE}[name])
             print(f"{pid} {name} {got[pid][name]}", flush=True)
     if a.save is not None:
         a.save.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
-    if a.check is not None:
-        want = json.loads(a.check.read_text())
+    if want is not None:
         bad = [f"{p} {n}" for p in got for n in got[p] if want.get(p, {}).get(n) != got[p][n]]
         print("identical" if not bad else "DIFFER: " + ", ".join(bad))
         return 1 if bad else 0
@@ -84,4 +86,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from memsim.workbench.cli import user_command
+
+    sys.exit(user_command("python -m benchmarks.fingerprint", main))

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from benchmarks import blocks
 from benchmarks.bench_scaling import _commit
-from benchmarks.workloads import REPO
+from benchmarks.workloads import REPO, registered
 
 OUT_MD = REPO / "results" / "benchmarks.md"
 BEGIN, END = "<!-- PROFILES_BEGIN -->", "<!-- PROFILES_END -->"
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     runs: dict[str, dict] = {}
     baseline: dict[str, dict] = {}
     load = os.getloadavg()[0]
-    for pid in a.policies or policy_ids():
+    for pid in registered(a.policies) or policy_ids():
         if a.baseline_code is not None:
             try:
                 baseline[pid] = profile(pid, a.lines, a.baseline_code)
@@ -152,4 +152,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from memsim.workbench.cli import user_command
+
+    sys.exit(user_command("python -m benchmarks.profiles", main))

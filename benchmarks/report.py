@@ -25,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.workloads import CACHE, CASES_ENV, REPO
+from benchmarks.workloads import CACHE, CASES_ENV, REPO, read_json
 from memsim.workbench.results import git_changed_files
 
 RAW = CACHE / "benchmarks-raw.json"
@@ -404,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"python -m benchmarks.report: {exc}", file=sys.stderr)
             return 2
         raw_path = RAW
-    raw = json.loads(raw_path.read_text())
+    raw = read_json(raw_path)
     if not a.from_json:  # (a JSON given was measured on a checkout this one may not be)
         raw[CHANGED_KEY] = git_changed_files(REPO)
     md, doc = build(raw, command, returncode)
@@ -425,4 +425,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from memsim.workbench.cli import user_command
+
+    sys.exit(user_command("python -m benchmarks.report", main))

@@ -21,6 +21,7 @@ import json
 import pstats
 import re
 import resource
+import sys
 import time
 from pathlib import Path
 
@@ -64,16 +65,21 @@ def main(argv: list[str] | None = None) -> dict:
     from memsim.engine import registry
     from memsim.engine.mockllm import MockLLM
     from memsim.engine.runner import run
+    from memsim.workbench.api import check_index
+    from memsim.workbench.cli import index_settings
+
+    # user mistakes before the stream is built: an unknown policy, a bad index setting
+    registry.spec(a.policy)
+    index = index_settings(a.index.split(",")) if a.index else {}
+    check_index(a.policy, index)
 
     t0 = time.perf_counter()
     stream = scenarios.load(spec(a.episodes, a.queries, a.horizon))
     generate = time.perf_counter() - t0
     stream_rss = _rss_mib()
     policy = registry.make(a.policy, llm=MockLLM(seed=0), seed=0)
-    if a.index:
-        knobs = dict(kv.split("=", 1) for kv in a.index.split(","))
-        mode = knobs.pop("mode")
-        policy.use_index(mode, **{k: int(v) for k, v in knobs.items()})
+    if index:
+        policy.use_index(**index)
     prof = cProfile.Profile() if a.profile else None
     t0, c0 = time.perf_counter(), time.process_time()
     if prof:
@@ -108,4 +114,6 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    from memsim.workbench.cli import user_command
+
+    sys.exit(user_command("python -m benchmarks.simrun", main))

@@ -8,6 +8,7 @@ traceback.
 from __future__ import annotations
 
 import argparse
+import operator
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -188,9 +189,9 @@ def _short(text: str, width: int = 28) -> str:
     return text if len(text) <= width else text[: width - 5] + " ...)"
 
 
-def _index_settings(items: list[str] | None) -> dict[str, Any]:
+def index_settings(items: list[str] | None) -> dict[str, Any]:
     """--index mode=ivf|cones|exact [--index min_rows=N ...]: the candidate index; integers
-    for every knob but mode."""
+    for every knob but mode (``items`` the KEY=VALUE strings; also benchmarks.simrun's)."""
     out: dict[str, Any] = {}
     for k, v in _pairs(items, "--index").items():
         if k == "mode":
@@ -222,7 +223,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         args.seed,
         _overrides(params),
         _overrides(llm),
-        _overrides(_index_settings(args.index)),
+        _overrides(index_settings(args.index)),
     )
     r = execute(d, progress="always" if args.progress else not args.quiet)
     if args.out:
@@ -392,7 +393,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     params = _policy_params(policies, args.param)
     from .executors import dask_executor
 
-    index = _index_settings(args.index)
+    index = index_settings(args.index)
     defs = grid(policies, specs, seeds, params, _llm_overrides(args.llm), index)
     print(
         f"runs cached under {cache}/runs (--cache DIR elsewhere, --no-resume to recompute)",
@@ -835,23 +836,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    # Simulations multiply small matrices, where one BLAS thread beats several contending
-    # threads by a wide margin; parallelism comes from --jobs. Must precede numpy's import.
-    for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, "1")
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def user_command(prog: str, command: Callable[[], object]) -> int:
+    """Run a command line's body and return its exit code: a user mistake (a MemsimError, a
+    missing file) is one line on stderr and code 2, never a traceback; an interrupt 130; a
+    reader that left the pipe 0. A body returning no int (None, a result) exits 0. Shared by
+    ``memsim`` and the documented ``python -m benchmarks.*`` commands."""
     try:
-        return int(args.func(args) or 0)
+        code = command()
+        return operator.index(code) if hasattr(code, "__index__") else 0
     except MemsimError as e:
-        print(f"memsim: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     except FileNotFoundError as e:
-        print(f"memsim: error: no such file: {e.filename}", file=sys.stderr)
+        print(f"{prog}: error: no such file: {e.filename}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("memsim: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `memsim list | head`: the reader left; that is not an error
         try:
@@ -859,6 +859,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, ValueError):  # stdout is no file (redirected in-process)
             pass
         return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    # Simulations multiply small matrices, where one BLAS thread beats several contending
+    # threads by a wide margin; parallelism comes from --jobs. Must precede numpy's import.
+    for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return user_command("memsim", lambda: args.func(args) or 0)
 
 
 if __name__ == "__main__":
