@@ -29,6 +29,7 @@ def test_help_of_every_verb(verb, capsys):
 
 
 _CLAIRVOYANT = ["run", "--policy", "clairvoyant", "--scenario", "scripted/duplicates"]
+_INDEXED = ["run", "--scenario", "scripted/duplicates", "--policy"]
 
 
 @pytest.mark.parametrize(
@@ -79,20 +80,11 @@ _CLAIRVOYANT = ["run", "--policy", "clairvoyant", "--scenario", "scripted/duplic
         (_CLAIRVOYANT + ["--param", "budget=nan"], "budget=nan"),
         # an index no search of the policy goes through would change nothing (issue 16)
         (
-            ["run", "--policy", "keep-all", "--scenario", "scripted/duplicates"]
-            + ["--index", "mode=ivf"],
+            _INDEXED + ["keep-all", "--index", "mode=ivf"],
             "no search of keep-all goes through a candidate index in that mode",
         ),
-        (
-            ["run", "--policy", "pai", "--scenario", "scripted/duplicates"]
-            + ["--index", "mode=cones"],
-            "policies whose searches do: actr,",
-        ),
-        (
-            ["run", "--policy", "pai", "--scenario", "scripted/duplicates"]
-            + ["--index", "mode=hnsw"],
-            "unknown candidate index mode 'hnsw'",
-        ),
+        (_INDEXED + ["pai", "--index", "mode=cones"], "policies whose searches do: actr,"),
+        (_INDEXED + ["pai", "--index", "mode=hnsw"], "unknown candidate index mode 'hnsw'"),
         (
             ["compare", "--policies", "keep-all,recency", "--scenarios", "scripted/duplicates"]
             + ["--index", "mode=ivf"],
@@ -370,3 +362,24 @@ def test_compare_prints_a_failing_expectation_in_one_readable_line(tmp_path, cap
     assert code == 0 and "1 of 1" not in out and "0 of 1 hold, these fail:" in out
     line = next(li for li in out.splitlines() if li.startswith("  keep-all on "))
     assert "bound method" not in out and "fails.yaml: expect[0]" in line and "top1_from" in line
+
+
+@pytest.mark.parametrize(
+    "verb", ["compare", "check", "sweep", "tune", "sensitivity", "robustness", "drift"]
+)
+@pytest.mark.parametrize("jobs", ["0", "-2"])
+def test_jobs_below_one_is_refused_not_run_serially(verb, jobs, capsys):
+    """--jobs 0 or -2 once ran serially without a word; argparse now refuses it (exit 2)."""
+    with pytest.raises(SystemExit) as e:
+        main([verb, "--jobs", jobs])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument --jobs: needs 1 or more worker processes, got {jobs}" in err
+
+
+def test_map_in_order_refuses_no_workers():
+    from memsim.engine.errors import ParamError
+    from memsim.workbench.executors import map_in_order
+
+    with pytest.raises(ParamError, match="jobs=0: needs 1 or more worker processes"):
+        map_in_order(print, [(1,)], jobs=0)

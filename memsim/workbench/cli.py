@@ -17,6 +17,8 @@ from typing import Any
 
 from memsim.engine.errors import MemsimError, ParamError
 
+from .executors import worker_count
+
 DEFAULT_CACHE = "results"  # compare keeps per-run results in DEFAULT_CACHE/runs (gitignored)
 PROGRESS_HELP = "progress bar on stderr even when it is not a terminal (default: only on one)"
 DASK_HELP = "run on Dask: local:N starts a local cluster of N workers, an address joins one"
@@ -586,7 +588,9 @@ def _add_study(
     )
     if seeds:
         s.add_argument("--seeds", default="0", help="comma list or START:STOP (default 0)")
-    s.add_argument("--jobs", type=int, default=1, help="local worker processes (same results)")
+    s.add_argument(
+        "--jobs", type=worker_count, default=1, help="local worker processes (same results)"
+    )
     s.add_argument("--dask", metavar="local:N|tcp://HOST:PORT", help=DASK_HELP)
     s.add_argument("--out", default=out, help=out_help)
 
@@ -710,7 +714,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--policies", default="all", help="comma list of policy ids (default: all)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--llm", action="append", metavar="KEY=VALUE", help="mock LLM override")
-    s.add_argument("--jobs", type=int, default=1, help="parallel processes")
+    s.add_argument("--jobs", type=worker_count, default=1, help="parallel processes")
     _add_progress(s)
     s.set_defaults(func=cmd_check)
 
@@ -726,7 +730,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--suite", help="a named suite of scenarios, e.g. standard")
     s.add_argument("--locomo", metavar="PATH", help="add LoCoMo from this JSON file")
     s.add_argument("--seeds", default="0", help="comma list or START:STOP (default 0)")
-    s.add_argument("--jobs", type=int, default=1, help="parallel processes (results are identical)")
+    s.add_argument(
+        "--jobs", type=worker_count, default=1, help="parallel processes (results are identical)"
+    )
     s.add_argument(
         "--llm",
         action="append",
@@ -796,7 +802,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="default",
         help="default: one factor at a time plus a 2x2x2 core; small: one factor at a time",
     )
-    s.add_argument("--jobs", type=int, default=1, help="parallel processes")
+    s.add_argument("--jobs", type=worker_count, default=1, help="parallel processes")
     s.add_argument("--out", default="results/robustness.md", help="report (also .csv, .png)")
     s.add_argument("--cache", help="results root for per-run files (resumable)")
     _add_progress(s)

@@ -25,6 +25,8 @@ import numpy as np
 
 from memsim.engine.registry import PolicySpec, specs
 
+from .executors import worker_count
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -318,7 +320,7 @@ def add_drift_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--locomo", default=None, help="also run LoCoMo from this JSON file")
     p.add_argument("--seeds", default="0", help="comma list or START:STOP (default 0)")
-    p.add_argument("--jobs", type=int, default=1, help="parallel processes")
+    p.add_argument("--jobs", type=worker_count, default=1, help="parallel processes")
     p.add_argument("--cache", default=None, help="per-run results root (resumable)")
     p.add_argument(
         "--out",

@@ -8,6 +8,7 @@ definition order, so every executor gives the same bytes.
 
 from __future__ import annotations
 
+import argparse
 import concurrent.futures as cf
 import contextlib
 import multiprocessing
@@ -36,6 +37,18 @@ LOCAL_CLUSTER_CONFIG = {
     "distributed.admin.tick.interval": "1s",
 }
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def worker_count(text: str) -> int:
+    """``--jobs``' argparse type: worker processes, an integer >= 1 (argparse prints a
+    refusal in one line after the usage and exits 2; 0 or -1 never means "serial" silently)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"needs 1 or more worker processes, got {n}")
+    return n
 
 
 def process_pool(jobs: int) -> cf.ProcessPoolExecutor:
@@ -70,6 +83,8 @@ def map_in_order(
     processes made for the occasion, or on ``executor`` (Dask's, say). Results come back in
     the order of ``calls`` whatever finishes first, so every executor gives the same bytes;
     ``bar`` (if any) advances once per finished call and is closed at the end."""
+    if jobs < 1:
+        raise ParamError(f"jobs={jobs}: needs 1 or more worker processes")
     results: dict[int, T] = {}
     own = None
     if executor is None and jobs > 1 and len(calls) > 1:
