@@ -123,8 +123,10 @@ def test_grid_gives_the_index_to_the_policies_it_reaches():
     }
     cones = api.grid(["izzie", "fsrs"], [SMALL], [0], index={"mode": "cones"})
     assert [bool(d.index) for d in cones] == [False, True]
-    exact = api.grid(["keep-all", "pai"], [SMALL], [0], index={"mode": "exact"})
-    assert all(d.index == (("mode", "exact"),) for d in exact)  # (pai's default turned off)
+    # exact turns a default index off (pai's ivf, fsrs's cones) and is the others' default
+    exact = api.grid(["keep-all", "izzie", "pai", "fsrs"], [SMALL], [0], index={"mode": "exact"})
+    assert [d.index for d in exact] == [(), (), (("mode", "exact"),), (("mode", "exact"),)]
+    assert api.grid(["keep-all"], [SMALL], [0], index={"mode": "exact"})[0].index == ()
     with pytest.raises(ParamError, match="no search of recency goes through"):
         api.grid(["recency"], [SMALL], [0], index=ivf)
     with pytest.raises(UnknownIdError, match="'hnsw'"):

@@ -129,22 +129,26 @@ def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str,
 
 def index_applies(policy: str, index: Mapping[str, Any]) -> bool:
     """Whether candidate index settings (``mode`` and knobs, as ``Policy.use_index`` takes
-    them) reach a search of ``policy``: mode exact always (it turns a default index off),
-    another mode where some search of the policy goes through it (``Policy.index_modes``).
-    Settings the index refuses raise its error."""
+    them) change a run of ``policy``: mode exact where the policy's default index is another
+    (it turns that off), another mode where some search of the policy goes through it
+    (``Policy.index_modes``). Settings the index refuses raise its error."""
     from memsim.engine import registry
     from memsim.engine.index import check_settings
 
     check_settings(**index)
-    return index["mode"] == "exact" or index["mode"] in registry.spec(policy).load().index_modes
+    cls = registry.spec(policy).load()
+    if index["mode"] == "exact":
+        return bool(cls.default_index["mode"] != "exact")
+    return index["mode"] in cls.index_modes
 
 
 def check_index(policy: str, index: Mapping[str, Any]) -> None:
-    """Refuse index settings that would change nothing for ``policy`` (:func:`index_applies`),
-    naming the policies whose searches they would reach."""
+    """Refuse a mode other than exact that would change nothing for ``policy``
+    (:func:`index_applies`), naming the policies whose searches it would reach (mode exact
+    is every policy's full scan, its default or not)."""
     from memsim.engine import registry
 
-    if index and not index_applies(policy, index):
+    if index and index["mode"] != "exact" and not index_applies(policy, index):
         mode = index["mode"]
         users = [s.id for s in registry.specs() if mode in s.load().index_modes]
         raise ParamError(
@@ -293,8 +297,9 @@ def grid(
 ) -> list[RunDef]:
     """The Cartesian product, in a fixed order (scenario, policy, seed). ``params`` keys are
     ``FIELD`` (every policy) or ``POLICY.FIELD`` (that policy only). ``index``: candidate
-    index settings for every policy they reach (:func:`index_applies`; the others run with
-    their own default), a ParamError when they reach none."""
+    index settings for every policy they change (:func:`index_applies`; the others run with
+    their own default, and share its cached runs), a ParamError when a mode other than
+    exact reaches none."""
     if not policies:
         raise MemsimError("no policies to compare")
     if not scenario_specs:

@@ -404,7 +404,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if index:
         indexed = {d.policy for d in defs if d.index}
         left = [p for p in policies if resolve_policy(p) not in indexed]
-        if left:
+        if left and index["mode"] == "exact":
+            print(f"--index mode=exact: the default of {', '.join(left)}", file=sys.stderr)
+        elif left:
             print(
                 f"--index mode={index['mode']}: no search of {', '.join(left)} goes through "
                 f"it; {'they run with their' if len(left) > 1 else 'it runs with its'} own "
