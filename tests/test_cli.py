@@ -90,6 +90,21 @@ _INDEXED = ["run", "--scenario", "scripted/duplicates", "--policy"]
             + ["--index", "mode=ivf"],
             "no search of keep-all goes through",
         ),
+        (
+            ["sensitivity", "--policies", "izzie,recency", "--scenarios", "scripted/duplicates"]
+            + ["--index", "mode=ivf"],
+            "no search of recency goes through",
+        ),
+        (
+            ["sensitivity", "--policies", "pai", "--scenarios", "scripted/duplicates"]
+            + ["--sobol", "4", "--index", "mode=cones"],
+            "no search of pai goes through",
+        ),
+        (
+            ["tune", "--policies", "izzie,keep-all", "--scenarios", "scripted/duplicates"]
+            + ["--index", "mode=ivf"],
+            "no search of keep-all goes through",
+        ),
     ],
 )
 def test_user_mistakes_print_one_line_and_exit_2(args, message):

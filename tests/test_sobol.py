@@ -139,3 +139,19 @@ def test_sensitivity_sobol_writes_one_csv_per_profile_with_the_same_bytes_on_two
         got[name] = (tmp_path / name / "sobol_pai_churn.csv").read_bytes()
     assert got["serial"] == got["jobs"]
     assert got["serial"].startswith(b"policy,scenario,metric,field,lo,hi,first_order")
+
+
+def test_sobol_runs_through_the_index_it_is_given(tmp_path):
+    """sobol(index=...) (issue 16): every run of the design carries the candidate index
+    settings, and its manifest the audit."""
+    import json
+
+    ivf = {"mode": "ivf", "min_rows": 50}
+    t = sobol("izzie", SMALL, [0], fields=["search_limit"], n=2, root=tmp_path, index=ivf)
+    assert set(t["field"]) == {"search_limit"}
+    manifests = list(tmp_path.rglob("manifest.json"))
+    assert len(manifests) >= 2
+    for m in manifests:
+        doc = json.loads(m.read_text())
+        assert doc["definition"]["index"] == [["min_rows", 50], ["mode", "ivf"]]
+        assert doc["index_audit"]["searches"] > 0

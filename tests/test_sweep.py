@@ -204,3 +204,35 @@ def test_a_peer_that_is_not_a_scheduler_is_a_one_line_error(capsys):
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert f"tcp://127.0.0.1:{port}" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_sweep_runs_through_the_index_it_is_given(tmp_path):
+    """--index for sweeps (issue 16): every run of the sweep carries the settings and its
+    manifest the audit; mode exact of a policy that is exact anyway is its plain runs; a mode
+    no search of the policy goes through is refused before anything runs."""
+    import json
+
+    from memsim.workbench.sweep import definitions
+
+    izzie = SweepSpec("izzie", {"search_limit": [10, 20]}, "grid", 2)
+    ivf = {"mode": "ivf", "min_rows": 50, "audit_every": 1}
+    defs = definitions([izzie], [SMALL], [0, 1], index=ivf)
+    assert {d.index for _, d in defs} == {(("audit_every", 1), ("min_rows", 50), ("mode", "ivf"))}
+    assert {d.index for _, d in definitions([izzie], [SMALL], [0], index={"mode": "exact"})} == {()}
+    keep = SweepSpec("recency", {"budget": [10, 20]}, "grid", 2)
+    with pytest.raises(ParamError, match="no search of recency goes through"):
+        definitions([keep], [SMALL], [0], index=ivf)
+    t = sweep(izzie, [SMALL], [0], root=tmp_path, index=ivf)
+    assert (t["error"] == "").all()
+    manifests = list(tmp_path.rglob("manifest.json"))
+    assert len(manifests) == 2
+    for m in manifests:
+        audit = json.loads(m.read_text())["index_audit"]
+        assert audit["mode"] == "ivf" and audit["searches"] > 0
+    assert (
+        main(
+            ["sweep", "--policy", "recency", "--field", "budget", "--scenarios", SMALL]
+            + ["--index", "mode=cones", "--out", str(tmp_path / "x")]
+        )
+        == 2
+    )

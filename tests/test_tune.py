@@ -115,3 +115,27 @@ def test_the_tuned_point_is_no_worse_than_the_documented_one_on_the_other_object
     assert _pick(pareto, study, {"x": 0.5}, objectives, directions)["x"] == 0.6
     # no documented trial in the study: the best recall
     assert _pick(pareto, study, {"x": 0.1}, objectives, directions)["x"] == 0.9
+
+
+def test_a_tuning_through_the_index_names_its_study_by_it(tmp_path):
+    """tune(index=...) (issue 16): its trials and held-out runs carry the settings, its study
+    is named by them (one without keeps its name), and a mode that changes nothing for the
+    policy is refused before the study starts."""
+    import json
+
+    ivf = {"mode": "ivf", "min_rows": 50}
+    kw = dict(fields=["prune_threshold"], trials=1, train_seeds=[0], test_seeds=[1])
+    r = tune("pai", [SMALL], out=tmp_path, index=ivf, **kw)
+    assert r.trials == 1
+    runs = [json.loads(m.read_text()) for m in (tmp_path / "cache").rglob("manifest.json")]
+    mine = [m for m in runs if m["definition"]["policy"].startswith("pai")]
+    # the trial (seed 0: the documented point, trial 0) and the held-out run (seed 1: the
+    # documented and the tuned point, one point after a single trial)
+    assert len(mine) == 2
+    assert all(m["index_audit"]["min_rows"] == 50 for m in mine)
+    import optuna
+
+    (study,) = optuna.get_all_study_summaries(r.storage)
+    assert study.study_name.endswith(":index=min_rows=50,mode=ivf")
+    with pytest.raises(ParamError, match="no search of pai goes through"):
+        tune("pai", [SMALL], out=tmp_path / "b", index={"mode": "cones"}, **kw)

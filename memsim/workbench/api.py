@@ -158,6 +158,17 @@ def check_index(policy: str, index: Mapping[str, Any]) -> None:
         )
 
 
+def index_of(policy: str, index: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
+    """A run definition's index settings for a study of one ``policy`` (a sweep, a tuning, a
+    sensitivity analysis): refused where a mode other than exact would change nothing
+    (:func:`check_index`), () where they are its default (mode exact of a policy whose
+    searches are exact anyway: the plain runs, cached once), else the settings."""
+    if not index:
+        return ()
+    check_index(policy, index)
+    return _overrides(index) if index_applies(policy, index) else ()
+
+
 def prepare(d: RunDef) -> tuple[Any, Any, Any, Any]:
     """(stream, LLM, ground truth, policy) of one definition, ready for ``runner.run``."""
     from memsim.engine import registry, truth

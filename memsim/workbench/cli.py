@@ -579,7 +579,8 @@ def _add_study(
     seeds: bool = True,
 ) -> None:
     """What sweep, tune and sensitivity share: the policies (one command's wording), the
-    scenarios, the seeds, the executor (--jobs, --dask) and the output folder."""
+    scenarios, the seeds, the executor (--jobs, --dask), the candidate index (--index) and
+    the output folder."""
     if policies:
         s.add_argument("--policies", required=True, help=policies)
     s.add_argument(
@@ -594,6 +595,7 @@ def _add_study(
         "--jobs", type=worker_count, default=1, help="local worker processes (same results)"
     )
     s.add_argument("--dask", metavar="local:N|tcp://HOST:PORT", help=DASK_HELP)
+    _add_index(s)
     s.add_argument("--out", default=out, help=out_help)
 
 

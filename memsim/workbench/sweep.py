@@ -208,9 +208,11 @@ def definitions(
     scenarios: Sequence[str],
     seeds: Sequence[int],
     llm: Mapping[str, Any] | None = None,
+    index: Mapping[str, Any] | None = None,
 ) -> list[tuple[int, RunDef]]:
-    """(point index, run definition) for every point x scenario x seed, in a fixed order."""
-    from .api import _overrides, resolve_policy
+    """(point index, run definition) for every point x scenario x seed, in a fixed order.
+    ``index``: candidate index settings for every run (:func:`api.index_of`)."""
+    from .api import _overrides, index_of, resolve_policy
 
     if not scenarios:
         raise ParamError("sweep: no scenarios")
@@ -219,12 +221,12 @@ def definitions(
     out: list[tuple[int, RunDef]] = []
     for s in specs:
         full = resolve_policy(s.policy)
+        settings = index_of(full, index)
         for i, p in enumerate(points(s)):
             for scenario in scenarios:
                 for seed in seeds:
-                    out.append(
-                        (i, RunDef(full, scenario, int(seed), _overrides(p), _overrides(llm)))
-                    )
+                    d = RunDef(full, scenario, int(seed), _overrides(p), _overrides(llm), settings)
+                    out.append((i, d))
     return out
 
 
@@ -269,13 +271,15 @@ def sweep(
     executor: cf.Executor | None = None,
     resume: bool = True,
     progress: bool | str = False,
+    index: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Run every point of every spec on every scenario and seed; the tidy table (one row per
     run and metric). With ``out``, the table is also written there as ``sweep.parquet`` and
-    ``sweep.csv``. Rows come in definition order whatever the executor."""
+    ``sweep.csv``. Rows come in definition order whatever the executor. ``index``: candidate
+    index settings for every run (:func:`definitions`)."""
     if isinstance(specs, SweepSpec):
         specs = [specs]
-    defs = definitions(specs, scenarios, seeds, llm)
+    defs = definitions(specs, scenarios, seeds, llm, index)
     results = _execute([d for _, d in defs], root, jobs, executor, resume, progress)
     table = tidy(defs, results)
     if out is not None:
@@ -563,6 +567,7 @@ def sobol(
     executor: cf.Executor | None = None,
     resume: bool = True,
     progress: bool | str = False,
+    index: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """First and total order Sobol' indices of every metric in ``metrics`` with respect to
     ``fields`` (default: every declared-range field), from one set of n x (d + 2) parameter
@@ -590,7 +595,7 @@ def sobol(
 
     from memsim.engine.registry import spec
 
-    from .api import _overrides, resolve_policy
+    from .api import _overrides, index_of, resolve_policy
 
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     known_metrics = (*QUERY_MEANS, *RUN_METRICS)
@@ -614,6 +619,7 @@ def sobol(
     x = np.concatenate([a_b[0], a_b[1], *ab], axis=1).T  # (n (d + 2), d)
     cls = spec(policy).load().Params
     full = resolve_policy(policy)
+    settings = index_of(full, index)  # (candidate index settings, as a sweep's)
     values: list[dict[str, Any]] = []
     valid: list[bool] = []
     for row in x:
@@ -625,7 +631,7 @@ def sobol(
             valid.append(False)
         values.append(v)
     defs = [
-        RunDef(full, scenario, int(s), _overrides(v), _overrides(llm))
+        RunDef(full, scenario, int(s), _overrides(v), _overrides(llm), settings)
         for v, ok in zip(values, valid)
         if ok
         for s in seeds
@@ -701,7 +707,7 @@ def _field_arg(policy: str, text: str) -> tuple[str, Any]:
 
 
 def run_sweep_command(args: Any) -> int:
-    from .cli import _seeds, split_specs
+    from .cli import _seeds, index_settings, split_specs
     from .executors import dask_executor
 
     if args.file:
@@ -718,6 +724,7 @@ def run_sweep_command(args: Any) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ParamError(f"--out {str(out)!r} is a file, not a folder")
+    index = index_settings(args.index)
     with dask_executor(args.dask) as executor:
         table = sweep(
             specs,
@@ -729,6 +736,7 @@ def run_sweep_command(args: Any) -> int:
             executor=executor,
             resume=not args.no_resume,
             progress="always" if args.progress else not args.quiet,
+            index=index,
         )
     failed = table[table["error"] != ""].drop_duplicates(["policy", "scenario", "seed", "point"])
     runs = table.drop_duplicates(["policy", "scenario", "seed", "point"])

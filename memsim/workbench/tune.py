@@ -73,8 +73,10 @@ def tune(
     seed: int = 0,
     jobs: int = 1,
     executor: Any = None,
+    index: Mapping[str, Any] | None = None,
 ) -> TuneResult:
-    """Tune ``fields`` (default: every declared-range field) of ``policy``; see the module."""
+    """Tune ``fields`` (default: every declared-range field) of ``policy``; see the module.
+    ``index``: candidate index settings for every run (the study's name carries them)."""
     import warnings
 
     with warnings.catch_warnings():
@@ -90,6 +92,9 @@ def tune(
         raise ParamError("tune: training and held-out seeds must differ")
     if trials < 1:
         raise ParamError(f"tune: trials must be >= 1, got {trials}")
+    from .api import index_of
+
+    settings = index_of(policy, index)  # (refused before anything is written)
     # a field named without a finite declared range is searched from half to twice its default
     all_ranges = sensitivity_ranges(policy) if fields else declared_ranges(policy)
     names = list(fields) if fields else list(all_ranges)
@@ -109,8 +114,11 @@ def tune(
         else optuna.samplers.NSGAIISampler(seed=seed, population_size=max(4, min(50, trials // 4)))
     )
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    name = f"{policy}:{','.join(scenarios)}:{','.join(objectives)}:{','.join(names)}"
+    if settings:  # (a study without them keeps the name it always had)
+        name += ":index=" + ",".join(f"{k}={v}" for k, v in settings)
     study = optuna.create_study(
-        study_name=f"{policy}:{','.join(scenarios)}:{','.join(objectives)}:{','.join(names)}",
+        study_name=name,
         storage=storage,
         load_if_exists=True,
         directions=directions,
@@ -134,6 +142,7 @@ def tune(
             root=cache,
             jobs=jobs,
             executor=executor,
+            index=index,
         )
         w = wide(t)
         if len(w) < len(scenarios) * len(train_seeds):
@@ -154,7 +163,9 @@ def tune(
     ).sort_values(list(objectives), ascending=[d == "minimize" for d in directions])
     row = _pick(pareto, study, documented, objectives, directions)
     tuned = {k: int(row[k]) if ranges[k][2] is int else float(row[k]) for k in names}
-    held = _held_out(policy, scenarios, test_seeds, documented, tuned, cache, jobs, executor)
+    held = _held_out(
+        policy, scenarios, test_seeds, documented, tuned, cache, jobs, executor, settings
+    )
     return TuneResult(
         policy, tuple(objectives), documented, tuned, pareto, held, len(study.trials), storage
     )
@@ -196,6 +207,7 @@ def _held_out(
     cache: Path,
     jobs: int,
     executor: Any,
+    index: tuple[tuple[str, Any], ...] = (),
 ) -> pd.DataFrame:
     """Documented vs tuned on held-out seeds: per metric the mean over runs and a 95%
     bootstrap interval over the (seed x scenario) runs. ``clairvoyant_gap`` is the recall of
@@ -215,7 +227,9 @@ def _held_out(
     rows = []
     for label, values in (("documented", documented), ("tuned", tuned)):
         defs = [
-            RunDef(full, sc, int(seed), _overrides(values)) for sc in scenarios for seed in seeds
+            RunDef(full, sc, int(seed), _overrides(values), (), index)
+            for sc in scenarios
+            for seed in seeds
         ]
         per_run = []
         for r in run_grid(defs, root=cache, jobs=jobs, executor=executor):
@@ -356,10 +370,14 @@ def sensitivity_markdown(spread: pd.DataFrame, policy: str, threshold: float = 0
 
 
 def run_tune_command(args: Any) -> int:
-    from .cli import _csv, _seeds, split_specs
+    from .api import index_of
+    from .cli import _csv, _seeds, index_settings, split_specs
     from .executors import dask_executor
 
     out = Path(args.out)
+    index = index_settings(args.index)
+    for policy in _csv(args.policies):  # (refused before any study starts)
+        index_of(policy, index)
     results = []
     with dask_executor(args.dask) as executor:
         for policy in _csv(args.policies):
@@ -375,6 +393,7 @@ def run_tune_command(args: Any) -> int:
                     out=out / policy,
                     jobs=args.jobs,
                     executor=executor,
+                    index=index,
                 )
             )
     text = tuning_markdown(results)
@@ -384,7 +403,8 @@ def run_tune_command(args: Any) -> int:
 
 
 def run_sensitivity_command(args: Any) -> int:
-    from .cli import _csv, _seeds, split_specs
+    from .api import index_of
+    from .cli import _csv, _seeds, index_settings, split_specs
     from .executors import dask_executor
     from .sweep import one_at_a_time
 
@@ -402,6 +422,9 @@ def run_sensitivity_command(args: Any) -> int:
         if value is not None:
             raise ParamError(f"{name} {value} applies to --sobol only, which is not given")
     n = 5 if args.n is None else args.n
+    index = index_settings(args.index)
+    for policy in _csv(args.policies):  # (refused before anything runs)
+        index_of(policy, index)
     out.mkdir(parents=True, exist_ok=True)
     text = [
         "# Sensitivity of each policy to its thresholds",
@@ -424,6 +447,7 @@ def run_sensitivity_command(args: Any) -> int:
                     jobs=args.jobs,
                     executor=executor,
                     progress="always" if args.progress else not args.quiet,
+                    index=index,
                 )
                 for scenario in split_specs(args.scenarios)
             ]
@@ -472,7 +496,8 @@ def sobol_table(t: pd.DataFrame) -> str:
 
 def run_sobol_command(args: Any) -> int:
     """``memsim sensitivity --sobol N``: one CSV of indices per policy and scenario."""
-    from .cli import SOBOL_METRICS, _csv, _seeds, split_specs
+    from .api import index_of
+    from .cli import SOBOL_METRICS, _csv, _seeds, index_settings, split_specs
     from .executors import dask_executor
     from .sweep import sobol, sobol_ranges
 
@@ -484,8 +509,10 @@ def run_sobol_command(args: Any) -> int:
     policies = _csv(args.policies)
     fields = _csv(args.fields) if args.fields else None
     metrics = _csv(args.metrics or SOBOL_METRICS)
+    index = index_settings(args.index)
     for policy in policies:  # bad input fails before anything runs
         sobol_ranges(policy, fields)
+        index_of(policy, index)
     out.mkdir(parents=True, exist_ok=True)
     with dask_executor(args.dask) as executor:
         for policy in policies:
@@ -502,6 +529,7 @@ def run_sobol_command(args: Any) -> int:
                     jobs=args.jobs,
                     executor=executor,
                     progress="always" if args.progress else not args.quiet,
+                    index=index,
                 )
                 path = out / f"sobol_{policy}_{slug}.csv"
                 t.to_csv(path, index=False, float_format="%.6g")
