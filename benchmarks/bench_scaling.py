@@ -41,8 +41,9 @@ import pytest
 
 from benchmarks import blocks
 from benchmarks.conftest import assert_target_in_full_mode, record_target
-from benchmarks.workloads import REPO, SMOKE, read_json, registered, size
+from benchmarks.workloads import REPO, SMOKE, registered, size
 from memsim.engine.errors import ParamError
+from memsim.workbench.results import read_json
 
 OUT_MD = REPO / "results" / "benchmarks.md"
 BEGIN, END = "<!-- SCALING_BEGIN -->", "<!-- SCALING_END -->"

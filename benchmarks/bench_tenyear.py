@@ -29,7 +29,8 @@ import pytest
 from benchmarks import blocks
 from benchmarks.bench_scaling import _commit, _shares
 from benchmarks.conftest import record_target
-from benchmarks.workloads import REPO, SMOKE, read_json, registered, size
+from benchmarks.workloads import REPO, SMOKE, registered, size
+from memsim.workbench.results import read_json
 
 OUT_MD = REPO / "results" / "benchmarks.md"
 BEGIN, END = "<!-- TENYEAR_BEGIN -->", "<!-- TENYEAR_END -->"

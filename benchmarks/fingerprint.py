@@ -23,7 +23,8 @@ import json
 import sys
 from pathlib import Path
 
-from benchmarks.workloads import read_json, registered
+from benchmarks.workloads import registered
+from memsim.workbench.results import read_json
 
 PROFILES = {
     "steady": "synthetic:steady,episodes=3000",

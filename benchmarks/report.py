@@ -25,8 +25,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.workloads import CACHE, CASES_ENV, REPO, read_json
-from memsim.workbench.results import git_changed_files
+from benchmarks.workloads import CACHE, CASES_ENV, REPO
+from memsim.workbench.results import git_changed_files, read_json
 
 RAW = CACHE / "benchmarks-raw.json"
 # a module's pytest exit code, kept in its cached JSON for a later --rerun of other modules

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -137,28 +136,3 @@ def registered(policies: list[str]) -> list[str]:
     for pid in policies:
         spec(pid)
     return policies
-
-
-def read_json(path: Path, part: str = "whole") -> Any:
-    """The JSON in ``path``: the whole file's document, its non-blank lines' documents as a
-    list (``part="lines"``: a --log), or its last non-blank line's (``part="last"``: simrun's
-    output after anything printed before it); a one-line error naming the file, line and
-    column where it is not JSON."""
-    import json
-
-    from memsim.engine.errors import ParamError
-
-    text = path.read_text()
-    rows = [(i, x) for i, x in enumerate(text.splitlines(), 1) if x.strip()]
-    if part == "last":
-        rows = rows[-1:]
-    try:
-        if part == "whole":
-            return json.loads(text)
-        docs = [json.loads(x) for _, x in rows]
-        return docs[-1] if part == "last" else docs
-    except json.JSONDecodeError as e:
-        line = e.lineno if part == "whole" else next(i for i, x in rows if x == e.doc)
-        raise ParamError(f"{path}: not JSON at line {line}, column {e.colno}: {e.msg}") from None
-    except IndexError:  # (part "last" of an empty file)
-        raise ParamError(f"{path}: empty, no JSON line") from None

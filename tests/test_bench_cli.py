@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from benchmarks.workloads import read_json
 from memsim.engine.errors import ParamError
+from memsim.workbench.results import read_json
 
 
 def _bench(module: str, *args: str) -> subprocess.CompletedProcess:

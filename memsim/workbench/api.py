@@ -17,7 +17,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import dataclasses
 import functools
-import math
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -213,14 +212,9 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
     }
     verdicts = [dataclasses.asdict(v) for v in sources.verdicts(d.scenario, stream, trace, spec.id)]
     if d.index or policy.candidates.answered:  # the index's exactness audit (issue 16)
-        # (undefined where nothing of the kind was audited: a mean over runs skips it)
         audit = policy.index_audit()
-        summary["index_query_differ_share"] = (
-            audit["query_differ_share"] if audit["checked"] else math.nan
-        )
-        summary["index_decision_differ_share"] = (
-            audit["decision_differ_share"] if audit["decisions_checked"] else math.nan
-        )
+        summary["index_query_differ_share"] = audit["query_differ_share"]
+        summary["index_decision_differ_share"] = audit["decision_differ_share"]
     footprint = trace.footprint_frame()
     llm_config = llm.config() if hasattr(llm, "config") else {"seed": d.seed}
     return RunResult(

@@ -277,14 +277,12 @@ def metric_lines(queries: Any, summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# the share of audited searches or decisions that may differ from the exact scan's (issue 16)
-AUDIT_BOUND = 0.01
-
-
 def index_lines(audit: dict[str, Any]) -> str:
     """The candidate index a run searched through and its exactness audit, in words: how
     many searches it answered, and how many of the audited queries' top-k and ingest
-    decisions differ from the exact scan's (flagged over :data:`AUDIT_BOUND`)."""
+    decisions differ from the exact scan's (flagged over ``index.AUDIT_BOUND``)."""
+    from memsim.engine.index import AUDIT_BOUND
+
     mode, rows = audit["mode"], f"{audit['min_rows']:,}"
     if mode == "exact":
         return "candidate index: mode exact (every search the full scan)"

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import functools
 import hashlib
-import json
 import math
 import re
 import sys
@@ -28,6 +27,8 @@ import numpy as np
 import pandas as pd
 
 from memsim.engine.errors import MemsimError
+
+from .results import read_json
 
 DPI = 120
 
@@ -1137,10 +1138,7 @@ def build_figures(
         if bpath is None or not bpath.exists():
             notice(f"skipped latency: no {bpath}")
         else:
-            try:
-                data = json.loads(bpath.read_text())
-            except json.JSONDecodeError as e:
-                raise MemsimError(f"{bpath}: not JSON ({e.msg} at line {e.lineno})") from None
+            data = read_json(bpath)
             builders["latency"] = lambda: latency_figure(benchmark_frame(data))
     for name in wanted:
         if name not in builders:
