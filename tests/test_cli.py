@@ -105,6 +105,16 @@ _INDEXED = ["run", "--scenario", "scripted/duplicates", "--policy"]
             + ["--index", "mode=ivf"],
             "no search of keep-all goes through",
         ),
+        (
+            ["robustness", "--policies", "keep-all,recency", "--scenarios", "scripted/duplicates"]
+            + ["--grid", "small", "--index", "mode=ivf"],
+            "no search of keep-all goes through",
+        ),
+        (
+            ["robustness", "--policies", "pai,recency", "--grid", "small"]
+            + ["--index", "mode=ivf", "--index", "nprobe=zero"],
+            "--index nprobe: cannot read 'zero' as an integer",
+        ),
     ],
 )
 def test_user_mistakes_print_one_line_and_exit_2(args, message):

@@ -167,3 +167,48 @@ def test_end_to_end_on_a_tiny_stream(tmp_path):
     assert (tmp_path / "r.png").stat().st_size > 0
     text = (tmp_path / "r.md").read_text()
     assert "seeds: [0, 1]" in text and "| all |" in text
+
+
+def test_through_a_candidate_index_the_report_gives_its_audit(tmp_path):
+    """Issue 16: --index reaches the policies whose searches go through it (Personal AI's
+    ingest here), in every mode, and the report says which and what its audit found."""
+    from memsim.workbench.robustness import index_sentence, robustness, write_report
+
+    scen = "synthetic:churn,episodes=300,queries=30,facts=20,horizon=30"
+    grid = [("default", {}), ("query_value=0.5", {"modes.query_value": 0.5})]
+    index = {"mode": "ivf", "min_rows": 50, "audit_every": 1}
+    t = robustness(["pai", "recency"], [scen], grid, index=index)
+    audit = t.attrs["index_audit"]
+    assert audit["policies"] == ["pai-v3"] and audit["runs"] == 2  # one per mode
+    decisions = audit["index_decision_differ_share"]
+    assert decisions["audited_runs"] == 2 and 0.0 <= decisions["max"] <= 1.0
+    sentence = index_sentence(t)
+    assert sentence.startswith("Candidate index `--index mode=ivf --index min_rows=50")
+    assert "for pai-v3 in every mode (2 runs)" in sentence
+    write_report(t, tmp_path / "r.md")
+    assert sentence in (tmp_path / "r.md").read_text()
+    plain = robustness(["pai", "recency"], [scen], grid[:1])
+    assert index_sentence(plain) == "" and plain.attrs["index_audit"]["runs"] == 0
+
+
+def test_index_audit_takes_the_largest_share_and_counts_runs_over_the_bound():
+    from types import SimpleNamespace
+
+    from memsim.engine.index import AUDIT_BOUND
+    from memsim.workbench.robustness import index_audit
+
+    def run(policy, queries, decisions):
+        return SimpleNamespace(
+            definition=SimpleNamespace(policy=policy),
+            summary={
+                "index_query_differ_share": queries,
+                "index_decision_differ_share": decisions,
+            },
+        )
+
+    audit = index_audit([run("b", 0.0, np.nan), run("a", 0.25, np.nan), run("b", 0.005, np.nan)])
+    assert audit["policies"] == ["a", "b"] and audit["runs"] == 3
+    assert audit["bound"] == AUDIT_BOUND
+    assert audit["index_query_differ_share"] == {"max": 0.25, "over_bound": 1, "audited_runs": 3}
+    nothing = audit["index_decision_differ_share"]  # NaN everywhere: nothing audited
+    assert np.isnan(nothing["max"]) and nothing["audited_runs"] == nothing["over_bound"] == 0

@@ -496,6 +496,7 @@ def cmd_robustness(args: argparse.Namespace) -> int:
         FRAGILE,
         ROBUST,
         default_grid,
+        index_sentence,
         plot,
         robustness,
         small_grid,
@@ -512,6 +513,7 @@ def cmd_robustness(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         root=args.cache,
         progress="always" if args.progress else not args.quiet,
+        index=index_settings(args.index),
     )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -519,10 +521,13 @@ def cmd_robustness(args: argparse.Namespace) -> int:
     plot(table, fig)
     command = f"memsim robustness --policies {args.policies} --seeds {args.seeds}"
     command += f" --grid {args.grid}" + (f" --scenarios {args.scenarios}" if args.scenarios else "")
+    command += "".join(f" --index {item}" for item in args.index or [])
     write_report(table, out, fig if fig.exists() else None, command=command)
     table.to_csv(out.with_suffix(".csv"), index=False)
     for v in (ROBUST, FRAGILE):
         print(f"{v}: {int((table['verdict'] == v).sum())}")
+    if args.index:
+        print(index_sentence(table))
     print(f"wrote {out}")
     return 0
 
@@ -805,6 +810,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="default: one factor at a time plus a 2x2x2 core; small: one factor at a time",
     )
     s.add_argument("--jobs", type=worker_count, default=1, help="parallel processes")
+    _add_index(s, " (to each policy some search of which goes through that mode)")
     s.add_argument("--out", default="results/robustness.md", help="report (also .csv, .png)")
     s.add_argument("--cache", help="results root for per-run files (resumable)")
     _add_progress(s)

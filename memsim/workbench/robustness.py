@@ -229,9 +229,12 @@ def robustness(
     root: str | Path | None = None,
     progress: bool | str = False,
     conclusions: Sequence[tuple[str, str | None]] = DEFAULT_CONCLUSIONS,
+    index: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Run the comparison under every mode of ``grid`` (default :func:`default_grid`) and
-    classify every pairwise conclusion; see the module docstring."""
+    classify every pairwise conclusion; see the module docstring. ``index``: candidate
+    index settings for every run of the policies they change (``api.grid``); the table's
+    ``attrs["index_audit"]`` then holds the runs' exactness audit (:func:`index_audit`)."""
     from memsim.engine import registry
 
     from .api import grid as run_defs
@@ -244,7 +247,7 @@ def robustness(
     defs: list[Any] = []
     spans: list[tuple[str, int, int]] = []
     for label, overrides in modes:
-        d = run_defs(pols, scenarios, list(seeds), None, dict(overrides))
+        d = run_defs(pols, scenarios, list(seeds), None, dict(overrides), index)
         spans.append((label, len(defs), len(defs) + len(d)))
         defs.extend(d)
     results = run_grid(defs, root=root, jobs=jobs, progress=progress)
@@ -259,7 +262,64 @@ def robustness(
     table.attrs["modes"] = modes
     table.attrs["seeds"] = list(seeds)
     table.attrs["scenarios"] = list(scenarios)
+    table.attrs["index"] = dict(index or {})
+    table.attrs["index_audit"] = index_audit([r for r in results if r.definition.index])
     return table
+
+
+def index_audit(results: Sequence[Any]) -> dict[str, Any]:
+    """The exactness audit of the runs made through a candidate index: which policies, how
+    many runs, and per audit share (``results.INDEX_AUDIT_METRICS``) its largest value over
+    the runs and how many runs exceed ``index.AUDIT_BOUND`` (NaN shares, where nothing was
+    audited, are left out; a share no run audited is NaN)."""
+    from memsim.engine.index import AUDIT_BOUND
+
+    from .results import INDEX_AUDIT_METRICS
+
+    out: dict[str, Any] = {
+        "policies": sorted({r.definition.policy for r in results}),
+        "runs": len(results),
+        "bound": AUDIT_BOUND,
+    }
+    for metric in INDEX_AUDIT_METRICS:
+        shares = np.array([r.summary.get(metric, np.nan) for r in results], dtype=float)
+        shares = shares[np.isfinite(shares)]
+        out[metric] = {
+            "max": float(shares.max()) if len(shares) else float("nan"),
+            "over_bound": int((shares > AUDIT_BOUND).sum()),
+            "audited_runs": len(shares),
+        }
+    return out
+
+
+def index_sentence(table: pd.DataFrame) -> str:
+    """What the report and the console say of the candidate index the runs went through
+    ("" when none was given): its settings, the policies it reached, its audit."""
+    index = table.attrs.get("index") or {}
+    if not index:
+        return ""
+    settings = " ".join(f"--index {k}={v}" for k, v in index.items())
+    audit = table.attrs.get("index_audit") or {}
+    if not audit.get("runs"):
+        return f"Candidate index `{settings}`: the default of every policy compared."
+    line = (
+        f"Candidate index `{settings}` for {', '.join(audit['policies'])} in every mode "
+        f"({audit['runs']} runs)"
+    )
+    if index.get("mode") == "exact":
+        return line + ": every search the full scan."
+    parts = []
+    for metric, what in (
+        ("index_query_differ_share", "audited queries whose top-k differs from the full scan's"),
+        ("index_decision_differ_share", "audited ingest decisions that differ"),
+    ):
+        a = audit[metric]
+        if not a["audited_runs"]:
+            parts.append(f"{what}: none audited")
+            continue
+        over = f", over {audit['bound']:.0%} in {a['over_bound']} run(s)" if a["over_bound"] else ""
+        parts.append(f"{what}: at most {a['max']:.1%} of a run's{over}")
+    return line + "; its exactness audit: " + "; ".join(parts) + "."
 
 
 def write_report(
@@ -291,6 +351,7 @@ def write_report(
         "",
         "Modes (`--llm` overrides, docs/mock-llm.md): "
         + "; ".join(f"`{label}`" for label, _ in modes),
+        *(["", index_sentence(table)] if table.attrs.get("index") else []),
         "",
         "| metric | robust | fragile | never significant |",
         "| --- | --- | --- | --- |",
