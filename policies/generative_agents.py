@@ -37,15 +37,11 @@ from .reference import ReferencePolicy
 _PAPER = "Park et al. 2023 §4.1"
 _CODE = "generative_agents retrieve.py (released code)"
 
-# The paper variant's recall bounds each row's score from a recency kept per row (see
-# _recency_caps): a row's recency only falls until it is used again, so the recency computed
-# at an earlier time, with room for np.power's rounding (well under 1 ulp, far under this
-# relative and absolute slack), bounds it at every later time. Recomputed for every row
-# once it is this old (a looser bound only evaluates more rows exactly, never changes one:
-# on steady-30k, 22 rows a query at 1 day, 20 at 0.25 with four times the refreshes, 40 at 4).
-_CAP_SLACK = 2.0**-40
-_CAP_TINY = 2.0**-1000
-_CAP_ANY = 1.0 + _CAP_SLACK  # decay ** hours <= 1: the cap of a row used since
+# The paper variant's recall bounds each row's score from a recency cap kept per row
+# (kernels.DecayCaps: a row's recency only falls until it is used again), recomputed for
+# every row once it is this old (a looser bound only evaluates more rows exactly, never
+# changes one: on steady-30k, 22 rows a query at 1 day, 20 at 0.25 with four times the
+# refreshes, 40 at 4).
 _CAP_REFRESH_DAYS = 1.0
 # The extreme recencies come from the rows whose last use is within this many e-foldings
 # (over ln(1 / decay)) of the oldest / newest: any other row's recency differs from theirs by
@@ -104,12 +100,11 @@ class GenerativeAgents(ReferencePolicy):
         # grown by doubling
         self._rank_powers = (0.0, np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0))
         # the paper variant's recall: each row's last use (of the first _known rows), the cap
-        # of its recency at every time from _caps_at on, and the importance term of the live
-        # rows under their (min, max) (see _importance_terms)
+        # of its recency (_recency_caps), and the importance term of the live rows under
+        # their (min, max) (see _importance_terms)
         self._known = 0
         self._last_uses = np.zeros(0)
-        self._caps = np.zeros(0)
-        self._caps_at = math.nan
+        self._caps = kernels.DecayCaps(1.0, _CAP_REFRESH_DAYS)  # decay ** hours <= 1
         self._imp_rows: np.ndarray | None = None  # the live rows when not every row
         self._imp_known, self._imp_span, self._imp_weight = 0, (0.0, 0.0), math.nan
         self._imp_terms = np.zeros(0)
@@ -143,7 +138,7 @@ class GenerativeAgents(ReferencePolicy):
         self.store["last_access"][rows] = now
         known = rows[rows < self._known]
         self._last_uses[known] = now
-        self._caps[known] = _CAP_ANY
+        self._caps.used(rows)
         if self.params.variant == "code":
             self._touched.append(np.asarray(rows, dtype=np.int64).copy())
 
@@ -218,22 +213,15 @@ class GenerativeAgents(ReferencePolicy):
         n, m = self.store.n, self._known
         if n == m:
             return
-        self._last_uses, self._caps = _room(self._last_uses, n), _room(self._caps, n)
+        self._last_uses = _room(self._last_uses, n)
         self._last_uses[m:n] = self._last_use(np.arange(m, n))
-        self._caps[m:n] = _CAP_ANY
         self._known = n
 
     def _recency_caps(self, now: float) -> np.ndarray:
         """Per row, at least its recency at ``now`` (and at every later time until it is
-        used), as np.power computes it: its recency at the last refresh, with slack."""
+        used), as np.power computes it (kernels.DecayCaps)."""
         n = self.store.n
-        if not self._caps_at <= now <= self._caps_at + _CAP_REFRESH_DAYS:
-            caps = self._recency(now, self._last_uses[:n])
-            caps *= 1.0 + _CAP_SLACK
-            caps += _CAP_TINY
-            self._caps[:n] = caps
-            self._caps_at = now
-        return self._caps[:n]
+        return self._caps.at(now, n, lambda t: self._recency(t, self._last_uses[:n]))
 
     def _recency_span(self, now: float, last_uses: np.ndarray) -> tuple[float, float]:
         """(min, max) of the recency of rows last used at ``last_uses``, as the recency of

@@ -661,3 +661,37 @@ def test_recall_ranks_as_the_full_score_vectors(pid):
         assert b_all[at].tobytes() == b_score[want_b].tobytes()
         assert got_e.tolist() == want_e.tolist() and len(want_e) == q.k
         assert got_e_scores.tobytes() == e_score[want_e].tobytes()
+
+
+@pytest.mark.parametrize("pid", ["engram", "engram-code"])
+def test_strength_caps_keep_recall_exact_as_time_passes_and_rows_are_recalled(pid):
+    """Issue 16: the episode bites' bound holds each row's R at its cap (kernels.DecayCaps,
+    kept between queries, refreshed after a day, back at the top for a recalled row). At
+    times within a refresh and past it, with recalls (which raise S and reset R) and new
+    episodes between them, _top_episodes is rank() of score_query's full vector, bit for
+    bit."""
+    import scenarios
+    from memsim.engine import registry
+    from memsim.engine.events import Episode
+    from memsim.engine.mockllm import MockLLM
+    from memsim.engine.runner import run
+
+    stream = scenarios.load("synthetic:steady,episodes=1500,queries=150,horizon=60")
+    pol = registry.make(pid, llm=MockLLM(seed=0), seed=0)
+    run(pol, stream)
+    queries = [e for e in stream.events if isinstance(e, Query)][-30:]
+    late = [e for e in stream.events if isinstance(e, Episode)][-20:]
+    checked = 0
+    for step, now in enumerate((60.2, 60.5, 61.1, 61.15, 63.0, 63.9, 70.0)):
+        asked = queries[step::7]
+        pol.recall(asked[:2], now)  # recalled rows: S raised, R back at 1
+        if step == 3:  # rows added within a refresh's day: capped at the top
+            pol.ingest([Episode(f"{e.id}-again", now, e.text, e.claims) for e in late], now)
+        for q in asked:  # the recalled queries too: their rows now at the top of R
+            _, e_score = pol.score_query(q, now)
+            want = pol.rank(e_score, q.k, q.id)
+            got, got_scores = pol._top_episodes(q, pol._query_cosines(q), now)
+            assert got.tolist() == want.tolist() and len(want) == q.k
+            assert got_scores.tobytes() == e_score[want].tobytes()
+            checked += 1
+    assert checked >= 25

@@ -726,3 +726,60 @@ def test_screen_margins_widen_with_the_norm_only_past_one():
     m = K.screen_margin(384)
     got = K.screen_margins(384, np.array([0.0, 0.5, 1.0, 2.0, np.nan]))
     assert got[:3].tolist() == [m, m, m] and got[3] == 2.0 * m and np.isnan(got[4])
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0.0, 3.0),  # time advanced
+            st.lists(st.integers(0, 39), max_size=5),  # rows used then
+            st.integers(0, 6),  # rows added then
+        ),
+        min_size=1,
+        max_size=25,
+    ),
+    st.floats(0.01, 50.0),  # stability (days)
+    st.floats(0.1, 2.0),  # refresh window (days)
+)
+@settings(max_examples=150, deadline=None)
+def test_decay_caps_bound_a_falling_quantity_until_the_row_is_used(steps, stability, window):
+    """Issue 16: kernels.DecayCaps holds, for every row at every later time, at least the
+    quantity as its formula computes it (here exp(-t / S) from the row's last use, as
+    Engram's R), whatever the uses, growth and refreshes between; used and new rows are at
+    the top (with slack), and a time before the last refresh refreshes them all."""
+    caps = K.DecayCaps(1.0, window)
+    last = np.zeros(8)  # rows' last use
+    now = 0.0
+
+    def values(t: float) -> np.ndarray:
+        return np.exp(-np.maximum(t - last, 0.0) / stability)
+
+    for advance, used, added in steps:
+        now += advance
+        last = np.concatenate((last, np.full(added, now)))
+        got = caps.at(now, len(last), values)
+        assert len(got) == len(last) and (got >= values(now)).all()
+        rows = np.array([r for r in used if r < len(last)], dtype=np.int64)
+        last[rows] = now
+        caps.used(rows)
+        assert (caps.at(now, len(last), values)[rows] == caps.any).all()
+    assert caps.any == 1.0 + K.CAP_SLACK
+    # asked at a time before its last refresh (which is at most a window before now): every
+    # row refreshed at that time
+    early = now - window - 1.0
+    got = caps.at(early, len(last), values)
+    want = values(early) * (1.0 + K.CAP_SLACK) + K.CAP_TINY
+    assert got.tobytes() == want.tobytes()
+
+
+def test_decay_caps_reset_and_another_stores_rows():
+    caps = K.DecayCaps(2.0, 1.0)
+    ones = lambda t: np.ones(5)  # noqa: E731
+    assert caps.at(0.0, 5, ones).tolist() == [1.0 + K.CAP_SLACK + K.CAP_TINY] * 5
+    caps.used(np.array([1, 9]))  # a row it does not know yet is left to the next growth
+    assert caps.at(0.5, 5, ones)[1] == caps.any == 2.0 * (1.0 + K.CAP_SLACK)
+    halves = lambda t: np.full(3, 0.5)  # noqa: E731
+    # fewer rows than it knows: another store's, refreshed whatever the time
+    assert caps.at(0.5, 3, halves).tolist() == [0.5 * (1.0 + K.CAP_SLACK) + K.CAP_TINY] * 3
+    caps.reset()
+    assert caps.at(0.6, 3, halves)[0] == 0.5 * (1.0 + K.CAP_SLACK) + K.CAP_TINY

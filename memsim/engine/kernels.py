@@ -506,6 +506,59 @@ def topk_support(
     return rows[order].astype(np.int64), np.concatenate(found)[order]
 
 
+# A quantity that only falls between a row's uses (a recency decay ** hours, a retrieval
+# strength exp(-t / S)) computed at an earlier time, with room for its formula's rounding
+# (well under 1 ulp, far under this relative and absolute slack), bounds it as computed at
+# every later time until the row is used again: a topk_support bound of its term.
+CAP_SLACK = 2.0**-40
+CAP_TINY = 2.0**-1000
+
+
+class DecayCaps:
+    """Per store row, at least the value of a quantity that only falls between the row's
+    uses, at every time from the last refresh to ``refresh_days`` after it: the quantity
+    at the refresh with slack (CAP_SLACK relative, CAP_TINY absolute), or ``top`` (its
+    largest value) with slack for a row used (:meth:`used`) or added since. Every row is
+    refreshed when asked at a time outside that window (a looser cap only has
+    topk_support evaluate more rows exactly, never changes its answer). The owner tells it
+    of every use; a quantity changed any other way needs :meth:`reset`."""
+
+    def __init__(self, top: float, refresh_days: float = 1.0) -> None:
+        self.any = float(top) * (1.0 + CAP_SLACK)
+        self.refresh_days = float(refresh_days)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every cap: the next :meth:`at` refreshes every row."""
+        self._caps = np.zeros(0)
+        self._known = 0
+        self._at = math.nan
+
+    def at(self, now: float, n: int, values: Callable[[float], np.ndarray]) -> np.ndarray:
+        """The caps of rows 0 .. n - 1 at ``now`` (kept: read, never written); ``values(now)``
+        gives the quantity of those rows at ``now`` as a new float64 array (at a refresh)."""
+        if n < self._known:  # (a store does not shrink: another store's caps)
+            self.reset()
+        if n > len(self._caps):  # room for the rows added, doubling
+            grown = np.empty(max(n, 2 * len(self._caps)))
+            grown[: self._known] = self._caps[: self._known]
+            self._caps = grown
+        self._caps[self._known : n] = self.any
+        self._known = n
+        if not self._at <= now <= self._at + self.refresh_days:
+            caps = values(now)
+            caps *= 1.0 + CAP_SLACK
+            caps += CAP_TINY
+            self._caps[:n] = caps
+            self._at = now
+        return self._caps[:n]
+
+    def used(self, rows: np.ndarray) -> None:
+        """``rows`` were used: their quantity is back at its top."""
+        rows = np.asarray(rows)
+        self._caps[rows[rows < self._known]] = self.any
+
+
 def masked_topk(scores: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
     """:func:`topk` over the rows where ``mask`` is True (others are never returned)."""
     scores = np.asarray(scores)
