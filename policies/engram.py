@@ -233,10 +233,12 @@ class Engram(Policy[EngramParams]):
             tuple[int, ...]
         ] = []  # clusters read but not yet processed (budget carry-over)
         self._bm25_cache: tuple[tuple[int, ...], Any] | None = None
-        # recall's episode bites: each row's retrieval strength capped (R only falls until
-        # the row is recalled again; kernels.DecayCaps), and the rows that may be one
-        self._strength_caps = kernels.DecayCaps(max(1.0, p.never_accessed_strength))
-        self._episode_ok_kept: tuple[Any, tuple[int, int], np.ndarray] | None = None
+        # recall's episode bites: each row's retrieval term (episode_w_retrieval x R) capped
+        # (R only falls until the row is recalled again; kernels.DecayCaps), and the rows
+        # that may be one
+        top = p.episode_w_retrieval * max(1.0, p.never_accessed_strength)
+        self._retrieval_caps = kernels.DecayCaps(top)
+        self._episode_ok_kept: tuple[Any, ...] | None = None  # (store, rows, masks)
 
     @property
     def call_budget(self) -> int:
@@ -396,18 +398,24 @@ class Engram(Policy[EngramParams]):
         return self.params.episode_w_similarity * cos + self.params.episode_w_retrieval * r
 
     def _episode_ok(self) -> np.ndarray:
-        """The rows recall may return as episode bites: active, not beliefs. Kept, read-only,
-        while the store holds the same rows and status log (a kind never changes, a status
-        only through MemoryStore.set_status, which logs it): taken anew it cost ~30 us a
-        query at 100,000 rows."""
+        """The rows recall may return as episode bites: active, not beliefs."""
+        return self._episode_masks()[0]
+
+    def _episode_masks(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_episode_ok` and its negation, kept (read-only) while the store holds the
+        same rows and status log (a kind never changes, a status only through
+        MemoryStore.set_status, which logs it): taken anew they cost ~50 us a query at
+        100,000 rows."""
         s = self.store
         kept = self._episode_ok_kept
         if kept is None or kept[0] is not s or kept[1] != (s.n, len(s.status_log)):
             ok = s.mask(["active"]) & (s["kind"] != s.kind_code("belief"))
-            ok.flags.writeable = False
-            kept = self._episode_ok_kept = (s, (s.n, len(s.status_log)), ok)
-        episode_ok: np.ndarray = kept[2]
-        return episode_ok
+            masks = (ok, ~ok)
+            for m in masks:
+                m.flags.writeable = False
+            kept = self._episode_ok_kept = (s, (s.n, len(s.status_log)), masks)
+        both: tuple[np.ndarray, np.ndarray] = kept[2]
+        return both
 
     def score_query(self, q: Query, now: float) -> tuple[np.ndarray, np.ndarray]:
         """(belief scores, episode scores) over all rows; -inf where not eligible."""
@@ -424,15 +432,17 @@ class Engram(Policy[EngramParams]):
     def _top_episodes(self, q: Query, cos: np.ndarray, now: float) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`rank` of the episode scores of :meth:`score_query` and those scores, with
         the retrieval strength computed only for the rows that can reach the top k: each
-        row's score with its R at the row's cap (at least R now: kernels.DecayCaps; the
-        same operations, so at least the score as computed) bounds it
+        row's score with its retrieval term at the row's cap (at least the term now:
+        kernels.DecayCaps; the same operations, so at least the score as computed) bounds it
         (kernels.topk_support). With the top of R (1) for every row instead, some 2,000 to
         20,000 rows a query were scored exactly at the steady year's 100,000; with the caps,
-        ~50."""
-        e_ok = self._episode_ok()
-        caps = self._strength_caps.at(now, self.store.n, self.strength)
-        bound = self._episode_scores(cos, caps)
-        np.copyto(bound, -np.inf, where=~e_ok)
+        50 to 80."""
+        e_ok, not_ok = self._episode_masks()
+        w = self.params.episode_w_retrieval
+        # the score's operations, its retrieval term (w x R, as computed) at the row's cap
+        bound = self.params.episode_w_similarity * cos
+        bound += self._retrieval_caps.at(now, self.store.n, lambda t: w * self.strength(t))
+        np.copyto(bound, -np.inf, where=not_ok)
 
         def exact(rows: np.ndarray) -> np.ndarray:
             r = self.strength(now, rows)
@@ -472,7 +482,7 @@ class Engram(Policy[EngramParams]):
             )
         s["last_access"][rows] = now
         s["access_count"][rows] += 1
-        self._strength_caps.used(rows)  # R back at its top (S changes only here too)
+        self._retrieval_caps.used(rows)  # R back at its top (S changes only here too)
 
     # -- beliefs -------------------------------------------------------------------
     @staticmethod
