@@ -238,7 +238,7 @@ class Engram(Policy[EngramParams]):
         # that may be one
         top = p.episode_w_retrieval * max(1.0, p.never_accessed_strength)
         self._retrieval_caps = kernels.DecayCaps(top)
-        self._episode_ok_kept: tuple[Any, ...] | None = None  # (store, rows, masks)
+        self._episode_ok_kept: list[Any] | None = None  # (store, logged, rows, masks)
 
     @property
     def call_budget(self) -> int:
@@ -402,20 +402,33 @@ class Engram(Policy[EngramParams]):
         return self._episode_masks()[0]
 
     def _episode_masks(self) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_episode_ok` and its negation, kept (read-only) while the store holds the
-        same rows and status log (a kind never changes, a status only through
-        MemoryStore.set_status, which logs it): taken anew they cost ~50 us a query at
-        100,000 rows."""
+        """:meth:`_episode_ok` and its negation (read-only views), kept between calls and
+        brought up to date from the status log: the rows it lists since the last call (the
+        rows added, the rows whose status changed) are looked at again, since a row's kind
+        is set once and every status change is logged (MemoryStore.set_status). Taken anew
+        per query they cost ~80 us at 150,000 rows, and rows are added between most
+        queries."""
         s = self.store
+        log = s.status_log
         kept = self._episode_ok_kept
-        if kept is None or kept[0] is not s or kept[1] != (s.n, len(s.status_log)):
-            ok = s.mask(["active"]) & (s["kind"] != s.kind_code("belief"))
-            masks = (ok, ~ok)
-            for m in masks:
-                m.flags.writeable = False
-            kept = self._episode_ok_kept = (s, (s.n, len(s.status_log)), masks)
-        both: tuple[np.ndarray, np.ndarray] = kept[2]
-        return both
+        if kept is None or kept[0] is not s or kept[1] > len(log) or kept[2] > s.n:
+            ok = np.zeros(max(64, s.n), dtype=bool)
+            ok[: s.n] = s.mask(["active"]) & (s["kind"] != s.kind_code("belief"))
+            kept = [s, len(log), s.n, ok, ~ok]
+        elif kept[1] < len(log):
+            ok, not_ok = kept[3], kept[4]
+            if s.n > len(ok):  # room for the rows added, doubling
+                ok = np.concatenate((ok, np.zeros(max(s.n, 2 * len(ok)) - len(ok), dtype=bool)))
+                not_ok = ~ok
+            rows = np.unique(np.array([r for _, r, _ in log[kept[1] :]], dtype=np.int64))
+            now_ok = s.mask_at(rows, ["active"]) & (s["kind"][rows] != s.kind_code("belief"))
+            ok[rows], not_ok[rows] = now_ok, ~now_ok
+            kept = [s, len(log), s.n, ok, not_ok]
+        self._episode_ok_kept = kept
+        masks = (kept[3][: s.n], kept[4][: s.n])
+        for m in masks:
+            m.flags.writeable = False
+        return masks
 
     def score_query(self, q: Query, now: float) -> tuple[np.ndarray, np.ndarray]:
         """(belief scores, episode scores) over all rows; -inf where not eligible."""
@@ -728,15 +741,24 @@ class Engram(Policy[EngramParams]):
     def archive_mask(self, now: float, exempt: Sequence[int] = ()) -> np.ndarray:
         """Active beliefs to archive (001 §Belief Lifecycle 8): confidence < 0.3, or not
         reinforced for >= 90 days with evidence < 5. Beliefs reinforced (or created) in this
-        cycle, ``exempt``, are not evaluated (001 §How It Works 6)."""
+        cycle, ``exempt``, are not evaluated (001 §How It Works 6). A mask over the store
+        of :meth:`archive_rows`."""
+        mask = np.zeros(self.store.n, dtype=bool)
+        mask[self.archive_rows(now, exempt)] = True
+        return mask
+
+    def archive_rows(self, now: float, exempt: Sequence[int] = ()) -> np.ndarray:
+        """The rows of :meth:`archive_mask`, ascending, read off the active beliefs only
+        (not a pass over every episode each cycle)."""
         p, s = self.params, self.store
-        active = s.mask(["active"], kinds=["belief"])
-        active[list(exempt)] = False
-        conf = self.confidence()
-        stale = ((now - s["last_reinforced"]) >= p.archive_stale_days) & (
-            s["evidence"] < p.archive_min_evidence
+        rows = s.rows_with(["active"], ["belief"])
+        if len(exempt):
+            rows = rows[~np.isin(rows, np.asarray(exempt, dtype=np.int64))]
+        stale = ((now - s["last_reinforced"][rows]) >= p.archive_stale_days) & (
+            s["evidence"][rows] < p.archive_min_evidence
         )
-        return active & ((conf < p.archive_confidence) | stale)
+        out: np.ndarray = rows[(self.confidence(rows) < p.archive_confidence) | stale]
+        return out
 
     def project_of(self, row: int) -> str:
         """001 scopes beliefs by project: the one project all of a row's episodes share,
@@ -752,12 +774,11 @@ class Engram(Policy[EngramParams]):
         unchanged for >= 7 days; with ``among``, one of the pair must be in it. Returns
         (survivor, absorbed): the survivor has more evidence."""
         p, s = self.params, self.store
-        conf = self.confidence()
-        rows = np.flatnonzero(
-            s.mask(["active"], kinds=["belief"])
-            & (conf > p.merge_min_confidence)
-            & ((now - s["updated"]) >= p.merge_cooldown_days)
-        )
+        beliefs = s.rows_with(["active"], ["belief"])  # (not a pass over every episode)
+        rows = beliefs[
+            (self.confidence(beliefs) > p.merge_min_confidence)
+            & ((now - s["updated"][beliefs]) >= p.merge_cooldown_days)
+        ]
         if len(rows) < 2:
             return None
         e = s.embedding[rows].astype(np.float64)
@@ -799,11 +820,14 @@ class Engram(Policy[EngramParams]):
             keep, gone = pair
             self._absorb(keep, gone, now)
             out.append(Outcome(ev, "merge", gone, f"merged into belief {keep}"))
-        reinforced = np.flatnonzero(s["last_reinforced"] == now).tolist()
-        archive = self.archive_mask(now, reinforced)
+        # the beliefs reinforced in this cycle (the archive reads no other row: an
+        # episode's last_reinforced is its creation)
+        beliefs = s.rows_with(s.statuses.names, ["belief"])
+        reinforced = beliefs[s["last_reinforced"][beliefs] == now].tolist()
+        archive = self.archive_rows(now, reinforced)
         if scoped:
-            archive &= np.isin(np.arange(s.n), np.asarray(list(affected), dtype=np.int64))
-        for b in np.flatnonzero(archive).tolist():
+            archive = archive[np.isin(archive, np.asarray(list(affected), dtype=np.int64))]
+        for b in archive.tolist():
             s.set_status(b, "archived", now)
             out.append(
                 Outcome(

@@ -695,3 +695,44 @@ def test_strength_caps_keep_recall_exact_as_time_passes_and_rows_are_recalled(pi
             assert got_scores.tobytes() == e_score[want].tobytes()
             checked += 1
     assert checked >= 25
+
+
+def test_kept_episode_masks_and_belief_gates_follow_the_store():
+    """Issue 16: the episode masks recall keeps between queries (brought up to date from the
+    status log) are the store's own at every observed time of a run with merges, archives
+    and, at each observed time, a query and a user's forget; the archive's rows are
+    archive_mask's and the old scan's over every row."""
+    import scenarios
+    from memsim.engine import registry
+    from memsim.engine.events import Forget
+    from memsim.engine.mockllm import MockLLM
+    from memsim.engine.runner import run
+
+    stream = scenarios.load("synthetic:churn,episodes=1200,queries=120,horizon=90")
+    asked = [e for e in stream.events if isinstance(e, Query)]
+    pol = registry.make("engram", llm=MockLLM(seed=0), seed=0)
+    seen = []
+
+    def check(p, t):
+        s = p.store
+        ok, not_ok = p._episode_masks()
+        want = s.mask(["active"]) & (s["kind"] != s.kind_code("belief"))
+        assert ok.tolist() == want.tolist() and not_ok.tolist() == (~want).tolist()
+        assert not ok.flags.writeable and not not_ok.flags.writeable
+        active_beliefs = s.mask(["active"], kinds=["belief"])
+        conf = p.confidence()
+        stale = ((t - s["last_reinforced"]) >= p.params.archive_stale_days) & (
+            s["evidence"] < p.params.archive_min_evidence
+        )
+        scan = np.flatnonzero(active_beliefs & ((conf < p.params.archive_confidence) | stale))
+        assert p.archive_rows(t).tolist() == scan.tolist()
+        assert np.flatnonzero(p.archive_mask(t)).tolist() == scan.tolist()
+        seen.append(len(s.status_log))
+        p.recall(asked[len(seen) % len(asked) :][:1], t)  # the masks kept at this state
+        # a user forgets an episode seen so far: its rows leave the masks by the next time
+        p.forget([Forget(f"f{len(seen)}", t, p.arrival_episodes[7 * len(seen)])], t)
+
+    run(pol, stream, observe=np.arange(5.0, 90.0, 5.0), observer=check)
+    assert len(seen) == 17 and seen[-1] > seen[0]
+    statuses = {pol.store.status_of(r) for r in range(pol.store.n)}
+    assert {"active", "archived"} <= statuses or {"active", "merged"} <= statuses
