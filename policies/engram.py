@@ -234,11 +234,9 @@ class Engram(Policy[EngramParams]):
         ] = []  # clusters read but not yet processed (budget carry-over)
         self._bm25_cache: tuple[tuple[int, ...], Any] | None = None
         # recall's episode bites: each row's retrieval term (episode_w_retrieval x R) capped
-        # (R only falls until the row is recalled again; kernels.DecayCaps), and the rows
-        # that may be one
+        # (R only falls until the row is recalled again; kernels.DecayCaps)
         top = p.episode_w_retrieval * max(1.0, p.never_accessed_strength)
         self._retrieval_caps = kernels.DecayCaps(top)
-        self._episode_ok_kept: list[Any] | None = None  # (store, logged, rows, masks)
 
     @property
     def call_budget(self) -> int:
@@ -402,30 +400,12 @@ class Engram(Policy[EngramParams]):
         return self._episode_masks()[0]
 
     def _episode_masks(self) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_episode_ok` and its negation (read-only views), kept between calls and
-        brought up to date from the status log: the rows it lists since the last call (the
-        rows added, the rows whose status changed) are looked at again, since a row's kind
-        is set once and every status change is logged (MemoryStore.set_status). Taken anew
-        per query they cost ~80 us at 150,000 rows, and rows are added between most
+        """:meth:`_episode_ok` and its negation (read-only), from the mask the store keeps
+        between calls (MemoryStore.kept_mask; Engram's kinds are episode and belief): taken
+        anew per query it cost ~80 us at 150,000 rows, and rows are added between most
         queries."""
-        s = self.store
-        log = s.status_log
-        kept = self._episode_ok_kept
-        if kept is None or kept[0] is not s or kept[1] > len(log) or kept[2] > s.n:
-            ok = np.zeros(max(64, s.n), dtype=bool)
-            ok[: s.n] = s.mask(["active"]) & (s["kind"] != s.kind_code("belief"))
-            kept = [s, len(log), s.n, ok, ~ok]
-        elif kept[1] < len(log):
-            ok, not_ok = kept[3], kept[4]
-            if s.n > len(ok):  # room for the rows added, doubling
-                ok = np.concatenate((ok, np.zeros(max(s.n, 2 * len(ok)) - len(ok), dtype=bool)))
-                not_ok = ~ok
-            rows = np.unique(np.array([r for _, r, _ in log[kept[1] :]], dtype=np.int64))
-            now_ok = s.mask_at(rows, ["active"]) & (s["kind"][rows] != s.kind_code("belief"))
-            ok[rows], not_ok[rows] = now_ok, ~now_ok
-            kept = [s, len(log), s.n, ok, not_ok]
-        self._episode_ok_kept = kept
-        masks = (kept[3][: s.n], kept[4][: s.n])
+        ok = self.store.kept_mask(["active"], ["episode"])
+        masks = (ok, ~ok)
         for m in masks:
             m.flags.writeable = False
         return masks

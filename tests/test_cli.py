@@ -32,6 +32,11 @@ _CLAIRVOYANT = ["run", "--policy", "clairvoyant", "--scenario", "scripted/duplic
 _INDEXED = ["run", "--scenario", "scripted/duplicates", "--policy"]
 
 
+def _on_duplicates(verb: str, policies: str, *more: str) -> list[str]:
+    """A study command over ``policies`` on scripted/duplicates, with ``more`` arguments."""
+    return [verb, "--policies", policies, "--scenarios", "scripted/duplicates", *more]
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -86,28 +91,25 @@ _INDEXED = ["run", "--scenario", "scripted/duplicates", "--policy"]
         (_INDEXED + ["pai", "--index", "mode=cones"], "policies whose searches do: actr,"),
         (_INDEXED + ["pai", "--index", "mode=hnsw"], "unknown candidate index mode 'hnsw'"),
         (
-            ["compare", "--policies", "keep-all,recency", "--scenarios", "scripted/duplicates"]
-            + ["--index", "mode=ivf"],
+            _on_duplicates("compare", "keep-all,recency", "--index", "mode=ivf"),
             "no search of keep-all goes through",
         ),
         (
-            ["sensitivity", "--policies", "izzie,recency", "--scenarios", "scripted/duplicates"]
-            + ["--index", "mode=ivf"],
+            _on_duplicates("sensitivity", "izzie,recency", "--index", "mode=ivf"),
             "no search of recency goes through",
         ),
         (
-            ["sensitivity", "--policies", "pai", "--scenarios", "scripted/duplicates"]
-            + ["--sobol", "4", "--index", "mode=cones"],
+            _on_duplicates("sensitivity", "pai", "--sobol", "4", "--index", "mode=cones"),
             "no search of pai goes through",
         ),
         (
-            ["tune", "--policies", "izzie,keep-all", "--scenarios", "scripted/duplicates"]
-            + ["--index", "mode=ivf"],
+            _on_duplicates("tune", "izzie,keep-all", "--index", "mode=ivf"),
             "no search of keep-all goes through",
         ),
         (
-            ["robustness", "--policies", "keep-all,recency", "--scenarios", "scripted/duplicates"]
-            + ["--grid", "small", "--index", "mode=ivf"],
+            _on_duplicates(
+                "robustness", "keep-all,recency", "--grid", "small", "--index", "mode=ivf"
+            ),
             "no search of keep-all goes through",
         ),
         (

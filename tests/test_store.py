@@ -495,7 +495,9 @@ def test_rows_with_is_the_mask_s_rows_through_adds_and_status_changes(seed, step
     np.flatnonzero(store.mask(statuses, kinds)) for several status and kind sets, through
     adds, rows that leave a status and come back, calls skipped for a while, and a copy;
     read-only, and every array handed out keeps its rows (new rows are written past it in
-    the array it is the head of). store.mask_at gives the mask's entries at the rows asked."""
+    the array it is the head of). store.mask_at gives the mask's entries at the rows asked;
+    store.kept_mask the mask itself, kept the same way, each a new array that keeps its
+    entries."""
     import copy
 
     rng = np.random.default_rng(seed)
@@ -528,6 +530,10 @@ def test_rows_with_is_the_mask_s_rows_through_adds_and_status_changes(seed, step
                 np.testing.assert_array_equal(got, np.flatnonzero(s.mask(statuses, kinds)))
                 assert not got.flags.writeable
                 handed.append((got, got.copy()))
+            if rng.random() < 0.7:  # kept_mask, kept the same way: the mask itself, a new array
+                kept = s.kept_mask(statuses, kinds)
+                np.testing.assert_array_equal(kept, s.mask(statuses, kinds))
+                handed.append((kept, kept.copy()))
             if s.n:  # mask_at: the mask's entries at a few rows, repeated, in any order
                 rows = rng.integers(0, s.n, int(rng.integers(0, 6)))
                 np.testing.assert_array_equal(

@@ -571,6 +571,34 @@ class MemoryStore:
         cache[key] = (rows, len(log), room)
         return rows
 
+    def kept_mask(
+        self, statuses: Iterable[str] | None = None, kinds: Iterable[str] | None = None
+    ) -> np.ndarray:
+        """``self.mask(statuses, kinds)`` as a new array, copied from one kept between calls
+        and brought up to date from the status log as :meth:`rows_with` is (the rows added
+        and the rows whose status changed since the last call are looked at again): a call
+        costs a copy of the mask, not the comparisons over every row, for a policy that
+        masks its store per query while rows are added between queries."""
+        key = self._mask_codes(statuses, kinds)
+        cache = self.__dict__.setdefault("_kept_masks", {})  # (a store pickled before it)
+        log = self.status_log
+        got = cache.get(key)
+        if got is None or got[1] > len(log) or got[2] > self.n:
+            buf = np.zeros(max(64, self.n), dtype=bool)
+            buf[: self.n] = self._member(slice(0, self.n), *key)
+        else:
+            buf, seen, _ = got
+            if seen < len(log):  # (every added row is logged, with its first status)
+                if self.n > len(buf):  # room for the rows added, doubling
+                    grown = np.zeros(max(self.n, 2 * len(buf)), dtype=bool)
+                    grown[: len(buf)] = buf
+                    buf = grown
+                changed = np.unique(np.array([r for _, r, _ in log[seen:]], dtype=np.int64))
+                buf[changed] = self._member(changed, *key)
+        cache[key] = (buf, len(log), self.n)
+        out: np.ndarray = buf[: self.n].copy()
+        return out
+
     def count(self, statuses: Iterable[str] | None = None) -> int:
         """Rows with one of ``statuses`` (default: retrievable): from the counts ``add`` and
         ``set_status`` keep, not a pass over the store (the runner counts after every

@@ -34,7 +34,7 @@ from typing import Any
 
 import pandas as pd
 
-from memsim.engine.errors import MemsimError
+from memsim.engine.errors import MemsimError, ParamError
 
 RESULT_FILES = ("queries.parquet", "footprint.parquet", "summary.json", "manifest.json")
 # the candidate index's exactness audit in a run's summary (api.execute; issue 16), where
@@ -257,8 +257,6 @@ def read_json(path: Path, part: str = "whole") -> Any:
     list (``part="lines"``: a --log), or its last non-blank line's (``part="last"``:
     benchmarks.simrun's output after anything printed before it); a one-line ParamError
     naming the file, line and column where it is not JSON."""
-    from memsim.engine.errors import ParamError
-
     text = path.read_text()
     rows = [(i, x) for i, x in enumerate(text.splitlines(), 1) if x.strip()]
     if part == "last":
