@@ -1,5 +1,6 @@
 """MockLLM: protocol conformance, determinism, fault rates, classify truth table."""
 
+import dataclasses
 import pickle
 
 import numpy as np
@@ -25,6 +26,7 @@ from memsim.engine.mockllm import (
     INVALID_REPLIES,
     MIN_CONTENT_WORDS,
     MockLLM,
+    _synthesized,
     truth_relation,
     truth_relations,
 )
@@ -404,6 +406,57 @@ def test_synthesize_mixed_keys():
     assert (s.key, s.value) == ("misc", "1; 2")
     with pytest.raises(ValueError):
         llm.synthesize([], key="x")
+
+
+_UNITS = st.floats(0.0, 1.0, allow_subnormal=True)
+_NOTE = st.builds(
+    claim,
+    st.just("o.city"),
+    st.sampled_from(["Rome", "Paris", "Oslo"]),
+    category=st.sampled_from(CATEGORIES[:3]),
+    importance=st.none() | _UNITS,
+    confidence=_UNITS,
+    subject=st.sampled_from(["", "ann", "bob"]),  # (the answer's other fields: the last's)
+)
+
+
+@given(
+    st.lists(_NOTE, min_size=32, max_size=120),
+    st.lists(st.integers(20, 120), min_size=1, max_size=6),
+    st.sampled_from(["majority", "latest", "first", "all"]),
+    st.none() | st.integers(0, 119),
+    st.booleans(),
+)
+def test_synthesize_carried_on_equals_counted_again(notes, lengths, mode, other_key, reorder):
+    """synthesize() of a node's growing notes (Cosmo's nightly call), carried on from the
+    last call's tally (from 32 claims), is the claim counted again from the first, for every
+    prefix asked in any order (a shorter one, one differing past its first claim), every
+    mode, one key or several, confidences summed exactly (math.fsum's rounding)."""
+    from memsim.engine.llm import Modes
+
+    if other_key is not None and other_key < len(notes):  # a note of another key
+        notes[other_key] = dataclasses.replace(notes[other_key], key="o.pet")
+    llm = MockLLM(modes=Modes(synthesis=mode))
+    for n in lengths:
+        asked = list(notes[:n])
+        if reorder and n > 2:  # the same first claim, the others in another order
+            asked[1:] = asked[:0:-1]
+            reorder = False
+        assert llm.synthesize(asked, key="node") == _synthesized(asked, mode)
+        counted = len(asked) >= 32 and mode != "all" and len({c.key for c in asked}) == 1
+        if counted:
+            assert llm._tallies[id(asked[0])].seen == asked
+
+
+def test_synthesize_tally_is_dropped_from_copies_and_pickles():
+    import copy
+
+    llm = MockLLM()
+    notes = [claim("o.city", f"v{i % 3}", confidence=i / 50) for i in range(40)]
+    first = llm.synthesize(notes, key="n")
+    assert len(llm._tallies) == 1
+    for clone in (pickle.loads(pickle.dumps(llm)), copy.deepcopy(llm)):
+        assert not clone._tallies and clone.synthesize(notes, key="n") == first
 
 
 def test_pickle_round_trip():

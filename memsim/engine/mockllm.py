@@ -17,7 +17,7 @@ import functools
 import math
 import operator
 import re
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -164,6 +164,16 @@ class MockLLM:
         self.text_embedder = make_text_embedder(text_embedder, self.dim, self.seed)
         self._truth: Any = None  # bound by bind_truth (modes.query_value only)
         self._exact_for: tuple[Modes, Faults, bool] | None = None  # _extraction_is_exact's
+        self._tallies: OrderedDict[int, _Tally] = OrderedDict()  # synthesize's, by first claim
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_tallies"] = OrderedDict()  # (a cache: answers never depend on it)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_tallies", OrderedDict())
 
     def config(self) -> dict[str, Any]:
         """Everything that determines this mock's answers (for result manifests)."""
@@ -402,55 +412,162 @@ class MockLLM:
         claims = list(claims)
         if not claims:
             raise ValueError(f"MockLLM.synthesize({key!r}): no claims to synthesize")
-        # (each field read through map: Cosmo asks for a node's every note, hundreds a call)
-        set_importance = [i for i in map(_IMPORTANCE, claims) if i is not None]
-        importance = max(set_importance) if set_importance else None
-        confidence = min(1.0, max(0.0, math.fsum(map(_CONFIDENCE, claims)) / len(claims)))
-        keys = set(map(_KEY, claims))
-        if len(keys) == 1:
-            mode = self.modes.synthesis
-            if mode == "all":
-                pos: dict[str, list[int]] = {}
-                for i, c in enumerate(claims):
-                    pos.setdefault(c.value, []).append(i + 1)
-                if len(pos) > 1:
-                    joined = "; ".join(f"{v} @{','.join(map(str, p))}" for v, p in pos.items())
-                    return dataclasses.replace(
-                        claims[-1],
-                        value=joined,
-                        importance=importance,
-                        confidence=confidence,
-                        noise=False,
-                    )
-            if mode == "latest":
-                value = claims[-1].value
-            elif mode == "first":
-                value = claims[0].value
-            else:
-                values = list(map(_VALUE, claims))
-                counts = Counter(values)
-                last_pos = dict(zip(values, range(len(values))))  # (a value's last position)
-                value = max(counts, key=lambda v: (counts[v], last_pos[v]))
-            stating = [c for c in claims if c.value == value]
-            cat_counts = Counter(c.category for c in stating)
-            cat_last = {c.category: i for i, c in enumerate(stating)}
-            category = max(cat_counts, key=lambda c: (cat_counts[c], cat_last[c]))
-            return dataclasses.replace(
-                stating[-1],
-                category=category,
-                importance=importance,
-                confidence=confidence,
-                noise=False,
-            )
-        topic = _common_prefix([c.topic for c in claims]) or "misc"
-        subjects = {c.subject for c in claims}
-        return Claim(
-            key=topic,
-            value="; ".join(sorted({c.value for c in claims})),
-            category="meta",
+        mode = self.modes.synthesis
+        if len(claims) >= _TALLY_MIN_CLAIMS and mode != "all":
+            tally = self._tally(claims)
+            if tally is not None:
+                return tally.answer(mode)
+        return _synthesized(claims, mode)
+
+    def _tally(self, claims: list[Claim]) -> _Tally | None:
+        """The :class:`_Tally` of ``claims`` (one key), carried on from the last call whose
+        claims began the same way: Cosmo asks for a node's every note each night its node is
+        dirty, the notes of the night before and the new ones, tens of thousands by a
+        decade. None when the claims hold more than one key."""
+        first = claims[0]
+        tally = self._tallies.pop(id(first), None)  # (it holds ``first``: the id is its)
+        if tally is None or not tally.begins(claims):
+            tally = _Tally(first.key)
+        if not tally.extend(claims):
+            return None
+        self._tallies[id(first)] = tally  # the most recent last
+        if len(self._tallies) > _TALLIES:
+            self._tallies.popitem(last=False)
+        return tally
+
+
+def _synthesized(claims: list[Claim], mode: str) -> Claim:
+    """:meth:`MockLLM.synthesize` of ``claims`` (not empty) in synthesis mode ``mode``,
+    counted from the first claim."""
+    # (each field read through map: Cosmo asks for a node's every note, hundreds a call)
+    set_importance = [i for i in map(_IMPORTANCE, claims) if i is not None]
+    importance = max(set_importance) if set_importance else None
+    confidence = min(1.0, max(0.0, math.fsum(map(_CONFIDENCE, claims)) / len(claims)))
+    keys = set(map(_KEY, claims))
+    if len(keys) == 1:
+        if mode == "all":
+            pos: dict[str, list[int]] = {}
+            for i, c in enumerate(claims):
+                pos.setdefault(c.value, []).append(i + 1)
+            if len(pos) > 1:
+                joined = "; ".join(f"{v} @{','.join(map(str, p))}" for v, p in pos.items())
+                return dataclasses.replace(
+                    claims[-1],
+                    value=joined,
+                    importance=importance,
+                    confidence=confidence,
+                    noise=False,
+                )
+        if mode == "latest":
+            value = claims[-1].value
+        elif mode == "first":
+            value = claims[0].value
+        else:
+            values = list(map(_VALUE, claims))
+            counts = Counter(values)
+            last_pos = dict(zip(values, range(len(values))))  # (a value's last position)
+            value = max(counts, key=lambda v: (counts[v], last_pos[v]))
+        stating = [c for c in claims if c.value == value]
+        cat_counts = Counter(c.category for c in stating)
+        cat_last = {c.category: i for i, c in enumerate(stating)}
+        category = max(cat_counts, key=lambda c: (cat_counts[c], cat_last[c]))
+        return dataclasses.replace(
+            stating[-1],
+            category=category,
             importance=importance,
             confidence=confidence,
-            subject=subjects.pop() if len(subjects) == 1 else "owner",
+            noise=False,
+        )
+    topic = _common_prefix([c.topic for c in claims]) or "misc"
+    subjects = {c.subject for c in claims}
+    return Claim(
+        key=topic,
+        value="; ".join(sorted({c.value for c in claims})),
+        category="meta",
+        importance=importance,
+        confidence=confidence,
+        subject=subjects.pop() if len(subjects) == 1 else "owner",
+    )
+
+
+# synthesize() keeps a tally of a call's claims from this many on (fewer cost less to count
+# again), for at most _TALLIES lists of claims, the least recently asked dropped first
+_TALLY_MIN_CLAIMS = 32
+_TALLIES = 8192
+# every float is a whole multiple of 2**-1074: sums of them in these units are exact
+_FIXED_POINT = 1 << 1074
+
+
+class _Tally:
+    """What :meth:`MockLLM.synthesize` reads of a list of claims of one key, counted one
+    claim at a time, so a longer list that begins with the same claims is counted from where
+    the shorter one ended: the claims seen, the highest importance set, the exact sum of the
+    confidences (in units of 2**-1074: divided once, it is ``math.fsum``'s correctly rounded
+    sum), and per value its count, last position, last claim and its categories' counts and
+    last positions. The answers are those of the direct count (tests/test_mockllm.py)."""
+
+    __slots__ = ("key", "seen", "importance", "confidence", "values")
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.seen: list[Claim] = []
+        self.importance: float | None = None
+        self.confidence = 0
+        # value -> [count, last position, last claim, {category: [count, last position]}]
+        self.values: dict[str, list[Any]] = {}
+
+    def begins(self, claims: list[Claim]) -> bool:
+        """Whether ``claims`` begins with the claims counted so far."""
+        n = len(self.seen)
+        return len(claims) >= n and claims[:n] == self.seen
+
+    def extend(self, claims: list[Claim]) -> bool:
+        """Count the claims of ``claims`` past those seen; False (and nothing counted) when
+        one of them has another key."""
+        new = claims[len(self.seen) :]
+        if any(c.key != self.key for c in new):
+            return False
+        values = self.values
+        for i, c in enumerate(new, start=len(self.seen)):
+            if c.importance is not None and (
+                self.importance is None or c.importance > self.importance
+            ):
+                self.importance = c.importance
+            num, den = c.confidence.as_integer_ratio()
+            self.confidence += num * (_FIXED_POINT // den)
+            entry = values.get(c.value)
+            if entry is None:
+                entry = values[c.value] = [0, i, c, {}]
+            entry[0] += 1
+            entry[1], entry[2] = i, c
+            cat = entry[3].get(c.category)
+            if cat is None:
+                entry[3][c.category] = [1, i]
+            else:
+                cat[0] += 1
+                cat[1] = i
+        self.seen.extend(new)
+        return True
+
+    def answer(self, mode: str) -> Claim:
+        """synthesize()'s claim in ``mode`` (one of "majority", "latest", "first")."""
+        values = self.values
+        if mode == "latest":
+            value = self.seen[-1].value
+        elif mode == "first":
+            value = self.seen[0].value
+        else:  # the most stated, ties to the value seen last
+            value = max(values, key=lambda v: (values[v][0], values[v][1]))
+        last: Claim = values[value][2]
+        cats = values[value][3]
+        category = max(cats, key=lambda c: (cats[c][0], cats[c][1]))
+        confidence = min(1.0, max(0.0, self.confidence / _FIXED_POINT / len(self.seen)))
+        return dataclasses.replace(
+            last,
+            category=category,
+            importance=self.importance,
+            confidence=confidence,
+            noise=False,
         )
 
 
