@@ -327,6 +327,13 @@ class Cosmo(Policy[CosmoParams]):
         # of a popular anchor's sources is tens of thousands long by the year)
         self.included: dict[int, set[int]] = {}
         self.macros_of: dict[int, list[int]] = {}  # storyline -> macros grouping it
+        # consolidation's trigger 2, kept from the status log (_crowded_nodes): node -> the
+        # live Sources mentioning it, the nodes with enough of them, the log entries read
+        self._live_mentions: dict[int, set[int]] = {}
+        self._crowded: set[int] = set()
+        self._mentions_logged = 0
+        # storyline -> (sources summed, their float64 sum): its centroid, carried on
+        self._source_sums: dict[int, tuple[int, np.ndarray]] = {}
 
     # -- helpers ------------------------------------------------------------------
     def rates(self, rows: np.ndarray | None = None) -> np.ndarray:
@@ -788,13 +795,8 @@ class Cosmo(Policy[CosmoParams]):
             for r in np.flatnonzero(live & keep & due).tolist()
         }
         if p.consolidate_min_sources > 0:
-            for node in sorted(self.mentions):
-                if len(self.mentions[node]) < p.consolidate_min_sources:
-                    continue  # fewer mentions ever than the trigger needs
+            for node, srcs in self._crowded_nodes():
                 if s.status_of(node) == "deleted":
-                    continue
-                srcs = sorted({r for r in self.mentions[node] if live[r]})
-                if len(srcs) < p.consolidate_min_sources:
                     continue
                 for r in srcs:
                     if keep[r] and r not in why:
@@ -813,6 +815,39 @@ class Cosmo(Policy[CosmoParams]):
             s.set_status(r, "archived", now)
             out.append(Outcome("nightly", "archive", r, why[r]))
         return out
+
+    def _crowded_nodes(self) -> list[tuple[int, list[int]]]:
+        """Consolidation's trigger 2 (:meth:`consolidate_episodic`): each node that at least
+        ``consolidate_min_sources`` live Sources (candidate, active or core) mention, by row,
+        with those Sources sorted. Each node's live Sources are kept as a set, brought up to
+        date from the store's status log (every status change is logged, with the row's
+        first at its creation): the Sources logged since the last call are looked at again,
+        not every mention of every node, whose lists grow with the stream."""
+        s, need = self.store, self.params.consolidate_min_sources
+        log = s.status_log
+        if self._mentions_logged > len(log):  # (a log shorter than read: count again)
+            self._live_mentions, self._crowded, self._mentions_logged = {}, set(), 0
+        if self._mentions_logged < len(log):
+            live_codes = set(s.statuses.codes(["candidate", "active", "core"]).tolist())
+            status = s["status"]
+            live, crowded = self._live_mentions, self._crowded
+            for r in {r for _, r, _ in log[self._mentions_logged :]}:
+                nodes = self.mentioned_by.get(r)  # (Sources only mention nodes)
+                if not nodes:
+                    continue
+                alive = int(status[r]) in live_codes
+                for node in nodes:
+                    srcs = live.setdefault(node, set())
+                    if alive:
+                        srcs.add(r)
+                    else:
+                        srcs.discard(r)
+                    if len(srcs) >= need:
+                        crowded.add(node)
+                    else:
+                        crowded.discard(node)
+            self._mentions_logged = len(log)
+        return [(node, sorted(self._live_mentions[node])) for node in sorted(self._crowded)]
 
     def refresh_descriptions(self, now: float) -> list[Outcome]:
         """002 §Nightly Description Consolidation: "1. Gather current description + all notes
@@ -847,10 +882,35 @@ class Cosmo(Policy[CosmoParams]):
             )
         return out
 
-    def _centroid(self, rows: Sequence[int]) -> np.ndarray:
-        v = self.store.embedding[list(rows)].astype(np.float64).mean(axis=0)
+    def _centroid(self, rows: Sequence[int], summed: np.ndarray | None = None) -> np.ndarray:
+        """The unit mean of the rows' vectors (float64; the first row's vector where the mean
+        is ~0). ``summed``: their float64 sum, row after row, already taken (the mean's own
+        sum: numpy sums the rows of a (rows, dim) array one after another)."""
+        E = self.store.embedding
+        if summed is None:
+            v = E[list(rows)].astype(np.float64).mean(axis=0)
+        else:
+            v = summed / len(rows)
         n = np.linalg.norm(v)
-        return v / n if n > 1e-9 else self.store.embedding[rows[0]].astype(np.float64)
+        return v / n if n > 1e-9 else E[rows[0]].astype(np.float64)
+
+    def _storyline_centroid(self, st: int) -> np.ndarray:
+        """:meth:`_centroid` of storyline ``st``'s sources, their sum carried on from its
+        last refresh: sources are only appended to a storyline, and a Source's vector is
+        never replaced (only semantic nodes', storylines' and macros' are), so the sources
+        summed before are summed again to the same number. A refresh reads the sources
+        attached since, not the tens of thousands a popular anchor's storyline gathers."""
+        sources = self.includes[st]
+        done, total = self._source_sums.get(st, (0, np.zeros(0)))
+        if done > len(sources):  # (not appended to: summed again)
+            done = 0
+        if done < len(sources):
+            added = self.store.embedding[sources[done:]].astype(np.float64)
+            if done:  # the running sum first, then each added row in turn: the full sum's
+                added = np.concatenate((total[None, :], added))  # order
+            total = np.add.reduce(added, axis=0)
+            self._source_sums[st] = (len(sources), total)
+        return self._centroid(sources, total)
 
     def storyline_candidates(self, now: float) -> np.ndarray:
         """002 §Nightly Storyline Promotion: semantic anchors with source_count >= 5, state
@@ -916,7 +976,7 @@ class Cosmo(Policy[CosmoParams]):
                 [s.text[st]] + [s.text[r] for r in recent],
                 key=f"refresh:{st}:{len(self.includes[st])}",
             )
-            s.set_embedding(st, self._centroid(self.includes[st]))
+            s.set_embedding(st, self._storyline_centroid(st))
             s["is_dirty"][st] = False
             s["updated"][st] = now
             out.append(Outcome("nightly", "synthesize", st, "storyline refreshed"))

@@ -457,3 +457,52 @@ def test_salience_of_the_searchable_rows_is_every_rows_salience_at_those_rows():
         for now in (60.0, 75.0):
             np.testing.assert_array_equal(pol.salience_at(now, rows), pol.salience_at(now)[rows])
             np.testing.assert_array_equal(pol.rates(rows), pol.rates()[rows])
+
+
+@pytest.mark.parametrize("policy_id", ["cosmo", "cosmo-code"])
+def test_kept_trigger_2_and_storyline_sums_equal_counting_again(policy_id):
+    """Consolidation's trigger 2 reads each node's live Sources kept from the status log
+    (_crowded_nodes), and a storyline's refresh its sources' sum carried on from the refresh
+    before (_storyline_centroid): at every call of a run with recalls (archived Sources come
+    back), forgets (deleted Sources and nodes) and nightly jobs, the nodes and their Sources
+    are those of every node's mentions masked again, and the centroid is the one of every
+    source summed again, bit for bit."""
+    import scenarios
+    from memsim.engine import registry
+    from memsim.engine.events import Stream
+    from memsim.engine.runner import run
+
+    stream = scenarios.load("synthetic:steady,episodes=2400,queries=400,horizon=60")
+    episodes = [e for e in stream.events if isinstance(e, Episode)]
+    forgets = [
+        Forget(id=f"forget{i}", time=e.time + 3.5, episode_id=e.id)
+        for i, e in enumerate(episodes[::37])
+        if e.time + 3.5 <= stream.horizon
+    ]
+    events = sorted(stream.events + tuple(forgets), key=lambda e: e.time)
+    pol = registry.make(policy_id, llm=MockLLM(seed=0), seed=0)
+    kept_nodes, kept_centroid = pol._crowded_nodes, pol._storyline_centroid
+    checked = {"nodes": 0, "centroids": 0}
+
+    def crowded_nodes():
+        s, need = pol.store, pol.params.consolidate_min_sources
+        live = s.mask(["candidate", "active", "core"], kinds=["source"])
+        again = [
+            (node, sorted({r for r in pol.mentions[node] if live[r]}))
+            for node in sorted(pol.mentions)
+        ]
+        got = kept_nodes()
+        assert got == [(n, srcs) for n, srcs in again if len(srcs) >= need]
+        checked["nodes"] += len(got)
+        return got
+
+    def storyline_centroid(st):
+        got = kept_centroid(st)
+        np.testing.assert_array_equal(got, pol._centroid(pol.includes[st]))
+        checked["centroids"] += 1
+        return got
+
+    pol._crowded_nodes, pol._storyline_centroid = crowded_nodes, storyline_centroid
+    run(pol, Stream(tuple(events), name="with forgets", horizon=stream.horizon))
+    assert checked["nodes"] > 10 and checked["centroids"] > 10, checked
+    assert (pol.store["status"] == pol.store.statuses.code("deleted")).any()
