@@ -442,7 +442,7 @@ def _synthesized(claims: list[Claim], mode: str) -> Claim:
     # (each field read through map: Cosmo asks for a node's every note, hundreds a call)
     set_importance = [i for i in map(_IMPORTANCE, claims) if i is not None]
     importance = max(set_importance) if set_importance else None
-    confidence = min(1.0, max(0.0, math.fsum(map(_CONFIDENCE, claims)) / len(claims)))
+    confidence = _mean_confidence(math.fsum(map(_CONFIDENCE, claims)), len(claims))
     keys = set(map(_KEY, claims))
     if len(keys) == 1:
         if mode == "all":
@@ -451,13 +451,7 @@ def _synthesized(claims: list[Claim], mode: str) -> Claim:
                 pos.setdefault(c.value, []).append(i + 1)
             if len(pos) > 1:
                 joined = "; ".join(f"{v} @{','.join(map(str, p))}" for v, p in pos.items())
-                return dataclasses.replace(
-                    claims[-1],
-                    value=joined,
-                    importance=importance,
-                    confidence=confidence,
-                    noise=False,
-                )
+                return _one_key_answer(claims[-1], importance, confidence, value=joined)
         if mode == "latest":
             value = claims[-1].value
         elif mode == "first":
@@ -471,13 +465,7 @@ def _synthesized(claims: list[Claim], mode: str) -> Claim:
         cat_counts = Counter(c.category for c in stating)
         cat_last = {c.category: i for i, c in enumerate(stating)}
         category = max(cat_counts, key=lambda c: (cat_counts[c], cat_last[c]))
-        return dataclasses.replace(
-            stating[-1],
-            category=category,
-            importance=importance,
-            confidence=confidence,
-            noise=False,
-        )
+        return _one_key_answer(stating[-1], importance, confidence, category=category)
     topic = _common_prefix([c.topic for c in claims]) or "misc"
     subjects = {c.subject for c in claims}
     return Claim(
@@ -487,6 +475,23 @@ def _synthesized(claims: list[Claim], mode: str) -> Claim:
         importance=importance,
         confidence=confidence,
         subject=subjects.pop() if len(subjects) == 1 else "owner",
+    )
+
+
+def _mean_confidence(total: float, n: int) -> float:
+    """synthesize()'s confidence: the mean of the claims' (their sum ``total`` correctly
+    rounded), within [0, 1]."""
+    return min(1.0, max(0.0, total / n))
+
+
+def _one_key_answer(
+    last: Claim, importance: float | None, confidence: float, **chosen: Any
+) -> Claim:
+    """synthesize()'s claim for claims of one key: ``last``, the last claim stating the
+    chosen value, with the importance and confidence over them all and the ``chosen``
+    fields (the value or the category)."""
+    return dataclasses.replace(
+        last, importance=importance, confidence=confidence, noise=False, **chosen
     )
 
 
@@ -561,14 +566,8 @@ class _Tally:
         last: Claim = values[value][2]
         cats = values[value][3]
         category = max(cats, key=lambda c: (cats[c][0], cats[c][1]))
-        confidence = min(1.0, max(0.0, self.confidence / _FIXED_POINT / len(self.seen)))
-        return dataclasses.replace(
-            last,
-            category=category,
-            importance=self.importance,
-            confidence=confidence,
-            noise=False,
-        )
+        confidence = _mean_confidence(self.confidence / _FIXED_POINT, len(self.seen))
+        return _one_key_answer(last, self.importance, confidence, category=category)
 
 
 _IMPORTANCE, _CONFIDENCE = operator.attrgetter("importance"), operator.attrgetter("confidence")
