@@ -783,34 +783,36 @@ class Cosmo(Policy[CosmoParams]):
         7 days with salience < 0.2. Trigger 2: "multiple sources (5+) with overlapping
         entities": every live Source mentioning a semantic node that at least
         ``consolidate_min_sources`` live Sources mention (the cluster shares that entity).
-        Trigger 3 is not modelled (docs/policies/cosmo.md). keep_forever Sources stay."""
+        Trigger 3 is not modelled (docs/policies/cosmo.md). keep_forever Sources stay.
+        Only the live Sources are read (``MemoryStore.rows_with``; most are archived by the
+        year, and each row's salience is its own: salience_at of those rows)."""
         s, p = self.store, self.params
-        sal = self.salience_at(now)
-        live = s.mask(["candidate", "active", "core"], kinds=["source"])
-        keep = s["ttl"] != TTL_CODE["keep_forever"]
-        due = (now - s["created"]) > p.consolidate_age_days
-        due &= sal < p.consolidate_salience
+        live = s.rows_with(["candidate", "active", "core"], kinds=["source"])
+        ttl, forever = s["ttl"], TTL_CODE["keep_forever"]
+        aged = live[(ttl[live] != forever) & ((now - s["created"][live]) > p.consolidate_age_days)]
         why = {
             r: "episodic source consolidated into its semantic nodes"
-            for r in np.flatnonzero(live & keep & due).tolist()
+            for r in aged[self.salience_at(now, aged) < p.consolidate_salience].tolist()
         }
         if p.consolidate_min_sources > 0:
             for node, srcs in self._crowded_nodes():
                 if s.status_of(node) == "deleted":
                     continue
                 for r in srcs:
-                    if keep[r] and r not in why:
+                    if ttl[r] != forever and r not in why:
                         why[r] = (
                             f"one of {len(srcs)} sources sharing an entity, consolidated "
                             "into its semantic nodes"
                         )
+        rows = np.array(sorted(why), dtype=np.int64)
         out = []
-        for r in sorted(why):
+        # (each row's salience before any of them is archived, as it stood when they met)
+        for r, sal in zip(rows.tolist(), self.salience_at(now, rows).tolist()):
             for node in self.mentioned_by.get(r, []):
                 if s.status_of(node) != "deleted":
                     s.add_provenance(node, s.provenance[r], now)
                     s["is_dirty"][node] = True
-            s["salience0"][r] = sal[r]
+            s["salience0"][r] = sal
             s["anchor_time"][r] = now
             s.set_status(r, "archived", now)
             out.append(Outcome("nightly", "archive", r, why[r]))
