@@ -833,7 +833,7 @@ class Cosmo(Policy[CosmoParams]):
             live_codes = set(s.statuses.codes(["candidate", "active", "core"]).tolist())
             status = s["status"]
             live, crowded = self._live_mentions, self._crowded
-            for r in {r for _, r, _ in log[self._mentions_logged :]}:
+            for r in s.rows_logged(self._mentions_logged).tolist():
                 nodes = self.mentioned_by.get(r)  # (Sources only mention nodes)
                 if not nodes:
                     continue

@@ -396,15 +396,16 @@ class Engram(Policy[EngramParams]):
         return self.params.episode_w_similarity * cos + self.params.episode_w_retrieval * r
 
     def _episode_ok(self) -> np.ndarray:
-        """The rows recall may return as episode bites: active, not beliefs."""
-        return self._episode_masks()[0]
+        """The rows recall may return as episode bites: active, not beliefs (a new array,
+        from the mask the store keeps between calls, MemoryStore.kept_mask; Engram's kinds
+        are episode and belief): taken anew per query it cost ~80 us at 150,000 rows, and
+        rows are added between most queries."""
+        ok: np.ndarray = self.store.kept_mask(["active"], ["episode"])
+        return ok
 
     def _episode_masks(self) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_episode_ok` and its negation (read-only), from the mask the store keeps
-        between calls (MemoryStore.kept_mask; Engram's kinds are episode and belief): taken
-        anew per query it cost ~80 us at 150,000 rows, and rows are added between most
-        queries."""
-        ok = self.store.kept_mask(["active"], ["episode"])
+        """:meth:`_episode_ok` and its negation, read-only (recall's bound needs both)."""
+        ok = self._episode_ok()
         masks = (ok, ~ok)
         for m in masks:
             m.flags.writeable = False

@@ -512,6 +512,7 @@ def test_rows_with_is_the_mask_s_rows_through_adds_and_status_changes(seed, step
     ]
     handed: list[tuple[np.ndarray, np.ndarray]] = []  # (an array rows_with gave, its rows then)
     for _ in range(steps):
+        before = (len(s.status_log), s.n, s["status"].copy())
         m = int(rng.integers(0, 6))
         if m:
             vecs = rng.standard_normal((m, 4)) + 0.1
@@ -522,6 +523,14 @@ def test_rows_with_is_the_mask_s_rows_through_adds_and_status_changes(seed, step
                 r = int(rng.integers(0, s.n))
                 if s.status_of(r) != "gone":
                     s.set_status(r, str(rng.choice(["active", "dormant", "gone"])), 1.0)
+        # rows_logged: the rows added or whose status was set since a point in the log
+        since, n0, status0 = before
+        logged = s.rows_logged(since)
+        assert logged.tolist() == sorted(set(logged.tolist())) and set(range(n0, s.n)) <= set(
+            logged.tolist()
+        )
+        changed = np.flatnonzero(s["status"][:n0] != status0)
+        assert set(changed.tolist()) <= set(logged.tolist())
         if rng.random() < 0.1:
             s = copy.deepcopy(s)
         for statuses, kinds in sets:

@@ -551,7 +551,7 @@ class MemoryStore:
             rows, _, room = got  # (a copy of the store holds a writable copy of it)
         else:
             rows, seen, room = got
-            changed = np.unique(np.array([r for _, r, _ in log[seen:]], dtype=np.int64))
+            changed = self.rows_logged(seen)
             inside = self._member(changed, *key)
             if not len(rows) or changed[0] > rows[-1]:  # new rows only: none held yet
                 rows, room = _appended(rows, room, changed[inside])
@@ -570,6 +570,14 @@ class MemoryStore:
         rows.flags.writeable = False
         cache[key] = (rows, len(log), room)
         return rows
+
+    def rows_logged(self, since: int) -> np.ndarray:
+        """The rows of the status log's entries from entry ``since`` on, ascending, each once:
+        every row added or whose status changed since a caller read the log up to there
+        (what :meth:`rows_with`, :meth:`kept_mask` and a policy's own state kept from the
+        log look at again)."""
+        log = self.status_log
+        return np.unique(np.array([r for _, r, _ in log[since:]], dtype=np.int64))
 
     def kept_mask(
         self, statuses: Iterable[str] | None = None, kinds: Iterable[str] | None = None
@@ -593,7 +601,7 @@ class MemoryStore:
                     grown = np.zeros(max(self.n, 2 * len(buf)), dtype=bool)
                     grown[: len(buf)] = buf
                     buf = grown
-                changed = np.unique(np.array([r for _, r, _ in log[seen:]], dtype=np.int64))
+                changed = self.rows_logged(seen)
                 buf[changed] = self._member(changed, *key)
         cache[key] = (buf, len(log), self.n)
         out: np.ndarray = buf[: self.n].copy()
