@@ -6,7 +6,7 @@ equal to its twin. Same function names as memsim.engine.kernels.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 
 def exp_decay(x0: float, rate: float, dt: float) -> float:
@@ -133,15 +133,25 @@ def actr_activation_spacing(
     decays: list[float] = []
     for j, tj in enumerate(times):
         m = actr_activation_with(times[:j], decays, tj, min_age)
-        decays.append(c * math.exp(m) + a)
+        decays.append(c * _overflowing(math.exp, m) + a)
     return actr_activation_with(times, decays, now, min_age)
 
 
 def actr_activation_with(
     times: Sequence[float], decays: Sequence[float], now: float, min_age: float
 ) -> float:
-    total = sum(max(now - t, min_age) ** -d for t, d in zip(times, decays))
+    total = sum(_overflowing(pow, max(now - t, min_age), -d) for t, d in zip(times, decays))
     return math.log(total) if total > 0 else -math.inf
+
+
+def _overflowing(fn: Callable[..., float], *args: float) -> float:
+    """``fn(*args)``, +inf where Python raises OverflowError and numpy's float64 gives inf
+    (presentations at one instant under ``min_age`` < 1: each one's decay grows from the
+    activation of those before, until ``min_age ** -decay`` overflows)."""
+    try:
+        return fn(*args)
+    except OverflowError:
+        return math.inf
 
 
 def logistic_recall(activation: float, tau: float, s: float) -> float:
