@@ -50,6 +50,11 @@ def files(tmp_path_factory):
         ("bench_tenyear", ["--from-json", "{d}/empty.json"], "empty.json: empty, no JSON line"),
         ("bench_actr_groups", ["--episodes", "-5"], "episodes=-5"),
         ("report", ["--from-json", "{d}/bad.json"], "bad.json: not JSON at line 1"),
+        ("ingest_steps", ["nope", "30"], "unknown policy id 'nope'"),
+        ("ingest_steps", ["pai", "30", "--rounds", "0"], "--rounds=0: need at least 1"),
+        ("ingest_steps", ["pai", "365"], "day=365: need 1 <= day < 365"),
+        ("ingest_steps", ["pai", "30", "_similar", "nope"], "method 'nope': policy pai has no"),
+        ("ingest_steps", ["pai", "30", "llm.nope"], "method 'llm.nope': policy pai has no"),
     ],
 )
 def test_benchmark_commands_refuse_user_mistakes_in_one_line(module, args, message, files):
@@ -72,3 +77,27 @@ def test_read_json_reads_a_document_lines_or_the_last_line(tmp_path):
     f.write_text('{"a": [1,\n 2,]}')
     with pytest.raises(ParamError, match=r"not JSON at line 2, column 4"):
         read_json(f)
+
+
+def test_ingest_steps_times_outer_steps_of_both_modes_and_unwraps_them():
+    """benchmarks.ingest_steps on a small day: each mode's outcomes identical (checked
+    inside), the named steps' times within the day's, a step called inside another named
+    one counted but not timed again, and every wrapper taken off after its round (the LLM is
+    shared by the copies: a wrapper left on it would count the next round's calls twice)."""
+    from benchmarks import ingest_steps
+
+    steps = ["_process_new_belief", "_similar", "llm.summarize"]
+    m = ingest_steps.measure("pai", 3, steps, rounds=2)
+    for mode in (ingest_steps.BATCHED, ingest_steps.ONE_BY_ONE):
+        assert len(m["days"][mode]) == 2
+        for r, day in enumerate(m["days"][mode]):
+            assert 0 < sum(m["steps"][mode][name][r] for name in steps) <= day
+        assert m["steps"][mode]["_similar"] == [0.0, 0.0]  # inside _process_new_belief
+        assert m["calls"][mode]["_similar"] > 0
+    calls = m["calls"]
+    assert calls[ingest_steps.BATCHED]["_process_new_belief"] > 0
+    for name in ("_process_new_belief", "llm.summarize"):
+        assert calls[ingest_steps.BATCHED][name] == calls[ingest_steps.ONE_BY_ONE][name]
+    text = ingest_steps.report(m)
+    assert "one-by-one / batched: " in text and "| the day |" in text
+    assert "one-by-one / the named steps of the batched day: " in text

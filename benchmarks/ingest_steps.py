@@ -1,0 +1,184 @@
+"""Where target 5's day goes: named steps of a policy timed in both modes of bench_ingest's day.
+
+    python -m benchmarks.ingest_steps POLICY DAY [METHOD ...] [--rounds N]
+
+bench_ingest's case (the ``steady`` year, the policy warmed up on the days before the day
+before ``DAY``, each round a copy that has just run the day before), ingested batched and one
+episode at a time in turn, ``--rounds`` times. Each named method of the policy (an instance
+attribute wraps it on the copy; a dotted name such as ``llm.summarize`` names a method of an
+object the policy holds; a call inside another named one counts in the outer only) is timed
+per day, and the outcomes of the two modes are checked identical. Printed: per step its
+calls and median milliseconds a day in each mode, the day's median, and two ratios of medians:
+one-by-one / batched (the benchmark's ratio, which takes the best of its rounds) and
+one-by-one / the named steps of the batched day: the ratio if the batch cost nothing but those
+steps, a ceiling while they cost what they do in the batch (steps both modes take alike, such
+as the decisions the document makes in order, bound what batching alone can gain).
+Sizes shrink under MEMSIM_BENCH_SMOKE=1 as bench_ingest's do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from benchmarks import bench_ingest
+from benchmarks.workloads import registered
+from memsim.engine.errors import ParamError
+from memsim.engine.events import Episode
+
+BATCHED, ONE_BY_ONE = "batched", "one by one"
+_NONE = object()  # (no instance attribute of that name before the step was wrapped)
+
+
+def _timed(
+    steps: dict[str, list[float]], calls: dict[str, int], depth: list[int], name: str, fn: Callable
+) -> Callable:
+    """``fn`` counted in ``calls[name]`` and timed into ``steps[name]``'s last entry when no
+    other named step is running (so the steps' times add up to no more than the day)."""
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        calls[name] += 1
+        if depth[0]:
+            return fn(*args, **kwargs)
+        depth[0] += 1
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            steps[name][-1] += time.perf_counter() - t0
+            depth[0] -= 1
+
+    return timed
+
+
+def _owner(pol: Any, name: str) -> tuple[Any, str, str]:
+    """The object a dotted step name's method is looked up on (``llm.summarize``: the
+    policy's LLM), the path to it and the method's name; None where the path names none."""
+    path, _, attr = name.rpartition(".")
+    owner = pol
+    for part in path.split(".") if path else ():
+        owner = getattr(owner, part, None)
+    return owner, path, attr
+
+
+def measure(policy_id: str, day: int, methods: Sequence[str], rounds: int) -> dict[str, Any]:
+    """Per mode: the day's seconds per round and each named step's; calls per day."""
+    from memsim.engine import registry
+    from memsim.engine.mockllm import MockLLM
+
+    fresh = registry.make(policy_id, llm=MockLLM(seed=0), seed=0)  # (before the stream)
+    for name in methods:
+        owner, _, attr = _owner(fresh, name)
+        if owner is None or not callable(getattr(owner, attr, None)):
+            raise ParamError(f"method {name!r}: policy {policy_id} has no such method")
+    events = bench_ingest._stream().events
+    before, eve, episodes = bench_ingest.day_case(events, day)
+    if not episodes:
+        raise ParamError(f"day={day}: the stream has no episode that day")
+    warm = bench_ingest._warm(policy_id, before)
+    now = day + 1.0
+    modes: dict[str, Callable[[Any], list]] = {
+        BATCHED: lambda pol: pol.ingest(episodes, now),
+        ONE_BY_ONE: lambda pol: [o for e in episodes for o in pol.ingest([e], now)],
+    }
+    days: dict[str, list[float]] = {mode: [] for mode in modes}
+    steps = {mode: {name: [] for name in methods} for mode in modes}
+    calls = {mode: dict.fromkeys(methods, 0) for mode in modes}
+    outcomes: dict[str, list] = {}
+    for _ in range(rounds):
+        for mode, run in modes.items():
+            pol = copy.deepcopy(warm, {id(warm.llm): warm.llm})
+            bench_ingest._replay(pol, eve)
+            depth = [0]
+            wrapped = []
+            for name in methods:
+                steps[mode][name].append(0.0)
+                owner, _, attr = _owner(pol, name)
+                fn, had = getattr(owner, attr), getattr(owner, "__dict__", {}).get(attr, _NONE)
+                try:
+                    setattr(owner, attr, _timed(steps[mode], calls[mode], depth, name, fn))
+                except AttributeError:  # (__slots__, a read-only attribute)
+                    raise ParamError(f"method {name!r}: cannot be timed on its object") from None
+                wrapped.append((owner, attr, had))
+            try:
+                with bench_ingest._collecting_new():
+                    t0 = time.perf_counter()
+                    out = run(pol)
+                    days[mode].append(time.perf_counter() - t0)
+            finally:  # (the LLM is the warmed policy's, shared by every copy)
+                for owner, attr, had in reversed(wrapped):
+                    if had is _NONE:
+                        delattr(owner, attr)
+                    else:
+                        setattr(owner, attr, had)
+            if outcomes.setdefault(mode, out) != out:
+                raise AssertionError(f"{policy_id}: {mode} outcomes differ between rounds")
+    if outcomes[BATCHED] != outcomes[ONE_BY_ONE]:
+        raise AssertionError(f"{policy_id}: batched and one-by-one outcomes differ")
+    return {
+        "policy": policy_id,
+        "day": day,
+        "episodes": sum(isinstance(e, Episode) for e in episodes),
+        "days": days,
+        "steps": steps,
+        "calls": {m: {k: v // rounds for k, v in c.items()} for m, c in calls.items()},
+    }
+
+
+def report(m: dict[str, Any]) -> str:
+    """The table and the two ratios (medians over the rounds)."""
+    med = statistics.median
+    day = {mode: med(times) for mode, times in m["days"].items()}
+    named = {
+        mode: med([sum(parts) for parts in zip(*steps.values())]) if steps else 0.0
+        for mode, steps in m["steps"].items()
+    }
+    lines = [
+        f"{m['policy']}, day {m['day']} ({m['episodes']} episodes), "
+        f"medians of {len(m['days'][BATCHED])} rounds",
+        f"| step | calls {BATCHED} | ms {BATCHED} | calls {ONE_BY_ONE} | ms {ONE_BY_ONE} |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name in m["steps"][BATCHED]:
+        cells = [
+            f"{m['calls'][mode][name]} | {med(m['steps'][mode][name]) * 1e3:.2f}"
+            for mode in (BATCHED, ONE_BY_ONE)
+        ]
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    rest = [f"{(day[mode] - named[mode]) * 1e3:.2f}" for mode in (BATCHED, ONE_BY_ONE)]
+    lines.append(f"| the rest of the day | | {rest[0]} | | {rest[1]} |")
+    lines.append(f"| the day | | {day[BATCHED] * 1e3:.2f} | | {day[ONE_BY_ONE] * 1e3:.2f} |")
+    lines.append(f"one-by-one / batched: {day[ONE_BY_ONE] / day[BATCHED]:.2f}x")
+    if named[BATCHED] > 0:
+        lines.append(
+            f"one-by-one / the named steps of the batched day: "
+            f"{day[ONE_BY_ONE] / named[BATCHED]:.2f}x (the ratio if the batch cost nothing else)"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.ingest_steps")
+    ap.add_argument("policy")
+    ap.add_argument("day", type=int, help="the day of the steady year ingested")
+    ap.add_argument("methods", nargs="*", help="the policy's methods to time")
+    ap.add_argument("--rounds", type=int, default=15, help="rounds of both modes (default 15)")
+    a = ap.parse_args(argv)
+    registered([a.policy])  # an unknown policy id: one line, before the stream is built
+    if a.rounds < 1:
+        raise ParamError(f"--rounds={a.rounds}: need at least 1")
+    if not 1 <= a.day < bench_ingest.HORIZON:
+        raise ParamError(f"day={a.day}: need 1 <= day < {bench_ingest.HORIZON:g}")
+    print(report(measure(a.policy, a.day, a.methods, a.rounds)))
+    return 0
+
+
+if __name__ == "__main__":
+    from memsim.workbench.cli import user_command
+
+    sys.exit(user_command("python -m benchmarks.ingest_steps", main))
