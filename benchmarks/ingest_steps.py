@@ -33,6 +33,7 @@ from memsim.engine.events import Episode
 
 BATCHED, ONE_BY_ONE = "batched", "one by one"
 _NONE = object()  # (no instance attribute of that name before the step was wrapped)
+_MISSING = object()  # (no attribute of that name on the path to a step)
 
 
 def _timed(
@@ -56,14 +57,28 @@ def _timed(
     return timed
 
 
-def _owner(pol: Any, name: str) -> tuple[Any, str, str]:
+def _owner(pol: Any, name: str) -> tuple[Any, str]:
     """The object a dotted step name's method is looked up on (``llm.summarize``: the
-    policy's LLM), the path to it and the method's name; None where the path names none."""
+    policy's LLM) and the method's name; the owner None where an object on the path is
+    (not made yet: an index trained on demand), ``_MISSING`` where one is not there."""
     path, _, attr = name.rpartition(".")
     owner = pol
     for part in path.split(".") if path else ():
-        owner = getattr(owner, part, None)
-    return owner, path, attr
+        owner = getattr(owner, part, _MISSING)
+        if owner is None or owner is _MISSING:
+            break
+    return owner, attr
+
+
+def _check(pol: Any, policy_id: str, methods: Sequence[str], made_later: bool) -> None:
+    """Every step names a method of ``pol``; with ``made_later``, a path through an object
+    not made yet passes, to be checked again once the policy is warmed up."""
+    for name in methods:
+        owner, attr = _owner(pol, name)
+        if owner is None and made_later:
+            continue
+        if owner is None or owner is _MISSING or not callable(getattr(owner, attr, None)):
+            raise ParamError(f"method {name!r}: policy {policy_id} has no such method")
 
 
 def measure(policy_id: str, day: int, methods: Sequence[str], rounds: int) -> dict[str, Any]:
@@ -72,15 +87,13 @@ def measure(policy_id: str, day: int, methods: Sequence[str], rounds: int) -> di
     from memsim.engine.mockllm import MockLLM
 
     fresh = registry.make(policy_id, llm=MockLLM(seed=0), seed=0)  # (before the stream)
-    for name in methods:
-        owner, _, attr = _owner(fresh, name)
-        if owner is None or not callable(getattr(owner, attr, None)):
-            raise ParamError(f"method {name!r}: policy {policy_id} has no such method")
+    _check(fresh, policy_id, methods, made_later=True)
     events = bench_ingest._stream().events
     before, eve, episodes = bench_ingest.day_case(events, day)
     if not episodes:
         raise ParamError(f"day={day}: the stream has no episode that day")
     warm = bench_ingest._warm(policy_id, before)
+    _check(warm, policy_id, methods, made_later=False)
     now = day + 1.0
     modes: dict[str, Callable[[Any], list]] = {
         BATCHED: lambda pol: pol.ingest(episodes, now),
@@ -96,16 +109,19 @@ def measure(policy_id: str, day: int, methods: Sequence[str], rounds: int) -> di
             bench_ingest._replay(pol, eve)
             depth = [0]
             wrapped = []
-            for name in methods:
-                steps[mode][name].append(0.0)
-                owner, _, attr = _owner(pol, name)
-                fn, had = getattr(owner, attr), getattr(owner, "__dict__", {}).get(attr, _NONE)
-                try:
-                    setattr(owner, attr, _timed(steps[mode], calls[mode], depth, name, fn))
-                except AttributeError:  # (__slots__, a read-only attribute)
-                    raise ParamError(f"method {name!r}: cannot be timed on its object") from None
-                wrapped.append((owner, attr, had))
             try:
+                for name in methods:
+                    steps[mode][name].append(0.0)
+                    owner, attr = _owner(pol, name)
+                    fn = getattr(owner, attr)
+                    had = getattr(owner, "__dict__", {}).get(attr, _NONE)
+                    try:
+                        setattr(owner, attr, _timed(steps[mode], calls[mode], depth, name, fn))
+                    except AttributeError:  # (__slots__, a read-only attribute)
+                        raise ParamError(
+                            f"method {name!r}: cannot be timed on its object"
+                        ) from None
+                    wrapped.append((owner, attr, had))
                 with bench_ingest._collecting_new():
                     t0 = time.perf_counter()
                     out = run(pol)

@@ -55,6 +55,9 @@ def files(tmp_path_factory):
         ("ingest_steps", ["pai", "365"], "day=365: need 1 <= day < 365"),
         ("ingest_steps", ["pai", "30", "_similar", "nope"], "method 'nope': policy pai has no"),
         ("ingest_steps", ["pai", "30", "llm.nope"], "method 'llm.nope': policy pai has no"),
+        ("ingest_steps", ["pai", "30", "nope.search"], "method 'nope.search': policy pai"),
+        # (an index made on demand: checked again once warmed up, still not made on day 3)
+        ("ingest_steps", ["pai", "3", "candidates._index.search"], "'candidates._index.search'"),
     ],
 )
 def test_benchmark_commands_refuse_user_mistakes_in_one_line(module, args, message, files):
