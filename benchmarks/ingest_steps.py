@@ -12,7 +12,8 @@ calls and median milliseconds a day in each mode, the day's median, and two rati
 one-by-one / batched (the benchmark's ratio, which takes the best of its rounds) and
 one-by-one / the named steps of the batched day: the ratio if the batch cost nothing but those
 steps, a ceiling while they cost what they do in the batch (steps both modes take alike, such
-as the decisions the document makes in order, bound what batching alone can gain).
+as the decisions the document makes in order, bound what batching alone can gain), also
+without the wrappers' own cost (a wrapped no-op against the bare one, per call).
 Sizes shrink under MEMSIM_BENCH_SMOKE=1 as bench_ingest's do.
 """
 
@@ -143,7 +144,28 @@ def measure(policy_id: str, day: int, methods: Sequence[str], rounds: int) -> di
         "days": days,
         "steps": steps,
         "calls": {m: {k: v // rounds for k, v in c.items()} for m, c in calls.items()},
+        "wrapper_seconds": wrapper_cost(),
     }
+
+
+def wrapper_cost(calls: int = 20_000) -> float:
+    """Seconds a step's wrapper adds to a call (its counter and two clock reads): a wrapped
+    no-op against the bare one, the least of five rounds."""
+
+    def noop() -> None:
+        return None
+
+    timed = _timed({"noop": [0.0]}, {"noop": 0}, [0], "noop", noop)
+    best = {}
+    for fn in (noop, timed):
+        rounds = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            rounds.append((time.perf_counter() - t0) / calls)
+        best[fn] = min(rounds)
+    return max(0.0, best[timed] - best[noop])
 
 
 def report(m: dict[str, Any]) -> str:
@@ -175,6 +197,16 @@ def report(m: dict[str, Any]) -> str:
             f"one-by-one / the named steps of the batched day: "
             f"{day[ONE_BY_ONE] / named[BATCHED]:.2f}x (the ratio if the batch cost nothing else)"
         )
+        # the wrappers' own cost counts in the named steps and in both days: without it
+        cost = m["wrapper_seconds"]
+        own = {mode: cost * sum(m["calls"][mode].values()) for mode in (BATCHED, ONE_BY_ONE)}
+        bare = named[BATCHED] - own[BATCHED]
+        if bare > 0:
+            lines.append(
+                f"the wrappers' own cost: ~{cost * 1e6:.2f} us a call, "
+                f"~{own[BATCHED] * 1e3:.2f} ms of the batched day's named steps; without it "
+                f"{(day[ONE_BY_ONE] - own[ONE_BY_ONE]) / bare:.2f}x"
+            )
     return "\n".join(lines)
 
 

@@ -104,3 +104,4 @@ def test_ingest_steps_times_outer_steps_of_both_modes_and_unwraps_them():
     text = ingest_steps.report(m)
     assert "one-by-one / batched: " in text and "| the day |" in text
     assert "one-by-one / the named steps of the batched day: " in text
+    assert m["wrapper_seconds"] > 0 and "the wrappers' own cost: ~" in text
