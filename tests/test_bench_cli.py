@@ -105,3 +105,31 @@ def test_ingest_steps_times_outer_steps_of_both_modes_and_unwraps_them():
     assert "one-by-one / batched: " in text and "| the day |" in text
     assert "one-by-one / the named steps of the batched day: " in text
     assert m["wrapper_seconds"] > 0 and "the wrappers' own cost: ~" in text
+
+
+def test_ingest_steps_ratios_are_of_each_modes_fastest_round_whole():
+    """The ceiling is one-by-one's fastest day over the named steps of the fastest batched
+    day (not each part's own fastest round), less the wrappers' cost of each mode's calls."""
+    from benchmarks import ingest_steps as s
+
+    m = {
+        "policy": "p",
+        "day": 1,
+        "episodes": 2,
+        "days": {s.BATCHED: [3.0, 2.0, 2.5], s.ONE_BY_ONE: [12.0, 10.0, 11.0]},
+        "steps": {
+            s.BATCHED: {"a": [0.5, 1.0, 0.2], "b": [0.5, 0.5, 0.1]},
+            s.ONE_BY_ONE: {"a": [1.0, 2.0, 3.0], "b": [1.0, 1.0, 1.0]},
+        },
+        "calls": {s.BATCHED: {"a": 2, "b": 3}, s.ONE_BY_ONE: {"a": 4, "b": 6}},
+        "wrapper_seconds": 0.0,
+    }
+    best = s.fastest(m)
+    assert best[s.BATCHED] == {"day": 2.0, "steps": {"a": 1.0, "b": 0.5}, "named": 1.5}
+    assert s.ceiling(m) == 10.0 / 1.5
+    m["wrapper_seconds"] = 0.1  # 5 calls batched, 10 one by one
+    assert s.ceiling(m) == (10.0 - 1.0) / (1.5 - 0.5)
+    text = s.report(m)
+    assert "| a | 2 | 1000.00 | 4 | 2000.00 |" in text
+    assert "| the rest of the day | | 500.00 | | 7000.00 |" in text
+    assert "one-by-one / batched: 5.00x" in text
