@@ -617,3 +617,24 @@ def test_cli_figures_results_folder_missing_is_an_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "typo" in err and "no such folder" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "f").exists()
+
+
+def test_the_committed_figures_are_drawn_from_the_committed_results(tmp_path):
+    """What `memsim figures` (scripts/main.sh's last step) draws from the committed
+    results/standard, results/benchmarks.json and results/claims.csv is, byte for byte, what
+    results/figures holds: a table changed without its figure drawn again, or a figure's code
+    changed without its PNG, fails here (a clean clone's main.sh redrew latency.png, which
+    had not been drawn from the benchmarks.json committed beside it)."""
+    from tests.conftest import REPO
+
+    res = REPO / "results"
+    written = F.write_figures(
+        tmp_path,
+        results=res / "standard",
+        benchmarks=res / "benchmarks.json",
+        claims=res / "claims.csv",
+        notice=lambda m: None,
+    )
+    assert sorted(p.stem for p in written) == sorted(F.FIGURES)
+    differ = [p.name for p in written if p.read_bytes() != (res / "figures" / p.name).read_bytes()]
+    assert not differ, f"results/figures/{differ}: not what `memsim figures` draws now"
