@@ -92,8 +92,8 @@ def test_ingest_steps_times_outer_steps_of_both_modes_and_unwraps_them():
     steps = ["_process_new_belief", "_similar", "llm.summarize"]
     m = ingest_steps.measure("pai", 3, steps, rounds=2)
     for mode in (ingest_steps.BATCHED, ingest_steps.ONE_BY_ONE):
-        assert len(m["days"][mode]) == 2
-        for r, day in enumerate(m["days"][mode]):
+        assert len(m["days"][mode]) == len(m["wrapped_days"][mode]) == 2
+        for r, day in enumerate(m["wrapped_days"][mode]):
             assert 0 < sum(m["steps"][mode][name][r] for name in steps) <= day
         assert m["steps"][mode]["_similar"] == [0.0, 0.0]  # inside _process_new_belief
         assert m["calls"][mode]["_similar"] > 0
@@ -104,12 +104,13 @@ def test_ingest_steps_times_outer_steps_of_both_modes_and_unwraps_them():
     text = ingest_steps.report(m)
     assert "one-by-one / batched: " in text and "| the day |" in text
     assert "one-by-one / the named steps of the batched day: " in text
-    assert m["wrapper_seconds"] > 0 and "the wrappers' own cost: ~" in text
+    assert m["wrapper_seconds"] > 0 and "what a wrapper records itself, ~" in text
 
 
-def test_ingest_steps_ratios_are_of_each_modes_fastest_round_whole():
-    """The ceiling is one-by-one's fastest day over the named steps of the fastest batched
-    day (not each part's own fastest round), less the wrappers' cost of each mode's calls."""
+def test_ingest_steps_ratios_are_of_each_modes_fastest_rounds():
+    """The days are each mode's fastest bare day; the steps those of its fastest wrapped
+    round (not each step's own fastest), less what the wrappers record themselves per call;
+    the ceiling one-by-one's fastest day over the batched steps' sum."""
     from benchmarks import ingest_steps as s
 
     m = {
@@ -117,8 +118,9 @@ def test_ingest_steps_ratios_are_of_each_modes_fastest_round_whole():
         "day": 1,
         "episodes": 2,
         "days": {s.BATCHED: [3.0, 2.0, 2.5], s.ONE_BY_ONE: [12.0, 10.0, 11.0]},
+        "wrapped_days": {s.BATCHED: [3.5, 3.0, 2.5], s.ONE_BY_ONE: [13.0, 12.0, 11.5]},
         "steps": {
-            s.BATCHED: {"a": [0.5, 1.0, 0.2], "b": [0.5, 0.5, 0.1]},
+            s.BATCHED: {"a": [0.5, 0.2, 1.0], "b": [0.5, 0.1, 0.5]},
             s.ONE_BY_ONE: {"a": [1.0, 2.0, 3.0], "b": [1.0, 1.0, 1.0]},
         },
         "calls": {s.BATCHED: {"a": 2, "b": 3}, s.ONE_BY_ONE: {"a": 4, "b": 6}},
@@ -126,10 +128,12 @@ def test_ingest_steps_ratios_are_of_each_modes_fastest_round_whole():
     }
     best = s.fastest(m)
     assert best[s.BATCHED] == {"day": 2.0, "steps": {"a": 1.0, "b": 0.5}, "named": 1.5}
+    assert best[s.ONE_BY_ONE]["day"] == 10.0 and best[s.ONE_BY_ONE]["named"] == 4.0
     assert s.ceiling(m) == 10.0 / 1.5
-    m["wrapper_seconds"] = 0.1  # 5 calls batched, 10 one by one
-    assert s.ceiling(m) == (10.0 - 1.0) / (1.5 - 0.5)
+    m["wrapper_seconds"] = 0.1  # a: 2 calls batched, b: 3
+    assert s.fastest(m)[s.BATCHED]["steps"] == pytest.approx({"a": 0.8, "b": 0.2})
+    assert s.ceiling(m) == pytest.approx(10.0 / 1.0)
     text = s.report(m)
-    assert "| a | 2 | 1000.00 | 4 | 2000.00 |" in text
-    assert "| the rest of the day | | 500.00 | | 7000.00 |" in text
+    assert "| a | 2 | 800.00 | 4 | 2600.00 |" in text
+    assert "| the day | | 2000.00 | | 10000.00 |" in text
     assert "one-by-one / batched: 5.00x" in text
