@@ -144,6 +144,28 @@ def _warm(policy_id, before):
     return pol
 
 
+def copy_of(warm, pol=None):
+    """A deep copy of ``pol`` (default ``warm``) sharing the warmed policy's LLM and so the
+    LLM's caches."""
+    return copy.deepcopy(warm if pol is None else pol, {id(warm.llm): warm.llm})
+
+
+def through_eve(warm, eve):
+    """A copy of ``warm`` through the day before, as a simulation comes to the day."""
+    pol = copy_of(warm)
+    _replay(pol, eve)
+    return pol
+
+
+def ingest_modes(day, now) -> dict:
+    """The two ways the target ingests ``day``: ``batched`` (one call) and ``one_by_one``
+    (a call per episode), each a function of the policy giving its outcomes."""
+    return {
+        "batched": lambda pol: pol.ingest(day, now),
+        "one_by_one": lambda pol: [o for e in day for o in pol.ingest([e], now)],
+    }
+
+
 @pytest.mark.parametrize("first_day", DAYS, ids=lambda d: f"day{d}")
 @pytest.mark.parametrize("policy_id", SEEDS)
 def test_target5_batched_vs_one_by_one_ingest(benchmark, events, policy_id, first_day):
@@ -156,25 +178,16 @@ def test_target5_batched_vs_one_by_one_ingest(benchmark, events, policy_id, firs
     now = first_day + 1.0
 
     def fresh(pol):  # a copy, sharing the warmed policy's LLM (and the LLM's caches)
-        return copy.deepcopy(pol, {id(warm.llm): warm.llm})
+        return copy_of(warm, pol)
 
     def simulated():  # a copy through the day before, as a simulation comes to the day
-        pol = fresh(warm)
-        _replay(pol, eve)
-        return pol
+        return through_eve(warm, eve)
 
     on_the_day = simulated()  # copied for the first calls after a copy
     rows = on_the_day.store.n
     searches = "through the index" if on_the_day.candidates.approximate else "exact"
     simulated().ingest(day, now)  # the LLM's embedder sees the day once
-
-    def batched(pol):
-        return pol.ingest(day, now)
-
-    def one_by_one(pol):
-        return [o for e in day for o in pol.ingest([e], now)]
-
-    modes = {"batched": batched, "one_by_one": one_by_one}
+    modes = ingest_modes(day, now)
     best = dict.fromkeys(modes, np.inf)  # after the day before
     after_copy = dict.fromkeys(modes, np.inf)  # each mode's first call after a copy
     runs = {}

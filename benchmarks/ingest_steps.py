@@ -24,7 +24,6 @@ Sizes shrink under MEMSIM_BENCH_SMOKE=1 as bench_ingest's do.
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -35,7 +34,8 @@ from benchmarks.workloads import registered
 from memsim.engine.errors import ParamError
 from memsim.engine.events import Episode
 
-BATCHED, ONE_BY_ONE = "batched", "one by one"
+BATCHED, ONE_BY_ONE = "batched", "one_by_one"  # bench_ingest.ingest_modes' keys
+LABEL = {BATCHED: "batched", ONE_BY_ONE: "one by one"}
 _NONE = object()  # (no instance attribute of that name before the step was wrapped)
 _MISSING = object()  # (no attribute of that name on the path to a step)
 
@@ -97,9 +97,9 @@ def measure(policy_id: str, day: int, methods: Sequence[str], rounds: int) -> di
     if not episodes:
         raise ParamError(f"day={day}: the stream has no episode that day")
     warm = bench_ingest._warm(policy_id, before)
-    seen = copy.deepcopy(warm, {id(warm.llm): warm.llm})  # the LLM's embedder sees the day
-    bench_ingest._replay(seen, eve)  # once, as in bench_ingest (its caches are the shared
-    seen.ingest(episodes, day + 1.0)  # LLM's, which every copy uses)
+    # the LLM's embedder sees the day once, as in bench_ingest (its caches are the shared
+    # LLM's, which every copy uses)
+    bench_ingest.through_eve(warm, eve).ingest(episodes, day + 1.0)
     m = measure_case(warm, eve, episodes, day + 1.0, methods, rounds, policy_id)
     return {"day": day, **m}
 
@@ -119,10 +119,7 @@ def measure_case(
     the steps wrapped (their times, ``steps``, and the wrapped day's, ``wrapped_days``),
     since the wrappers slow the whole day by more than the time they add to the steps."""
     _check(warm, policy_id, methods, made_later=False)
-    modes: dict[str, Callable[[Any], list]] = {
-        BATCHED: lambda pol: pol.ingest(episodes, now),
-        ONE_BY_ONE: lambda pol: [o for e in episodes for o in pol.ingest([e], now)],
-    }
+    modes: dict[str, Callable[[Any], list]] = bench_ingest.ingest_modes(episodes, now)
     days: dict[str, list[float]] = {mode: [] for mode in modes}
     wrapped_days: dict[str, list[float]] = {mode: [] for mode in modes}
     steps = {mode: {name: [] for name in methods} for mode in modes}
@@ -133,7 +130,9 @@ def measure_case(
             for into, names in ((days, ()), (wrapped_days, methods)):
                 out = _run_round(warm, eve, run, names, steps[mode], calls[mode], into[mode])
                 if outcomes.setdefault(mode, out) != out:
-                    raise AssertionError(f"{policy_id}: {mode} outcomes differ between rounds")
+                    raise AssertionError(
+                        f"{policy_id}: {LABEL[mode]} outcomes differ between rounds"
+                    )
     if outcomes[BATCHED] != outcomes[ONE_BY_ONE]:
         raise AssertionError(f"{policy_id}: batched and one-by-one outcomes differ")
     return {
@@ -159,8 +158,7 @@ def _run_round(
     """One mode's day on a copy that has run the day before, the steps ``names`` wrapped
     (each given a new entry in ``steps``) and taken off after; its time appended to
     ``days``; its outcomes."""
-    pol = copy.deepcopy(warm, {id(warm.llm): warm.llm})
-    bench_ingest._replay(pol, eve)
+    pol = bench_ingest.through_eve(warm, eve)
     depth = [0]
     wrapped = []
     try:
@@ -243,7 +241,7 @@ def report(m: dict[str, Any]) -> str:
     lines = [
         f"{m['policy']}, day {m['day']} ({m['episodes']} episodes), "
         f"each mode's fastest of {len(m['days'][BATCHED])} rounds",
-        f"| step | calls {BATCHED} | ms {BATCHED} | calls {ONE_BY_ONE} | ms {ONE_BY_ONE} |",
+        "| step | calls {0} | ms {0} | calls {1} | ms {1} |".format(*LABEL.values()),
         "| --- | --- | --- | --- | --- |",
     ]
     for name in b["steps"]:
