@@ -112,12 +112,15 @@ def measure_case(
     methods: Sequence[str],
     rounds: int,
     policy_id: str,
+    bare: bool = True,
 ) -> dict[str, Any]:
     """:func:`measure` of a prepared case: ``warm`` (copied per round), the events of the day
     before (``eve``, replayed on each copy) and the day's ``episodes`` at ``now``. Each round
     runs each mode twice, on copies of their own: bare (the day's time, ``days``), then with
     the steps wrapped (their times, ``steps``, and the wrapped day's, ``wrapped_days``),
-    since the wrappers slow the whole day by more than the time they add to the steps."""
+    since the wrappers slow the whole day by more than the time they add to the steps.
+    ``bare`` False: the wrapped runs only (a caller that has timed the days itself, as
+    bench_ingest has)."""
     _check(warm, policy_id, methods, made_later=False)
     modes: dict[str, Callable[[Any], list]] = bench_ingest.ingest_modes(episodes, now)
     days: dict[str, list[float]] = {mode: [] for mode in modes}
@@ -127,7 +130,8 @@ def measure_case(
     outcomes: dict[str, list] = {}
     for _ in range(rounds):
         for mode, run in modes.items():
-            for into, names in ((days, ()), (wrapped_days, methods)):
+            runs = ((days, ()),) if bare else ()
+            for into, names in (*runs, (wrapped_days, methods)):
                 out = _run_round(warm, eve, run, names, steps[mode], calls[mode], into[mode])
                 if outcomes.setdefault(mode, out) != out:
                     raise AssertionError(
@@ -221,17 +225,20 @@ def fastest(m: dict[str, Any]) -> dict[str, dict[str, Any]]:
             name: max(0.0, times[r] - own * m["calls"][mode][name])
             for name, times in m["steps"][mode].items()
         }
-        out[mode] = {"day": min(days), "steps": steps, "named": sum(steps.values())}
+        day = min(days) if days else float("nan")
+        out[mode] = {"day": day, "steps": steps, "named": sum(steps.values())}
     return out
 
 
-def ceiling(m: dict[str, Any]) -> float:
-    """One-by-one's fastest day over the named steps of the fastest wrapped batched day
-    (:func:`fastest`): the ratio a batch that cost nothing but those steps would reach. NaN
-    when nothing named was timed."""
+def ceiling(m: dict[str, Any], one_by_one: float | None = None) -> float:
+    """One-by-one's fastest day (``one_by_one`` seconds when given: the caller's own timing
+    of it) over the named steps of the fastest wrapped batched day (:func:`fastest`): the
+    ratio a batch that cost nothing but those steps would reach. NaN when nothing named was
+    timed."""
     best = fastest(m)
     named = best[BATCHED]["named"]
-    return best[ONE_BY_ONE]["day"] / named if named > 0 else float("nan")
+    day = best[ONE_BY_ONE]["day"] if one_by_one is None else one_by_one
+    return day / named if named > 0 else float("nan")
 
 
 def report(m: dict[str, Any]) -> str:

@@ -133,6 +133,11 @@ def test_ingest_steps_ratios_are_of_each_modes_fastest_rounds():
     m["wrapper_seconds"] = 0.1  # a: 2 calls batched, b: 3
     assert s.fastest(m)[s.BATCHED]["steps"] == pytest.approx({"a": 0.8, "b": 0.2})
     assert s.ceiling(m) == pytest.approx(10.0 / 1.0)
+    # bench_ingest's: the day one at a time its own, the steps' runs only (no bare day)
+    assert s.ceiling(m, 8.0) == pytest.approx(8.0 / 1.0)
+    wrapped_only = {**m, "days": {s.BATCHED: [], s.ONE_BY_ONE: []}}
+    assert s.fastest(wrapped_only)[s.BATCHED]["named"] == pytest.approx(1.0)
+    assert s.ceiling(wrapped_only, 8.0) == pytest.approx(8.0)
     text = s.report(m)
     assert "| a | 2 | 800.00 | 4 | 2600.00 |" in text
     assert "| the day | | 2000.00 | | 10000.00 |" in text
