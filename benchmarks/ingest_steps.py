@@ -1,6 +1,6 @@
 """Where target 5's day goes: named steps of a policy timed in both modes of bench_ingest's day.
 
-    python -m benchmarks.ingest_steps POLICY DAY [METHOD ...] [--rounds N]
+    python -m benchmarks.ingest_steps POLICY DAY [METHOD ...] [--rounds N] [--free METHOD]
 
 bench_ingest's case (the ``steady`` year, the policy warmed up on the days before the day
 before ``DAY``, each round a copy that has just run the day before), ingested batched and one
@@ -18,15 +18,22 @@ ratio, its best of rounds) and one-by-one / the named steps of the batched day: 
 the batch cost nothing but those steps, a ceiling while they cost what they do in the batch
 (steps both modes take alike, such as the decisions the document makes in order, bound what
 batching alone can gain).
+With ``--free METHOD`` (repeatable), each round also runs each mode with those methods
+answering from a recording of their answers (one untimed run of the same mode before the
+rounds; their work skipped, their answers the same, so the outcomes are checked identical):
+the day as it would be if those steps cost nothing, and one-by-one's day as it is over the
+batched day so: the ratio no faster form of those steps alone could pass, whatever the
+rest of the day costs meanwhile. A free method must return what its callers do not change.
 Sizes shrink under MEMSIM_BENCH_SMOKE=1 as bench_ingest's do.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from benchmarks import bench_ingest
@@ -38,6 +45,8 @@ BATCHED, ONE_BY_ONE = "batched", "one_by_one"  # bench_ingest.ingest_modes' keys
 LABEL = {BATCHED: "batched", ONE_BY_ONE: "one by one"}
 _NONE = object()  # (no instance attribute of that name before the step was wrapped)
 _MISSING = object()  # (no attribute of that name on the path to a step)
+# per step name, what replaces the step for a round, made from the step
+Wrappers = Mapping[str, Callable[[Callable], Callable]]
 
 
 def _timed(
@@ -59,6 +68,35 @@ def _timed(
             depth[0] -= 1
 
     return timed
+
+
+def _recording(log: list[Any], fn: Callable) -> Callable:
+    """``fn``, each answer appended to ``log``."""
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        out = fn(*args, **kwargs)
+        log.append(out)
+        return out
+
+    return recording
+
+
+def _replaying(log: list[Any], name: str) -> Callable:
+    """A stand-in answering the calls in turn with ``log``'s answers, doing nothing else."""
+    answers = iter(log)
+
+    def replaying(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return next(answers)
+        except StopIteration:
+            raise AssertionError(f"free step {name!r}: called more often than recorded") from None
+
+    return replaying
+
+
+def _replacing(log: list[Any], name: str, step: Callable) -> Callable:
+    """A wrapper of ``step`` that drops it for :func:`_replaying` ``log``."""
+    return _replaying(log, name)
 
 
 def _owner(pol: Any, name: str) -> tuple[Any, str]:
@@ -85,13 +123,16 @@ def _check(pol: Any, policy_id: str, methods: Sequence[str], made_later: bool) -
             raise ParamError(f"method {name!r}: policy {policy_id} has no such method")
 
 
-def measure(policy_id: str, day: int, methods: Sequence[str], rounds: int) -> dict[str, Any]:
-    """Per mode: the day's seconds per round and each named step's; calls per day."""
+def measure(
+    policy_id: str, day: int, methods: Sequence[str], rounds: int, free: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Per mode: the day's seconds per round and each named step's; calls per day; with
+    ``free``, the day's seconds per round with those steps free (``free_days``)."""
     from memsim.engine import registry
     from memsim.engine.mockllm import MockLLM
 
     fresh = registry.make(policy_id, llm=MockLLM(seed=0), seed=0)  # (before the stream)
-    _check(fresh, policy_id, methods, made_later=True)
+    _check(fresh, policy_id, [*methods, *free], made_later=True)
     events = bench_ingest._stream().events
     before, eve, episodes = bench_ingest.day_case(events, day)
     if not episodes:
@@ -100,7 +141,7 @@ def measure(policy_id: str, day: int, methods: Sequence[str], rounds: int) -> di
     # the LLM's embedder sees the day once, as in bench_ingest (its caches are the shared
     # LLM's, which every copy uses)
     bench_ingest.through_eve(warm, eve).ingest(episodes, day + 1.0)
-    m = measure_case(warm, eve, episodes, day + 1.0, methods, rounds, policy_id)
+    m = measure_case(warm, eve, episodes, day + 1.0, methods, rounds, policy_id, free=free)
     return {"day": day, **m}
 
 
@@ -113,6 +154,7 @@ def measure_case(
     rounds: int,
     policy_id: str,
     bare: bool = True,
+    free: Sequence[str] = (),
 ) -> dict[str, Any]:
     """:func:`measure` of a prepared case: ``warm`` (copied per round), the events of the day
     before (``eve``, replayed on each copy) and the day's ``episodes`` at ``now``. Each round
@@ -120,19 +162,49 @@ def measure_case(
     the steps wrapped (their times, ``steps``, and the wrapped day's, ``wrapped_days``),
     since the wrappers slow the whole day by more than the time they add to the steps.
     ``bare`` False: the wrapped runs only (a caller that has timed the days itself, as
-    bench_ingest has)."""
-    _check(warm, policy_id, methods, made_later=False)
+    bench_ingest has). ``free``: a third run per round and mode with those steps answering
+    from a recording (``free_days``; the module docstring)."""
+    _check(warm, policy_id, [*methods, *free], made_later=False)
     modes: dict[str, Callable[[Any], list]] = bench_ingest.ingest_modes(episodes, now)
     days: dict[str, list[float]] = {mode: [] for mode in modes}
     wrapped_days: dict[str, list[float]] = {mode: [] for mode in modes}
-    steps = {mode: {name: [] for name in methods} for mode in modes}
+    free_days: dict[str, list[float]] = {mode: [] for mode in modes}
+    steps: dict[str, dict[str, list[float]]] = {m: {n: [] for n in methods} for m in modes}
     calls = {mode: dict.fromkeys(methods, 0) for mode in modes}
     outcomes: dict[str, list] = {}
+    answers: dict[str, dict[str, list]] = {mode: {name: [] for name in free} for mode in modes}
+    if free:  # each mode's answers of the free steps, from an untimed run of its own
+        for mode, run in modes.items():
+            log = answers[mode]
+            recorders: Wrappers = {n: functools.partial(_recording, log[n]) for n in free}
+            outcomes[mode] = _run_round(warm, eve, run, recorders, [])
+
+    def bare_by(mode: str) -> Wrappers:
+        return {}
+
+    def timed_by(mode: str) -> Wrappers:
+        depth = [0]
+        for name in methods:
+            steps[mode][name].append(0.0)
+        return {
+            name: functools.partial(_timed, steps[mode], calls[mode], depth, name)
+            for name in methods
+        }
+
+    def replayed_by(mode: str) -> Wrappers:
+        log = answers[mode]
+        return {n: functools.partial(_replacing, log[n], n) for n in free}
+
     for _ in range(rounds):
         for mode, run in modes.items():
-            runs = ((days, ()),) if bare else ()
-            for into, names in (*runs, (wrapped_days, methods)):
-                out = _run_round(warm, eve, run, names, steps[mode], calls[mode], into[mode])
+            runs: list[tuple[dict[str, list[float]], Callable[[str], Wrappers]]] = []
+            if bare:
+                runs.append((days, bare_by))
+            runs.append((wrapped_days, timed_by))
+            if free:
+                runs.append((free_days, replayed_by))
+            for into, wrappers in runs:
+                out = _run_round(warm, eve, run, wrappers(mode), into[mode])
                 if outcomes.setdefault(mode, out) != out:
                     raise AssertionError(
                         f"{policy_id}: {LABEL[mode]} outcomes differ between rounds"
@@ -144,6 +216,8 @@ def measure_case(
         "episodes": sum(isinstance(e, Episode) for e in episodes),
         "days": days,
         "wrapped_days": wrapped_days,
+        "free": list(free),
+        "free_days": free_days,
         "steps": steps,
         "calls": {m: {k: v // rounds for k, v in c.items()} for m, c in calls.items()},
         "wrapper_seconds": wrapper_cost(),
@@ -154,25 +228,21 @@ def _run_round(
     warm: Any,
     eve: Sequence[Any],
     run: Callable[[Any], list],
-    names: Sequence[str],
-    steps: dict[str, list[float]],
-    calls: dict[str, int],
+    wrappers: Wrappers,
     days: list[float],
 ) -> list:
-    """One mode's day on a copy that has run the day before, the steps ``names`` wrapped
-    (each given a new entry in ``steps``) and taken off after; its time appended to
-    ``days``; its outcomes."""
+    """One mode's day on a copy that has run the day before, each step named in
+    ``wrappers`` replaced by its wrapper of the step and taken off after; its time appended
+    to ``days``; its outcomes."""
     pol = bench_ingest.through_eve(warm, eve)
-    depth = [0]
     wrapped = []
     try:
-        for name in names:
-            steps[name].append(0.0)
+        for name, wrapper in wrappers.items():
             owner, attr = _owner(pol, name)
             fn = getattr(owner, attr)
             had = getattr(owner, "__dict__", {}).get(attr, _NONE)
             try:
-                setattr(owner, attr, _timed(steps, calls, depth, name, fn))
+                setattr(owner, attr, wrapper(fn))
             except AttributeError:  # (__slots__, a read-only attribute)
                 raise ParamError(f"method {name!r}: cannot be timed on its object") from None
             wrapped.append((owner, attr, had))
@@ -272,6 +342,14 @@ def report(m: dict[str, Any]) -> str:
             f"one-by-one / the named steps of the batched day: {ceiling(m):.2f}x "
             "(the ratio if the batch cost nothing else)"
         )
+    if m.get("free"):
+        free = ", ".join(m["free"])
+        fb, fo = (min(m["free_days"][mode]) for mode in (BATCHED, ONE_BY_ONE))
+        lines.append(
+            f"the fastest day with {free} free: {fb * 1e3:.2f} / {fo * 1e3:.2f} ms; "
+            f"one-by-one as it is / that batched day: {o['day'] / fb:.2f}x (no faster form of "
+            "those steps alone reaches more)"
+        )
     return "\n".join(lines)
 
 
@@ -281,13 +359,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("day", type=int, help="the day of the steady year ingested")
     ap.add_argument("methods", nargs="*", help="the policy's methods to time")
     ap.add_argument("--rounds", type=int, default=15, help="rounds of both modes (default 15)")
+    ap.add_argument(
+        "--free",
+        action="append",
+        default=[],
+        metavar="METHOD",
+        help="a method answering from a recording of its answers (repeatable)",
+    )
     a = ap.parse_args(argv)
     registered([a.policy])  # an unknown policy id: one line, before the stream is built
     if a.rounds < 1:
         raise ParamError(f"--rounds={a.rounds}: need at least 1")
     if not 1 <= a.day < bench_ingest.HORIZON:
         raise ParamError(f"day={a.day}: need 1 <= day < {bench_ingest.HORIZON:g}")
-    print(report(measure(a.policy, a.day, a.methods, a.rounds)))
+    print(report(measure(a.policy, a.day, a.methods, a.rounds, a.free)))
     return 0
 
 

@@ -55,6 +55,7 @@ def files(tmp_path_factory):
         ("ingest_steps", ["pai", "365"], "day=365: need 1 <= day < 365"),
         ("ingest_steps", ["pai", "30", "_similar", "nope"], "method 'nope': policy pai has no"),
         ("ingest_steps", ["pai", "30", "llm.nope"], "method 'llm.nope': policy pai has no"),
+        ("ingest_steps", ["pai", "30", "--free", "nope"], "method 'nope': policy pai has no"),
         ("ingest_steps", ["pai", "30", "nope.search"], "method 'nope.search': policy pai"),
         # (an index made on demand: checked again once warmed up, still not made on day 3)
         ("ingest_steps", ["pai", "3", "candidates._index.search"], "'candidates._index.search'"),
@@ -105,6 +106,26 @@ def test_ingest_steps_times_outer_steps_of_both_modes_and_unwraps_them():
     assert "one-by-one / batched: " in text and "| the day |" in text
     assert "one-by-one / the named steps of the batched day: " in text
     assert m["wrapper_seconds"] > 0 and "what a wrapper records itself, ~" in text
+
+
+def test_ingest_steps_free_steps_answer_from_a_recording_with_the_same_outcomes():
+    """--free: each mode's free steps answer every round from one untimed run's answers
+    (the outcomes checked identical inside), their work skipped; the report gives the
+    free day and one-by-one's day as it is over it; a stand-in asked more often than its
+    recording had answers fails rather than inventing one."""
+    from benchmarks import ingest_steps
+
+    m = ingest_steps.measure("pai", 3, ["_similar"], rounds=2, free=["_best_if_reinforced"])
+    for mode in (ingest_steps.BATCHED, ingest_steps.ONE_BY_ONE):
+        assert len(m["free_days"][mode]) == 2 and min(m["free_days"][mode]) > 0
+    assert m["free"] == ["_best_if_reinforced"]
+    text = ingest_steps.report(m)
+    assert "the fastest day with _best_if_reinforced free: " in text
+    assert "one-by-one as it is / that batched day: " in text
+    replay = ingest_steps._replaying([(1, 0.9), None], "step")
+    assert replay("anything") == (1, 0.9) and replay() is None
+    with pytest.raises(AssertionError, match="free step 'step': called more often"):
+        replay()
 
 
 def test_ingest_steps_ratios_are_of_each_modes_fastest_rounds():
