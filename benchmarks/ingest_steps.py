@@ -81,8 +81,9 @@ def _recording(log: list[Any], fn: Callable) -> Callable:
     return recording
 
 
-def _replaying(log: list[Any], name: str) -> Callable:
-    """A stand-in answering the calls in turn with ``log``'s answers, doing nothing else."""
+def _replaying(log: list[Any], name: str, step: Callable | None = None) -> Callable:
+    """A stand-in for ``step`` answering the calls in turn with ``log``'s answers, doing
+    nothing else (``step`` is what it replaces: as a round's wrapper of the step)."""
     answers = iter(log)
 
     def replaying(*args: Any, **kwargs: Any) -> Any:
@@ -92,11 +93,6 @@ def _replaying(log: list[Any], name: str) -> Callable:
             raise AssertionError(f"free step {name!r}: called more often than recorded") from None
 
     return replaying
-
-
-def _replacing(log: list[Any], name: str, step: Callable) -> Callable:
-    """A wrapper of ``step`` that drops it for :func:`_replaying` ``log``."""
-    return _replaying(log, name)
 
 
 def _owner(pol: Any, name: str) -> tuple[Any, str]:
@@ -193,7 +189,7 @@ def measure_case(
 
     def replayed_by(mode: str) -> Wrappers:
         log = answers[mode]
-        return {n: functools.partial(_replacing, log[n], n) for n in free}
+        return {n: functools.partial(_replaying, log[n], n) for n in free}
 
     for _ in range(rounds):
         for mode, run in modes.items():
