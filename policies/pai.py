@@ -20,14 +20,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from memsim.engine import kernels
+from memsim.engine.batch_reach import BatchReach
+from memsim.engine.batch_screen import BatchScreen
+from memsim.engine.candidate_index import INGEST_INDEX, REPETITION_INDEX, CandidateIndex
 from memsim.engine.events import Claim, Episode, Forget, Query
-from memsim.engine.index import (
-    INGEST_INDEX,
-    REPETITION_INDEX,
-    BatchReach,
-    BatchScreen,
-    CandidateIndex,
-)
 from memsim.engine.llm import NONE
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Job, Outcome, Policy, Ranking

@@ -24,8 +24,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from memsim.engine import kernels
+from memsim.engine.candidate_index import REPETITION_INDEX
 from memsim.engine.events import Claim, Episode, Forget, Query
-from memsim.engine.index import REPETITION_INDEX
 from memsim.engine.policy import Job, Outcome, Policy, Ranking
 from memsim.engine.store import Statuses
 

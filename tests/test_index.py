@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memsim.engine.errors import ParamError, UnknownIdError, VectorError
-from memsim.engine.index import INDEX_KINDS, ExactIndex, FaissIndex, VectorIndex, make_index
+from memsim.engine.vector_index import INDEX_KINDS, ExactIndex, FaissIndex, VectorIndex, make_index
 
 
 def unit(rng, n, d):
@@ -212,7 +212,7 @@ def _cand_store(n: int, seed: int = 0):
 
 
 def test_candidate_index_exact_mode_never_answers():
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     s, rng = _cand_store(50)
     idx = CandidateIndex(s, "exact", min_rows=1)
@@ -224,7 +224,7 @@ def test_candidate_index_exact_mode_never_answers():
 def test_candidate_index_kept_current_and_masked():
     """New rows, changed embeddings and the mask are seen by the next search; with every
     list probed the candidates are the exact top-k."""
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     s, rng = _cand_store(400)
     idx = CandidateIndex(s, "ivf", min_rows=100, nprobe=10_000)
@@ -260,7 +260,7 @@ def test_candidate_index_same_seed_same_bytes():
     import copy
     import pickle
 
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     answers = []
     for _ in range(2):
@@ -278,7 +278,7 @@ def test_candidate_index_same_seed_same_bytes():
 
 
 def test_candidate_index_audit_counts():
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     s, _ = _cand_store(200)
     idx = CandidateIndex(s, "ivf", min_rows=100, audit_every=3)
@@ -298,7 +298,7 @@ def test_candidate_top_rows_equal_the_exact_scan_with_ties():
     """top_rows gives kernels.topk over the full float32 product (ties to the lower row)
     bit for bit, also when a large group of rows ties at the k-th place."""
     from memsim.engine import kernels
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     s, rng = _cand_store(3000, seed=3)
     q = rng.standard_normal(16).astype(np.float32)
@@ -338,7 +338,7 @@ def test_candidate_top_rows_equal_the_exact_scan_whatever_the_tie_group(seed, gr
     width (2k + 4: the rows above the bound come from that search, else from a range
     search), at the top of the ranking or under it, some of them masked out."""
     from memsim.engine import kernels
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     s, rng = _cand_store(1500, seed=seed % 1000)
     rng = np.random.default_rng(seed)
@@ -382,7 +382,7 @@ def test_candidate_rows_near_hold_every_row_reaching_the_threshold_with_the_full
     (a tied group among them, rows near the threshold on both sides), ascending, with the
     full scan's products bit for bit, and none that is masked out or far below."""
     from memsim.engine import kernels
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     s, rng = _cand_store(3000, seed=4)
     q = rng.standard_normal(16).astype(np.float32)
@@ -444,7 +444,7 @@ def test_candidate_rows_reaching_is_the_full_scan_whatever_the_probes(seed, thr)
     product reaches the threshold, in any list (one probed list misses some that
     rows_near finds only with every list probed), with the full scan's products bit for bit,
     ascending, nothing masked out; after the store grew and after embeddings changed."""
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     s, rng = _cand_store(1500, seed=seed)
     q = rng.standard_normal(16).astype(np.float32)
@@ -482,13 +482,13 @@ def test_candidate_rows_reaching_is_the_full_scan_whatever_the_probes(seed, thr)
 
 
 def test_cones_thresholds_follow_the_lists_as_rows_are_added():
-    """_Cones keeps a threshold per list and radius; a row that widens a list's cone must
+    """Cones keeps a threshold per list and radius; a row that widens a list's cone must
     make the list readable at once (a threshold kept from before would skip it)."""
-    from memsim.engine.index import _Cones
+    from memsim.engine.cones import Cones
 
     dim = 8
     centroids = np.eye(dim, dtype=np.float32)[:2]  # list 0 around e0, list 1 around e1
-    cones = _Cones(centroids)
+    cones = Cones(centroids)
     E = np.zeros((3, dim), dtype=np.float32)
     E[0, 0] = E[1, 1] = 1.0
     E[2] = [0.6, 0.8] + [0.0] * (dim - 2)  # list 1, 37 degrees from e1
@@ -530,7 +530,7 @@ def test_cones_rows_near_is_the_full_scan(seed, thr):
     own) and after embeddings changed (trained again). It answers None (the caller's scan)
     only where the lists to read hold more than half the store, and nothing is audited."""
     from memsim.engine import kernels
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     s, rng = _clustered_store(1500, seed)
     q = s.embedding[int(rng.integers(1500))].copy()
@@ -550,7 +550,7 @@ def test_cones_rows_near_is_the_full_scan(seed, thr):
         if got is None:  # the lists to read hold more than half the store
             radius = thr - kernels.screen_margin(16)
             norm = np.linalg.norm(q.astype(np.float64))
-            reach = cones.centroids32[: cones.lists] @ q >= cones._threshold(radius) * norm
+            reach = cones.centroids32[: cones.lists] @ q >= cones.list_thresholds(radius) * norm
             assert 2 * cones.size[: cones.lists][reach].sum() > s.n
             return
         found, products = got
@@ -586,7 +586,7 @@ def test_cones_give_rows_unlike_the_trained_ones_lists_of_their_own():
     """With spare lists, a row farther from every centroid than spawn_factor x the median
     angle of the first rows covered is the centroid of a new list (a later row near it
     joins it), until the spare lists are used up; the cones' bound then still holds."""
-    from memsim.engine.index import _Cones
+    from memsim.engine.cones import Cones
 
     dim = 8
     eye = np.eye(dim)
@@ -594,7 +594,7 @@ def test_cones_give_rows_unlike_the_trained_ones_lists_of_their_own():
     def at(axis: int, other: int, angle: float) -> np.ndarray:
         return np.cos(angle) * eye[axis] + np.sin(angle) * eye[other]
 
-    cones = _Cones(eye[:2], spare=2, spawn_factor=4 / 3)
+    cones = Cones(eye[:2], spare=2, spawn_factor=4 / 3)
     E = np.array([at(0, 7, 0.3), at(0, 6, 0.3), at(1, 7, 0.3), at(1, 6, 0.3)], np.float32)
     cones.cover(E)
     assert cones.lists == 2 and cones.spawn_angle == pytest.approx(0.4)
@@ -618,7 +618,7 @@ def test_cones_drop_rows_in_a_terminal_status():
     """Mode "cones" keeps no row in a terminal status in its lists (never retrievable, never
     left): dropped when the status log shows it, and when the lists are trained again; the
     searches of retrievable rows still equal the full scan's."""
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
     from memsim.engine.store import MemoryStore, Statuses
 
     rng = np.random.default_rng(3)
@@ -720,8 +720,9 @@ def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed
     float64 cosine."""
     from unittest import mock
 
-    from memsim.engine import index, kernels
-    from memsim.engine.index import BatchReach, CandidateIndex
+    from memsim.engine import batch_reach, kernels
+    from memsim.engine.batch_reach import BatchReach
+    from memsim.engine.candidate_index import CandidateIndex
     from memsim.engine.store import MemoryStore, Statuses
 
     rng = np.random.default_rng(seed)
@@ -743,8 +744,8 @@ def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed
     batch = batch[rng.permutation(len(batch))]
     answered = []
     with (
-        mock.patch.object(index, "_REACH_CHUNK", chunk),
-        mock.patch.object(index, "_WITHIN_BLOCK", block),
+        mock.patch.object(batch_reach, "_REACH_CHUNK", chunk),
+        mock.patch.object(batch_reach, "_WITHIN_BLOCK", block),
     ):
         reach = BatchReach(idx, batch, thr)
         for j, v in enumerate(batch):
@@ -801,7 +802,8 @@ def test_batch_reach_lead_settles_clear_leads_only():
     read off the chunk's cosines of the best screens' rows or computed for an added row,
     and for a row whose embedding changed since, its cosine now."""
     from memsim.engine import kernels
-    from memsim.engine.index import BatchReach, CandidateIndex
+    from memsim.engine.batch_reach import BatchReach
+    from memsim.engine.candidate_index import CandidateIndex
     from memsim.engine.store import MemoryStore, Statuses
 
     rng = np.random.default_rng(3)
@@ -848,7 +850,7 @@ def _cones_of_400_and_a_central_row():
     """A store of 400 clustered rows, a CandidateIndex in mode "cones" trained on them (from
     100 rows), its cones, a function adding rows, and the row nearest its list's centroid:
     copies of it join that list (no list of its own)."""
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
     from memsim.engine.store import MemoryStore, Statuses
 
     rng = np.random.default_rng(5)
@@ -871,7 +873,7 @@ def test_batch_reach_asks_the_cones_when_lists_grew_past_the_limit():
     """Whether the lists a vector reaches hold more than half the store is judged with the
     cones' sizes at the turn: rows added after the screen that push them past it make the
     batch answer None, as the index does (the screen's own sizes would not)."""
-    from memsim.engine.index import BatchReach
+    from memsim.engine.batch_reach import BatchReach
 
     s, add, idx, cones, v = _cones_of_400_and_a_central_row()
     reach = BatchReach(idx, np.stack([v, v]), 0.8)
@@ -890,7 +892,7 @@ def test_batch_reach_checks_the_limit_again_when_a_row_joins_a_list_it_reads():
     the vectors ahead at the turn before, is made again with the sizes of now, and the
     batch answers None as the index does."""
     from memsim.engine import kernels
-    from memsim.engine.index import BatchReach
+    from memsim.engine.batch_reach import BatchReach
 
     s, add, idx, cones, v = _cones_of_400_and_a_central_row()
     radius = 0.8 - kernels.screen_margin(16)
@@ -926,8 +928,8 @@ def test_batch_screen_top_rows_are_the_full_scans(seed, group, cos, k, added):
     embedding changed between two searches."""
     from unittest import mock
 
-    from memsim.engine import index, kernels
-    from memsim.engine.index import BatchScreen
+    from memsim.engine import batch_screen, kernels
+    from memsim.engine.batch_screen import BatchScreen
 
     s, rng = _cand_store(300, seed=seed % 1000)
     rng = np.random.default_rng([seed, 1])  # not the store's stream: its rows would be the batch
@@ -943,7 +945,7 @@ def test_batch_screen_top_rows_are_the_full_scans(seed, group, cos, k, added):
     s.set_embedding(rest, _at_cosines(batch[3], np.zeros(len(rest)), s.embedding[rest]))
     batch[2] *= 3.0
     keys = lambda r: s.tie_keys("0:q", r)  # noqa: E731
-    with mock.patch.object(index, "BATCH_SCREEN_MIN_ROWS", 1):
+    with mock.patch.object(batch_screen, "BATCH_SCREEN_MIN_ROWS", 1):
         screen = BatchScreen(s, batch)
         for j, v in enumerate(batch):
             if added:  # what the decisions before this search add and retire
@@ -994,8 +996,8 @@ def test_batch_screen_shortlist_settles_apart_rows_and_leaves_ties_to_the_scan()
     BATCH_SCREEN_MIN_ROWS rows)."""
     from unittest import mock
 
-    from memsim.engine import index, kernels
-    from memsim.engine.index import BatchScreen
+    from memsim.engine import batch_screen, kernels
+    from memsim.engine.batch_screen import BatchScreen
 
     s, rng = _cand_store(300, seed=5)
     q = rng.standard_normal(16)
@@ -1045,7 +1047,7 @@ def test_batch_screen_shortlist_settles_apart_rows_and_leaves_ties_to_the_scan()
     mask = s.retrievable()
     assert screen.top_rows(0, 3, mask).tolist() == [0, 1, 2]
     assert screen.top_rows(0, 5, mask) is None
-    with mock.patch.object(index, "BATCH_SCREEN_MIN_ROWS", 1):  # the exact path answers
+    with mock.patch.object(batch_screen, "BATCH_SCREEN_MIN_ROWS", 1):  # the exact path answers
         sims = np.where(mask, s.embedding @ q.astype(np.float32), -np.inf).astype(np.float64)
         assert screen.top_rows(0, 5, mask).tolist() == kernels.topk(sims, 5).tolist()
 
@@ -1057,7 +1059,7 @@ def test_batch_screen_listed_rows_leave_a_long_tie_chain_to_the_exact_path():
     with the k-th too, so the answer comes from the bounds over every row, the scan's
     answer for every salt of the tie keys."""
     from memsim.engine import kernels
-    from memsim.engine.index import BatchScreen
+    from memsim.engine.batch_screen import BatchScreen
 
     s, rng = _cand_store(300, seed=11)
     q = rng.standard_normal(16)
@@ -1085,7 +1087,7 @@ def test_two_indexes_on_one_store_each_see_every_changed_embedding():
     """Personal AI keeps two candidate indexes over its store (faiss for its top-k, the
     cones for its reinforcement's range search): a stored embedding changed after both were
     made is seen by each, whichever brings itself up to date first."""
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     s, rng = _cand_store(400, seed=3)
     ivf = CandidateIndex(s, "ivf", min_rows=100, nprobe=10_000)

@@ -27,8 +27,8 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import numpy as np
 
+from .candidate_index import CandidateIndex
 from .events import Episode, Forget, Protect, Query, Recover
-from .index import CandidateIndex
 from .llm import LLM
 from .params import Params
 from .store import MemoryStore, Statuses
@@ -234,10 +234,11 @@ class Policy(abc.ABC, Generic[P]):
         return out
 
     def use_index(self, mode: str, **knobs: Any) -> None:
-        """Search large stores through a candidate index (memsim.engine.index.CandidateIndex:
-        ``mode`` "ivf", faiss, audited; "cones", exact range searches only; knobs min_rows /
-        nprobe / audit_every) or exactly ("exact"); ``default_index`` is the class's own.
-        Policies that do not search through ``self.candidates`` are unaffected."""
+        """Search large stores through a candidate index
+        (memsim.engine.candidate_index.CandidateIndex: ``mode`` "ivf", faiss, audited; "cones",
+        exact range searches only; knobs min_rows / nprobe / audit_every) or exactly ("exact");
+        ``default_index`` is the class's own. Policies that do not search through
+        ``self.candidates`` are unaffected."""
         new = CandidateIndex(self.store, mode, seed=self.seed, **knobs)  # (may raise)
         self.candidates.detach()
         self.candidates = new

@@ -132,7 +132,7 @@ def index_applies(policy: str, index: Mapping[str, Any]) -> bool:
     (it turns that off), another mode where some search of the policy goes through it
     (``Policy.index_modes``). Settings the index refuses raise its error."""
     from memsim.engine import registry
-    from memsim.engine.index import check_settings
+    from memsim.engine.candidate_index import check_settings
 
     check_settings(**index)
     cls = registry.spec(policy).load()

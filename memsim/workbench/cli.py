@@ -280,8 +280,8 @@ def metric_lines(queries: Any, summary: dict[str, Any]) -> str:
 def index_lines(audit: dict[str, Any]) -> str:
     """The candidate index a run searched through and its exactness audit, in words: how
     many searches it answered, and how many of the audited queries' top-k and ingest
-    decisions differ from the exact scan's (flagged over ``index.AUDIT_BOUND``)."""
-    from memsim.engine.index import AUDIT_BOUND
+    decisions differ from the exact scan's (flagged over ``candidate_index.AUDIT_BOUND``)."""
+    from memsim.engine.candidate_index import AUDIT_BOUND
 
     mode, rows = audit["mode"], f"{audit['min_rows']:,}"
     if mode == "exact":

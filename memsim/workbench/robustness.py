@@ -270,9 +270,9 @@ def robustness(
 def index_audit(results: Sequence[Any]) -> dict[str, Any]:
     """The exactness audit of the runs made through a candidate index: which policies, how
     many runs, and per audit share (``results.INDEX_AUDIT_METRICS``) its largest value over
-    the runs and how many runs exceed ``index.AUDIT_BOUND`` (NaN shares, where nothing was
+    the runs and how many runs exceed ``candidate_index.AUDIT_BOUND`` (NaN shares, where nothing was
     audited, are left out; a share no run audited is NaN)."""
-    from memsim.engine.index import AUDIT_BOUND
+    from memsim.engine.candidate_index import AUDIT_BOUND
 
     from .results import INDEX_AUDIT_METRICS
 
