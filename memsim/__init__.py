@@ -24,7 +24,7 @@ _API = {
     "summarize": "memsim.workbench.api",
     "superiority": "memsim.workbench.calibrate",
     "frontier": "memsim.workbench.calibrate",
-    "curve": "memsim.workbench.curves",
+    "curve": "memsim.engine.curve",
     "robustness": "memsim.workbench.robustness",
     "make": "memsim.engine.registry",
     "register": "memsim.engine.registry",

@@ -20,7 +20,7 @@ def _sources(folder: Path) -> list[Path]:
     return sorted(folder.rglob("*.py"))
 
 
-def _imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
+def imported_modules(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
     """Every module an import statement names, anywhere in the file (inside functions too);
     relative imports resolved against the file's package."""
     package = path.relative_to(root).with_suffix("").parts[:-1]
@@ -52,7 +52,7 @@ def test_engine_imports_nothing_above_it():
     bad = [
         f"{p.relative_to(ROOT)}:{line} imports {m}"
         for p in _sources(ENGINE)
-        for line, m in _imports(p)
+        for line, m in imported_modules(p)
         if _forbidden(m)
     ]
     assert _sources(ENGINE), "no engine sources found"
@@ -73,7 +73,7 @@ def test_the_import_check_sees_every_kind_of_import(tmp_path, source):
     path = tmp_path / "memsim" / "engine" / "probe.py"
     path.parent.mkdir(parents=True)
     path.write_text(source)
-    modules = [m for _, m in _imports(path, tmp_path)]
+    modules = [m for _, m in imported_modules(path, tmp_path)]
     assert any(_forbidden(m) for m in modules), (source, modules)
 
 
