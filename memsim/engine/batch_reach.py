@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from . import kernels
+from . import similarity
 from .batch_screen import lead_cosine
 from .candidate_index import CandidateIndex
 from .cones import Cones
@@ -29,7 +29,7 @@ class BatchReach:
     lists to read holding more than half the store, judged by the cones as they are at the
     turn, with their training at the same turns), else every allowed row whose full-scan
     product reaches ``threshold``, ascending, with those products bit for bit
-    (:func:`kernels.rows_matvec`), maybe with rows within the screen's margin under it, as
+    (:func:`similarity.rows_matvec`), maybe with rows within the screen's margin under it, as
     the index's own answer may hold some: what a decision read off the rows reaching the
     threshold needs, whichever rows under it come along.
 
@@ -40,7 +40,7 @@ class BatchReach:
     the chunk is screened; a row the store adds after is multiplied once with the chunk's
     vectors still to come, and the limit check is made for a block of them at once, again
     whenever the cones' lists change. Any BLAS product of unit vectors is within
-    :func:`kernels.screen_margin` of the full scan's, so the screens keep every row the
+    :func:`similarity.screen_margin` of the full scan's, so the screens keep every row the
     index's own search keeps (the same thresholds: the cones' bound with its rounding slack,
     and the rows' screen), and the products returned are the full scan's own. A stored
     embedding changed since a chunk was screened (``MemoryStore.embedding_version``)
@@ -52,11 +52,11 @@ class BatchReach:
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         self.threshold = float(threshold)
         self._chunk: _ReachChunk | None = None
-        # each vector's kernels.settled_gap (its norm as given, summed in float64: a caller
+        # each vector's similarity.settled_gap (its norm as given, summed in float64: a caller
         # summing it in another order differs by ~1e-13 relative, which the factor covers)
         given = np.asarray(vectors, dtype=np.float64)
         norms = np.sqrt(np.einsum("ij,ij->i", given, given))
-        self.gaps = kernels.settled_gap(index.store.dim, norms) * (1.0 + 1e-9)
+        self.gaps = similarity.settled_gap(index.store.dim, norms) * (1.0 + 1e-9)
 
     def rows_near(self, j: int, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """``index.rows_near(vectors[j], threshold, mask)`` at vector ``j``'s turn, as the
@@ -69,7 +69,7 @@ class BatchReach:
             return None
         cones = idx.current_cones()  # (trained and covered at the turn one at a time is)
         v = self.vectors[j]
-        radius = self.threshold - kernels.screen_margin(s.dim)
+        radius = self.threshold - similarity.screen_margin(s.dim)
         chunk = self._screened(j, cones, radius)
         i = j - chunk.first
         if not chunk.within(i, cones, radius, s.n // 2):
@@ -81,7 +81,7 @@ class BatchReach:
     def lead(self, j: int, mask: np.ndarray) -> int | None:
         """The row whose full-scan product with vector ``j`` leads, at its turn, every other
         allowed row's in ``rows_near(j, mask)``'s answer and the threshold by more than
-        :func:`kernels.settled_gap` of the vector's norm, read off the screens where they
+        :func:`similarity.settled_gap` of the vector's norm, read off the screens where they
         settle it (no product computed): -1 when that answer holds no row; None when the
         index would answer None or the screens do not settle it (the caller then asks
         :meth:`rows_near`, which decides). Personal AI's reinforcement check reads no more
@@ -91,7 +91,7 @@ class BatchReach:
         if idx.mode != "cones" or s.n < idx.min_rows:
             return None
         cones = idx.current_cones()  # (trained and covered at the turn one at a time is)
-        radius = self.threshold - kernels.screen_margin(s.dim)
+        radius = self.threshold - similarity.screen_margin(s.dim)
         chunk = self._screened(j, cones, radius)
         i = j - chunk.first
         if not chunk.within(i, cones, radius, s.n // 2):
@@ -99,7 +99,7 @@ class BatchReach:
         return chunk.lead(i, s.embedding, mask, float(self.gaps[j]), self.threshold)
 
     def cosine(self, j: int, row: int) -> float:
-        """``kernels.exact_cosines`` of ``row`` with vector ``j`` as given (float64): for the
+        """``similarity.exact_cosines`` of ``row`` with vector ``j`` as given (float64): for the
         row of each vector's best screen, computed for its chunk at once (Personal AI reads
         the cosine of the row nearly every belief reinforces, most often that one)."""
         chunk, s = self._chunk, self.index.store
@@ -116,7 +116,7 @@ class BatchReach:
                     return out
 
                 return lead_cosine(chunk, j, E, self.given, firsts)
-        return kernels.exact_cosine(E, row, self.given[j])
+        return similarity.exact_cosine(E, row, self.given[j])
 
     def _screened(self, j: int, cones: Cones, radius: float) -> _ReachChunk:
         """The chunk of vectors from ``j`` on screened against the stored rows through
@@ -181,7 +181,7 @@ class _ReachChunk:
         who, where = who[order], where[order]
         starts = np.flatnonzero(np.diff(where, prepend=-1))
         ends = np.append(starts[1:], len(where))
-        floor = radius - kernels.SCREEN_MARGIN
+        floor = radius - similarity.SCREEN_MARGIN
         hit_rows, hit_vectors = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
         hit_screens = [np.zeros(0, dtype=np.float32)]
         for lo, hi in zip(starts.tolist(), ends.tolist()):
@@ -206,7 +206,7 @@ class _ReachChunk:
         self.hit_rows, self.hit_screens = rows.tolist(), screens.tolist()
         # each vector's float64 cosine with its best screen's row (BatchReach.cosine)
         self.lead_cosines: np.ndarray | None = None
-        self.margins = kernels.screen_margins(V.shape[1], self.norms)
+        self.margins = similarity.screen_margins(V.shape[1], self.norms)
         # rows the store adds after the screen: each compared once with the vectors from
         # ``seen_from`` on (:meth:`near`), the hits (row, screen) kept per vector in ``later``
         self.V, self.floor = V, floor

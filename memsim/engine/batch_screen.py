@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from . import kernels
+from . import ranking, similarity
 
 # below this many rows a belief's own full scan costs less than the bounds over every row
 # (Personal AI's day: 147 against 114 us per search at 902 rows, 163 against 210 at
@@ -78,12 +78,12 @@ class _Chunk:
 def lead_cosine(
     chunk: Any, j: int, E: np.ndarray, given: np.ndarray, leads: Callable[[], np.ndarray]
 ) -> float:
-    """A batch's :func:`kernels.exact_cosines` of vector ``j`` (as ``given``) with its best
+    """A batch's :func:`similarity.exact_cosines` of vector ``j`` (as ``given``) with its best
     screen's row, computed for the whole ``chunk`` at its first ask (``leads()``: each of
     the chunk's vectors' row) and kept in ``chunk.lead_cosines``: Personal AI reads the
     cosine of the row nearly every belief reinforces, most often that one."""
     if chunk.lead_cosines is None:
-        chunk.lead_cosines = kernels.exact_cosines(E[leads()], given[chunk.first : chunk.stop])
+        chunk.lead_cosines = similarity.exact_cosines(E[leads()], given[chunk.first : chunk.stop])
     return float(chunk.lead_cosines[j - chunk.first])
 
 
@@ -98,15 +98,15 @@ class BatchScreen:
 
     The product's entries are float32 screens of the full scan's products (a matrix-matrix
     product rounds differently from the scan's matrix-vector one, by less than
-    ``kernels.screen_margin``), so each row's screen plus the margin bounds its product.
+    ``similarity.screen_margin``), so each row's screen plus the margin bounds its product.
     First the vector's shortlist (its chunk's best screens): when its live rows' screens,
     with those of the rows added since, are apart by more than twice the margin (and the
     tie tolerance) down to the k-th and from everything after it, their order is the full
     scan's top-k, with no product computed (:meth:`best_row`: the first row alone, read
     without gathering the listed rows where it is apart from every other row). Else
-    the exact products (``kernels.rows_matvec``, the scan's own numbers) of the listed rows
+    the exact products (``similarity.rows_matvec``, the scan's own numbers) of the listed rows
     within reach of the k-th screen, where no other row can join the k-th product's tie
-    chain. Else, from BATCH_SCREEN_MIN_ROWS rows, ``kernels.topk_support`` computes exactly
+    chain. Else, from BATCH_SCREEN_MIN_ROWS rows, ``ranking.topk_support`` computes exactly
     the rows whose bounds over the whole store reach that chain."""
 
     def __init__(self, store: Any, vectors: np.ndarray) -> None:
@@ -114,10 +114,10 @@ class BatchScreen:
         self.given = vectors  # as given, for float64 cosines (cosine)
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         norms = np.sqrt(np.einsum("ij,ij->i", self.vectors, self.vectors, dtype=np.float64))
-        self.margins = kernels.screen_margins(store.dim, norms)
+        self.margins = similarity.screen_margins(store.dim, norms)
         # two screens settle an order when they are further apart than this: each is within
         # the margin of its product, and products within TIE_RTOL are a tie
-        self.apart = kernels.settled_gap(store.dim, norms)
+        self.apart = similarity.settled_gap(store.dim, norms)
         self.finite = np.asarray(np.isfinite(self.vectors).all(axis=1))
         self._chunk: _Chunk | None = None
 
@@ -199,13 +199,13 @@ class BatchScreen:
         return int(top[0]) if top is not None and len(top) else None
 
     def cosine(self, j: int, row: int) -> float:
-        """``kernels.exact_cosines`` of ``row`` with vector ``j`` as given (float64): for the
+        """``similarity.exact_cosines`` of ``row`` with vector ``j`` as given (float64): for the
         row of each vector's best screen, computed for the whole chunk at once (Personal AI
         reads the cosine of nearly every vector's best row)."""
         chunk = self._chunk_of(j)
         E = self.store.embedding
         if not chunk.rows.shape[1] or row != chunk.rows[j - chunk.first, 0]:
-            return kernels.exact_cosine(E, row, self.given[j])
+            return similarity.exact_cosine(E, row, self.given[j])
         return lead_cosine(chunk, j, E, self.given, lambda: chunk.rows[:, 0])
 
     def _shortlisted(
@@ -235,7 +235,7 @@ class BatchScreen:
         tiebreak: Callable[[np.ndarray], np.ndarray] | None,
     ) -> np.ndarray | None:
         """The full scan's top-k rows for vector ``j`` from the exact products (the scan's
-        own numbers, ``kernels.rows_matvec``) of its listed rows ``cand`` (:meth:`_listed`)
+        own numbers, ``similarity.rows_matvec``) of its listed rows ``cand`` (:meth:`_listed`)
         within reach of the k-th screen, or None when a row not computed could join the
         k-th product's tie chain (a row left out of the shortlist among them)."""
         margin, apart = self.margins[j], self.apart[j]
@@ -251,13 +251,13 @@ class BatchScreen:
             near = [r for sc, r in cand if sc >= reach]  # minus the margin
             out = max(out, reach)
         rows = np.array(sorted(near), dtype=np.int64)  # topk's ties without keys go low
-        products = kernels.rows_matvec(self.store.embedding, rows, self.vectors[j])
+        products = similarity.rows_matvec(self.store.embedding, rows, self.vectors[j])
         products = products.astype(np.float64)
-        at = kernels.topk(products, k, None if tiebreak is None else lambda r: tiebreak(rows[r]))
+        at = ranking.topk(products, k, None if tiebreak is None else lambda r: tiebreak(rows[r]))
         if len(at) == k and out > -math.inf:  # the k-th product's tie chain stays above them
             kth = np.partition(products, len(products) - k)[len(products) - k]
-            bottom = kernels.tie_chain_bottom(products, float(kth))
-            if not bottom - kernels.TIE_RTOL * abs(bottom) > out + margin:
+            bottom = ranking.tie_chain_bottom(products, float(kth))
+            if not bottom - ranking.TIE_RTOL * abs(bottom) > out + margin:
                 return None
         top: np.ndarray = rows[at]
         return top
@@ -269,7 +269,7 @@ class BatchScreen:
         mask: np.ndarray,
         tiebreak: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> np.ndarray | None:
-        """``kernels.topk(np.where(mask, E @ v, -inf).astype(float64), k, tiebreak)`` for
+        """``ranking.topk(np.where(mask, E @ v, -inf).astype(float64), k, tiebreak)`` for
         vector ``j`` of the batch (``tiebreak``: rows to their tie keys), bit for bit; None
         where the shortlist does not settle it below BATCH_SCREEN_MIN_ROWS rows, where the
         caller's own scan is the cheaper."""
@@ -293,7 +293,7 @@ class BatchScreen:
         bound = np.full(n, -np.inf)
         np.add(screen, self.margins[j], out=bound[:covered], where=mask[:covered])
         added = covered + np.flatnonzero(mask[covered:])  # rows added since: their products
-        bound[added] = kernels.rows_matvec(E, added, v)
+        bound[added] = similarity.rows_matvec(E, added, v)
         full: list[np.ndarray] = []
 
         def exact(rows: np.ndarray) -> np.ndarray:
@@ -304,10 +304,10 @@ class BatchScreen:
                     full.append(E @ v)
                 products: np.ndarray = full[0][rows]
             else:
-                products = kernels.rows_matvec(E, rows, v)
+                products = similarity.rows_matvec(E, rows, v)
             return products.astype(np.float64)
 
-        rows, scores = kernels.topk_support(bound, exact, k)
+        rows, scores = ranking.topk_support(bound, exact, k)
         keys = None if tiebreak is None else (lambda i: tiebreak(rows[i]))
-        top: np.ndarray = rows[kernels.topk(scores, k, keys)]
+        top: np.ndarray = rows[ranking.topk(scores, k, keys)]
         return top

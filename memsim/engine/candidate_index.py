@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from . import kernels
+from . import ranking, similarity
 from .cones import Cones
 from .errors import ParamError, UnknownIdError
 from .vector_index import faiss_single_thread
@@ -285,7 +285,7 @@ class CandidateIndex:
         mask: np.ndarray,
         tiebreak: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> tuple[np.ndarray, np.ndarray] | None:
-        """The exact scan's answer from the index: ``kernels.topk(np.where(mask, E @ v,
+        """The exact scan's answer from the index: ``ranking.topk(np.where(mask, E @ v,
         -inf).astype(float64), k, tiebreak)`` (float32 products held in float64, as the
         callers' scans hold them, so the tie tolerance is computed in float64 in both; ties
         to the lower row, or with ``tiebreak``, a function from rows to their tie keys, ties
@@ -296,7 +296,7 @@ class CandidateIndex:
         The k nearest candidates give the k-th product; every row above it minus the margin
         is then collected (a whole group of tied rows, which a k-nearest search would cut
         anywhere): from the same search, which asks for 2k + 4 rows, when its last row is
-        under that bound, else by a range search; and :func:`kernels.rows_matvec` rescores
+        under that bound, else by a range search; and :func:`similarity.rows_matvec` rescores
         them with exactly the numbers of the full product."""
         if not self.approximate:
             return None
@@ -315,13 +315,13 @@ class CandidateIndex:
         nearest, nearest_ips = found[0][got].astype(np.int64), dist[0][got]
         if len(nearest) < k:  # the probed lists hold fewer than k allowed rows: scan
             sims = np.where(mask, E @ v, -np.inf).astype(np.float32)
-            top = kernels.topk(sims.astype(np.float64), k, tiebreak)
+            top = ranking.topk(sims.astype(np.float64), k, tiebreak)
             return top, sims[top]
         # the full scan's products of the first k nearest rows give the k-th; the nearest
         # rows hold every row the answer needs unless a range search must widen them
-        products = kernels.rows_matvec(E, nearest[:k], v)
+        products = similarity.rows_matvec(E, nearest[:k], v)
         kth = float(products.min())
-        radius = kth - kernels.SCREEN_MARGIN
+        radius = kth - similarity.SCREEN_MARGIN
         if len(nearest) < wide or nearest_ips[-1] < radius:
             # every probed row above the radius is among the nearest (the last of them is
             # below it, or they are every allowed row of the probed lists): the range
@@ -331,8 +331,8 @@ class CandidateIndex:
             near[:k] = True
             picked = nearest[near]  # the first k, then those of the others near the k-th,
             if len(picked) > k:  # which alone are rescored (a row's product is the same
-                # whichever rows are rescored with it: kernels.rows_matvec)
-                more = kernels.rows_matvec(E, picked[k:], v)
+                # whichever rows are rescored with it: similarity.rows_matvec)
+                more = similarity.rows_matvec(E, picked[k:], v)
                 products = np.concatenate((products, more))
             # ascending, so ties go to the lower row (np.unique's sort when faiss gave a
             # row twice: it costs ~10 us more per search than a stable sort of a dozen rows)
@@ -346,18 +346,18 @@ class CandidateIndex:
                 lambda: self._index.range_search(q, radius, params=params)
             )
             rows = np.union1d(nearest[:k], wider.astype(np.int64))  # ascending, as above
-            sims = kernels.rows_matvec(E, rows, v)
+            sims = similarity.rows_matvec(E, rows, v)
         keys = None if tiebreak is None else (lambda i: tiebreak(rows[i]))
-        local = kernels.topk(sims.astype(np.float64), k, keys)
+        local = ranking.topk(sims.astype(np.float64), k, keys)
         return rows[local], sims[local]
 
     def rows_near(
         self, vector: np.ndarray, threshold: float, mask: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """Every row allowed by ``mask`` in the probed lists whose product with ``vector`` is
-        within :func:`kernels.screen_margin` under ``threshold`` or above (faiss's own
+        within :func:`similarity.screen_margin` under ``threshold`` or above (faiss's own
         products, screened), ascending, with its float32 product ``(E @ v)[row]`` as the
-        full scan computes it, bit for bit (:func:`kernels.rows_matvec`); None when the
+        full scan computes it, bit for bit (:func:`similarity.rows_matvec`); None when the
         caller must scan (exact mode, small store). One range search: whenever the full
         scan's best row reaches ``threshold`` and the probed lists hold it, the ``argmax``
         of these products (ties to the lower row) is that row with that product; a row
@@ -378,14 +378,14 @@ class CandidateIndex:
             return empty
         v = np.ascontiguousarray(np.asarray(vector, dtype=np.float32))
         params = self._search_params(mask)
-        radius = float(threshold) - kernels.screen_margin(self.store.dim)
+        radius = float(threshold) - similarity.screen_margin(self.store.dim)
         _, _, near = faiss_single_thread(
             lambda: self._index.range_search(v[None, :], radius, params=params)
         )
         if not len(near):
             return empty
         rows = np.unique(near.astype(np.int64)) if len(near) > 1 else near.astype(np.int64)
-        return rows, kernels.rows_matvec(self.store.embedding, rows, v)
+        return rows, similarity.rows_matvec(self.store.embedding, rows, v)
 
     def catch_up(self) -> None:
         """What a range search does to the index before it reads, without searching (mode
@@ -400,8 +400,8 @@ class CandidateIndex:
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """The full scan's side of :meth:`rows_near`, exact and without scanning every row:
         every row allowed by ``mask`` whose full-scan float32 product with ``vector``
-        reaches ``threshold`` (and maybe some within :func:`kernels.screen_margin` under it),
-        ascending, with those products bit for bit (:func:`kernels.rows_matvec`); None when
+        reaches ``threshold`` (and maybe some within :func:`similarity.screen_margin` under it),
+        ascending, with those products bit for bit (:func:`similarity.rows_matvec`); None when
         the caller must scan (exact mode, small store). Only the lists of a partition of
         the rows around the index's centroids whose cone can hold such a row are read
         (:class:`Cones`), whichever lists a search would probe. Not counted as a search:
@@ -421,7 +421,7 @@ class CandidateIndex:
         (every list read), None when the lists to read hold more than half the store (the
         full scan costs less)."""
         v = np.ascontiguousarray(np.asarray(vector, dtype=np.float32))
-        radius = float(threshold) - kernels.screen_margin(self.store.dim)
+        radius = float(threshold) - similarity.screen_margin(self.store.dim)
         near = cones.rows_above(v, radius, None if exact else self.store.n // 2)
         if near is None:
             return None
@@ -431,10 +431,10 @@ class CandidateIndex:
         self, near: np.ndarray, mask: np.ndarray, v: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """The rows of ``near`` that ``mask`` allows, ascending, with their full-scan float32
-        products with ``v`` bit for bit (:func:`kernels.rows_matvec`)."""
+        products with ``v`` bit for bit (:func:`similarity.rows_matvec`)."""
         allowed = near[near < len(mask)]
         rows = np.sort(allowed[mask[allowed]])
-        return rows, kernels.rows_matvec(self.store.embedding, rows, v)
+        return rows, similarity.rows_matvec(self.store.embedding, rows, v)
 
     def current_cones(self) -> Cones:
         """Mode "cones": the partition of the store's rows, trained again from scratch when

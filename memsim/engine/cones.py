@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from . import kernels
+from . import similarity
 
 # Angles (radians) the cone bound gives away to the rounding of arccos of float64 products
 # of float32 unit vectors (off by ~1e-7 at most): far more than that, far less than matters.
@@ -165,7 +165,7 @@ class Cones:
     ) -> np.ndarray | None:
         """A superset of the rows whose product with unit ``v`` reaches ``radius`` plus
         rounding (every row the bound cannot rule out, screened by its float32 product
-        within :data:`kernels.SCREEN_MARGIN` under ``radius``), in no particular order; None
+        within :data:`similarity.SCREEN_MARGIN` under ``radius``), in no particular order; None
         when the lists to read hold more than ``limit`` rows."""
         v = np.asarray(v, dtype=np.float32)
         reach = self.reaching(v, radius, limit)
@@ -175,7 +175,7 @@ class Cones:
         for lst in reach.tolist():
             k = int(self.size[lst])
             products = self.vectors[lst][:k] @ v
-            hit = np.flatnonzero(products >= radius - kernels.SCREEN_MARGIN)
+            hit = np.flatnonzero(products >= radius - similarity.SCREEN_MARGIN)
             if len(hit):
                 found.append(self.ids[lst][hit])
         return np.concatenate(found)

@@ -255,15 +255,15 @@ class Policy(abc.ABC, Generic[P]):
     def topk(scores: np.ndarray, k: int) -> np.ndarray:
         """Indices of the k largest scores, best first; ties broken by lower index (for
         rankings over something other than the store's rows; recall uses :meth:`rank`)."""
-        from .kernels import topk
+        from .ranking import topk
 
         return topk(scores, k)
 
     def rank(self, scores: np.ndarray, k: int, salt: str) -> np.ndarray:
         """Top k of ``scores`` (one per store row) with the default tie rule: scores equal
-        within memsim.engine.kernels.TIE_RTOL go in a seeded random order, a pure function
+        within memsim.engine.ranking.TIE_RTOL go in a seeded random order, a pure function
         of (policy seed, ``salt`` e.g. the query id, memory identity), never storage order."""
-        from .kernels import topk
+        from .ranking import topk
 
         # keys of the candidate rows only (tie_keys is element-wise): O(k), not O(store)
         store, tag = self.store, f"{self.seed}:{salt}"
@@ -273,7 +273,7 @@ class Policy(abc.ABC, Generic[P]):
         """:meth:`rank` of a ranking over store ``rows`` only (ascending, ``scores[i]`` the
         score of ``rows[i]``), as positions into ``rows``: the same rows in the same order as
         :meth:`rank` of a store-long array with -inf elsewhere, at the cost of ``rows``."""
-        from .kernels import topk
+        from .ranking import topk
 
         store, tag = self.store, f"{self.seed}:{salt}"
         return topk(scores, k, lambda at: store.tie_keys(tag, rows[at]))

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 
 from .errors import ParamError, UnknownIdError, VectorError
-from .kernels import batch_topk
+from .ranking import batch_topk
 from .store import as_unit_vectors
 
 
@@ -91,7 +91,7 @@ class _Rows:
 
 class ExactIndex:
     """Exact inner-product search in numpy: one matrix product for all queries, top-k by
-    :func:`memsim.engine.kernels.batch_topk` (ties go to the lower id)."""
+    :func:`memsim.engine.ranking.batch_topk` (ties go to the lower id)."""
 
     kind = "exact"
 
