@@ -62,15 +62,15 @@ def fsrs_review_good(
     g -= 1.0
     g *= np.power(S, -w[9])
     g *= np.subtract(11.0, D)
-    g *= np.e ** w[8]
+    g *= math.e ** w[8]
     g += 1.0
     S2 = np.multiply(S, g, out=g)
     short = t < 1
     if short.any():  # same day: S * max(e^(w17 * (G - 3 + w18)) * S^-w19, 1)
         Ss = S[short]
-        S2[short] = Ss * np.maximum(np.e ** (w[17] * (0 + w[18])) * Ss ** -w[19], 1.0)
+        S2[short] = Ss * np.maximum(math.e ** (w[17] * (0 + w[18])) * Ss ** -w[19], 1.0)
     np.maximum(S2, 0.001, out=S2)
-    d0_easy = w[4] - np.e ** (w[5] * (4 - 1)) + 1
+    d0_easy = w[4] - math.e ** (w[5] * (4 - 1)) + 1
     D2 = w[7] * d0_easy + (1 - w[7]) * D  # Good: delta difficulty -w6 * (3 - 3) = 0
     return as_float64(S2), as_float64(np.clip(D2, 1.0, 10.0))
 
@@ -152,7 +152,7 @@ class FSRSParams(Params):
 
 def initial_difficulty(w: tuple[float, ...]) -> float:
     """FSRS-6 D0(Good), clamped to [1, 10] (fsrs Scheduler._initial_difficulty)."""
-    return min(max(w[4] - np.e ** (w[5] * (GOOD - 1)) + 1, 1.0), 10.0)
+    return min(max(w[4] - math.e ** (w[5] * (GOOD - 1)) + 1, 1.0), 10.0)
 
 
 class FSRS(ReferencePolicy):
