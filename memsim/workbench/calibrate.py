@@ -342,7 +342,7 @@ def superiority(
     Wilcoxon signed-rank ``p`` of the paired cluster means (``signed_rank_p``) and ``p_holm``
     (Holm over all unordered pairs). Long format; pivot with
     ``.pivot(index="row", columns="column", values="share")``."""
-    from .api import metric_direction
+    from memsim.engine.metric_registry import metric_direction
 
     cols = ["scenario", "seed"] if clusters is None else list(clusters)
     missing = [c for c in (*cols, "policy", metric) if c not in per_query.columns]
