@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from memsim.engine.errors import MemsimError, ParamError
+from memsim.engine.llm import Configurable, TruthBound
 from memsim.engine.metric_registry import metric_direction, metric_names
 
 from .executors import map_in_order
@@ -176,7 +177,7 @@ def prepare(d: RunDef) -> tuple[Any, Any, Any, Any]:
     stream = _load_stream(d.scenario, d.seed)
     llm = build_llm(d.seed, dict(stream.meta), dict(d.llm))
     gt = truth.GroundTruth(stream)
-    if hasattr(llm, "bind_truth"):
+    if isinstance(llm, TruthBound):
         llm.bind_truth(gt)  # the mock plays the asking user (modes.query_value)
     spec = registry.spec(d.policy)
     params = spec.load().Params()
@@ -216,14 +217,14 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
         summary["index_query_differ_share"] = audit["query_differ_share"]
         summary["index_decision_differ_share"] = audit["decision_differ_share"]
     footprint = trace.footprint_frame()
-    llm_config = llm.config() if hasattr(llm, "config") else {"seed": d.seed}
+    llm_config = llm.config() if isinstance(llm, Configurable) else {"seed": d.seed}
     return RunResult(
         d,
         queries,
         footprint,
         summary,
         manifest=manifest_for(d, policy=policy, llm_config=llm_config, stream=stream),
-        timings=dict(getattr(trace, "timings", {}) or {}),
+        timings=dict(trace.timings),
         expectations=verdicts,
     )
 
