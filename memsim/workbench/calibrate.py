@@ -92,7 +92,7 @@ def at_budget_references() -> list[tuple[str, dict[str, Any]]]:
 
     out = []
     for s in specs(references=True):
-        extra = getattr(s.load(), "at_budget", None)
+        extra = s.load().at_budget
         if extra is not None:
             out.append((s.id, dict(extra)))
     return out

@@ -331,7 +331,7 @@ def load(root: Path | str, d: RunDef) -> RunResult:
 def manifest_for(
     d: RunDef, *, policy: Any, llm_config: Mapping[str, Any], stream: Any
 ) -> dict[str, Any]:
-    spec = getattr(policy, "spec", None)
+    spec = policy.spec
     return {
         "definition": json.loads(d.canonical()),
         "key": d.key,
