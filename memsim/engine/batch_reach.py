@@ -104,7 +104,7 @@ class BatchReach:
         the cosine of the row nearly every belief reinforces, most often that one)."""
         chunk, s = self._chunk, self.index.store
         E = s.embedding
-        version = getattr(s, "embedding_version", 0)
+        version = s.embedding_version
         if chunk is not None and chunk.first <= j < chunk.stop and chunk.version == version:
             i = j - chunk.first
             at = chunk.bounds[i]
@@ -121,7 +121,7 @@ class BatchReach:
     def _screened(self, j: int, cones: Cones, radius: float) -> _ReachChunk:
         """The chunk of vectors from ``j`` on screened against the stored rows through
         ``cones``, kept while it covers ``j`` and no embedding changed."""
-        version = getattr(self.index.store, "embedding_version", 0)
+        version = self.index.store.embedding_version
         chunk = self._chunk
         if chunk is None or not chunk.first <= j < chunk.stop or chunk.version != version:
             stop = min(len(self.vectors), j + _REACH_CHUNK)

@@ -124,7 +124,7 @@ class BatchScreen:
     def _chunk_of(self, j: int) -> _Chunk:
         """The chunk whose product covers vector ``j`` (made again when the store's
         embeddings changed since)."""
-        chunk, version = self._chunk, getattr(self.store, "embedding_version", 0)
+        chunk, version = self._chunk, self.store.embedding_version
         if chunk is None or not chunk.first <= j < chunk.stop or chunk.version != version:
             n = self.store.n
             stop = min(len(self.vectors), j + max(1, _BATCH_SCREEN_FLOATS // max(n, 1)))

@@ -446,7 +446,7 @@ class CandidateIndex:
         s, cones = self.store, self._cones
         # nothing the partition follows changed since the last call (its rows, their
         # statuses, their embeddings): as it was (Personal AI asks at each belief's turn)
-        state = (s.n, len(s.status_log), getattr(s, "embedding_version", 0))
+        state = (s.n, len(s.status_log), s.embedding_version)
         if cones is not None and state == self._cones_state:
             return cones
         # (rows not yet covered: their new embeddings are read when they are)
