@@ -3,6 +3,7 @@ another without a cycle (docs/architecture.md)."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -36,13 +37,32 @@ def test_policies_and_scenarios_import_only_the_engine_from_memsim(folder):
     assert not bad, f"{folder}/ imports memsim above the engine:\n" + "\n".join(bad)
 
 
+def _type_checking_lines(path: Path) -> set[int]:
+    """Lines of the file's ``if TYPE_CHECKING:`` blocks: imports for annotations only, never
+    run, so no import cycle."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        test = node.test if isinstance(node, ast.If) else None
+        if (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+            isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+        ):
+            for stmt in node.body:
+                lines.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+    return lines
+
+
 def _engine_graph() -> dict[str, set[str]]:
-    """Engine module -> the engine modules it imports (anywhere in the file)."""
+    """Engine module -> the engine modules it imports when run (anywhere in the file, inside
+    functions too; not the imports for annotations only)."""
     names = {p.stem for p in ENGINE.glob("*.py") if p.stem != "__init__"}
     graph: dict[str, set[str]] = {}
     for name in names:
         found = set()
-        for _, m in imported_modules(ENGINE / f"{name}.py"):
+        path = ENGINE / f"{name}.py"
+        typing_only = _type_checking_lines(path)
+        for line, m in imported_modules(path):
+            if line in typing_only:
+                continue
             parts = m.split(".")
             if parts[:2] == ["memsim", "engine"] and len(parts) > 2 and parts[2] in names:
                 found.add(parts[2])
@@ -98,6 +118,15 @@ def test_the_check_sees_every_kind_of_import(tmp_path, source, above):
     path.write_text(source)
     modules = [m for _, m in imported_modules(path, tmp_path)]
     assert any(_above_the_engine(m) for m in modules) == above, (source, modules)
+
+
+def test_imports_for_annotations_only_are_no_cycle(tmp_path):
+    path = tmp_path / "probe.py"
+    path.write_text(
+        "from typing import TYPE_CHECKING\nimport a\nif TYPE_CHECKING:\n    import b\n"
+        "    from c import d\n"
+    )
+    assert _type_checking_lines(path) == {4, 5}
 
 
 def test_the_cycle_check_finds_a_cycle():

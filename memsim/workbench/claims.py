@@ -1,24 +1,11 @@
 """The table of the seed documents' worked examples: what each document states, what the
 implementation gives through its real code path, and what the document's own formula gives.
 
-Each policy's claims live in the module its spec names (``PolicySpec.claims``) and call
-:func:`memsim.engine.claims.register_claim`:
-
-    register_claim(id="izzie.preference_30d_strength", policy="izzie", document="003_...txt",
-                   section="§Memory Strength Calculation",
-                   statement="... strength = 0.9 x 0.74 = 0.67",
-                   documented=0.67, measure=lambda: ..., formula=lambda: 0.9 * math.exp(-0.3),
-                   tol=0.005, note="the document rounds the decay factor first")
-
-``documented`` is the number the document states (None when it states none: the row then
-records what the formula implies, e.g. a finding); ``measure()`` runs the implementation
-(usually :func:`memsim.engine.curve.curve`); ``formula()`` evaluates the document's formula
-in plain math. tests/test_claims.py requires implementation == formula for every claim; whether the
+Each policy's claims live in the module its spec names (``PolicySpec.claims``) and register
+through :func:`memsim.engine.claims.register_claim` (a claim's fields and kinds are described
+there). tests/test_claims.py requires implementation == formula for every claim; whether the
 document's own number agrees (``|documented - implementation| <= tol``) is a finding recorded
-in the table, not a failure. Each disagreement has a ``kind`` (KINDS): the document's number
-against its own closed form; a number that only disagrees under a reading the project does
-not use by default (e.g. Cosmo's compounding nightly job); or the document contradicting
-itself (two of its statements cannot both hold).
+in the table, not a failure.
 
 Numbers are written to SIGNIFICANT_DIGITS significant digits, so the last bits of a libm
 function (which differ across machines) cannot change either file: the table is
