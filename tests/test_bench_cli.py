@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from memsim.engine.errors import ParamError
-from memsim.workbench.results import read_json
+from memsim.workbench.runs.results import read_json
 
 
 def _bench(module: str, *args: str) -> subprocess.CompletedProcess:
