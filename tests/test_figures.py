@@ -4,6 +4,7 @@ inputs with a notice, writes PNGs)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 
@@ -15,6 +16,7 @@ import pytest
 matplotlib.use("Agg")
 
 from memsim.engine.errors import MemsimError, UnknownIdError  # noqa: E402
+from memsim.workbench.cli import figures as figures_command  # noqa: E402
 from memsim.workbench.present import figures as F  # noqa: E402
 from memsim.workbench.present import style as S  # noqa: E402
 
@@ -462,8 +464,8 @@ def test_cli_unknown_figure_and_bad_json(tmp_path, capsys):
     )
     assert "not JSON" in capsys.readouterr().err
     with pytest.raises(UnknownIdError):
-        F.run_figures_command(
-            F.argparse.Namespace(out=str(tmp_path), results="x", benchmarks="y", only="pie")
+        figures_command.run(
+            argparse.Namespace(out=str(tmp_path), results="x", benchmarks="y", only="pie")
         )
 
 

@@ -13,9 +13,11 @@ tests, notebooks and worker processes.
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,8 +94,6 @@ class WorkedExample:
 
 def _declared(attr: str) -> dict[str, Any]:
     """Policy id -> ``attr`` of the module its spec names in ``claims``, where it is set."""
-    import importlib
-
     out: dict[str, Any] = {}
     for spec_ in registered_policies():
         if spec_.claims:
@@ -642,8 +642,6 @@ def stale_figure(summary: pd.DataFrame):
         "Stale memories in the top k (lower is better; whiskers: 95% bootstrap CI)", fontsize=10
     )
     if clean and scen is not all_scen:
-        import textwrap
-
         loco = [sc for sc in clean if str(sc).startswith("locomo")]
         names = [short_scenario(sc) for sc in clean if sc not in loco]
         if loco:
