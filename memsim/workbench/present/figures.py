@@ -945,7 +945,7 @@ def latency_figure(bench: pd.DataFrame):
     return fig
 
 
-# ------------------------------------------------------------------ the command
+# ------------------------------------------------------------------ every figure
 
 FIGURES = (
     "decay_curves",

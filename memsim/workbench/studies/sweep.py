@@ -3,9 +3,9 @@
 A sweep crosses, per policy, a set of parameter points with scenarios and seeds. Points come
 from a grid, random samples or a Latin hypercube (``scipy.stats.qmc``) over ``Params`` fields
 within their declared ranges (``memsim.engine.params.param(lo=, hi=)``). Every point is an
-ordinary run definition (:class:`~memsim.workbench.runs.results.RunDef` with parameter overrides),
-so a sweep resumes from the definition-derived run paths exactly as ``compare`` does, and gives
-the same bytes serially, with processes or on Dask.
+ordinary run definition (:class:`~memsim.workbench.runs.results.RunDef` with parameter
+overrides), so a sweep resumes from the definition-derived run paths exactly as ``compare``
+does, and gives the same bytes serially, with processes or on Dask.
 
     memsim.sweep(memsim.SweepSpec("pai", {"prune_threshold": (0.01, 0.2)}, method="lhs", n=20),
                  ["synthetic:churn"], seeds=[0, 1])
@@ -671,6 +671,3 @@ def sobol(
                 }
             )
     return pd.DataFrame(rows)
-
-
-# ---------------------------------------------------------------------------- command line

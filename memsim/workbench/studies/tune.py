@@ -6,9 +6,9 @@ training seeds; the documented and the tuned parameters are then compared on hel
 so nothing is overfitted. The study lives in a SQLite database under the output folder:
 a killed tuning resumes where it stopped, and several workers can share one study.
 
-``sensitivity_report`` turns one-at-a-time sweeps into a ranking of which parameters move
-each metric (the spread of the metric over the parameter's declared range) and a tornado
-figure per policy.
+``spreads`` turns one-at-a-time sweeps into a ranking of which parameters move each metric
+(the spread of the metric over the parameter's declared range); their markdown and tornado
+figures are in present/tune.py.
 """
 
 from __future__ import annotations
@@ -276,6 +276,3 @@ def spreads(
     return pd.DataFrame(rows).sort_values(
         ["scenario", "metric", "spread"], ascending=[True, True, False]
     )
-
-
-# ---------------------------------------------------------------------------- command line
