@@ -18,13 +18,13 @@ from memsim.engine.errors import MemsimError
 
 # (verb, help, module under memsim.workbench, its function adding the arguments, its body)
 VERBS: tuple[tuple[str, str, str, str, str], ...] = (
-    ("list", "registered policies and scenarios", "cli.listing", "add_list_arguments", "run_list"),
+    ("list", "registered policies and scenarios", "cli.listing", "add_arguments", "run"),
     (
         "params",
         "a policy's parameters: default, range, seed section",
-        "cli.listing",
-        "add_params_arguments",
-        "run_params",
+        "cli.params",
+        "add_arguments",
+        "run",
     ),
     (
         "run",

@@ -25,6 +25,34 @@ from .args import (
     split_specs,
 )
 
+SOBOL_METRICS = "recall,stale,footprint_mean"
+
+
+def add_arguments(s: argparse.ArgumentParser) -> None:
+    add_study(
+        s,
+        policies="comma list of policies",
+        out="results/sensitivity",
+        out_help="folder of tables and figures",
+    )
+    s.add_argument("--fields", help=FIELDS_HELP)
+    s.add_argument("--n", type=int, help="points per field (default 5; not with --sobol)")
+    s.add_argument(
+        "--sobol",
+        type=int,
+        metavar="N",
+        help="variance-based (Sobol') indices instead of one-at-a-time curves, from N base "
+        "samples (a power of 2; N x (fields + 2) points, each run at every seed): "
+        "OUT/sobol_<policy>_<profile>.csv",
+    )
+    s.add_argument(
+        "--metrics",
+        help="with --sobol: comma list of metrics, all from the same runs "
+        f"(default {SOBOL_METRICS})",
+    )
+    s.add_argument("--sample-seed", type=int, help="with --sobol: seed of the samples (default 0)")
+    add_progress(s)
+
 
 def run(args: Any) -> int:
     out = Path(args.out)
@@ -36,7 +64,7 @@ def run(args: Any) -> int:
                 f"--n {args.n} sets the one-at-a-time curves' points per field; with --sobol "
                 "the sample size is --sobol's N"
             )
-        return run_sobol_command(args)
+        return run_sobol(args)
     for name, value in (("--metrics", args.metrics), ("--sample-seed", args.sample_seed)):
         if value is not None:
             raise ParamError(f"{name} {value} applies to --sobol only, which is not given")
@@ -91,7 +119,7 @@ def profile_slug(scenario: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "-" for c in name)
 
 
-def run_sobol_command(args: Any) -> int:
+def run_sobol(args: Any) -> int:
     """``memsim sensitivity --sobol N``: one CSV of indices per policy and scenario."""
     out = Path(args.out)
     scenarios = split_specs(args.scenarios)
@@ -127,32 +155,3 @@ def run_sobol_command(args: Any) -> int:
                 t.to_csv(path, index=False, float_format="%.6g")
                 print(f"## {policy} on {scenario}\n\n{sobol_table(t)}\n\nwrote {path}\n")
     return 0
-
-
-SOBOL_METRICS = "recall,stale,footprint_mean"
-
-
-def add_arguments(s: argparse.ArgumentParser) -> None:
-    add_study(
-        s,
-        policies="comma list of policies",
-        out="results/sensitivity",
-        out_help="folder of tables and figures",
-    )
-    s.add_argument("--fields", help=FIELDS_HELP)
-    s.add_argument("--n", type=int, help="points per field (default 5; not with --sobol)")
-    s.add_argument(
-        "--sobol",
-        type=int,
-        metavar="N",
-        help="variance-based (Sobol') indices instead of one-at-a-time curves, from N base "
-        "samples (a power of 2; N x (fields + 2) points, each run at every seed): "
-        "OUT/sobol_<policy>_<profile>.csv",
-    )
-    s.add_argument(
-        "--metrics",
-        help="with --sobol: comma list of metrics, all from the same runs "
-        f"(default {SOBOL_METRICS})",
-    )
-    s.add_argument("--sample-seed", type=int, help="with --sobol: seed of the samples (default 0)")
-    add_progress(s)

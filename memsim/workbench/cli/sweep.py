@@ -13,6 +13,30 @@ from ..studies.sweep import METHODS, SweepSpec, is_number_text, load_sweep_file,
 from .args import add_progress, add_study, index_settings, parse_seeds, split_specs
 
 
+def add_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("file", nargs="?", help="a sweep file (YAML); or give --policy and --field")
+    s.add_argument("--policy", help="the policy to sweep (with --field)")
+    s.add_argument(
+        "--field",
+        action="append",
+        metavar="NAME[=LO:HI|=V1,V2,...]",
+        help="a Params field: its declared range, a sub-range LO:HI, or a list of values "
+        "(repeatable)",
+    )
+    s.add_argument("--method", default="grid", choices=METHODS)
+    s.add_argument("--n", type=int, default=5, help="points per field (grid) or samples")
+    s.add_argument("--sample-seed", type=int, default=0, help="seed of random / lhs samples")
+    add_study(
+        s,
+        out="results/sweep",
+        out_help="folder of sweep.parquet / sweep.csv",
+        scenarios_required=False,
+    )
+    s.add_argument("--cache", help="folder of cached runs (default: OUT/cache)")
+    s.add_argument("--no-resume", action="store_true", help="rerun finished runs")
+    add_progress(s)
+
+
 def _field_arg(policy: str, text: str) -> tuple[str, Any]:
     name, sep, rest = text.partition("=")
     name = name.strip()
@@ -66,27 +90,3 @@ def run(args: Any) -> int:
         cols = [c for c in ("recall", "stale", "footprint_mean") if c in ok]
         print(ok.groupby("params", sort=False)[cols].mean().round(4).to_string())
     return 0
-
-
-def add_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("file", nargs="?", help="a sweep file (YAML); or give --policy and --field")
-    s.add_argument("--policy", help="the policy to sweep (with --field)")
-    s.add_argument(
-        "--field",
-        action="append",
-        metavar="NAME[=LO:HI|=V1,V2,...]",
-        help="a Params field: its declared range, a sub-range LO:HI, or a list of values "
-        "(repeatable)",
-    )
-    s.add_argument("--method", default="grid", choices=METHODS)
-    s.add_argument("--n", type=int, default=5, help="points per field (grid) or samples")
-    s.add_argument("--sample-seed", type=int, default=0, help="seed of random / lhs samples")
-    add_study(
-        s,
-        out="results/sweep",
-        out_help="folder of sweep.parquet / sweep.csv",
-        scenarios_required=False,
-    )
-    s.add_argument("--cache", help="folder of cached runs (default: OUT/cache)")
-    s.add_argument("--no-resume", action="store_true", help="rerun finished runs")
-    add_progress(s)

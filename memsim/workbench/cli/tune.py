@@ -13,6 +13,21 @@ from ..studies.tune import DIRECTIONS, tune
 from .args import FIELDS_HELP, add_study, csv_list, index_settings, parse_seeds, split_specs
 
 
+def add_arguments(s: argparse.ArgumentParser) -> None:
+    add_study(
+        s,
+        policies="comma list of policies to tune",
+        out="results/tuning",
+        out_help="folder of the study and tuning.md",
+        seeds=False,
+    )
+    s.add_argument("--objectives", default="recall", help=f"comma list of {', '.join(DIRECTIONS)}")
+    s.add_argument("--fields", help=FIELDS_HELP)
+    s.add_argument("--trials", type=int, default=20)
+    s.add_argument("--train-seeds", default="0:5", help="seeds tuned on (default 0:5)")
+    s.add_argument("--test-seeds", default="5:10", help="held-out seeds reported on (default 5:10)")
+
+
 def run(args: Any) -> int:
     out = Path(args.out)
     index = index_settings(args.index)
@@ -40,18 +55,3 @@ def run(args: Any) -> int:
     (out / "tuning.md").write_text(text)
     print(text)
     return 0
-
-
-def add_arguments(s: argparse.ArgumentParser) -> None:
-    add_study(
-        s,
-        policies="comma list of policies to tune",
-        out="results/tuning",
-        out_help="folder of the study and tuning.md",
-        seeds=False,
-    )
-    s.add_argument("--objectives", default="recall", help=f"comma list of {', '.join(DIRECTIONS)}")
-    s.add_argument("--fields", help=FIELDS_HELP)
-    s.add_argument("--trials", type=int, default=20)
-    s.add_argument("--train-seeds", default="0:5", help="seeds tuned on (default 0:5)")
-    s.add_argument("--test-seeds", default="5:10", help="held-out seeds reported on (default 5:10)")

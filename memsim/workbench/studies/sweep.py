@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from memsim.engine.errors import MemsimError, ParamError
 from memsim.engine.registry import spec
@@ -357,8 +358,6 @@ def load_sweep_file(path: str | Path) -> tuple[list[SweepSpec], list[str], list[
               reflect_every: {values: [7, 14]} # explicit values
 
     Errors name the file, the field and the value."""
-    import yaml
-
     p = Path(path)
     where = str(p)
     if not p.is_file():
