@@ -5,17 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..present.robustness import index_sentence, plot, write_report
 from ..runs.executors import worker_count
 from ..studies.robustness import (
     DEFAULT_SCENARIOS,
     FRAGILE,
     ROBUST,
     default_grid,
-    index_sentence,
-    plot,
     robustness,
     small_grid,
-    write_report,
 )
 from .args import add_index, add_progress, csv_list, index_settings, parse_seeds, split_specs
 
