@@ -24,11 +24,12 @@ import numpy as np
 import pandas as pd
 
 from memsim.engine.errors import MemsimError
+from memsim.engine.metric_registry import metric_direction, metric_names
 from memsim.engine.registry import baseline_ids
 from memsim.engine.sources import seeded
 
 from .runs.execution import BOUND
-from .runs.results import INDEX_AUDIT_METRICS, RunResult
+from .runs.results import RunResult
 
 
 def tables(results: Sequence[RunResult]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -56,26 +57,9 @@ def expectation_table(results: Sequence[RunResult]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
-QUERY_METRICS = (
-    "recall",
-    "hit",
-    "mrr",
-    "ndcg",
-    "stale",
-    "needed_forgotten",
-    "ranked_out",
-    "forgotten",
-    "never_kept",
-    "bound",
-    "gap",
-)
-
-
+QUERY_METRICS = metric_names("query")
 # workbench-level query metrics (runs.execution.with_bound): not computed by the engine's evaluate
-CALIBRATION_METRICS = {
-    "bound": ("recall@k of the clairvoyant at this run's own footprint over time", "higher"),
-    "gap": ("bound - recall: what raw-memory retention at this footprint could add", "lower"),
-}
+CALIBRATION_METRICS = metric_names("calibration")
 
 
 def bootstrap_ci(
@@ -99,24 +83,6 @@ def bootstrap_ci(
         rng=np.random.default_rng(seed),
     )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
-
-
-def metric_direction(name: str) -> str:
-    if name in CALIBRATION_METRICS:
-        return CALIBRATION_METRICS[name][1]
-    if name in INDEX_AUDIT_METRICS:
-        return INDEX_AUDIT_METRICS[name][1]
-    try:
-        from memsim.engine.metrics import METRICS
-
-        return METRICS[name].better
-    except (ImportError, KeyError):
-        return (
-            "lower"
-            if name
-            in ("stale", "needed_forgotten", "footprint_mean", "footprint_final", "noise_retention")
-            else "higher"
-        )
 
 
 def summarize(per_query: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memsim.engine.index import AUDIT_BOUND
-from memsim.engine.metrics import METRICS
+from memsim.engine.metric_registry import METRICS, metric_names
 from memsim.engine.sources import Verdict
 
 from ..runs.execution import as_overrides, execute, resolve_policy
@@ -86,7 +86,8 @@ def metric_lines(queries: Any, summary: dict[str, Any]) -> str:
     """The metrics of one run, each with its value, better direction and meaning; an
     undefined value says why instead of printing nan."""
     lines = [f"  {'metric':<18} {'value':>8}  {'better':<7}meaning"]
-    for name, m in METRICS.items():
+    for name in metric_names("scored"):
+        m = METRICS[name]
         if m.level == "query":
             if name not in queries:
                 continue

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from memsim.engine.errors import ParamError
+from memsim.engine.metric_registry import metric_names
 
 from ..present.tune import sensitivity_markdown, sobol_table, tornado
 from ..runs.execution import index_of
@@ -24,8 +25,6 @@ from .args import (
     parse_seeds,
     split_specs,
 )
-
-SOBOL_METRICS = "recall,stale,footprint_mean"
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
@@ -48,7 +47,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--metrics",
         help="with --sobol: comma list of metrics, all from the same runs "
-        f"(default {SOBOL_METRICS})",
+        f"(default {','.join(metric_names('sobol'))})",
     )
     s.add_argument("--sample-seed", type=int, help="with --sobol: seed of the samples (default 0)")
     add_progress(s)
@@ -128,7 +127,7 @@ def run_sobol(args: Any) -> int:
         slugs = [s.replace(":", "-").replace(",", "_").replace("=", "") for s in scenarios]
     policies = csv_list(args.policies)
     fields = csv_list(args.fields) if args.fields else None
-    metrics = csv_list(args.metrics or SOBOL_METRICS)
+    metrics = csv_list(args.metrics) if args.metrics else list(metric_names("sobol"))
     index = index_settings(args.index)
     for policy in policies:  # bad input fails before anything runs
         sobol_ranges(policy, fields)

@@ -26,7 +26,7 @@ from memsim.engine import metrics, registry, runner, sources, truth
 from memsim.engine.embed import DEFAULT_TEXT_EMBEDDER
 from memsim.engine.errors import MemsimError, ParamError
 from memsim.engine.index import check_settings
-from memsim.engine.llm import Bands, Faults, Modes
+from memsim.engine.llm import Bands, Configurable, Faults, Modes, TruthBound
 from memsim.engine.mockllm import MockLLM
 
 from .executors import map_in_order
@@ -158,7 +158,7 @@ def prepare(d: RunDef) -> tuple[Any, Any, Any, Any]:
     stream = load_stream(d.scenario, d.seed)
     llm = build_llm(d.seed, dict(stream.meta), dict(d.llm))
     gt = truth.GroundTruth(stream)
-    if hasattr(llm, "bind_truth"):
+    if isinstance(llm, TruthBound):
         llm.bind_truth(gt)  # the mock plays the asking user (modes.query_value)
     spec = registry.spec(d.policy)
     params = spec.load().Params()
@@ -196,14 +196,14 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
         summary["index_query_differ_share"] = audit["query_differ_share"]
         summary["index_decision_differ_share"] = audit["decision_differ_share"]
     footprint = trace.footprint_frame()
-    llm_config = llm.config() if hasattr(llm, "config") else {"seed": d.seed}
+    llm_config = llm.config() if isinstance(llm, Configurable) else {"seed": d.seed}
     return RunResult(
         d,
         queries,
         footprint,
         summary,
         manifest=manifest_for(d, policy=policy, llm_config=llm_config, stream=stream),
-        timings=dict(getattr(trace, "timings", {}) or {}),
+        timings=dict(trace.timings),
         expectations=verdicts,
     )
 

@@ -45,18 +45,6 @@ from memsim.engine.sources import SOURCE_GROUP, SUITE_GROUP, parse
 PACKAGE = Path(memsim.__file__).resolve().parent  # memsim/, wherever this module sits in it
 
 RESULT_FILES = ("queries.parquet", "footprint.parquet", "summary.json", "manifest.json")
-# the candidate index's exactness audit in a run's summary (api.execute; issue 16), where
-# the run searched through one: (meaning, better)
-INDEX_AUDIT_METRICS = {
-    "index_query_differ_share": (
-        "share of the audited queries whose top-k differs from the full scan's",
-        "lower",
-    ),
-    "index_decision_differ_share": (
-        "share of the audited ingest decisions that differ from the full scan's",
-        "lower",
-    ),
-}
 PACKAGES = ("memsim", "numpy", "scipy", "pandas", "pyarrow", "faiss-cpu", "rank-bm25", "PyYAML")
 
 
@@ -340,7 +328,7 @@ def load(root: Path | str, d: RunDef) -> RunResult:
 def manifest_for(
     d: RunDef, *, policy: Any, llm_config: Mapping[str, Any], stream: Any
 ) -> dict[str, Any]:
-    spec = getattr(policy, "spec", None)
+    spec = policy.spec
     return {
         "definition": json.loads(d.canonical()),
         "key": d.key,

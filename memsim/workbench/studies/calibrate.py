@@ -36,7 +36,7 @@ def at_budget_references() -> list[tuple[str, dict[str, Any]]]:
     ``at_budget``: run with ``budget=B`` and those overrides it is a frontier reference."""
     out = []
     for s in registry.specs(references=True):
-        extra = getattr(s.load(), "at_budget", None)
+        extra = s.load().at_budget
         if extra is not None:
             out.append((s.id, dict(extra)))
     return out

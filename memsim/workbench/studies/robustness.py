@@ -33,11 +33,10 @@ import pandas as pd
 from memsim.engine import registry
 from memsim.engine.errors import ParamError
 from memsim.engine.index import AUDIT_BOUND
-from memsim.engine.metrics import METRICS
+from memsim.engine.metric_registry import METRICS, metric_names
 
 from ..runs.execution import grid as run_defs
 from ..runs.execution import run_grid
-from ..runs.results import INDEX_AUDIT_METRICS
 from ..stats import bootstrap_ci
 
 ROBUST, FRAGILE, NEVER = "robust", "fragile", "never significant"
@@ -266,7 +265,7 @@ def robustness(
 
 def index_audit(results: Sequence[Any]) -> dict[str, Any]:
     """The exactness audit of the runs made through a candidate index: which policies, how
-    many runs, and per audit share (``results.INDEX_AUDIT_METRICS``) its largest value over
+    many runs, and per audit share (the registry's ``index_audit`` group) its largest value over
     the runs and how many runs exceed ``index.AUDIT_BOUND`` (NaN shares, where nothing was
     audited, are left out; a share no run audited is NaN)."""
     out: dict[str, Any] = {
@@ -274,7 +273,7 @@ def index_audit(results: Sequence[Any]) -> dict[str, Any]:
         "runs": len(results),
         "bound": AUDIT_BOUND,
     }
-    for metric in INDEX_AUDIT_METRICS:
+    for metric in metric_names("index_audit"):
         shares = np.array([r.summary.get(metric, np.nan) for r in results], dtype=float)
         shares = shares[np.isfinite(shares)]
         out[metric] = {

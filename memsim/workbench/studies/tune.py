@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from memsim.engine.errors import ParamError
+from memsim.engine.metric_registry import metric_direction, metric_names
 from memsim.engine.registry import spec
 
 from ..runs.execution import as_overrides, index_of, matched_clairvoyant, resolve_policy, run_grid
@@ -32,12 +33,8 @@ from ..stats import bootstrap_ci
 from .sweep import SweepSpec, declared_ranges, run_metrics, sensitivity_ranges, sweep, wide
 
 DIRECTIONS: dict[str, Literal["minimize", "maximize"]] = {
-    "recall": "maximize",
-    "mrr": "maximize",
-    "stale": "minimize",
-    "needed_forgotten": "minimize",
-    "footprint_mean": "minimize",
-    "noise_retention": "minimize",
+    m: "maximize" if metric_direction(m) == "higher" else "minimize"
+    for m in metric_names("objective")
 }
 
 
