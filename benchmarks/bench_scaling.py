@@ -267,7 +267,8 @@ def fastest(results: list[dict]) -> dict:
     least CPU time (its shares and store), its wall time the least of the runs' wall times.
     The minimum is the run least slowed by the machine's other jobs (timeit's rule); the
     work itself is the same in every repeat (same seed, same trace)."""
-    best = dict(min(results, key=lambda r: r.get("run_cpu_seconds", r["run_seconds"])))
+    least_cpu: dict = min(results, key=lambda r: r.get("run_cpu_seconds", r["run_seconds"]))
+    best = dict(least_cpu)
     best["run_seconds"] = min(r["run_seconds"] for r in results)
     best["repeats"] = len(results)
     return best
@@ -351,9 +352,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     a = ap.parse_args(argv)
     if a.from_log is not None:
-        header, records = _log_records(a.from_log)
+        header, logged = _log_records(a.from_log)
         small, large = header["small"], header["large"]
-        rows, ref = _rows_of_log(records, small, large)
+        rows, ref = _rows_of_log(logged, small, large)
         if not rows:
             raise ParamError(f"--from-log {a.from_log}: no complete keep-all reference")
         block = table(rows, ref, small, large, header["command"], header["code"], header["started"])
