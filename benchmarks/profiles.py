@@ -42,7 +42,10 @@ def policy_ids() -> list[str]:
 
 def profile(policy: str, lines: int, code: Path | None = None) -> dict:
     """One profiled run; ``code``: a checkout of older code to run instead (PYTHONPATH)."""
-    cmd = [sys.executable, "-m", "benchmarks", "simrun", policy, str(EPISODES), str(QUERIES)]
+    # a checkout older than the ``python -m benchmarks`` entry point runs simrun as a module
+    older = code is not None and not (code / "benchmarks" / "__main__.py").exists()
+    simrun = ["benchmarks.simrun"] if older else ["benchmarks", "simrun"]
+    cmd = [sys.executable, "-m", *simrun, policy, str(EPISODES), str(QUERIES)]
     env = dict(os.environ)
     if code is not None:
         env["PYTHONPATH"] = str(code)
