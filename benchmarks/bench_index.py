@@ -1,4 +1,4 @@
-"""Target 8 (issue 16): a policy's steady year through the candidate index
+"""A policy's steady year through the candidate index
 (memsim.engine.index.CandidateIndex, ``Policy.use_index("ivf")``) against its exact run and
 keep-all's, all in the same pytest session.
 
@@ -47,7 +47,7 @@ def keep_all_year() -> dict:
 
 
 @pytest.mark.parametrize("policy_id", INDEXED)
-def test_target8_year_through_the_index(benchmark, keep_all_year, policy_id):
+def test_year_through_the_index(benchmark, keep_all_year, policy_id):
     tenth = _run(policy_id, 0.1, index=True)
     year = _run(policy_id, 1.0, index=True)
     exact = _run(policy_id, 1.0, index=False)

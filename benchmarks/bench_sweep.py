@@ -1,4 +1,4 @@
-"""Sweep executors (issue 15): a 200-run sweep of one policy on ``synthetic:churn`` at a tenth
+"""Sweep executors: a 200-run sweep of one policy on ``synthetic:churn`` at a tenth
 of a year, timed serially, with two local processes and on a two-worker Dask LocalCluster.
 
 Target: Dask's wall time at most 1.15x the process pool's, measured in the same run (the

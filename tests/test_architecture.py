@@ -55,15 +55,31 @@ def _module_name(path: Path, root: Path = ROOT) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _annotation_only_lines(path: Path) -> set[int]:
+    """Lines of the file's ``if TYPE_CHECKING:`` blocks: imports for annotations, never run."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        test = node.test if isinstance(node, ast.If) else None
+        if (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+            isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+        ):
+            for stmt in node.body:
+                lines.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+    return lines
+
+
 def _import_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
-    """Module -> the modules of ``packages`` it imports (anywhere in the file). A name
-    imported from a module (``from a.b import c``) counts as an import of ``a.b.c`` when
-    that is a module, else of ``a.b``."""
+    """Module -> the modules of ``packages`` it imports when run (anywhere in the file, not
+    under ``if TYPE_CHECKING:``). A name imported from a module (``from a.b import c``)
+    counts as an import of ``a.b.c`` when that is a module, else of ``a.b``."""
     files = {_module_name(p, root): p for pkg in packages for p in _sources(root / pkg)}
     graph: dict[str, set[str]] = {}
     for module, path in files.items():
         targets = set()
-        for _, name in _imports(path, root):
+        skipped = _annotation_only_lines(path)
+        for line, name in _imports(path, root):
+            if line in skipped:
+                continue
             while name and name not in files:
                 name = name.rpartition(".")[0]
             if name and name != module:
@@ -277,6 +293,8 @@ def test_the_checks_pass_a_clean_tree(tmp_path):
         "def f():\n    from ..stats import x",
         "memsim/engine/runner.py": "from .kernels import __version__",
         "benchmarks/a.py": "import memsim.workbench.stats",
+        "memsim/engine/kernels.py": "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from .runner import Trace",
     }
     for name, text in files.items():
         path = tmp_path / name
