@@ -37,13 +37,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memsim.engine.errors import ScenarioError
 from memsim.engine.events import Episode, Query, Stream
 from memsim.engine.sources import Verdict
+
+if TYPE_CHECKING:
+    from memsim.engine.runner import Trace
 
 MEMORY_CHECKS = (
     "status",
@@ -94,8 +97,14 @@ class Expectation:
         d: dict[str, Any] = {"policy": list(self.policies), self.check: self.value}
         if self.except_for:
             d["except_for"] = list(self.except_for)
-        for name in ("memory_of", "query", "after", "kind", "note"):
-            v = getattr(self, name)
+        optional = {
+            "memory_of": self.memory_of,
+            "query": self.query,
+            "after": self.after,
+            "kind": self.kind,
+            "note": self.note,
+        }
+        for name, v in optional.items():
             if v not in ("", None):
                 d[name] = v
         return d
@@ -250,25 +259,23 @@ class TraceView:
     """What expectations need from a Trace, reconstructed from its logs.
 
     Reads ``status_log`` [(time, row, status code)], ``provenance_log`` [(time, row, episode)],
-    the status vocabulary (``trace.statuses``) and the rankings of ``trace.queries``; kinds
-    come from ``trace.kinds`` (one name per row) or the final store.
+    the status vocabulary (``trace.statuses``), the rankings of ``trace.queries`` and the
+    kind of every row (``trace.kinds``).
     """
 
-    def __init__(self, trace: Any) -> None:
+    def __init__(self, trace: Trace) -> None:
         self.trace = trace
-        self.statuses = _statuses(trace)
+        self.statuses = trace.statuses
         self.status_log = sorted(
             ((float(t), int(r), int(c)) for t, r, c in trace.status_log), key=lambda x: x[0]
         )
         self.provenance_log = [(float(t), int(r), str(e)) for t, r, e in trace.provenance_log]
-        self.rankings = _rankings(trace)
-        self.query_time = _query_times(trace)
+        self.rankings = {
+            rec.query_id: [int(i) for i in np.asarray(rec.ids).ravel()] for rec in trace.queries
+        }
+        self.query_time = {rec.query_id: float(rec.time) for rec in trace.queries}
         # provenance of each returned memory as recorded at recall time (runner.QueryRecord)
-        self.snapshots: dict[str, tuple] = {}
-        for rec in getattr(trace, "queries", None) or ():
-            prov = getattr(rec, "provenance", None)
-            if prov is not None and hasattr(rec, "query_id"):
-                self.snapshots[str(rec.query_id)] = tuple(prov)
+        self.snapshots = {rec.query_id: tuple(rec.provenance) for rec in trace.queries}
 
     def rows_holding(self, episode: str, at: float) -> list[int]:
         return sorted({r for t, r, e in self.provenance_log if e == episode and t <= at})
@@ -285,18 +292,13 @@ class TraceView:
         return {r: self.statuses.names[c] for r, c in current.items()}
 
     def kind_of(self, row: int) -> str:
-        kinds = getattr(self.trace, "kinds", None)
-        if kinds is not None and not isinstance(kinds, tuple):
-            return str(kinds[row])
-        store = getattr(self.trace, "store", None)
-        if store is None and getattr(self.trace, "policy", None) is not None:
-            store = self.trace.policy.store
-        if store is None:
+        kinds = self.trace.kinds
+        if row >= len(kinds):
             raise ScenarioError(
                 "this trace does not record memory kinds: an expectation with "
                 "'kind:' cannot be checked"
             )
-        return store.kinds[int(store["kind"][row])]
+        return str(kinds[row])
 
 
 def status_names() -> frozenset[str]:
@@ -305,8 +307,7 @@ def status_names() -> frozenset[str]:
 
     names: set[str] = set()
     for s in specs():
-        st = getattr(s.load(), "statuses", None)
-        names.update(getattr(st, "names", ()))
+        names.update(s.load().statuses.names)
     return frozenset(names)
 
 
@@ -316,63 +317,8 @@ def _known_status(fail: Any, path: str, value: str) -> None:
         raise fail(path, f"is no policy's status (known: {', '.join(sorted(known))})", value)
 
 
-def _statuses(trace: Any):
-    for owner in (
-        trace,
-        getattr(trace, "store", None),
-        getattr(getattr(trace, "policy", None), "store", None),
-    ):
-        st = getattr(owner, "statuses", None)
-        if st is not None and hasattr(st, "names"):
-            return st
-    raise TypeError("trace exposes no status vocabulary (trace.statuses)")
-
-
-def _ids(ranking: Any) -> list[int]:
-    ids = getattr(ranking, "ids", ranking)
-    return [int(i) for i in np.asarray(ids).ravel()]
-
-
-def _rankings(trace: Any) -> dict[str, list[int]]:
-    q = getattr(trace, "queries", None)
-    if q is None:
-        return {}
-    if isinstance(q, Mapping):
-        return {str(k): _ids(v) for k, v in q.items()}
-    out: dict[str, list[int]] = {}
-    for rec in q:
-        if isinstance(rec, tuple) and len(rec) >= 2 and not hasattr(rec, "_fields"):
-            qid, ranking = rec[0], rec[-1]
-        else:
-            qid = next(getattr(rec, n) for n in ("query_id", "query", "id") if hasattr(rec, n))
-            ranking = next(
-                getattr(rec, n) for n in ("ranking", "ids", "rows", "memories") if hasattr(rec, n)
-            )
-        qid = getattr(qid, "id", qid)
-        out[str(qid)] = _ids(ranking)
-    return out
-
-
-def _query_times(trace: Any) -> dict[str, float]:
-    out: dict[str, float] = {}
-    stream = getattr(trace, "stream", None)
-    if stream is not None:
-        out = {e.id: e.time for e in stream.events if isinstance(e, Query)}
-    for rec in getattr(trace, "queries", None) or ():
-        if hasattr(rec, "time") and not isinstance(rec, (str, tuple)):
-            qid = next(
-                (getattr(rec, n) for n in ("query_id", "query", "id") if hasattr(rec, n)), None
-            )
-            qid = getattr(qid, "id", qid)
-            if qid is not None:
-                out[str(qid)] = float(rec.time)
-        elif hasattr(rec, "query") and hasattr(rec.query, "time"):
-            out[str(rec.query.id)] = float(rec.query.time)
-    return out
-
-
 def check(
-    trace: Any,
+    trace: Trace,
     expectations: Iterable[Expectation],
     policy_id: str,
     *,
@@ -381,21 +327,16 @@ def check(
 ) -> list[str]:
     """Failed expectations for ``policy_id`` (those that apply to it), one message each.
 
-    ``horizon`` is the default time of memory-state checks (default: the trace's stream
-    horizon, else its last logged time); ``query_times`` the time of each query when the
-    trace does not carry them (the scripted stream's queries do).
+    ``horizon`` is the default time of memory-state checks (default: the trace's last logged
+    time, where its memories stand at the end); ``query_times`` overrides the time of
+    queries (default: each query record's own).
     """
     view = TraceView(trace)
     if query_times:
         view.query_time.update(query_times)
     if horizon is None:
-        stream = getattr(trace, "stream", None)
-        horizon = (
-            stream.horizon
-            if stream is not None
-            else max(
-                [t for t, _, _ in view.status_log] + [t for t, _, _ in view.provenance_log] + [0.0]
-            )
+        horizon = max(
+            [t for t, _, _ in view.status_log] + [t for t, _, _ in view.provenance_log] + [0.0]
         )
     failures = []
     for exp, problem in judge(view, expectations, policy_id, horizon):
@@ -424,7 +365,7 @@ def from_meta(stream: Stream) -> tuple[Expectation, ...]:
     return parse_all(items, file=stream.name, stream=stream)
 
 
-def verdicts(stream: Stream, trace: Any, policy_id: str) -> list[Verdict]:
+def verdicts(stream: Stream, trace: Trace, policy_id: str) -> list[Verdict]:
     """The stream's expectations for ``policy_id`` judged on ``trace`` (a scenario source's
     ``check``)."""
     exps = from_meta(stream)

@@ -372,9 +372,12 @@ class _StrictLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+        if isinstance(event, yaml.NodeEvent) and (
+            isinstance(event, yaml.AliasEvent) or event.anchor
+        ):
+            mark: Any = event.start_mark  # (set on every event the parser makes)
             raise ScenarioError(
-                f"{self.file}: line {event.start_mark.line + 1}: anchors and aliases "
+                f"{self.file}: line {mark.line + 1}: anchors and aliases "
                 "(&name, *name) are not allowed in scenario files; write the value out"
             )
         self.depth += 1

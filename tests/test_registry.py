@@ -82,6 +82,8 @@ def test_third_party_policies_arrive_through_the_entry_point_group(monkeypatch):
     from memsim.engine import registry
 
     class FakeEntryPoint:
+        name = "plugin-keep"  # (as importlib.metadata.EntryPoint has)
+
         def load(self):
             def plugin():
                 registry.register(

@@ -15,6 +15,7 @@ from memsim.engine.errors import StreamError
 from memsim.engine.events import Claim, Episode, Query, Stream
 from memsim.engine.metrics import footprint_mean
 from memsim.engine.mockllm import MockLLM
+from memsim.engine.policy import IdleSkipping
 from scenarios import load
 
 SPARSE = "synthetic:steady,episodes=60,queries=20,facts=10,horizon=3000"
@@ -26,7 +27,7 @@ STREAMS = {"actr-spacing": SPARSE.replace("horizon=3000", "horizon=12000")}
 SCHEDULED = [
     s.id for s in registry.specs() if registry.make(s.id, llm=MockLLM(seed=0), seed=0).schedule
 ]
-SKIPPERS = [p for p in SCHEDULED if hasattr(registry.spec(p).load(), "idle_until")]
+SKIPPERS = [p for p in SCHEDULED if issubclass(registry.spec(p).load(), IdleSkipping)]
 
 
 def _run(policy_id: str, stream: Stream):

@@ -424,17 +424,21 @@ def test_expectations_travel_in_meta(loaded):
 
 def test_trace_view_reconstructs_status_at_a_time():
     """A hand-built trace: statuses at chosen times, provenance growing, query snapshot."""
+    from memsim.engine.runner import QueryRecord, Trace
     from memsim.engine.store import Statuses
 
-    class Rec:
-        def __init__(self, qid, t, ids, prov):
-            self.query_id, self.time, self.ids, self.provenance = qid, t, np.array(ids), prov
-
-    class T:
-        statuses = Statuses(("active", "pruned"), terminal=frozenset({"pruned"}))
-        status_log = [(0.0, 0, 0), (1.0, 1, 0), (5.0, 0, 1)]
-        provenance_log = [(0.0, 0, "e1"), (1.0, 1, "e2"), (3.0, 0, "e2")]
-        queries = [Rec("q1", 2.0, [1, 0], (frozenset({"e2"}), frozenset({"e1"})))]
+    def T():
+        rec = QueryRecord(
+            "q1", 2.0, np.array([1, 0]), np.array([1.0, 0.5]),
+            (frozenset({"e2"}), frozenset({"e1"})), 10, "", 2, 2, 2,
+        )  # fmt: skip
+        return Trace(
+            "x", None, "hand-built", 6.0,
+            Statuses(("active", "pruned"), terminal=frozenset({"pruned"})),
+            queries=[rec],
+            status_log=[(0.0, 0, 0), (1.0, 1, 0), (5.0, 0, 1)],
+            provenance_log=[(0.0, 0, "e1"), (1.0, 1, "e2"), (3.0, 0, "e2")],
+        )  # fmt: skip
 
     ep = {"e1": Episode("e1", 0, "a"), "e2": Episode("e2", 1, "b")}
     qs = {"q1": Query("q1", 2, "?", keys=("k",))}

@@ -17,7 +17,7 @@ import copy
 import dataclasses
 import pickle
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -41,6 +41,20 @@ def default_llm(seed: int) -> Any:
 
 
 LLMFactory = Callable[[int], Any]
+
+
+class PolicyMaker(Protocol):
+    """What a check needs of the policy it checks: a registry PolicySpec, or a test's
+    stand-in with the same fields."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def capabilities(self) -> frozenset[str]: ...
+    @property
+    def clairvoyant(self) -> bool: ...
+    def make(self, params: Any = None, **services: Any) -> Any: ...
+
 
 # -- the check stream -----------------------------------------------------------------------
 
@@ -124,12 +138,12 @@ def check_stream(capabilities: frozenset[str] | set[str] = frozenset()) -> Strea
 # -- helpers --------------------------------------------------------------------------------
 
 
-def _build(spec: Any, seed: int, llm_factory: LLMFactory) -> Any:
+def _build(spec: PolicyMaker, seed: int, llm_factory: LLMFactory) -> Any:
     return spec.make(llm=llm_factory(seed), seed=seed)
 
 
-def _name(spec: Any) -> str:
-    return getattr(spec, "id", str(spec))
+def _name(spec: PolicyMaker) -> str:
+    return spec.id
 
 
 def _sub_stream(stream: Stream, lo: float | None, hi: float | None, name: str) -> Stream:
@@ -196,7 +210,7 @@ def _first_diff(a: Trace, b: Trace) -> str:
 # -- the checks -----------------------------------------------------------------------------
 
 
-def check_strength_finite(spec: Any, llm_factory: LLMFactory = default_llm) -> None:
+def check_strength_finite(spec: PolicyMaker, llm_factory: LLMFactory = default_llm) -> None:
     """strength(now) is finite, inside policy.strength_range and has one value per row."""
     problems: list[str] = []
 
@@ -221,7 +235,9 @@ def check_strength_finite(spec: Any, llm_factory: LLMFactory = default_llm) -> N
     assert not problems, f"{_name(spec)}: " + "; ".join(problems[:3])
 
 
-def check_no_strength_rise_without_access(spec: Any, llm_factory: LLMFactory = default_llm) -> None:
+def check_no_strength_rise_without_access(
+    spec: PolicyMaker, llm_factory: LLMFactory = default_llm
+) -> None:
     """With no events (maintenance ticks only), no row's strength rises."""
     snaps: list[tuple[float, np.ndarray]] = []
 
@@ -246,7 +262,7 @@ def check_no_strength_rise_without_access(spec: Any, llm_factory: LLMFactory = d
         )
 
 
-def check_same_seed_same_trace(spec: Any, llm_factory: LLMFactory = default_llm) -> None:
+def check_same_seed_same_trace(spec: PolicyMaker, llm_factory: LLMFactory = default_llm) -> None:
     """Two runs with the same seed give identical traces (timings aside)."""
     stream = check_stream(spec.capabilities)
     a = run(_build(spec, 3, llm_factory), stream)
@@ -256,7 +272,7 @@ def check_same_seed_same_trace(spec: Any, llm_factory: LLMFactory = default_llm)
     )
 
 
-def check_inputs_not_mutated(spec: Any, llm_factory: LLMFactory = default_llm) -> None:
+def check_inputs_not_mutated(spec: PolicyMaker, llm_factory: LLMFactory = default_llm) -> None:
     """The stream's events and the policy's params are unchanged by a run."""
     stream = check_stream(spec.capabilities)
     policy = _build(spec, 0, llm_factory)
@@ -270,7 +286,7 @@ def check_inputs_not_mutated(spec: Any, llm_factory: LLMFactory = default_llm) -
     )
 
 
-def check_pickle_round_trip(spec: Any, llm_factory: LLMFactory = default_llm) -> None:
+def check_pickle_round_trip(spec: PolicyMaker, llm_factory: LLMFactory = default_llm) -> None:
     """Pickling a policy mid-stream and continuing gives the same trace as continuing the
     original."""
     stream = check_stream(spec.capabilities)
@@ -289,7 +305,7 @@ def check_pickle_round_trip(spec: Any, llm_factory: LLMFactory = default_llm) ->
     assert a.content() == b.content(), f"{_name(spec)}: pickled copy diverged: {_first_diff(a, b)}"
 
 
-def check_provenance_kept(spec: Any, llm_factory: LLMFactory = default_llm) -> None:
+def check_provenance_kept(spec: PolicyMaker, llm_factory: LLMFactory = default_llm) -> None:
     """Every ingested episode is in some memory's provenance or has an explicit drop outcome."""
     stream = check_stream(spec.capabilities)
     policy = _build(spec, 0, llm_factory)
@@ -302,7 +318,9 @@ def check_provenance_kept(spec: Any, llm_factory: LLMFactory = default_llm) -> N
     )
 
 
-def check_terminal_statuses_stay_terminal(spec: Any, llm_factory: LLMFactory = default_llm) -> None:
+def check_terminal_statuses_stay_terminal(
+    spec: PolicyMaker, llm_factory: LLMFactory = default_llm
+) -> None:
     """A row never leaves a terminal status, and the status column always matches the log."""
     problems: list[str] = []
     terminal_since: dict[int, tuple[int, float]] = {}
@@ -347,7 +365,9 @@ def check_terminal_statuses_stay_terminal(spec: Any, llm_factory: LLMFactory = d
     assert not problems, f"{_name(spec)}: " + "; ".join(problems[:3])
 
 
-def check_batched_equals_sequential(spec: Any, llm_factory: LLMFactory = default_llm) -> None:
+def check_batched_equals_sequential(
+    spec: PolicyMaker, llm_factory: LLMFactory = default_llm
+) -> None:
     """Ingesting a same-time batch equals ingesting its episodes one by one."""
     stream = check_stream(spec.capabilities)
     a, b = _build(spec, 2, llm_factory), _build(spec, 2, llm_factory)
@@ -357,7 +377,7 @@ def check_batched_equals_sequential(spec: Any, llm_factory: LLMFactory = default
     assert diff is None, f"{_name(spec)}: batched and one-by-one ingest differ: {diff}"
 
 
-def check_recall_contract(spec: Any, llm_factory: LLMFactory = default_llm) -> None:
+def check_recall_contract(spec: PolicyMaker, llm_factory: LLMFactory = default_llm) -> None:
     """Each ranking has <= k unique retrievable ids (the runner asserts retrievable) and
     non-increasing, non-NaN scores."""
     trace = run(_build(spec, 0, llm_factory), check_stream(spec.capabilities))
@@ -430,7 +450,7 @@ def _answers(trace: Trace) -> list[tuple[Any, ...]]:
     ]
 
 
-def check_row_order_invariant(spec: Any, llm_factory: LLMFactory = default_llm) -> None:
+def check_row_order_invariant(spec: PolicyMaker, llm_factory: LLMFactory = default_llm) -> None:
     """Permuting the store's row order (the insertion order of same-time episodes) leaves
     every recall answer, and so every metric, unchanged: no ranking breaks ties by row."""
     stream = check_stream(spec.capabilities)
@@ -479,11 +499,11 @@ def poisoned(stream: Stream) -> Stream:
     return dataclasses.replace(stream, events=tuple(events))
 
 
-def check_blind_to_ground_truth(spec: Any, llm_factory: LLMFactory = default_llm) -> None:
+def check_blind_to_ground_truth(spec: PolicyMaker, llm_factory: LLMFactory = default_llm) -> None:
     """A policy never reads ground truth: the same stream with its ground-truth-only fields
     poisoned (:func:`poisoned`) gives an identical trace. Clairvoyant references are exempt
     by declaration and are not in the registry's policy list."""
-    if getattr(spec, "clairvoyant", False):
+    if spec.clairvoyant:
         return
     stream = check_stream(spec.capabilities)
     a = run(_build(spec, 5, llm_factory), stream)
@@ -498,7 +518,7 @@ def check_blind_to_ground_truth(spec: Any, llm_factory: LLMFactory = default_llm
 CHECKS[check_blind_to_ground_truth.__name__] = check_blind_to_ground_truth
 
 
-def run_checks(spec: Any, llm_factory: LLMFactory = default_llm) -> dict[str, str | None]:
+def run_checks(spec: PolicyMaker, llm_factory: LLMFactory = default_llm) -> dict[str, str | None]:
     """Run every check on one spec: name -> None (passed) or the failure message."""
     out: dict[str, str | None] = {}
     for name, check in CHECKS.items():

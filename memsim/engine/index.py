@@ -759,7 +759,7 @@ class CandidateIndex:
         s, cones = self.store, self._cones
         # nothing the partition follows changed since the last call (its rows, their
         # statuses, their embeddings): as it was (Personal AI asks at each belief's turn)
-        state = (s.n, len(s.status_log), getattr(s, "embedding_version", 0))
+        state = (s.n, len(s.status_log), s.embedding_version)
         if cones is not None and state == self._cones_state:
             return cones
         # (rows not yet covered: their new embeddings are read when they are)
@@ -1139,7 +1139,7 @@ class BatchScreen:
     def _chunk_of(self, j: int) -> _Chunk:
         """The chunk whose product covers vector ``j`` (made again when the store's
         embeddings changed since)."""
-        chunk, version = self._chunk, getattr(self.store, "embedding_version", 0)
+        chunk, version = self._chunk, self.store.embedding_version
         if chunk is None or not chunk.first <= j < chunk.stop or chunk.version != version:
             n = self.store.n
             stop = min(len(self.vectors), j + max(1, _BATCH_SCREEN_FLOATS // max(n, 1)))
@@ -1420,7 +1420,7 @@ class BatchReach:
         the cosine of the row nearly every belief reinforces, most often that one)."""
         chunk, s = self._chunk, self.index.store
         E = s.embedding
-        version = getattr(s, "embedding_version", 0)
+        version = s.embedding_version
         if chunk is not None and chunk.first <= j < chunk.stop and chunk.version == version:
             i = j - chunk.first
             at = chunk.bounds[i]
@@ -1437,7 +1437,7 @@ class BatchReach:
     def _screened(self, j: int, cones: _Cones, radius: float) -> _ReachChunk:
         """The chunk of vectors from ``j`` on screened against the stored rows through
         ``cones``, kept while it covers ``j`` and no embedding changed."""
-        version = getattr(self.index.store, "embedding_version", 0)
+        version = self.index.store.embedding_version
         chunk = self._chunk
         if chunk is None or not chunk.first <= j < chunk.stop or chunk.version != version:
             stop = min(len(self.vectors), j + _REACH_CHUNK)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -68,6 +68,27 @@ class LLM(Protocol):
     def synthesize(self, claims: Sequence[Claim], *, key: str) -> Claim:
         """One claim generalizing ``claims``: their majority (key, value) when they share a
         key, else a topic-level ``category="meta"`` claim."""
+
+
+# Capabilities only some LLMs have, checked with isinstance (a real model has neither, and
+# runs without them).
+
+
+@runtime_checkable
+class TruthBound(Protocol):
+    """An LLM that plays the user who asks: it reads the stream's ground truth (the mock's
+    ``modes.query_value``). A real model cannot know it."""
+
+    def bind_truth(self, truth: Any) -> None:
+        """Give the LLM the stream's ground truth (memsim.engine.truth.GroundTruth)."""
+
+
+@runtime_checkable
+class Configurable(Protocol):
+    """An LLM that can state everything that determines its answers (for result manifests)."""
+
+    def config(self) -> dict[str, Any]:
+        """A JSON-ready description of the LLM's settings, its ``seed`` among them."""
 
 
 @dataclass(frozen=True)

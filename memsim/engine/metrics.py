@@ -1,5 +1,5 @@
-"""Metrics: a registry with descriptions and better directions (as in ann-benchmarks), the
-per-query functions, and ``evaluate`` / ``summarize_run`` over a Trace and GroundTruth.
+"""Metrics: the per-query functions (their names, meanings and directions are in
+``metric_registry``), and ``evaluate`` / ``summarize_run`` over a Trace and GroundTruth.
 
 A memory *covers* a unit when its provenance (snapshotted at recall time) holds one of the
 unit's relevant episodes. No metric asks a policy what it thinks is relevant. A memory that
@@ -18,90 +18,12 @@ from __future__ import annotations
 import math
 from collections.abc import Container, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from .runner import QueryRecord, Trace
 from .truth import GroundTruth
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    description: str
-    better: str  # "higher" or "lower"
-    level: str  # "query" or "run"
-
-
-METRICS: dict[str, Metric] = {
-    m.name: m
-    for m in (
-        Metric(
-            "recall",
-            "share of the query's units covered by the returned top-k memories",
-            "higher",
-            "query",
-        ),
-        Metric("hit", "1 if any unit is covered by the top-k memories, else 0", "higher", "query"),
-        Metric(
-            "mrr", "1 / rank of the first memory covering a unit (0 if none)", "higher", "query"
-        ),
-        Metric(
-            "ndcg",
-            "nDCG@k: gain = units a memory newly covers; ideal = one unit per rank; capped at 1",
-            "higher",
-            "query",
-        ),
-        Metric(
-            "stale",
-            "share of returned memories asserting only superseded values of an asked key "
-            "(by provenance, or by the value the memory states)",
-            "lower",
-            "query",
-        ),
-        Metric(
-            "needed_forgotten",
-            "1 if a memory of a relevant episode existed but none is retrievable at the query",
-            "lower",
-            "query",
-        ),
-        Metric(
-            "ranked_out",
-            "share of the query's units a retrievable memory covered but the top k did not "
-            "answer (ranked below k, or returned stating a superseded value)",
-            "lower",
-            "query",
-        ),
-        Metric(
-            "forgotten",
-            "share of the query's units whose covering memories all existed before the "
-            "query and none is retrievable at it",
-            "lower",
-            "query",
-        ),
-        Metric(
-            "never_kept",
-            "share of the query's units no memory ever covered before the query",
-            "lower",
-            "query",
-        ),
-        Metric(
-            "footprint_mean",
-            "time-weighted mean number of retrievable memories over [0, horizon]",
-            "lower",
-            "run",
-        ),
-        Metric("footprint_final", "retrievable memories at the end of the run", "lower", "run"),
-        Metric(
-            "noise_retention",
-            "share of noise episodes still in a retrievable memory at the end",
-            "lower",
-            "run",
-        ),
-    )
-}
 
 Units = Mapping[str, frozenset[str]]
 Prov = Sequence[AbstractSet[str]]  # frozensets, or the store's ProvenanceSnapshots
@@ -391,7 +313,7 @@ def footprint_mean(samples: Sequence[tuple[float, int, int]], horizon: float) ->
 
 
 def summarize_run(trace: Trace, truth: GroundTruth) -> dict[str, float]:
-    """The run-level metrics of METRICS (level "run")."""
+    """The run-level metrics of the "scored" group."""
     final = float(trace.footprint[-1][1]) if trace.footprint else 0.0
     noise = truth.noise_episodes
     if noise:

@@ -42,9 +42,11 @@ from .llm import (
     RELATIONS,
     SUPPORTS,
     Bands,
+    Configurable,
     Embedded,
     Faults,
     Modes,
+    TruthBound,
 )
 
 # The categories ``wrong_category`` draws from (seed-neutral vocabulary of memsim.engine.events).
@@ -130,7 +132,7 @@ def truth_relations(new: Claim, olds: Sequence[Claim]) -> list[str]:
     return out
 
 
-class MockLLM:
+class MockLLM(TruthBound, Configurable):
     """Deterministic LLM from the stream's claims; see the module docstring.
 
     ``bands`` calibrates the claims embedder (memsim.engine.embed.ClaimsEmbedder); ``faults`` sets

@@ -23,7 +23,7 @@ import abc
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, ClassVar, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from .index import CandidateIndex
 from .llm import LLM
 from .params import Params
 from .store import MemoryStore, Statuses
+
+if TYPE_CHECKING:
+    from .registry import PolicySpec
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,19 @@ class Ranking:
 P = TypeVar("P", bound=Params)
 
 
+@runtime_checkable
+class IdleSkipping(Protocol):
+    """A policy whose maintenance is a closed form of time, so the runner may skip the ticks
+    that change nothing (checked with isinstance; a policy need not be one)."""
+
+    def idle_until(self, now: float, until: float) -> float:
+        """Called after a tick at ``now`` when no event arrives before ``until``: a time U in
+        (now, until] such that no tick before U would change anything (e.g. the next moment
+        a retention crosses a threshold). The runner then skips those ticks, but only in a
+        run with more than runner.MAX_TICKS ticks (so ordinary runs stay byte-identical);
+        without it such a run is refused."""
+
+
 class Policy(abc.ABC, Generic[P]):
     """Base class. Subclasses set the class attributes and implement the abstract methods."""
 
@@ -131,6 +147,12 @@ class Policy(abc.ABC, Generic[P]):
     # a run asking another mode of it would change nothing, so the workbench refuses it
     # (memsim.workbench.api.check_index), and a run whose reading searches none says so.
     index_modes: ClassVar[frozenset[str]] = frozenset()
+    # A reference whose run with ``budget=B`` and these Params overrides is a point of the
+    # workbench's retention frontier (memsim.workbench.calibrate); None: not one.
+    at_budget: ClassVar[Mapping[str, Any] | None] = None
+    # The registry entry a policy was made from (PolicySpec.make sets it); None for a policy
+    # built directly from its class (a test's, a notebook's).
+    spec: PolicySpec | None = None
 
     def __init__(self, params: P | None = None, *, llm: LLM | None = None, seed: int = 0) -> None:
         if params is None:
@@ -170,12 +192,8 @@ class Policy(abc.ABC, Generic[P]):
         """Run the scheduled ``jobs`` due at ``now`` (names from ``schedule``)."""
         return []
 
-    # Optional: ``idle_until(now, until) -> float``. Called after a tick at ``now`` when no
-    # event arrives before ``until``: a time U in (now, until] such that no tick before U
-    # would change anything (its maintenance is a closed form of time, e.g. the next moment a
-    # retention crosses a threshold). The runner then skips those ticks, but only in a run
-    # with more than runner.MAX_TICKS ticks (so ordinary runs stay byte-identical); without
-    # it such a run is refused. Not defined here: its absence is how the runner knows.
+    # Optional: ``idle_until`` (see IdleSkipping). Not defined here: a policy that defines
+    # it is an IdleSkipping, which is how the runner knows it may skip idle ticks.
 
     def forget(self, events: Sequence[Forget], now: float) -> list[Outcome]:
         raise NotImplementedError(f"{type(self).__name__} does not support forget")

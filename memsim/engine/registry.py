@@ -130,10 +130,9 @@ def _load_plugins(name: str | None = None) -> None:
     if name is not None:
         _scanned_names.add(name)
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        ep_name = getattr(ep, "name", None)
-        if name is not None and ep_name != name:
+        if name is not None and ep.name != name:
             continue
-        key = ep_name or repr(ep)
+        key = ep.name or repr(ep)
         if key in _loaded_names:
             continue
         _loaded_names.add(key)

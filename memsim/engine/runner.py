@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from .errors import PolicyContractError, StreamError
-from .events import Episode, Event, Forget, Protect, Query, Recover, Stream
-from .policy import Job, Outcome, Policy, Ranking
+from .events import Claim, Episode, Event, Forget, Protect, Query, Recover, Stream
+from .policy import IdleSkipping, Job, Outcome, Policy, Ranking
 from .store import Statuses
 
 # Maintenance ticks one run may take. Each tick is a Python call into the policy (~10-100 us
@@ -35,8 +35,13 @@ from .store import Statuses
 # over 500 years fits. A stream beyond it is refused up front instead of hanging.
 MAX_TICKS = 200_000
 
-# user-action event type -> (capability, policy method name)
-_ACTIONS: dict[type[Event], str] = {Forget: "forget", Protect: "protect", Recover: "recover"}
+# user-action event type -> (capability, the policy's method for it)
+_Act = Callable[[Policy[Any], list[Any], float], list[Outcome]]
+_ACTIONS: dict[type[Event], tuple[str, _Act]] = {
+    Forget: ("forget", lambda p, events, now: p.forget(events, now)),
+    Protect: ("protect", lambda p, events, now: p.protect(events, now)),
+    Recover: ("recover", lambda p, events, now: p.recover(events, now)),
+}
 
 
 @dataclass(frozen=True)
@@ -157,10 +162,9 @@ class Trace:
         )
 
 
-def _stated(claim: object) -> tuple[str, str] | None:
+def _stated(claim: Claim | None) -> tuple[str, str] | None:
     """The (key, value) a memory states, if it states a structured fact."""
-    key = getattr(claim, "key", "")
-    return (key, getattr(claim, "value", "")) if key else None
+    return (claim.key, claim.value) if claim is not None and claim.key else None
 
 
 def tick_times(
@@ -214,7 +218,7 @@ def check_tick_budget(
     if n <= MAX_TICKS:
         return False
     every = min(j.every for j in schedule)
-    can_skip = callable(getattr(policy, "idle_until", None))
+    can_skip = isinstance(policy, IdleSkipping)
     resolved = end / every < 2.0**52  # consecutive tick times still differ as floats
     if can_skip and resolved and ran <= MAX_TICKS:
         return True
@@ -234,7 +238,7 @@ def check_tick_budget(
 
 
 def _capabilities(policy: Policy[Any]) -> frozenset[str]:
-    spec = getattr(policy, "spec", None)  # a policy built without the registry has no spec
+    spec = policy.spec  # None for a policy built without the registry
     return frozenset(spec.capabilities) if spec is not None else frozenset()
 
 
@@ -318,7 +322,7 @@ def run(
     ``foresee(stream, footprint)`` is called first (``footprint``: a budget per time,
     (time, memories) pairs, e.g. another run's ``Trace.footprint``; None for its own budget).
     """
-    spec = getattr(policy, "spec", None)
+    spec = policy.spec
     if spec is not None and spec.clairvoyant:
         policy.foresee(stream, footprint=footprint)  # type: ignore[attr-defined]
     elif footprint is not None:
@@ -338,6 +342,7 @@ def run(
         raise ValueError("observe times given without an observer")
     end = max([float(stream.horizon)] + observations[-1:])
     skip_idle = check_tick_budget(policy, stream, end, start_after)
+    skipper = policy if skip_idle and isinstance(policy, IdleSkipping) else None
     ticks = tick_times(tuple(policy.schedule), start_after)
     next_tick = next(ticks, None)
     obs_i = 0
@@ -381,11 +386,11 @@ def run(
                 record(T, outs, ",".join(jobs))
                 sample(T)
                 next_tick = next(ticks, None)
-                if skip_idle and next_tick is not None:
+                if skipper is not None and next_tick is not None:
                     ran += 1
                     check_tick_budget(policy, stream, end, start_after, ran)
                     limit = min([until] + observations[obs_i : obs_i + 1])
-                    idle = float(policy.idle_until(T, limit))  # type: ignore[attr-defined]
+                    idle = float(skipper.idle_until(T, limit))
                     if idle > next_tick[0]:  # restart the ticks at the first one >= idle
                         ticks = tick_times(tuple(policy.schedule), math.nextafter(idle, -math.inf))
                         next_tick = next(ticks, None)
@@ -440,10 +445,10 @@ def run(
                     )
                 )
         else:
-            action = _ACTIONS[kind]
+            action, act = _ACTIONS[kind]
             if action in caps:
                 t0 = _time.perf_counter()
-                outs = getattr(policy, action)(list(events), t)
+                outs = act(policy, list(events), t)
                 timings["actions"] += _time.perf_counter() - t0
                 record(t, outs, events[0].id)
             else:

@@ -365,10 +365,10 @@ class MemoryStore:
         if len(rows) and (rows.min() < 0 or rows.max() >= self.n):
             raise IndexError(f"rows {rows.tolist()} outside 0..{self.n - 1}")
         self._emb[rows] = vecs
-        self.embedding_version = getattr(self, "embedding_version", 0) + 1
+        self.embedding_version += 1
         self._packed.changed(self._emb, rows)
         self._queries.changed(rows)
-        sets = getattr(self, "_change_sets", ())
+        sets = self._change_sets
         if sets:  # (each candidate index's set; the rows listed once for all of them)
             changed = rows.tolist()
             for changes in sets:
@@ -402,20 +402,24 @@ class MemoryStore:
         state["_row_logs"] = {}
         return state
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # (a store pickled before these were kept)
+        state.setdefault("embedding_version", 0)
+        state.setdefault("_change_sets", [])
+        self.__dict__.update(state)
+
     def track_embedding_changes(self) -> set[int]:
         """A set that collects the rows :meth:`set_embedding` changes from now on, for one
         candidate index, which empties it as it catches up (each index its own: a store
         searched through two, as Personal AI's is, must not let one take the other's)."""
         changes: set[int] = set()
-        if "_change_sets" not in self.__dict__:  # (a store pickled before they were kept)
-            self._change_sets = []
         self._change_sets.append(changes)
         return changes
 
     def untrack_embedding_changes(self, changes: set[int]) -> None:
         """Stop collecting into ``changes`` (a set :meth:`track_embedding_changes` gave to an
         index now replaced): set_embedding no longer pays for it."""
-        sets = self.__dict__.get("_change_sets", [])
+        sets = self._change_sets
         sets[:] = [c for c in sets if c is not changes]
 
     # -- statuses and provenance ---------------------------------------------

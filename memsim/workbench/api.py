@@ -27,10 +27,11 @@ import numpy as np
 import pandas as pd
 
 from memsim.engine.errors import MemsimError, ParamError
+from memsim.engine.llm import Configurable, TruthBound
+from memsim.engine.metric_registry import metric_direction, metric_names
 
 from .executors import map_in_order
 from .results import (
-    INDEX_AUDIT_METRICS,
     RunDef,
     RunResult,
     is_complete,
@@ -176,7 +177,7 @@ def prepare(d: RunDef) -> tuple[Any, Any, Any, Any]:
     stream = _load_stream(d.scenario, d.seed)
     llm = build_llm(d.seed, dict(stream.meta), dict(d.llm))
     gt = truth.GroundTruth(stream)
-    if hasattr(llm, "bind_truth"):
+    if isinstance(llm, TruthBound):
         llm.bind_truth(gt)  # the mock plays the asking user (modes.query_value)
     spec = registry.spec(d.policy)
     params = spec.load().Params()
@@ -216,14 +217,14 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
         summary["index_query_differ_share"] = audit["query_differ_share"]
         summary["index_decision_differ_share"] = audit["decision_differ_share"]
     footprint = trace.footprint_frame()
-    llm_config = llm.config() if hasattr(llm, "config") else {"seed": d.seed}
+    llm_config = llm.config() if isinstance(llm, Configurable) else {"seed": d.seed}
     return RunResult(
         d,
         queries,
         footprint,
         summary,
         manifest=manifest_for(d, policy=policy, llm_config=llm_config, stream=stream),
-        timings=dict(getattr(trace, "timings", {}) or {}),
+        timings=dict(trace.timings),
         expectations=verdicts,
     )
 
@@ -450,24 +451,9 @@ def expectation_table(results: Sequence[RunResult]) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------------- statistics
 
-QUERY_METRICS = (
-    "recall",
-    "hit",
-    "mrr",
-    "ndcg",
-    "stale",
-    "needed_forgotten",
-    "ranked_out",
-    "forgotten",
-    "never_kept",
-    "bound",
-    "gap",
-)
+QUERY_METRICS = metric_names("query")
 # workbench-level query metrics (calibrate.py): not computed by the engine's evaluate
-CALIBRATION_METRICS = {
-    "bound": ("recall@k of the clairvoyant at this run's own footprint over time", "higher"),
-    "gap": ("bound - recall: what raw-memory retention at this footprint could add", "lower"),
-}
+CALIBRATION_METRICS = metric_names("calibration")
 
 
 def bootstrap_ci(
@@ -491,24 +477,6 @@ def bootstrap_ci(
         rng=np.random.default_rng(seed),
     )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
-
-
-def metric_direction(name: str) -> str:
-    if name in CALIBRATION_METRICS:
-        return CALIBRATION_METRICS[name][1]
-    if name in INDEX_AUDIT_METRICS:
-        return INDEX_AUDIT_METRICS[name][1]
-    try:
-        from memsim.engine.metrics import METRICS
-
-        return METRICS[name].better
-    except (ImportError, KeyError):
-        return (
-            "lower"
-            if name
-            in ("stale", "needed_forgotten", "footprint_mean", "footprint_final", "noise_retention")
-            else "higher"
-        )
 
 
 def summarize(per_query: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:

@@ -92,7 +92,7 @@ def at_budget_references() -> list[tuple[str, dict[str, Any]]]:
 
     out = []
     for s in specs(references=True):
-        extra = getattr(s.load(), "at_budget", None)
+        extra = s.load().at_budget
         if extra is not None:
             out.append((s.id, dict(extra)))
     return out
@@ -342,7 +342,7 @@ def superiority(
     Wilcoxon signed-rank ``p`` of the paired cluster means (``signed_rank_p``) and ``p_holm``
     (Holm over all unordered pairs). Long format; pivot with
     ``.pivot(index="row", columns="column", values="share")``."""
-    from .api import metric_direction
+    from memsim.engine.metric_registry import metric_direction
 
     cols = ["scenario", "seed"] if clusters is None else list(clusters)
     missing = [c for c in (*cols, "policy", metric) if c not in per_query.columns]

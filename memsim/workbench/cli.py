@@ -255,10 +255,11 @@ def metric_lines(queries: Any, summary: dict[str, Any]) -> str:
     undefined value says why instead of printing nan."""
     import math
 
-    from memsim.engine.metrics import METRICS
+    from memsim.engine.metric_registry import METRICS, metric_names
 
     lines = [f"  {'metric':<18} {'value':>8}  {'better':<7}meaning"]
-    for name, m in METRICS.items():
+    for name in metric_names("scored"):
+        m = METRICS[name]
         if m.level == "query":
             if name not in queries:
                 continue
@@ -645,10 +646,9 @@ def _add_tune_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--test-seeds", default="5:10", help="held-out seeds reported on (default 5:10)")
 
 
-SOBOL_METRICS = "recall,stale,footprint_mean"
-
-
 def _add_sensitivity_arguments(s: argparse.ArgumentParser) -> None:
+    from memsim.engine.metric_registry import metric_names
+
     _add_study(
         s,
         policies="comma list of policies",
@@ -668,7 +668,7 @@ def _add_sensitivity_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--metrics",
         help="with --sobol: comma list of metrics, all from the same runs "
-        f"(default {SOBOL_METRICS})",
+        f"(default {','.join(metric_names('sobol'))})",
     )
     s.add_argument("--sample-seed", type=int, help="with --sobol: seed of the samples (default 0)")
     _add_progress(s)

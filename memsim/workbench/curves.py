@@ -22,13 +22,16 @@ import argparse
 import math
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from memsim.engine.errors import MemsimError
 from memsim.engine.events import Claim, Episode, Query, make_stream
+
+if TYPE_CHECKING:
+    from memsim.engine.policy import Policy
 
 CLAIM_FIELDS = ("key", "value", "category", "importance", "confidence", "subject")
 ALIASES = {"type": "category"}
@@ -122,9 +125,9 @@ def _pairs(items: Sequence[str] | Mapping[str, Any] | None, flag: str) -> dict[s
     return out
 
 
-def memory_claim(policy_cls: type, memory: Mapping[str, Any]) -> Claim:
+def memory_claim(policy_cls: type[Policy[Any]], memory: Mapping[str, Any]) -> Claim:
     """The planted memory's claim from seed-named attributes (see the module docstring)."""
-    allowed = frozenset(getattr(policy_cls, "curve_attributes", frozenset()))
+    allowed = policy_cls.curve_attributes
     fields: dict[str, Any] = {"key": DEFAULT_KEY, "value": "planted"}
     attrs: list[tuple[str, Any]] = []
     for name, value in memory.items():

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memsim.engine.metric_registry import METRICS as REGISTRY
+from memsim.engine.metric_registry import metric_names
 from memsim.engine.registry import PolicySpec, specs
 
 from .executors import worker_count
@@ -30,17 +32,17 @@ from .executors import worker_count
 if TYPE_CHECKING:
     import pandas as pd
 
+
+def _drift_metrics(level: str) -> tuple[tuple[str, str, str], ...]:
+    return tuple(
+        (n, REGISTRY[n].label or n, REGISTRY[n].better) for n in metric_names("drift", level)
+    )
+
+
 # (per-query column, label, better)
-METRICS = (
-    ("recall", "recall@10", "higher"),
-    ("stale", "stale@10", "lower"),
-    ("footprint", "footprint", "lower"),
-)
+METRICS = _drift_metrics("query")
 # (run-level column of a run's summary, label, better): paired per (scenario, seed)
-RUN_METRICS = (
-    ("footprint_mean", "mean footprint", "lower"),
-    ("noise_retention", "noise kept", "lower"),
-)
+RUN_METRICS = _drift_metrics("run")
 ALPHA = 0.05
 KINDS = ("code", "reference", "all")
 DEFAULT_OUT = {"code": "results/drift.md", "reference": "results/references.md"}

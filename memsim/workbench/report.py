@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from memsim.engine.metric_registry import metric_names
+
 from .results import (
-    INDEX_AUDIT_METRICS,
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_parquet,
@@ -19,21 +20,9 @@ from .results import (
     package_versions,
 )
 
-# metrics shown in the readable table, in this order
-SHOWN = (
-    "recall",
-    "bound",
-    "gap",
-    "hit",
-    "mrr",
-    "ndcg",
-    "stale",
-    "needed_forgotten",
-    "footprint_mean",
-    "footprint_final",
-    "noise_retention",
-    *INDEX_AUDIT_METRICS,  # (runs that searched through a candidate index)
-)
+# metrics shown in the readable table, in this order (the index audit's where some run
+# searched through a candidate index)
+SHOWN = metric_names("shown")
 
 
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
@@ -155,11 +144,12 @@ def write_comparison(
 
 def console_table(
     summary: pd.DataFrame,
-    metrics: Sequence[str] = ("recall", "stale", "needed_forgotten", "footprint_mean"),
+    metrics: Sequence[str] = metric_names("console"),
 ) -> str:
     """A compact fixed-width table for the terminal: scenario x policy rows, chosen metrics,
     and the index audit's columns where some run has them."""
-    metrics = [*metrics, *(m for m in INDEX_AUDIT_METRICS if (summary["metric"] == m).any())]
+    audit = metric_names("index_audit")
+    metrics = [*metrics, *(m for m in audit if (summary["metric"] == m).any())]
     rows = []
     for (scenario, policy), g in summary.groupby(["scenario", "policy"], sort=False):
         row = {"scenario": scenario, "policy": policy}

@@ -37,18 +37,6 @@ import pandas as pd
 from memsim.engine.errors import MemsimError, ParamError
 
 RESULT_FILES = ("queries.parquet", "footprint.parquet", "summary.json", "manifest.json")
-# the candidate index's exactness audit in a run's summary (api.execute; issue 16), where
-# the run searched through one: (meaning, better)
-INDEX_AUDIT_METRICS = {
-    "index_query_differ_share": (
-        "share of the audited queries whose top-k differs from the full scan's",
-        "lower",
-    ),
-    "index_decision_differ_share": (
-        "share of the audited ingest decisions that differ from the full scan's",
-        "lower",
-    ),
-}
 PACKAGES = ("memsim", "numpy", "scipy", "pandas", "pyarrow", "faiss-cpu", "rank-bm25", "PyYAML")
 
 
@@ -343,7 +331,7 @@ def load(root: Path | str, d: RunDef) -> RunResult:
 def manifest_for(
     d: RunDef, *, policy: Any, llm_config: Mapping[str, Any], stream: Any
 ) -> dict[str, Any]:
-    spec = getattr(policy, "spec", None)
+    spec = policy.spec
     return {
         "definition": json.loads(d.canonical()),
         "key": d.key,

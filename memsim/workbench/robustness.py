@@ -149,7 +149,7 @@ def conclusions_table(
     """One row per (metric, scenario, A, B) with A before B in policy order: the verdict,
     the default-mode effect and the modes breaking it. ``frames``: mode label -> (per-query
     table, per-run table) of that mode's comparison."""
-    from memsim.engine.metrics import METRICS
+    from memsim.engine.metric_registry import METRICS
 
     rows = []
     first = next(iter(frames.values()))
@@ -196,7 +196,7 @@ def conclusions_table(
 def _run_effect(runs: pd.DataFrame, a: str, b: str, metric: str) -> Effect:
     """A run metric: the seed mean of A minus B (oriented), significant when it clears the
     metric's margin (:data:`RUN_MARGINS`)."""
-    from memsim.engine.metrics import METRICS
+    from memsim.engine.metric_registry import METRICS
 
     r = runs.groupby("policy")[metric].mean()
     va, vb = float(r.get(a, np.nan)), float(r.get(b, np.nan))
@@ -269,19 +269,18 @@ def robustness(
 
 def index_audit(results: Sequence[Any]) -> dict[str, Any]:
     """The exactness audit of the runs made through a candidate index: which policies, how
-    many runs, and per audit share (``results.INDEX_AUDIT_METRICS``) its largest value over
+    many runs, and per audit share (the registry's ``index_audit`` group) its largest value over
     the runs and how many runs exceed ``index.AUDIT_BOUND`` (NaN shares, where nothing was
     audited, are left out; a share no run audited is NaN)."""
     from memsim.engine.index import AUDIT_BOUND
-
-    from .results import INDEX_AUDIT_METRICS
+    from memsim.engine.metric_registry import metric_names
 
     out: dict[str, Any] = {
         "policies": sorted({r.definition.policy for r in results}),
         "runs": len(results),
         "bound": AUDIT_BOUND,
     }
-    for metric in INDEX_AUDIT_METRICS:
+    for metric in metric_names("index_audit"):
         shares = np.array([r.summary.get(metric, np.nan) for r in results], dtype=float)
         shares = shares[np.isfinite(shares)]
         out[metric] = {

@@ -29,14 +29,15 @@ import numpy as np
 import pandas as pd
 
 from memsim.engine.errors import MemsimError, ParamError
+from memsim.engine.metric_registry import metric_names
 
 from .executors import map_in_order
 from .results import RunDef, RunResult, atomic_write_parquet, is_complete, load, save
 
 METHODS = ("grid", "random", "lhs")
 # run-level summary of the per-query metrics that a sweep reports for every run
-QUERY_MEANS = ("recall", "mrr", "stale", "needed_forgotten")
-RUN_METRICS = ("footprint_mean", "footprint_final", "noise_retention")
+QUERY_MEANS = metric_names("sweep", level="query")
+RUN_METRICS = metric_names("sweep", level="run")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -488,9 +489,6 @@ def one_at_a_time(
     return pd.concat(frames, ignore_index=True)
 
 
-SOBOL_METRICS = ("recall", "stale", "footprint_mean")
-
-
 def sobol_sample(dists: Sequence[Any], n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The Saltelli design of ``scipy.stats.sobol_indices``: A and B (each ``(d, n)``, from one
     scrambled Sobol' sequence of 2d columns) and the AB pages (``(d, d, n)``: page i is A with
@@ -556,7 +554,7 @@ def sobol(
     scenario: str,
     seeds: Sequence[int] = (0,),
     *,
-    metrics: Sequence[str] | str = SOBOL_METRICS,
+    metrics: Sequence[str] | str = metric_names("sobol"),
     fields: Sequence[str] | None = None,
     n: int = 64,
     seed: int = 0,

@@ -23,17 +23,14 @@ import numpy as np
 import pandas as pd
 
 from memsim.engine.errors import ParamError
+from memsim.engine.metric_registry import metric_direction, metric_names
 
 from .report import markdown_table
 from .sweep import SweepSpec, declared_ranges, run_metrics, sensitivity_ranges, sweep, wide
 
 DIRECTIONS: dict[str, Literal["minimize", "maximize"]] = {
-    "recall": "maximize",
-    "mrr": "maximize",
-    "stale": "minimize",
-    "needed_forgotten": "minimize",
-    "footprint_mean": "minimize",
-    "noise_retention": "minimize",
+    m: "maximize" if metric_direction(m) == "higher" else "minimize"
+    for m in metric_names("objective")
 }
 
 
@@ -497,7 +494,7 @@ def sobol_table(t: pd.DataFrame) -> str:
 def run_sobol_command(args: Any) -> int:
     """``memsim sensitivity --sobol N``: one CSV of indices per policy and scenario."""
     from .api import index_of
-    from .cli import SOBOL_METRICS, _csv, _seeds, index_settings, split_specs
+    from .cli import _csv, _seeds, index_settings, split_specs
     from .executors import dask_executor
     from .sweep import sobol, sobol_ranges
 
@@ -508,7 +505,7 @@ def run_sobol_command(args: Any) -> int:
         slugs = [s.replace(":", "-").replace(",", "_").replace("=", "") for s in scenarios]
     policies = _csv(args.policies)
     fields = _csv(args.fields) if args.fields else None
-    metrics = _csv(args.metrics or SOBOL_METRICS)
+    metrics = _csv(args.metrics) if args.metrics else list(metric_names("sobol"))
     index = index_settings(args.index)
     for policy in policies:  # bad input fails before anything runs
         sobol_ranges(policy, fields)
