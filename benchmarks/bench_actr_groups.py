@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--episodes", type=int, default=EPISODES, help="the stream's episodes")
     ap.add_argument("--queries", type=int, default=QUERIES, help="the stream's queries")
     a = ap.parse_args(argv)
-    from memsim.workbench.report import markdown_table
+    from memsim.workbench.present.tables import markdown_table
 
     measured = {p: measure(p, a.episodes, a.queries) for p in registered(a.policies)}
     rows = []
@@ -224,6 +224,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from memsim.workbench.cli import user_command
+    from memsim.workbench.cli.main import user_command
 
     sys.exit(user_command("python -m benchmarks.bench_actr_groups", main))

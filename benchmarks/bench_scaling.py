@@ -43,7 +43,7 @@ from benchmarks import blocks
 from benchmarks.conftest import assert_target_in_full_mode, record_target
 from benchmarks.workloads import REPO, SMOKE, registered, size
 from memsim.engine.errors import ParamError
-from memsim.workbench.results import read_json
+from memsim.workbench.runs.results import read_json
 
 OUT_MD = REPO / "results" / "benchmarks.md"
 BEGIN, END = "<!-- SCALING_BEGIN -->", "<!-- SCALING_END -->"
@@ -429,6 +429,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from memsim.workbench.cli import user_command
+    from memsim.workbench.cli.main import user_command
 
     sys.exit(user_command("python -m benchmarks.bench_scaling", main))

@@ -25,7 +25,7 @@ SCENARIO = f"synthetic:churn,episodes={EPISODES},queries={size(40, 20)},horizon=
 
 
 def _timed(extra: list[str]) -> tuple[float, str]:
-    from memsim.workbench.cli import main
+    from memsim.workbench.cli.main import main
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "sweep"

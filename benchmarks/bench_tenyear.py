@@ -30,7 +30,7 @@ from benchmarks import blocks
 from benchmarks.bench_scaling import _commit, _shares
 from benchmarks.conftest import record_target
 from benchmarks.workloads import REPO, SMOKE, registered, size
-from memsim.workbench.results import read_json
+from memsim.workbench.runs.results import read_json
 
 OUT_MD = REPO / "results" / "benchmarks.md"
 BEGIN, END = "<!-- TENYEAR_BEGIN -->", "<!-- TENYEAR_END -->"
@@ -176,6 +176,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from memsim.workbench.cli import user_command
+    from memsim.workbench.cli.main import user_command
 
     sys.exit(user_command("python -m benchmarks.bench_tenyear", main))

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.workloads import registered
-from memsim.workbench.results import read_json
+from memsim.workbench.runs.results import read_json
 
 PROFILES = {
     "steady": "synthetic:steady,episodes=3000",
@@ -87,6 +87,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from memsim.workbench.cli import user_command
+    from memsim.workbench.cli.main import user_command
 
     sys.exit(user_command("python -m benchmarks.fingerprint", main))

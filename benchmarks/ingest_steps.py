@@ -373,6 +373,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from memsim.workbench.cli import user_command
+    from memsim.workbench.cli.main import user_command
 
     sys.exit(user_command("python -m benchmarks.ingest_steps", main))

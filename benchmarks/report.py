@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.workloads import CACHE, CASES_ENV, REPO
-from memsim.workbench.results import git_changed_files, read_json
+from memsim.workbench.runs.results import git_changed_files, read_json
 
 RAW = CACHE / "benchmarks-raw.json"
 # a module's pytest exit code, kept in its cached JSON for a later --rerun of other modules
@@ -425,6 +425,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from memsim.workbench.cli import user_command
+    from memsim.workbench.cli.main import user_command
 
     sys.exit(user_command("python -m benchmarks.report", main))

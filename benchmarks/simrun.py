@@ -65,8 +65,8 @@ def main(argv: list[str] | None = None) -> dict:
     from memsim.engine import registry
     from memsim.engine.mockllm import MockLLM
     from memsim.engine.runner import run
-    from memsim.workbench.api import check_index
-    from memsim.workbench.cli import index_settings
+    from memsim.workbench.cli.args import index_settings
+    from memsim.workbench.runs.execution import check_index
 
     # user mistakes before the stream is built: an unknown policy, a bad index setting
     registry.spec(a.policy)
@@ -114,6 +114,6 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    from memsim.workbench.cli import user_command
+    from memsim.workbench.cli.main import user_command
 
     sys.exit(user_command("python -m benchmarks.simrun", main))

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import math
 
-from memsim.workbench.claims import register_claim
+from memsim.workbench.studies.claims import register_claim
 
 DOC = "000_ec17278fb0252727.txt"
 
-# Decay examples drawn on the decay-curve figure (memsim.workbench.figures).
+# Decay examples drawn on the decay-curve figure (memsim.workbench.present.figures).
 DECAY_EXAMPLES = (
     {
         "day": 30,
@@ -26,7 +26,7 @@ DECAY_EXAMPLES = (
 
 
 def _curve(days, pattern: str = "never", **memory):
-    from memsim.workbench.curves import curve
+    from memsim.workbench.studies.curves import curve
 
     return curve("pai", pattern, days, memory={k: str(v) for k, v in memory.items()})
 

@@ -1,6 +1,6 @@
 """The documented benchmark commands (``python -m benchmarks.*``): a user mistake prints one
 line naming the command and what is wrong, exits 2, and never shows a traceback, as the
-``memsim`` command does (memsim.workbench.cli.user_command)."""
+``memsim`` command does (memsim.workbench.cli.main.user_command)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from memsim.engine.errors import ParamError
-from memsim.workbench.results import read_json
+from memsim.workbench.runs.results import read_json
 
 
 def _bench(module: str, *args: str) -> subprocess.CompletedProcess:

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from memsim.workbench.claims import (
+from memsim.workbench.studies.claims import (
     COLUMNS,
     DocClaim,
     all_claims,
@@ -54,7 +54,7 @@ def test_evaluate_records_agreement_and_failures():
 
 
 def test_register_claim_replaces_same_id():
-    from memsim.workbench import claims as mod
+    from memsim.workbench.studies import claims as mod
 
     n = len(mod.CLAIMS)
     c = register_claim("t.tmp", "t", "doc", "§x", "s", 1.0, lambda: 1.0, lambda: 1.0, 0.0)
@@ -81,7 +81,7 @@ def test_table_and_files(tmp_path):
 def test_every_disagreement_has_a_kind_and_nightly_rows_are_readings():
     """Issue 11: each disagreement says what it is; Cosmo's compounding-nightly rows are a
     non-default reading (002 §Offline/Nightly Decay Job), not the document's number."""
-    from memsim.workbench.claims import KIND_READING, KIND_SELF, KINDS
+    from memsim.workbench.studies.claims import KIND_READING, KIND_SELF, KINDS
 
     table = claims_table()
     dis = table[table["agrees"] == False]  # noqa: E712
@@ -107,7 +107,7 @@ def test_every_disagreement_has_a_kind_and_nightly_rows_are_readings():
 def test_table_is_independent_of_last_bit_differences(tmp_path):
     """Issue 11: the table must be byte-identical across machines: values are rounded to a
     fixed number of significant digits, so a libm difference in the last bit cannot show."""
-    from memsim.workbench.claims import SIGNIFICANT_DIGITS
+    from memsim.workbench.studies.claims import SIGNIFICANT_DIGITS
 
     x = math.exp(-0.02 * 35 * 36 / 2)
     a = DocClaim("t.a", "t", "doc", "§x", "s", 0.5, lambda: x, lambda: x, 0.005)

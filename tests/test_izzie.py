@@ -254,14 +254,14 @@ def test_unset_importance_falls_back_to_the_category_default():
     pol.ingest([e], 0.0)
     assert pol.store["importance"][0] == 0.6
     assert pol.strength(10.0)[0] == pytest.approx(0.6 * math.exp(-2.0), rel=1e-12)
-    from memsim.workbench.curves import memory_claim
+    from memsim.workbench.studies.curves import memory_claim
 
     assert memory_claim(Izzie, {"category": "reminder"}).importance is None
 
 
 def test_curve_reminder_day_10_cli(capsys):
     """003 §Memory Categories: `memsim curve izzie --memory category=reminder --days 10`."""
-    from memsim.workbench.cli import main
+    from memsim.workbench.cli.main import main
 
     main(["curve", "izzie", "--memory", "category=reminder", "--days", "10"])
     row = capsys.readouterr().out.strip().splitlines()[-1].split(",")

@@ -261,7 +261,7 @@ def main_claims(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         args = parser.parse_args(list(args) if args is not None else None)
     root = getattr(args, "root", None)
     if root is None:
-        from .results import project_root
+        from ..runs.results import project_root
 
         root = project_root()
     elif Path(root).exists() and not Path(root).is_dir():

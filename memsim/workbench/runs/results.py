@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
+import io
 import json
 import os
 import re
@@ -32,9 +34,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+import memsim
 from memsim.engine.errors import MemsimError, ParamError
+from memsim.engine.registry import ENTRY_POINT_GROUP
+from memsim.engine.sources import SOURCE_GROUP, SUITE_GROUP, parse
+
+PACKAGE = Path(memsim.__file__).resolve().parent  # memsim/, wherever this module sits in it
 
 RESULT_FILES = ("queries.parquet", "footprint.parquet", "summary.json", "manifest.json")
 PACKAGES = ("memsim", "numpy", "scipy", "pandas", "pyarrow", "faiss-cpu", "rank-bm25", "PyYAML")
@@ -83,11 +91,6 @@ def code_fingerprint() -> str:
     """sha256 over the source files of the packages that make results, read once per process:
     memsim itself and every top-level package that provides a registered policy, scenario
     source or suite (the built-in ``policies`` and ``scenarios``, and any plug-in's)."""
-    import importlib
-
-    from memsim.engine.registry import ENTRY_POINT_GROUP
-    from memsim.engine.sources import SOURCE_GROUP, SUITE_GROUP
-
     names = {"memsim"}
     for group in (ENTRY_POINT_GROUP, SOURCE_GROUP, SUITE_GROUP):
         names |= {ep.value.split(":")[0].split(".")[0] for ep in metadata.entry_points(group=group)}
@@ -109,7 +112,7 @@ def code_fingerprint() -> str:
 def project_root() -> Path:
     """The checkout memsim runs from (the folder with pyproject.toml above the package): the
     home of default output folders, whatever the current directory."""
-    base = Path(__file__).resolve().parents[2]
+    base = PACKAGE.parent
     if not (base / "pyproject.toml").is_file():
         raise MemsimError(f"memsim is installed outside a checkout ({base}): give --out")
     return base
@@ -118,8 +121,6 @@ def project_root() -> Path:
 @functools.lru_cache(maxsize=256)
 def _input_file(spec: str) -> Path | None:
     """The file a scenario spec reads (a user's YAML, a LoCoMo JSON), if it names one."""
-    from memsim.engine.sources import parse
-
     try:
         target = Path(parse(spec).target)
     except MemsimError:
@@ -183,16 +184,12 @@ def atomic_write_json(path: Path, obj: Any) -> None:
 
 
 def atomic_write_parquet(path: Path, frame: pd.DataFrame) -> None:
-    import io
-
     buf = io.BytesIO()
     frame.to_parquet(buf, index=False, engine="pyarrow")
     atomic_write_bytes(path, buf.getvalue())
 
 
 def _json_default(o: Any) -> Any:
-    import numpy as np
-
     if isinstance(o, (np.integer,)):
         return int(o)
     if isinstance(o, (np.floating,)):
@@ -263,7 +260,7 @@ def read_json(path: Path, part: str = "whole") -> Any:
 
 @functools.cache
 def git_commit() -> str:
-    here = Path(__file__).resolve().parent.parent
+    here = PACKAGE
     try:
         head = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5

@@ -30,7 +30,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from memsim.engine import registry
 from memsim.engine.errors import ParamError
+from memsim.engine.index import AUDIT_BOUND
+from memsim.engine.metric_registry import METRICS, metric_names
+
+from ..runs.execution import grid as run_defs
+from ..runs.execution import run_grid
+from ..stats import bootstrap_ci
 
 ROBUST, FRAGILE, NEVER = "robust", "fragile", "never significant"
 RUN_MARGIN = 0.05  # noise retention: a difference of 5 points counts as a real difference
@@ -127,8 +134,6 @@ def verdict(
 
 
 def _paired_effect(per_query: pd.DataFrame, a: str, b: str, metric: str, better: str) -> Effect:
-    from .api import bootstrap_ci
-
     index = ["seed", "query_id"] if "seed" in per_query else "query_id"
     wide = per_query.pivot_table(index=index, columns="policy", values=metric, aggfunc="first")
     if a not in wide or b not in wide:
@@ -149,8 +154,6 @@ def conclusions_table(
     """One row per (metric, scenario, A, B) with A before B in policy order: the verdict,
     the default-mode effect and the modes breaking it. ``frames``: mode label -> (per-query
     table, per-run table) of that mode's comparison."""
-    from memsim.engine.metric_registry import METRICS
-
     rows = []
     first = next(iter(frames.values()))
     policies = list(dict.fromkeys(first[1]["policy"]))
@@ -196,8 +199,6 @@ def conclusions_table(
 def _run_effect(runs: pd.DataFrame, a: str, b: str, metric: str) -> Effect:
     """A run metric: the seed mean of A minus B (oriented), significant when it clears the
     metric's margin (:data:`RUN_MARGINS`)."""
-    from memsim.engine.metric_registry import METRICS
-
     r = runs.groupby("policy")[metric].mean()
     va, vb = float(r.get(a, np.nan)), float(r.get(b, np.nan))
     d = (va - vb) * (1.0 if METRICS[metric].better == "higher" else -1.0)
@@ -235,11 +236,6 @@ def robustness(
     classify every pairwise conclusion; see the module docstring. ``index``: candidate
     index settings for every run of the policies they change (``api.grid``); the table's
     ``attrs["index_audit"]`` then holds the runs' exactness audit (:func:`index_audit`)."""
-    from memsim.engine import registry
-
-    from .api import grid as run_defs
-    from .api import run_grid
-
     pols = list(policies) if policies else [s.id for s in registry.specs()]
     modes = list(grid) if grid is not None else default_grid()
     if not modes:
@@ -272,9 +268,6 @@ def index_audit(results: Sequence[Any]) -> dict[str, Any]:
     many runs, and per audit share (the registry's ``index_audit`` group) its largest value over
     the runs and how many runs exceed ``index.AUDIT_BOUND`` (NaN shares, where nothing was
     audited, are left out; a share no run audited is NaN)."""
-    from memsim.engine.index import AUDIT_BOUND
-    from memsim.engine.metric_registry import metric_names
-
     out: dict[str, Any] = {
         "policies": sorted({r.definition.policy for r in results}),
         "runs": len(results),
@@ -289,143 +282,3 @@ def index_audit(results: Sequence[Any]) -> dict[str, Any]:
             "audited_runs": len(shares),
         }
     return out
-
-
-def index_sentence(table: pd.DataFrame) -> str:
-    """What the report and the console say of the candidate index the runs went through
-    ("" when none was given): its settings, the policies it reached, its audit."""
-    index = table.attrs.get("index") or {}
-    if not index:
-        return ""
-    settings = " ".join(f"--index {k}={v}" for k, v in index.items())
-    audit = table.attrs.get("index_audit") or {}
-    if not audit.get("runs"):
-        return f"Candidate index `{settings}`: the default of every policy compared."
-    line = (
-        f"Candidate index `{settings}` for {', '.join(audit['policies'])} in every mode "
-        f"({audit['runs']} runs)"
-    )
-    if index.get("mode") == "exact":
-        return line + ": every search the full scan."
-    parts = []
-    for metric, what in (
-        ("index_query_differ_share", "audited queries whose top-k differs from the full scan's"),
-        ("index_decision_differ_share", "audited ingest decisions that differ"),
-    ):
-        a = audit[metric]
-        if not a["audited_runs"]:
-            parts.append(f"{what}: none audited")
-            continue
-        over = f", over {audit['bound']:.0%} in {a['over_bound']} run(s)" if a["over_bound"] else ""
-        parts.append(f"{what}: at most {a['max']:.1%} of a run's{over}")
-    return line + "; its exactness audit: " + "; ".join(parts) + "."
-
-
-def write_report(
-    table: pd.DataFrame, path: str | Path, figure: str | Path | None = None, command: str = ""
-) -> None:
-    """results/robustness.md: the set-up, the verdict counts per metric, every robust and
-    fragile conclusion (fragile ones with the modes that flip them and those where they
-    are not significant)."""
-    modes = table.attrs.get("modes", [])
-    seeds = table.attrs.get("seeds", [])
-    scenarios = table.attrs.get("scenarios", [])
-    margins = ", ".join(
-        f"{m} {'x ' if k == 'rel' else ''}{v:g}{' of the larger' if k == 'rel' else ''}"
-        for m, (k, v) in RUN_MARGINS.items()
-    )
-    lines = [
-        "# Robustness of the standard comparison to the mock LLM and generator",
-        "",
-        "Generated by `memsim robustness` (memsim/workbench/robustness.py)"
-        + (f": `{command}`" if command else "")
-        + ". Each mode reruns every policy on the scenarios below. A conclusion is stated "
-        "the way the default mode has it (significant there or not); it is *robust* "
-        "when it is significant with the same sign in every mode, *fragile* when some mode "
-        "makes it insignificant or flips it (listed), *never significant* otherwise. Query "
-        "metrics: 95% paired bootstrap CI of the per-query difference, queries pooled over "
-        f"seeds; run metrics (seed means): a difference of at least the margin ({margins}).",
-        "",
-        f"Scenarios: {', '.join(f'`{x}`' for x in scenarios)}; seeds: {seeds}.",
-        "",
-        "Modes (`--llm` overrides, docs/mock-llm.md): "
-        + "; ".join(f"`{label}`" for label, _ in modes),
-        *(["", index_sentence(table)] if table.attrs.get("index") else []),
-        "",
-        "| metric | robust | fragile | never significant |",
-        "| --- | --- | --- | --- |",
-    ]
-    for metric, t in table.groupby("metric", sort=False):
-        n = {v: int((t["verdict"] == v).sum()) for v in (ROBUST, FRAGILE, NEVER)}
-        lines.append(f"| {metric} | {n[ROBUST]} | {n[FRAGILE]} | {n[NEVER]} |")
-    n = {v: int((table["verdict"] == v).sum()) for v in (ROBUST, FRAGILE, NEVER)}
-    lines.append(f"| all | {n[ROBUST]} | {n[FRAGILE]} | {n[NEVER]} |")
-    if figure is not None:
-        lines += ["", f"![robustness]({Path(figure).name})"]
-    order = {ROBUST: 0, FRAGILE: 1, NEVER: 2}
-    t = table.assign(_o=table["verdict"].map(order)).sort_values(
-        ["_o", "metric", "scenario"], kind="stable"
-    )
-    for v in (ROBUST, FRAGILE):
-        sub = t[t["verdict"] == v]
-        lines += ["", f"## {v.capitalize()} ({len(sub)})", ""]
-        if v == ROBUST:
-            lines += ["| conclusion | effect (default) |", "| --- | --- |"]
-            for _, r in sub.iterrows():
-                lines.append(f"| {r['conclusion']} | {r['default_effect']:+.3f} |")
-        else:
-            lines += [
-                "| conclusion | effect (default) | flipped by | not significant in |",
-                "| --- | --- | --- | --- |",
-            ]
-            for _, r in sub.iterrows():
-                lines.append(
-                    f"| {r['conclusion']} | {r['default_effect']:+.3f} | "
-                    f"{r.get('flipped_by', '') or '-'} | {r.get('weak_in', '') or '-'} |"
-                )
-    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-def plot(table: pd.DataFrame, path: str | Path) -> None:
-    """Two panels: verdict counts per metric (stacked bars), and per mode how many of the
-    conclusions significant in the default mode it flips or makes insignificant."""
-    import matplotlib.pyplot as plt
-
-    mode_cols = [c for c in table.columns if c.startswith("mode:")]
-    if table.empty or not mode_cols:
-        return
-    fig, (left, right) = plt.subplots(
-        1, 2, figsize=(12, 1.5 + 0.28 * len(mode_cols)), gridspec_kw={"width_ratios": [1, 1.6]}
-    )
-    metrics = list(dict.fromkeys(table["metric"]))
-    colours = {ROBUST: "#2b7bb9", FRAGILE: "#f0a030", NEVER: "#bbbbbb"}
-    bottom = np.zeros(len(metrics))
-    for v in (ROBUST, FRAGILE, NEVER):
-        n = np.array(
-            [int(((table["metric"] == m) & (table["verdict"] == v)).sum()) for m in metrics]
-        )
-        left.bar(metrics, n, bottom=bottom, color=colours[v], label=v)
-        bottom += n
-    left.set_ylabel("pairwise conclusions")
-    left.set_title("verdicts per metric")
-    left.tick_params(axis="x", rotation=30, labelsize=8)
-    left.legend(fontsize=8)
-    held = table[table["sig:default"].astype(bool)] if "sig:default" in table else table
-    labels = [c[5:] for c in mode_cols if c != "mode:default"]
-    flips, weak = [], []
-    for label in labels:
-        sig = held[f"sig:{label}"].astype(bool)
-        same = np.sign(held[f"mode:{label}"]) == np.sign(held["mode:default"])
-        flips.append(int((sig & ~same).sum()))
-        weak.append(int((~sig).sum()))
-    y = np.arange(len(labels))
-    right.barh(y, flips, color="#c0392b", label="flipped (significant, other sign)")
-    right.barh(y, weak, left=flips, color="#f0a030", label="no longer significant")
-    right.set_yticks(y, labels, fontsize=8)
-    right.invert_yaxis()
-    right.set_xlabel(f"of the {len(held)} conclusions significant in the default mode")
-    right.set_title("what each mode breaks")
-    right.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

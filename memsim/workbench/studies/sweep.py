@@ -3,9 +3,9 @@
 A sweep crosses, per policy, a set of parameter points with scenarios and seeds. Points come
 from a grid, random samples or a Latin hypercube (``scipy.stats.qmc``) over ``Params`` fields
 within their declared ranges (``memsim.engine.params.param(lo=, hi=)``). Every point is an
-ordinary run definition (:class:`~memsim.workbench.results.RunDef` with parameter overrides),
-so a sweep resumes from the definition-derived run paths exactly as ``compare`` does, and gives
-the same bytes serially, with processes or on Dask.
+ordinary run definition (:class:`~memsim.workbench.runs.results.RunDef` with parameter
+overrides), so a sweep resumes from the definition-derived run paths exactly as ``compare``
+does, and gives the same bytes serially, with processes or on Dask.
 
     memsim.sweep(memsim.SweepSpec("pai", {"prune_threshold": (0.01, 0.2)}, method="lhs", n=20),
                  ["synthetic:churn"], seeds=[0, 1])
@@ -27,12 +27,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from memsim.engine.errors import MemsimError, ParamError
 from memsim.engine.metric_registry import metric_names
+from memsim.engine.registry import spec
 
-from .executors import map_in_order
-from .results import RunDef, RunResult, atomic_write_parquet, is_complete, load, save
+from ..runs.execution import as_overrides, execute, index_of, progress_bar, resolve_policy
+from ..runs.executors import map_in_order
+from ..runs.results import RunDef, RunResult, atomic_write_parquet, is_complete, load, save
 
 METHODS = ("grid", "random", "lhs")
 # run-level summary of the per-query metrics that a sweep reports for every run
@@ -69,8 +72,6 @@ class SweepSpec:
 
 def declared_ranges(policy: str) -> dict[str, tuple[float, float, type]]:
     """(lo, hi, type) of every numeric Params field of ``policy`` with a finite declared range."""
-    from memsim.engine.registry import spec
-
     cls = spec(policy).load().Params
     out: dict[str, tuple[float, float, type]] = {}
     for f in dataclasses.fields(cls):
@@ -89,8 +90,6 @@ def sensitivity_ranges(policy: str) -> dict[str, tuple[float, float, type]]:
     range when finite; otherwise half to twice its documented default, clipped to whichever
     bound it declares (a rate like Cosmo's base_rate 0.02 has a floor but no ceiling). Fields
     whose default is 0 and have no finite range are left out (no scale to move them by)."""
-    from memsim.engine.registry import spec
-
     declared = declared_ranges(policy)
     out: dict[str, tuple[float, float, type]] = {}
     for f in dataclasses.fields(spec(policy).load().Params):
@@ -115,8 +114,6 @@ def sensitivity_ranges(policy: str) -> dict[str, tuple[float, float, type]]:
 def _axes(s: SweepSpec) -> tuple[list[str], dict[str, list[Any]], dict[str, tuple[float, float]]]:
     """Split the fields into explicit value lists and sampled ranges, checked against the
     policy's Params (unknown field, range outside the declared one)."""
-    from memsim.engine.registry import spec
-
     cls = spec(s.policy).load().Params
     known = {f.name: f for f in dataclasses.fields(cls)}
     declared = declared_ranges(s.policy)
@@ -160,8 +157,6 @@ def _is_num(v: Any) -> bool:
 def points(s: SweepSpec) -> list[dict[str, Any]]:
     """The parameter points of one sweep spec, in a fixed order, each validated by the
     policy's Params (so an impossible combination fails here, naming field and value)."""
-    from memsim.engine.registry import spec
-
     names, lists, ranges = _axes(s)
     types = {k: t for k, (_, _, t) in declared_ranges(s.policy).items()}
     sampled = [n for n in names if n in ranges]
@@ -213,8 +208,6 @@ def definitions(
 ) -> list[tuple[int, RunDef]]:
     """(point index, run definition) for every point x scenario x seed, in a fixed order.
     ``index``: candidate index settings for every run (:func:`api.index_of`)."""
-    from .api import _overrides, index_of, resolve_policy
-
     if not scenarios:
         raise ParamError("sweep: no scenarios")
     if not seeds:
@@ -226,15 +219,15 @@ def definitions(
         for i, p in enumerate(points(s)):
             for scenario in scenarios:
                 for seed in seeds:
-                    d = RunDef(full, scenario, int(seed), _overrides(p), _overrides(llm), settings)
+                    d = RunDef(
+                        full, scenario, int(seed), as_overrides(p), as_overrides(llm), settings
+                    )
                     out.append((i, d))
     return out
 
 
 def _run_one(d: RunDef, root: str | None, resume: bool) -> dict[str, Any]:
     """A run's metrics, or its error; never raises for a failing run."""
-    from .api import execute
-
     try:
         if root is not None and resume and is_complete(root, d):
             r = load(root, d)
@@ -300,15 +293,13 @@ def _execute(
 ) -> list[dict[str, Any]]:
     """Every run's metrics (or its error), in definition order, on the chosen executor;
     cached under ``root`` at the definition-derived paths (resumed when ``resume``)."""
-    from .api import _progress
-
     root_s = None if root is None else str(root)
     return map_in_order(
         _run_one,
         [(d, root_s, resume) for d in defs],
         jobs=jobs,
         executor=executor,
-        bar=_progress(len(defs), progress),
+        bar=progress_bar(len(defs), progress),
     )
 
 
@@ -338,11 +329,11 @@ def wide(table: pd.DataFrame) -> pd.DataFrame:
         for item in str(row["params"]).split(","):
             k, _, v = item.partition("=")
             if k:
-                w.loc[i, k] = float(v) if _num_text(v) else v
+                w.loc[i, k] = float(v) if is_number_text(v) else v
     return w
 
 
-def _num_text(v: str) -> bool:
+def is_number_text(v: str) -> bool:
     try:
         float(v)
         return True
@@ -368,8 +359,6 @@ def load_sweep_file(path: str | Path) -> tuple[list[SweepSpec], list[str], list[
               reflect_every: {values: [7, 14]} # explicit values
 
     Errors name the file, the field and the value."""
-    import yaml
-
     p = Path(path)
     where = str(p)
     if not p.is_file():
@@ -528,8 +517,6 @@ def sobol_estimates(
 def sobol_ranges(policy: str, fields: Sequence[str] | None) -> dict[str, tuple[float, float, type]]:
     """The range each field is sampled over: :func:`sensitivity_ranges` (the declared range,
     else half to twice the documented default); by default every declared-range field."""
-    from memsim.engine.registry import spec
-
     cls = spec(policy).load().Params
     known = {f.name for f in dataclasses.fields(cls)}
     ranges = sensitivity_ranges(policy)
@@ -591,10 +578,6 @@ def sobol(
     indices divide)."""
     from scipy.stats import uniform
 
-    from memsim.engine.registry import spec
-
-    from .api import _overrides, index_of, resolve_policy
-
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     known_metrics = (*QUERY_MEANS, *RUN_METRICS)
     for m in metrics:
@@ -629,7 +612,7 @@ def sobol(
             valid.append(False)
         values.append(v)
     defs = [
-        RunDef(full, scenario, int(s), _overrides(v), _overrides(llm), settings)
+        RunDef(full, scenario, int(s), as_overrides(v), as_overrides(llm), settings)
         for v, ok in zip(values, valid)
         if ok
         for s in seeds
@@ -685,64 +668,3 @@ def sobol(
                 }
             )
     return pd.DataFrame(rows)
-
-
-# ---------------------------------------------------------------------------- command line
-
-
-def _field_arg(policy: str, text: str) -> tuple[str, Any]:
-    name, sep, rest = text.partition("=")
-    name = name.strip()
-    if not sep:
-        return name, None
-    try:
-        if ":" in rest:
-            lo, hi = rest.split(":", 1)
-            return name, (float(lo), float(hi))
-        return name, [float(v) if _num_text(v) else v.strip() for v in rest.split(",") if v]
-    except ValueError:
-        raise ParamError(f"--field {text!r}: expected NAME, NAME=LO:HI or NAME=V1,V2") from None
-
-
-def run_sweep_command(args: Any) -> int:
-    from .cli import _seeds, index_settings, split_specs
-    from .executors import dask_executor
-
-    if args.file:
-        specs, scenarios, seeds = load_sweep_file(args.file)
-    else:
-        if not args.policy or not args.field:
-            raise ParamError("sweep: give a sweep file, or --policy and at least one --field")
-        fields = dict(_field_arg(args.policy, f) for f in args.field)
-        specs = [SweepSpec(args.policy, fields, args.method, args.n, args.sample_seed)]
-        scenarios = split_specs(args.scenarios)
-        seeds = _seeds(args.seeds)
-    if args.scenarios and args.file:
-        scenarios = split_specs(args.scenarios)
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ParamError(f"--out {str(out)!r} is a file, not a folder")
-    index = index_settings(args.index)
-    with dask_executor(args.dask) as executor:
-        table = sweep(
-            specs,
-            scenarios,
-            seeds,
-            root=args.cache or out / "cache",
-            out=out,
-            jobs=args.jobs,
-            executor=executor,
-            resume=not args.no_resume,
-            progress="always" if args.progress else not args.quiet,
-            index=index,
-        )
-    failed = table[table["error"] != ""].drop_duplicates(["policy", "scenario", "seed", "point"])
-    runs = table.drop_duplicates(["policy", "scenario", "seed", "point"])
-    print(f"{len(runs)} runs ({len(failed)} failed); wrote {out}/sweep.parquet, sweep.csv")
-    for _, r in failed.head(5).iterrows():
-        print(f"  failed: {r.policy} {r.scenario} seed {r.seed} {r.params}: {r.error}")
-    ok = wide(table)
-    if len(ok):
-        cols = [c for c in ("recall", "stale", "footprint_mean") if c in ok]
-        print(ok.groupby("params", sort=False)[cols].mean().round(4).to_string())
-    return 0

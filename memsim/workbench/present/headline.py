@@ -25,8 +25,8 @@ import pandas as pd
 
 from memsim.engine.registry import spec
 
-from .calibrate import ALPHA, superiority
-from .report import markdown_table
+from ..stats import ALPHA, cluster_ids, cluster_unit, superiority
+from .tables import markdown_table
 
 START = "<!-- headline:start (python -m scripts.headline --write) -->"
 END = "<!-- headline:end -->"
@@ -84,8 +84,6 @@ def significance_marks(per_query: pd.DataFrame, reference: str | None) -> dict[s
 
 def _note(name: str, noun: str, rows: pd.DataFrame, marks: dict[str, str]) -> str:
     """One clause: the clusters, the seeds, how many marks, or why none can appear."""
-    from .calibrate import cluster_ids, cluster_unit
-
     n = len(np.unique(cluster_ids(rows)))
     seeds = sorted(int(s) for s in rows["seed"].unique())
     seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}"

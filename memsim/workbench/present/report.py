@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,28 +11,21 @@ import numpy as np
 import pandas as pd
 
 from memsim.engine.metric_registry import metric_names
+from memsim.engine.registry import specs
 
-from .results import (
+from ..runs.results import (
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_parquet,
     git_commit,
     package_versions,
 )
+from .calibration import calibration_markdown
+from .tables import markdown_table
 
 # metrics shown in the readable table, in this order (the index audit's where some run
 # searched through a candidate index)
 SHOWN = metric_names("shown")
-
-
-def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    """The lines of a markdown table (the workbench's summary, calibration, tuning and headline
-    tables)."""
-    return [
-        "| " + " | ".join(header) + " |",
-        "|---" * len(header) + "|",
-        *("| " + " | ".join(r) + " |" for r in rows),
-    ]
 
 
 def _fmt(x: float, digits: int = 3) -> str:
@@ -124,8 +117,6 @@ def write_comparison(
     )
     text = "# Comparison\n\n" + markdown(summary)
     if "bound" in per_query.columns:
-        from .calibrate import calibration_markdown
-
         text += "\n" + calibration_markdown(per_query, frontier)
     atomic_write_bytes(out / "summary.md", text.encode())
     if frontier is not None:
@@ -164,8 +155,6 @@ def console_table(
 
 def _baselines_phrase() -> str:
     """``both baselines (keep-all, recency)``, read off the registry's baseline specs."""
-    from memsim.engine.registry import specs
-
     ids = [s.id for s in specs() if s.baseline]
     quantity = "both" if len(ids) == 2 else "every"
     return f"{quantity} baseline{'s' if len(ids) != 1 else ''} ({', '.join(ids)})"

@@ -1,8 +1,9 @@
 """Where a grid of runs executes: this process, local processes, or Dask.
 
-``--jobs N`` uses a process pool (the default executor of :func:`memsim.workbench.api.run_grid`);
-``--dask local:N`` starts a Dask ``LocalCluster`` of N single-threaded worker processes for the
-user, and ``--dask tcp://HOST:PORT`` joins an existing scheduler. Results are collected in
+``--jobs N`` uses a process pool (the default executor of
+:func:`memsim.workbench.runs.execution.run_grid`); ``--dask local:N`` starts a Dask
+``LocalCluster`` of N single-threaded worker processes for the user, and
+``--dask tcp://HOST:PORT`` joins an existing scheduler. Results are collected in
 definition order, so every executor gives the same bytes.
 """
 

@@ -12,12 +12,12 @@ tests, notebooks and worker processes.
 
 from __future__ import annotations
 
-import argparse
 import functools
-import hashlib
+import importlib
 import math
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,38 +27,28 @@ import numpy as np
 import pandas as pd
 
 from memsim.engine.errors import MemsimError
+from memsim.engine.registry import spec
 
-from .results import read_json
-
-DPI = 120
-
-# Colours come from the registry, never from a list of names: baselines wear greys, every
-# other policy a colour of a fixed qualitative palette (tab10 minus its grey, then tab20's
-# light shades), picked by a blake2b hash of its id (stable across runs and processes,
-# unlike hash()). Registered policies are coloured in registry order; a collision moves to
-# the next free colour, so up to 18 registered policies get distinct colours.
-COLOURS = (
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#bcbd22",
-    "#17becf",
-    "#aec7e8",  # then tab20's light shades, so up to 18 policies get distinct colours
-    "#ffbb78",
-    "#98df8a",
-    "#ff9896",
-    "#c5b0d5",
-    "#c49c94",
-    "#f7b6d2",
-    "#dbdb8d",
-    "#9edae5",
+from ..runs.execution import list_policies
+from ..runs.results import read_json
+from ..stats import cluster_bootstrap_ci
+from .calibration_figures import frontier_figure, loss_figure
+from .style import (
+    AGE_BINS,
+    COLOURS,
+    DPI,
+    MARKERS,
+    age_bin_labels,
+    is_baseline,
+    new_figure,
+    ordered_policies,
+    palette,
+    policy_color,
+    policy_id,
+    policy_style,
+    registered_policies,
+    short_scenario,
 )
-GREYS = ("#7f7f7f", "#000000", "#bfbfbf", "#404040")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h")
 
 # Access patterns of figure 1: no access, a steady rhythm, and three bursts a month apart.
 CURVE_PATTERNS: dict[str, str] = {
@@ -74,74 +64,6 @@ CURVE_DAYS = "0:120:1"
 # Policies that declare none plant their default memory.
 
 
-# Evidence-age bins (days) of the LoCoMo figure.
-AGE_BINS = (0.0, 1.0, 7.0, 30.0, 90.0, math.inf)
-
-
-def policy_id(name: str) -> str:
-    """``pai-v1`` -> ``pai``: colours key on the id without its version."""
-    return re.sub(r"-v\d+$", "", str(name))
-
-
-def _hash_index(pid: str, n: int) -> int:
-    return int.from_bytes(hashlib.blake2b(pid.encode(), digest_size=4).digest(), "big") % n
-
-
-def _registered() -> list[Any]:
-    from memsim.engine.registry import specs
-
-    return specs()
-
-
-def palette() -> dict[str, str]:
-    """Policy id -> colour for every registered policy (see ``COLOURS``)."""
-    out: dict[str, str] = {}
-    for spec_ in _registered():
-        colours = GREYS if spec_.baseline else COLOURS
-        used = set(out.values())
-        i = _hash_index(spec_.id, len(colours))
-        for k in range(len(colours)):
-            c = colours[(i + k) % len(colours)]
-            if c not in used:
-                break
-        out[spec_.id] = c
-    return out
-
-
-def is_baseline(name: str) -> bool:
-    """Does the registry declare the policy a baseline (``PolicySpec.baseline``)?"""
-    from memsim.engine.registry import baseline_ids
-
-    return policy_id(name) in baseline_ids()
-
-
-def policy_color(name: str) -> str:
-    """The policy's fixed colour; an unregistered id gets a stable colour from its hash."""
-    pid = policy_id(name)
-    known = palette()
-    if pid in known:
-        return known[pid]
-    return COLOURS[_hash_index(pid, len(COLOURS))]
-
-
-def policy_style(name: str) -> dict[str, Any]:
-    """Line style of a policy: its colour; baselines dashed."""
-    return {"color": policy_color(name), "linestyle": "--" if is_baseline(name) else "-"}
-
-
-def ordered_policies(names: Iterable[str]) -> list[str]:
-    """Registry order (baselines first, then by id), then anything unregistered sorted."""
-    names = list(dict.fromkeys(str(n) for n in names))
-    rank = {s.id: i for i, s in enumerate(_registered())}
-    return sorted(names, key=lambda n: (rank.get(policy_id(n), len(rank)), n))
-
-
-def _new_figure(width: float, height: float):
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height), dpi=DPI, layout="constrained")
-
-
 def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
     if frame is None or not isinstance(frame, pd.DataFrame):
         raise MemsimError(f"{what}: expected a DataFrame, got {type(frame).__name__}")
@@ -151,16 +73,6 @@ def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
             f"{what}: missing column(s) {', '.join(missing)} "
             f"(has {', '.join(map(str, frame.columns))})"
         )
-
-
-def short_scenario(spec: str) -> str:
-    """A readable label: ``locomo:/long/path/locomo-dev.json,sample=x`` ->
-    ``locomo:locomo-dev.json,sample=x``."""
-    s = str(spec)
-    if s.startswith("locomo:"):
-        head, _, rest = s[len("locomo:") :].partition(",")
-        s = "locomo:" + Path(head).name + ("," + rest if rest else "")
-    return s
 
 
 # ------------------------------------------------------------------ 1. decay curves
@@ -177,17 +89,13 @@ class WorkedExample:
     value: float
     source: str
     label: str
-    claim: str = (
-        ""  # the id of the same example in the claims table (memsim.workbench.claims), if any
-    )
+    claim: str = ""  # the id of the same example in the claims table (studies/claims.py), if any
 
 
 def _declared(attr: str) -> dict[str, Any]:
     """Policy id -> ``attr`` of the module its spec names in ``claims``, where it is set."""
-    import importlib
-
     out: dict[str, Any] = {}
-    for spec_ in _registered():
+    for spec_ in registered_policies():
         if spec_.claims:
             value = getattr(importlib.import_module(spec_.claims), attr, None)
             if value is not None:
@@ -297,7 +205,7 @@ def decay_curves_figure(
     data = normalise_curves(curves) if normalise else curves.assign(relative=curves["strength"])
     pats = list(patterns or dict.fromkeys(data["pattern"]))
     titles = dict(CURVE_PATTERNS, **(patterns or {}))
-    fig = _new_figure(5.0 * len(pats), 4.6)
+    fig = new_figure(5.0 * len(pats), 4.6)
     axes = np.atleast_1d(fig.subplots(1, len(pats), sharey=True))
     axes[0].set_ylim(bottom=-0.03)
     policies = ordered_policies(data["policy"])
@@ -435,8 +343,6 @@ def compute_curves(
     for p in policies:
         memory = {k: str(v) for k, v in (memories.get(policy_id(p)) or {}).items()}
         try:
-            from memsim.engine.registry import spec
-
             retrievable = frozenset(spec(p).load().statuses.retrievable)
         except (MemsimError, ImportError, AttributeError):
             retrievable = None
@@ -525,7 +431,7 @@ def recall_footprint_over_time_figure(
     scen = list(scenarios) if scenarios is not None else synthetic_scenarios(per_query)
     if not scen:
         raise MemsimError("per-query table: no synthetic scenario to plot over time")
-    fig = _new_figure(11.0, 2.9 * len(scen) + 0.6)
+    fig = new_figure(11.0, 2.9 * len(scen) + 0.6)
     axes = np.atleast_2d(fig.subplots(len(scen), 2, squeeze=False))
     policies = ordered_policies(per_query["policy"])
     ks = sorted(int(k) for k in per_query["k"].dropna().unique()) if "k" in per_query else []
@@ -600,7 +506,7 @@ def recall_vs_footprint_figure(summary: pd.DataFrame, *, footprint_metric: str =
     scen = list(dict.fromkeys(both["scenario"]))
     ncols = min(4, len(scen))
     nrows = math.ceil(len(scen) / ncols)
-    fig = _new_figure(3.7 * ncols, 3.0 * nrows + 0.6)
+    fig = new_figure(3.7 * ncols, 3.0 * nrows + 0.6)
     axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
     for i, (ax, s) in enumerate(zip(axes, scen)):
         g = both[both["scenario"] == s]
@@ -723,7 +629,7 @@ def stale_figure(summary: pd.DataFrame):
     ]
     scen = [sc for sc in all_scen if sc not in clean] or all_scen
     t = t[t["scenario"].isin(scen)]
-    fig = _new_figure(min(16.0, max(7.0, 1.3 * len(scen) + 3)), 5.2 if clean else 4.8)
+    fig = new_figure(min(16.0, max(7.0, 1.3 * len(scen) + 3)), 5.2 if clean else 4.8)
     ax = fig.subplots()
     grouped_bars(ax, t, scen, ordered_policies(t["policy"]))
     ax.set_ylabel("stale@k: share of returned memories\nasserting only superseded values")
@@ -736,8 +642,6 @@ def stale_figure(summary: pd.DataFrame):
         "Stale memories in the top k (lower is better; whiskers: 95% bootstrap CI)", fontsize=10
     )
     if clean and scen is not all_scen:
-        import textwrap
-
         loco = [sc for sc in clean if str(sc).startswith("locomo")]
         names = [short_scenario(sc) for sc in clean if sc not in loco]
         if loco:
@@ -750,18 +654,9 @@ def stale_figure(summary: pd.DataFrame):
 # ------------------------------------------------------------------ 5. LoCoMo
 
 
-def age_bin_labels(bins: Sequence[float] = AGE_BINS) -> list[str]:
-    out = []
-    for lo, hi in zip(bins[:-1], bins[1:]):
-        out.append(f"≥{lo:g} d" if math.isinf(hi) else f"{lo:g}–{hi:g} d")
-    return out
-
-
 def _mean_ci(values: np.ndarray, units: np.ndarray) -> tuple[float, float, float, int]:
     """Mean, 95% bootstrap CI resampling ``units`` (a question asked under several seeds of
     a stream that ignores the seed is one unit), and the number of units."""
-    from .calibrate import cluster_bootstrap_ci
-
     v = np.asarray(values, dtype=np.float64)
     ok = np.isfinite(v)
     if not ok.any():
@@ -803,7 +698,7 @@ def locomo_tables(
 def locomo_figure(per_query: pd.DataFrame):
     """Figure 5: LoCoMo recall@k by question category (left) and by evidence age (right)."""
     by_cat, by_age = locomo_tables(per_query)
-    fig = _new_figure(12.0, 4.8)
+    fig = new_figure(12.0, 4.8)
     left, right = fig.subplots(1, 2)
     policies = ordered_policies(by_cat["policy"])
     cats = sorted(by_cat["category"].unique())
@@ -978,7 +873,7 @@ def latency_figure(bench: pd.DataFrame):
     if bench.empty:
         raise MemsimError("benchmarks: no record with a memory count and a time")
     ops = list(dict.fromkeys(bench.loc[~bench["floor"], "operation"])) or [""]
-    fig = _new_figure(5.2 * len(ops), 4.6)
+    fig = new_figure(5.2 * len(ops), 4.6)
     axes = np.atleast_1d(fig.subplots(1, len(ops), squeeze=False)).ravel()
     floors = bench[bench["floor"]]
     for ax, op in zip(axes, ops):
@@ -1050,7 +945,7 @@ def latency_figure(bench: pd.DataFrame):
     return fig
 
 
-# ------------------------------------------------------------------ the command
+# ------------------------------------------------------------------ every figure
 
 FIGURES = (
     "decay_curves",
@@ -1091,8 +986,6 @@ def build_figures(
     if "decay_curves" in wanted:
 
         def _curves():
-            from .api import list_policies
-
             claims_df = _read_table(Path(claims)) if claims else None
             data = compute_curves(list(list_policies()["id"]), notice=notice)
             if data.empty:
@@ -1113,9 +1006,7 @@ def build_figures(
         "stale": ("summary.csv", summary, stale_figure),
         "locomo": ("per_query.parquet", per_query, locomo_figure),
     }
-    if results is not None:  # the calibration figures (issue 13): calibration_figures.py
-        from .calibration_figures import frontier_figure, loss_figure
-
+    if results is not None:  # the calibration figures: calibration_figures.py
         needs["loss"] = ("per_query.parquet", per_query, loss_figure)
         frontier = _read_table(Path(results) / "frontier.csv")
         if per_query is not None and summary is not None and frontier is not None:
@@ -1164,67 +1055,3 @@ def write_figures(out: str | Path = "results/figures", **kwargs: Any) -> list[Pa
         tmp.replace(path)
         written.append(path)
     return written
-
-
-def add_figures_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--out", default="results/figures", help="folder for the PNGs (default results/figures)"
-    )
-    p.add_argument(
-        "--results",
-        default="results/standard",
-        help="comparison folder with summary.csv and per_query.parquet (default results/standard)",
-    )
-    p.add_argument(
-        "--benchmarks",
-        default="results/benchmarks.json",
-        help="latency benchmark JSON (default results/benchmarks.json)",
-    )
-    p.add_argument(
-        "--claims", default="results/claims.csv", help="claims table CSV (worked examples)"
-    )
-    p.add_argument("--only", help=f"comma list of figures to make: {', '.join(FIGURES)}")
-    p.add_argument(
-        "--no-curves", action="store_true", help="skip the decay curves (they run the policies)"
-    )
-
-
-def run_figures_command(args: argparse.Namespace) -> int:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    only = (
-        [t.strip() for t in args.only.split(",") if t.strip()]
-        if getattr(args, "only", None)
-        else None
-    )
-    unknown = [o for o in only or () if o not in FIGURES]
-    if unknown:
-        from memsim.engine.errors import UnknownIdError
-
-        raise UnknownIdError(f"unknown figure {unknown[0]!r}; known: {', '.join(FIGURES)}")
-    # A folder that is not there is a typo, not "nothing to draw": say so rather than skip
-    # every figure that reads it and exit 0 on the decay curves alone.
-    from_results = [f for f in (only or FIGURES) if f not in ("decay_curves", "latency")]
-    if from_results and args.results and not Path(args.results).is_dir():
-        from memsim.engine.errors import ParamError
-
-        raise ParamError(
-            f"--results {args.results!r}: no such folder (figures {', '.join(from_results)} "
-            "read its summary.csv and per_query.parquet; write it with `memsim compare --out`)"
-        )
-    written = write_figures(
-        args.out,
-        results=args.results,
-        benchmarks=args.benchmarks,
-        claims=getattr(args, "claims", None),
-        curves=not getattr(args, "no_curves", False),
-        only=only,
-    )
-    for path in written:
-        print(f"wrote {path}")
-    if not written:
-        from memsim.engine.errors import MemsimError
-
-        raise MemsimError("figures: no figure written (inputs missing; see notices above)")
-    return 0

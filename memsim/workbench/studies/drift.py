@@ -1,4 +1,4 @@
-"""Each model against its variant (``memsim drift``, or the module run with -m).
+"""Each model against its variant (``memsim drift``: memsim/workbench/cli/drift.py).
 
 Every registered policy whose spec names another in ``variant_of`` is paired with it (no id
 is written here: the registry says which policy is a variant of which). ``--kind code``
@@ -15,22 +15,18 @@ every difference is 0); run-level metrics (mean footprint, noise kept) are paire
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from memsim.engine.metric_registry import METRICS as REGISTRY
 from memsim.engine.metric_registry import metric_names
 from memsim.engine.registry import PolicySpec, specs
 
-from .executors import worker_count
-
-if TYPE_CHECKING:
-    import pandas as pd
+from ..stats import bootstrap_ci
 
 
 def _drift_metrics(level: str) -> tuple[tuple[str, str, str], ...]:
@@ -99,7 +95,6 @@ def paired_rows(
     variant - base with its interval, the Wilcoxon p and the number of paired queries (for
     the per-query METRICS) or runs (for RUN_METRICS, from ``runs``: one row per run with
     policy, scenario, seed and the run-level columns)."""
-    import pandas as pd
 
     rows = []
     for scenario, g in per_query.groupby("scenario", sort=False):
@@ -119,8 +114,6 @@ def _paired(
     key: list[str],
     metrics: Sequence[tuple[str, str, str]],
 ) -> list[dict[str, Any]]:
-    from .api import bootstrap_ci
-
     rows: list[dict[str, Any]] = []
     a = g[g["policy"] == base].set_index(key)
     b = g[g["policy"] == variant].set_index(key)
@@ -278,8 +271,6 @@ def side_by_side(per_query: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
     """Every policy of the run (the reference models with their variants, and the
     baselines) per scenario: recall@10 and stale@10 (mean over queries, 95% bootstrap
     interval), mean footprint and noise kept (mean over runs)."""
-    from .api import bootstrap_ci
-
     lines = [
         "## Every reference model beside the baselines",
         "",
@@ -307,57 +298,8 @@ def side_by_side(per_query: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
     return lines
 
 
-def add_drift_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--kind",
-        choices=KINDS,
-        default="code",
-        help="code: seed systems vs code variants (results/drift.md); reference: reference "
-        "models vs their second variants (results/references.md); all: both",
-    )
-    p.add_argument(
-        "--scenarios",
-        default="synthetic:steady,synthetic:churn,synthetic:noisy,synthetic:longgap",
-        help="comma list of scenario specs",
-    )
-    p.add_argument("--locomo", default=None, help="also run LoCoMo from this JSON file")
-    p.add_argument("--seeds", default="0", help="comma list or START:STOP (default 0)")
-    p.add_argument("--jobs", type=worker_count, default=1, help="parallel processes")
-    p.add_argument("--cache", default=None, help="per-run results root (resumable)")
-    p.add_argument(
-        "--out",
-        default=None,
-        help="markdown report to write (default results/drift.md for --kind code, "
-        "results/references.md for --kind reference; --kind all writes both defaults)",
-    )
-
-
-def _seeds(text: str) -> list[int]:
-    if ":" in text:
-        a, b = text.split(":", 1)
-        return list(range(int(a), int(b)))
-    return [int(s) for s in text.split(",") if s.strip()]
-
-
-def command_of(args: argparse.Namespace, kind: str | None = None) -> str:
-    """The command line that regenerates the report (run-time options such as --jobs and
-    --cache left out: they do not change the numbers)."""
-    kind = kind or args.kind
-    parts = ["python -m memsim drift"]
-    if kind != "code":
-        parts.append(f"--kind {kind}")
-    parts.append(f"--scenarios {args.scenarios}")
-    if args.locomo:
-        parts.append(f"--locomo {args.locomo}")
-    parts.append(f"--seeds {args.seeds}")
-    if args.out and args.out != DEFAULT_OUT.get(kind):
-        parts.append(f"--out {args.out}")
-    return " ".join(parts)
-
-
 def run_table(results: Sequence[Any]) -> pd.DataFrame:
     """One row per run: policy, scenario, seed and the run-level metrics."""
-    import pandas as pd
 
     rows = []
     for r in results:
@@ -367,57 +309,3 @@ def run_table(results: Sequence[Any]) -> pd.DataFrame:
         row.update({m: r.summary.get(m, np.nan) for m, _, _ in RUN_METRICS})
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def run_drift(args: argparse.Namespace) -> int:
-    kinds = ["code", "reference"] if args.kind == "all" else [args.kind]
-    if args.kind == "all" and args.out:
-        print("drift: --out: --kind all writes both default reports, got --out", file=sys.stderr)
-        return 2
-    plan = {k: variant_pairs(k) for k in kinds}
-    if not any(plan.values()):
-        print(f"drift: no registered {args.kind} policy declares variant_of", file=sys.stderr)
-        return 2
-    scenarios = [s for s in args.scenarios.split(",") if s.strip()]
-    if args.locomo:
-        scenarios.append(f"locomo:{args.locomo}")
-    import pandas as pd
-
-    from .api import grid, run_grid
-
-    seeds = _seeds(args.seeds)
-    ids = [p.id for k in kinds for pair in plan[k] for p in pair]
-    if "reference" in kinds:
-        ids += reference_ids()
-    ids = list(dict.fromkeys(ids))
-    results = run_grid(grid(ids, scenarios, seeds), root=args.cache, jobs=args.jobs, progress=False)
-    per_query = pd.concat([r.queries for r in results], ignore_index=True)
-    runs = run_table(results)
-    for k in kinds:
-        keep = [p.id for pair in plan[k] for p in pair]
-        if k == "reference":
-            keep += reference_ids()
-        text = render(
-            per_query[per_query["policy"].isin(keep)],
-            plan[k],
-            command_of(args, k),
-            seeds,
-            runs[runs["policy"].isin(keep)],
-            kind=k,
-        )
-        out = Path(args.out or DEFAULT_OUT[k])
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text + "\n")
-        print(f"wrote {out}", file=sys.stderr)
-    return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    p = argparse.ArgumentParser(prog="memsim drift", description=__doc__)
-    add_drift_arguments(p)
-    return run_drift(p.parse_args(argv))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -11,8 +11,9 @@ import pandas as pd
 
 from memsim.engine.errors import MemsimError
 
-from .calibrate import LOSS, LOSS_LABELS, calibration_table, panels, pooled_frontier
-from .figures import _new_figure, is_baseline, ordered_policies, policy_color
+from ..studies.calibrate import LOSS, calibration_table, pooled_frontier
+from .calibration import LOSS_LABELS, panels
+from .style import is_baseline, new_figure, ordered_policies, policy_color
 
 LOSS_COLOURS = {
     "recall": "#2ca02c",
@@ -26,7 +27,7 @@ REFERENCE_STYLE = ({"color": "black", "linestyle": "-"}, {"color": "0.45", "line
 def _grid(n: int, width: float, height: float):
     ncols = min(3, n)
     nrows = math.ceil(n / ncols)
-    fig = _new_figure(width * ncols, height * nrows + 0.8)
+    fig = new_figure(width * ncols, height * nrows + 0.8)
     axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
     for ax in axes[n:]:
         ax.set_visible(False)

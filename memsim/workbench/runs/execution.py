@@ -1,10 +1,7 @@
-"""The Python API: the same verbs as the CLI, returning pandas DataFrames.
+"""Runs: what is registered, one run's definition made ready and executed, grids of runs
+(cached under a results root), and the clairvoyant bound at a run's own footprint.
 
-    import memsim
-    memsim.list_policies()                      # DataFrame of registered policies
-    memsim.list_scenarios()                     # DataFrame of scenario specs
     q = memsim.run("pai", "scripted/name-preference", seed=0)   # per-query metrics
-    summary, per_query = memsim.compare(["keep-all", "pai"], ["synthetic:steady"], seeds=[0, 1])
 
 A comparison is a grid of independent runs (policy x scenario x seed). Runs execute in any
 ``concurrent.futures.Executor`` (a process pool by default when jobs > 1; pass
@@ -17,7 +14,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import dataclasses
 import functools
-import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -26,9 +22,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from memsim.engine import metrics, registry, runner, sources, truth
+from memsim.engine.embed import DEFAULT_TEXT_EMBEDDER
 from memsim.engine.errors import MemsimError, ParamError
-from memsim.engine.llm import Configurable, TruthBound
-from memsim.engine.metric_registry import metric_direction, metric_names
+from memsim.engine.index import check_settings
+from memsim.engine.llm import Bands, Configurable, Faults, Modes, TruthBound
+from memsim.engine.mockllm import MockLLM
 
 from .executors import map_in_order
 from .results import (
@@ -44,8 +43,6 @@ from .results import (
 
 
 def list_policies() -> pd.DataFrame:
-    from memsim.engine.registry import specs
-
     rows = [
         {
             "id": s.id,
@@ -56,21 +53,19 @@ def list_policies() -> pd.DataFrame:
             "seed_document": s.seed_document,
             "description": s.description,
         }
-        for s in specs()
+        for s in registry.specs()
     ]
     return pd.DataFrame(rows)
 
 
 def list_scenarios() -> pd.DataFrame:
-    from memsim.engine.sources import catalog
-
-    return pd.DataFrame([{"spec": s, "description": d} for s, d in catalog()])
+    return pd.DataFrame([{"spec": s, "description": d} for s, d in sources.catalog()])
 
 
 # ---------------------------------------------------------------------------- one run
 
 
-def _overrides(
+def as_overrides(
     pairs: Mapping[str, Any] | Iterable[tuple[str, Any]] | None,
 ) -> tuple[tuple[str, Any], ...]:
     items = dict(pairs.items() if isinstance(pairs, Mapping) else (pairs or ()))
@@ -78,24 +73,17 @@ def _overrides(
 
 
 @functools.lru_cache(maxsize=8)
-def _load_stream(spec: str, seed: int):
-    from memsim.engine.sources import load
-
-    return load(spec, seed=seed)
+def load_stream(spec: str, seed: int):
+    return sources.load(spec, seed=seed)
 
 
 def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str, Any]):
     """The MockLLM for a run: the stream's own bands/faults (synthetic profiles carry them),
     then ``bands.X`` / ``faults.X`` overrides from the run definition."""
-    from memsim.engine.embed import DEFAULT_TEXT_EMBEDDER
-    from memsim.engine.llm import Bands, Faults, Modes
-    from memsim.engine.mockllm import MockLLM
-
     bands = dict(stream_meta.get("bands", {}) or {})
     faults = dict(stream_meta.get("faults", {}) or {})
     modes: dict[str, Any] = {}
     text_embedder = str(stream_meta.get("text_embedder", DEFAULT_TEXT_EMBEDDER))
-    import dataclasses
 
     known = {"bands": Bands, "faults": Faults}
     for name, value in overrides.items():
@@ -132,9 +120,6 @@ def index_applies(policy: str, index: Mapping[str, Any]) -> bool:
     them) change a run of ``policy``: mode exact where the policy's default index is another
     (it turns that off), another mode where some search of the policy goes through it
     (``Policy.index_modes``). Settings the index refuses raise its error."""
-    from memsim.engine import registry
-    from memsim.engine.index import check_settings
-
     check_settings(**index)
     cls = registry.spec(policy).load()
     if index["mode"] == "exact":
@@ -146,8 +131,6 @@ def check_index(policy: str, index: Mapping[str, Any]) -> None:
     """Refuse a mode other than exact that would change nothing for ``policy``
     (:func:`index_applies`), naming the policies whose searches it would reach (mode exact
     is every policy's full scan, its default or not)."""
-    from memsim.engine import registry
-
     if index and index["mode"] != "exact" and not index_applies(policy, index):
         mode = index["mode"]
         users = [s.id for s in registry.specs() if mode in s.load().index_modes]
@@ -166,15 +149,13 @@ def index_of(policy: str, index: Mapping[str, Any] | None) -> tuple[tuple[str, A
     if not index:
         return ()
     check_index(policy, index)
-    return _overrides(index) if index_applies(policy, index) else ()
+    return as_overrides(index) if index_applies(policy, index) else ()
 
 
 def prepare(d: RunDef) -> tuple[Any, Any, Any, Any]:
     """(stream, LLM, ground truth, policy) of one definition, ready for ``runner.run``."""
-    from memsim.engine import registry, truth
-
     check_index(d.policy, dict(d.index))
-    stream = _load_stream(d.scenario, d.seed)
+    stream = load_stream(d.scenario, d.seed)
     llm = build_llm(d.seed, dict(stream.meta), dict(d.llm))
     gt = truth.GroundTruth(stream)
     if isinstance(llm, TruthBound):
@@ -194,8 +175,6 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
     (a clairvoyant policy only): its budget per time, (time, memories) pairs or a frame
     with columns time and retrievable (another run's ``RunResult.footprint``). ``progress``:
     a bar over the stream's batches (see :func:`show_progress`)."""
-    from memsim.engine import metrics, registry, runner, sources
-
     stream, llm, gt, policy = prepare(d)
     spec = registry.spec(d.policy)
     if isinstance(footprint, pd.DataFrame):
@@ -242,8 +221,6 @@ def matched_clairvoyant(result: RunResult, reference: str = "clairvoyant") -> Ru
 def _execute_and_save(d: RunDef, root: str | None, calibrate: bool = False) -> RunResult:
     r = execute(d)
     if calibrate:
-        from .calibrate import with_bound
-
         r = with_bound(r)
     if root is not None:
         save(root, r)
@@ -254,8 +231,6 @@ def _load_calibrated(root: str, d: RunDef, calibrate: bool) -> RunResult:
     """A cached run; one cached before it had its bound gains it now (and keeps it)."""
     r = load(root, d)
     if calibrate:
-        from .calibrate import BOUND, with_bound
-
         if BOUND not in r.queries.columns:
             r = with_bound(r)
             save(root, r)
@@ -263,9 +238,7 @@ def _load_calibrated(root: str, d: RunDef, calibrate: bool) -> RunResult:
 
 
 def resolve_policy(policy_id: str) -> str:
-    from memsim.engine.registry import spec
-
-    return spec(policy_id).full_id
+    return registry.spec(policy_id).full_id
 
 
 def run(
@@ -283,9 +256,9 @@ def run(
         resolve_policy(policy),
         scenario,
         int(seed),
-        _overrides(params),
-        _overrides(llm),
-        _overrides(index),
+        as_overrides(params),
+        as_overrides(llm),
+        as_overrides(index),
     )
     return execute(d).queries
 
@@ -325,11 +298,11 @@ def grid(
             per_policy[policy][field] = value
         else:
             raise ParamError(f"parameter {key!r}: policy {policy!r} is not being compared")
-    indexed = {f: _overrides(index) for f in full if index and index_applies(f, index)}
+    indexed = {f: as_overrides(index) for f in full if index and index_applies(f, index)}
     if index and not indexed:
         check_index(full[0], index)  # (raises, naming the policies it would reach)
     return [
-        RunDef(f, s, int(seed), _overrides(per_policy[p]), _overrides(llm), indexed.get(f, ()))
+        RunDef(f, s, int(seed), as_overrides(per_policy[p]), as_overrides(llm), indexed.get(f, ()))
         for s in scenario_specs
         for p, f in zip(policies, full)
         for seed in seeds
@@ -348,7 +321,7 @@ def run_grid(
 ) -> list[RunResult]:
     """Execute definitions (skipping complete ones under ``root`` when ``resume``); results
     come back in the order of ``defs`` whatever the executor. ``calibrate``: each run's
-    queries gain ``bound``, the clairvoyant's recall at its footprint (calibrate.py)."""
+    queries gain ``bound``, the clairvoyant's recall at its footprint (:func:`with_bound`)."""
     root_s = None if root is None else str(root)
     results: dict[int, RunResult] = {}
     todo: list[int] = []
@@ -357,7 +330,7 @@ def run_grid(
             results[i] = _load_calibrated(root_s, d, calibrate)
         else:
             todo.append(i)
-    bar = _progress(len(defs), progress, initial=len(results))
+    bar = progress_bar(len(defs), progress, initial=len(results))
     done = map_in_order(
         _execute_and_save,
         [(defs[i], root_s, calibrate) for i in todo],
@@ -383,7 +356,7 @@ def show_progress(flag: bool | str) -> bool:
     return bool(flag) and sys.stderr.isatty()
 
 
-def _progress(total: int, enabled: bool | str, initial: int = 0):
+def progress_bar(total: int, enabled: bool | str, initial: int = 0):
     if not show_progress(enabled):
         return _NoBar()
     from tqdm.auto import tqdm
@@ -391,212 +364,35 @@ def _progress(total: int, enabled: bool | str, initial: int = 0):
     return tqdm(total=total, initial=initial, desc="runs", unit="run", file=sys.stderr, delay=1.0)
 
 
-def compare(
-    policies: Sequence[str],
-    scenario_specs: Sequence[str],
-    seeds: Sequence[int] = (0,),
-    *,
-    params: Mapping[str, Any] | None = None,
-    llm: Mapping[str, Any] | None = None,
-    root: str | Path | None = None,
-    jobs: int = 1,
-    executor: cf.Executor | None = None,
-    resume: bool = True,
-    progress: bool | str = False,
-    calibrate: bool = True,
-    index: Mapping[str, Any] | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every policy on every scenario for every seed: (summary table, per-query table).
-    ``calibrate``: the per-query table gains ``bound`` (the clairvoyant's recall at each
-    run's own footprint) and the summary gains ``bound`` and ``gap`` rows. ``index``:
-    candidate index settings (:func:`grid`); the summary then has each indexed run's
-    exactness audit (``index_query_differ_share``, ``index_decision_differ_share``)."""
-    defs = grid(policies, scenario_specs, seeds, params, llm, index)
-    results = run_grid(
-        defs,
-        root=root,
-        jobs=jobs,
-        executor=executor,
-        resume=resume,
-        progress=progress,
-        calibrate=calibrate,
-    )
-    return tables(results)
+# ---------------------------------------------------------------------------- the matched bound
+
+BOUND = "bound"  # per-query recall@k of the clairvoyant at the run's footprint
 
 
-def tables(results: Sequence[RunResult]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(summary table, per-query table) of finished runs, in their order."""
-    per_query = pd.concat([r.queries for r in results], ignore_index=True)
-    # a cached summary comes back with sorted keys: sort fresh ones too (same bytes either way)
-    runs = pd.DataFrame([dict(sorted(r.summary.items())) for r in results])
-    return summarize(per_query, runs), per_query
+def clairvoyant_id() -> str | None:
+    """The id of the registered clairvoyant reference (its spec says ``clairvoyant``)."""
+    refs = [s.id for s in registry.specs(references=True) if s.clairvoyant]
+    return refs[0] if refs else None
 
 
-def expectation_table(results: Sequence[RunResult]) -> pd.DataFrame:
-    """Every stated expectation judged on every run that states some: one row each (scenario,
-    policy, seed, where, expected, ok, detail, note), in run order."""
-    rows = [
-        {
-            "scenario": r.definition.scenario,
-            "policy": r.summary.get("policy", r.definition.policy),
-            "seed": r.definition.seed,
-            **{k: v.get(k, "") for k in ("where", "expected", "ok", "detail", "note")},
-        }
-        for r in results
-        for v in r.expectations
-    ]
-    cols = ["scenario", "policy", "seed", "where", "expected", "ok", "detail", "note"]
-    return pd.DataFrame(rows, columns=cols)
+def needs_bound(d: RunDef) -> bool:
+    return clairvoyant_id() is not None and not registry.spec(d.policy).clairvoyant
 
 
-# ---------------------------------------------------------------------------- statistics
-
-QUERY_METRICS = metric_names("query")
-# workbench-level query metrics (calibrate.py): not computed by the engine's evaluate
-CALIBRATION_METRICS = metric_names("calibration")
-
-
-def bootstrap_ci(
-    values: np.ndarray, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
-) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean (scipy.stats.bootstrap), seeded for reproducibility."""
-    from scipy import stats
-
-    v = np.asarray(values, dtype=np.float64)
-    v = v[np.isfinite(v)]
-    if len(v) == 0:
-        return (np.nan, np.nan)
-    if len(v) == 1 or np.all(v == v[0]):
-        return (float(v[0]), float(v[0])) if len(v) > 1 else (np.nan, np.nan)
-    res = stats.bootstrap(
-        (v,),
-        np.mean,
-        confidence_level=confidence,
-        n_resamples=n_resamples,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    )
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
-
-
-def summarize(per_query: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """Tidy summary: one row per (scenario, policy, metric) with mean, 95% bootstrap CI,
-    the number of evaluated queries (or runs), the independent units the CI resamples
-    (``cluster_unit``, ``clusters``): ``seed`` for a stream that depends on the seed (1 = one
-    seed, the CI then resamples queries, which share a run), ``query`` for a stream that is
-    the same under every seed (LoCoMo, scripted: a question asked in every seed's run is one
-    unit, never one per seed), and whether it beats both baselines."""
-    from .calibrate import add_gap, cluster_bootstrap_ci, seeded_stream
-
-    per_query = add_gap(per_query)
-    rows = []
-    for (scenario, policy), g in per_query.groupby(["scenario", "policy"], sort=False):
-        seeded = seeded_stream(str(scenario))
-        if seeded:
-            units = g["seed"].to_numpy() if "seed" in g else np.zeros(len(g))
-        else:
-            units = g["query_id"].astype(str).to_numpy() if "query_id" in g else np.arange(len(g))
-        for m in QUERY_METRICS:
-            if m not in g:
-                continue
-            v = g[m].to_numpy(dtype=np.float64)
-            n = int(np.isfinite(v).sum())
-            lo, hi, n_c = cluster_bootstrap_ci(v, units)
-            if n_c < 2:
-                lo, hi = bootstrap_ci(v)
-            rows.append(
-                {
-                    "scenario": scenario,
-                    "policy": policy,
-                    "metric": m,
-                    "mean": float(np.nanmean(v)) if n else np.nan,
-                    "ci_low": lo,
-                    "ci_high": hi,
-                    "n": n,
-                    "unit": "queries",
-                    "better": metric_direction(m),
-                    "clusters": max(n_c, 1) if n else 0,
-                    "cluster_unit": "seed" if seeded else "query",
-                }
+def with_bound(result: RunResult) -> RunResult:
+    """``result`` with its queries gaining ``bound`` (NaN for a clairvoyant run itself)."""
+    if BOUND in result.queries.columns:
+        return result
+    q = result.queries.copy()
+    ref = clairvoyant_id()
+    if ref is None or q.empty or not needs_bound(result.definition):
+        q[BOUND] = np.nan
+    else:
+        c = matched_clairvoyant(result, ref).queries
+        if list(c["query_id"]) != list(q["query_id"]):
+            raise MemsimError(
+                f"matched clairvoyant of {result.definition.policy} on "
+                f"{result.definition.scenario}: queries differ from the policy's run"
             )
-    run_metrics = [
-        c
-        for c in runs.columns
-        if c not in ("policy", "scenario", "seed") and pd.api.types.is_numeric_dtype(runs[c])
-    ]
-    for (scenario, policy), g in runs.groupby(["scenario", "policy"], sort=False):
-        for m in run_metrics:
-            v = g[m].to_numpy(dtype=np.float64)
-            lo, hi = bootstrap_ci(v)
-            rows.append(
-                {
-                    "scenario": scenario,
-                    "policy": policy,
-                    "metric": m,
-                    "mean": float(np.nanmean(v)) if np.isfinite(v).any() else np.nan,
-                    "ci_low": lo,
-                    "ci_high": hi,
-                    "n": int(np.isfinite(v).sum()),
-                    "unit": "runs",
-                    "better": metric_direction(m),
-                    "clusters": int(np.isfinite(v).sum()),
-                    "cluster_unit": "seed",
-                }
-            )
-    table = pd.DataFrame(rows)
-    if table.empty:
-        return table
-    return _mark_baselines(table)
-
-
-def _mark_baselines(table: pd.DataFrame) -> pd.DataFrame:
-    """beats_baselines: True when the mean is strictly better than every baseline present
-    (direction-aware); None for the baselines themselves or when none is present."""
-    from memsim.engine.registry import baseline_ids
-
-    baselines = [
-        p for p in table["policy"].unique() if re.sub(r"-v\d+$", "", str(p)) in baseline_ids()
-    ]
-    out = []
-    for _, g in table.groupby(["scenario", "metric"], sort=False):
-        base = g[g["policy"].isin(baselines)]
-        sign = 1.0 if g["better"].iloc[0] == "higher" else -1.0
-        for _, row in g.iterrows():
-            if (
-                row["policy"] in baselines
-                or base.empty
-                or not np.isfinite(row["mean"])
-                or row["metric"] in CALIBRATION_METRICS  # a reference, not a result
-            ):
-                beats = None
-            else:
-                beats = bool(
-                    all(sign * (row["mean"] - b) > 0 for b in base["mean"] if np.isfinite(b))
-                )
-            out.append(beats)
-    table = table.copy()
-    # groupby preserves row order within groups; realign by index
-    idx = [i for _, g in table.groupby(["scenario", "metric"], sort=False) for i in g.index]
-    table.loc[idx, "beats_baselines"] = pd.Series(out, index=idx, dtype=object)
-    return table
-
-
-def paired(per_query: pd.DataFrame, metric: str, scenario: str | None = None) -> pd.DataFrame:
-    """Superiority matrix: cell (A, B) = share of paired queries (same scenario, seed and
-    query id) where A is strictly better than B on ``metric``."""
-    df = per_query if scenario is None else per_query[per_query["scenario"] == scenario]
-    wide = df.pivot_table(
-        index=["scenario", "seed", "query_id"], columns="policy", values=metric, aggfunc="first"
-    )
-    sign = 1.0 if metric_direction(metric) == "higher" else -1.0
-    pols = list(wide.columns)
-    mat = pd.DataFrame(np.nan, index=pols, columns=pols)
-    for a in pols:
-        for b in pols:
-            if a == b:
-                continue
-            both = wide[[a, b]].dropna()
-            if len(both):
-                mat.loc[a, b] = float((sign * (both[a] - both[b]) > 0).mean())
-    mat.index.name = f"{metric}: A beats B"
-    return mat
+        q[BOUND] = c["recall"].to_numpy(dtype=np.float64)
+    return dataclasses.replace(result, queries=q)
