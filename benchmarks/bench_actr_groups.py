@@ -13,7 +13,7 @@ compares the chosen rule's total with the grid's best (target: within 10%). Ever
 call's result must equal, bit for bit, what the kernel returned in the run (with the run's
 own arguments), under every rule.
 
-    python -m benchmarks.bench_actr_groups      # full mode, prints the grid's table
+    python -m benchmarks actr-groups      # full mode, prints the grid's table
     MEMSIM_BENCH_SMOKE=1 python -m pytest benchmarks/bench_actr_groups.py --benchmark-disable
 """
 
@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import sys
 from collections.abc import Iterator
 from functools import partial
 
@@ -218,12 +217,12 @@ def test_actr_grouping_rule_against_the_grid(benchmark, policy_id):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_actr_groups")
+    ap = argparse.ArgumentParser(prog="python -m benchmarks actr-groups")
     ap.add_argument("policies", nargs="*", default=list(POLICIES))
     ap.add_argument("--episodes", type=int, default=EPISODES, help="the stream's episodes")
     ap.add_argument("--queries", type=int, default=QUERIES, help="the stream's queries")
     a = ap.parse_args(argv)
-    from memsim.workbench.report import markdown_table
+    from memsim.workbench.present.tables import markdown_table
 
     measured = {p: measure(p, a.episodes, a.queries) for p in registered(a.policies)}
     rows = []
@@ -241,9 +240,3 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print("\n".join(markdown_table(header, rows)))
     return 0
-
-
-if __name__ == "__main__":
-    from memsim.workbench.cli import user_command
-
-    sys.exit(user_command("python -m benchmarks.bench_actr_groups", main))

@@ -1,4 +1,4 @@
-"""Target 4: approximate recall through faiss on clustered embeddings at 1M memories: top-10
+"""Approximate recall through faiss on clustered embeddings at 1M memories: top-10
 overlap with the exact answer >= 0.95 at >= 10x less time than exact.
 
 Candidates come from an IVF index (``IndexIVFFlat``, inner product, ``nlist`` ~ n/1000):
@@ -114,7 +114,7 @@ def test_ann_sweep(benchmark, case, nprobe):
     )
 
 
-def test_target4_ann_speed_and_overlap(benchmark, case):
+def test_ann_speed_and_overlap(benchmark, case):
     X, cols, index, meta, Q, codes, _ = case
     ov = overlap(index, case, NPROBE)
     t = interleaved(
@@ -145,7 +145,7 @@ def test_target4_ann_speed_and_overlap(benchmark, case):
     assert_target_in_full_mode(benchmark)
 
 
-def test_target4_ann_overlap(benchmark, case):
+def test_ann_overlap(benchmark, case):
     X, cols, index, meta, Q, codes, _ = case
     ov = overlap(index, case, NPROBE)
     record_target(

@@ -1,4 +1,4 @@
-"""Target 3: a batch of 256 queries over 200k memories costs at most 1/8 per query of a single
+"""Batched recall: a batch of 256 queries over 200k memories costs at most 1/8 per query of a single
 query (both exact: 000 §2 score, floor, top 10, top-k included in the timing).
 
 A single query is a matrix-vector product (bandwidth-bound); the batch is matrix-matrix
@@ -52,7 +52,7 @@ def test_batch_equals_straightforward(case):
         np.testing.assert_array_equal(got[b][1], ref_scores[want[0]])
 
 
-def test_target3_batch_per_query_vs_single(benchmark, case):
+def test_batch_per_query_vs_single(benchmark, case):
     X, cols, Q, codes = case
     fns = {
         "single": lambda: fs.pai_topk(X, Q[0], cols, NOW, codes[0], P, K),

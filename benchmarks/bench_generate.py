@@ -1,4 +1,4 @@
-"""Synthetic stream generation (issue 5): a 365-day stream of 100,000 episodes and 10,000
+"""Synthetic stream generation: a 365-day stream of 100,000 episodes and 10,000
 queries is generated in a few seconds, and the same seed gives a byte-identical stream.
 
 Reference measured in the same run: the straightforward construction of the very same events

@@ -47,7 +47,7 @@ def keep_all_year() -> dict:
 
 
 @pytest.mark.parametrize("policy_id", INDEXED)
-def test_target8_year_through_the_index(benchmark, keep_all_year, policy_id):
+def test_year_through_the_index(benchmark, keep_all_year, policy_id):
     tenth = _run(policy_id, 0.1, index=True)
     year = _run(policy_id, 1.0, index=True)
     exact = _run(policy_id, 1.0, index=False)

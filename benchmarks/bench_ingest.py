@@ -1,5 +1,5 @@
-"""Target 5: batched ingest of one day's episodes is >= 5x faster than one-by-one ingest of
-the same episodes, with identical outcomes and identical store state.
+"""Batched ingest: one call with a day's episodes is >= 5x faster than one call per
+episode, with identical outcomes and identical store state.
 
 Two days of the ``steady`` synthetic year are measured: day 30 (stores of ~900-2,700 rows,
 every policy's searches exact, Personal AI's through the batch's one matrix product) and day
@@ -14,9 +14,9 @@ when the day comes, which gives the target's ratio. A deep copy of the policy ev
 CPU caches (on the Intel Xeon, a 3-element ``np.add`` takes ~30 us right after one against
 ~1 us warm), and a batched day pays that refill once in its one call (~0.4 ms of a ~1.2 ms
 day 30), where one at a time pays it on its first episode of 86; after the day before, the
-batched day 30 costs what it costs warm (docs/performance.md, stop 58). Every timed call
+batched day 30 costs what it costs warm (docs/performance.md, batched ingest). Every timed call
 runs with the objects that exist before it frozen for the garbage collector
-(``_collecting_new``).
+(``ingest_day.collecting_new``).
 For a policy in SHARED_STEPS (Personal AI) the case also reports its ceiling: the ratio's
 own day one at a time over the time the batched day spends in the steps both modes take per
 belief (``benchmarks.ingest_steps``, its wrapped rounds only), the ratio a batch that cost
@@ -29,28 +29,31 @@ simulation does not).
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import gc
 import time
-from itertools import groupby
 
 import numpy as np
 import pytest
 
+from benchmarks import ingest_steps
 from benchmarks.conftest import assert_target_in_full_mode, record_target
+from benchmarks.ingest_day import (
+    collecting_new,
+    copy_of,
+    day_case,
+    ingest_modes,
+    store_state,
+    stream,
+    through_eve,
+    warm_policy,
+)
 from benchmarks.workloads import size
 from memsim.engine import registry
-from memsim.engine.events import Episode, Query
 
 # benchmarks.report runs each case in a pytest process of its own: in one process, a
 # policy's batched day ran up to ~20% slower after another policy's cases than alone (the
-# one-by-one mode ~1% either way; docs/performance.md, stop 59)
+# one-by-one mode ~1% either way; docs/performance.md, batched ingest)
 ONE_PROCESS_PER_CASE = True
 SEEDS = ["pai", "izzie", "kernle", "engram", "cosmo"]
-EPISODES = size(100_000, 2_000)
-QUERIES = size(10_000, 100)
-HORIZON = 365.0
 # the measured days: exact searches for every policy, then Personal AI through its index
 DAYS = (size(30, 5), size(240, 200))
 ROUNDS = size(3, 1)  # pytest-benchmark's rounds of the batched day
@@ -75,107 +78,20 @@ SHARED_STEPS = {
 CEILING_ROUNDS = size(7, 1)
 
 
-def _stream():
-    import scenarios
-
-    return scenarios.load(
-        f"synthetic:steady,episodes={EPISODES},queries={QUERIES},horizon={HORIZON:g}"
-    )
-
-
-def store_state(store) -> tuple:
-    """Everything a MemoryStore holds, comparable with ==."""
-    cols = tuple((name, store[name].tobytes()) for name in store.columns)
-    return (
-        store.n,
-        cols,
-        store.embedding.tobytes(),
-        tuple(store.text),
-        tuple(map(repr, store.claim)),
-        tuple(tuple(sorted(p)) for p in store.provenance),
-        tuple(store.status_log),
-        tuple(store.provenance_log),
-    )
-
-
 @pytest.fixture(scope="module")
 def events():
-    return _stream().events
-
-
-def day_case(events, first_day):
-    """The episodes before the day before ``first_day``, the episodes and queries of the day
-    before (in stream order), and the episodes of ``first_day``."""
-    episodes = [e for e in events if isinstance(e, Episode)]
-    before = [e for e in episodes if e.time < first_day - 1]
-    eve = [e for e in events if first_day - 1 <= e.time < first_day and type(e) in (Episode, Query)]
-    day = [e for e in episodes if first_day <= e.time < first_day + 1]
-    return before, eve, day
-
-
-def _replay(pol, events) -> None:
-    """The runner's calls for ``events`` (episodes and queries), one per same-time batch."""
-    for (t, kind), batch in groupby(events, key=lambda e: (e.time, type(e))):
-        if kind is Episode:
-            pol.ingest(list(batch), t)
-        else:
-            pol.recall(list(batch), t)
-
-
-@contextlib.contextmanager
-def _collecting_new():
-    """While timed, the garbage collector looks only at objects made inside (the ingest's
-    own): a deep copy leaves its last few hundred objects, containers of the store's size
-    among them, in the young generation, whose first collection then fell inside whichever
-    mode was timed next (0.7-0.9 ms of a 4-8 ms batched day 240, in either mode). Freezing
-    moves the objects to the permanent generation without traversing them: ``gc.collect()``
-    instead cost the batched day 30 ~0.25 ms, cache lines the traversal took."""
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()  # a dropped copy's cycles are the collector's again
-
-
-def _warm(policy_id, before):
-    from memsim.engine.mockllm import MockLLM
-
-    pol = registry.make(policy_id, llm=MockLLM(seed=0), seed=0)
-    _replay(pol, before)
-    return pol
-
-
-def copy_of(warm, pol=None):
-    """A deep copy of ``pol`` (default ``warm``) sharing the warmed policy's LLM and so the
-    LLM's caches."""
-    return copy.deepcopy(warm if pol is None else pol, {id(warm.llm): warm.llm})
-
-
-def through_eve(warm, eve):
-    """A copy of ``warm`` through the day before, as a simulation comes to the day."""
-    pol = copy_of(warm)
-    _replay(pol, eve)
-    return pol
-
-
-def ingest_modes(day, now) -> dict:
-    """The two ways the target ingests ``day``: ``batched`` (one call) and ``one_by_one``
-    (a call per episode), each a function of the policy giving its outcomes."""
-    return {
-        "batched": lambda pol: pol.ingest(day, now),
-        "one_by_one": lambda pol: [o for e in day for o in pol.ingest([e], now)],
-    }
+    return stream().events
 
 
 @pytest.mark.parametrize("first_day", DAYS, ids=lambda d: f"day{d}")
 @pytest.mark.parametrize("policy_id", SEEDS)
-def test_target5_batched_vs_one_by_one_ingest(benchmark, events, policy_id, first_day):
+def test_batched_vs_one_by_one_ingest(benchmark, events, policy_id, first_day):
     try:
         registry.spec(policy_id).load()
     except Exception as exc:  # a policy still being written by its author
         pytest.skip(f"{policy_id} not available: {exc}")
     before, eve, day = day_case(events, first_day)
-    warm = _warm(policy_id, before)
+    warm = warm_policy(policy_id, before)
     now = first_day + 1.0
 
     def fresh(pol):  # a copy, sharing the warmed policy's LLM (and the LLM's caches)
@@ -197,7 +113,7 @@ def test_target5_batched_vs_one_by_one_ingest(benchmark, events, policy_id, firs
             outs = []
             for make, into in ((lambda: fresh(on_the_day), after_copy), (simulated, best)):
                 pol = make()
-                with _collecting_new():
+                with collecting_new():
                     t0 = time.perf_counter()
                     outs.append(run(pol))
                     into[mode] = min(into[mode], time.perf_counter() - t0)
@@ -210,8 +126,6 @@ def test_target5_batched_vs_one_by_one_ingest(benchmark, events, policy_id, firs
     ceiling: dict[str, float] = {}
     shared = ""
     if policy_id in SHARED_STEPS:
-        from benchmarks import ingest_steps
-
         steps = SHARED_STEPS[policy_id]
         # the steps' times only: the day one at a time is the ratio's own (``best``)
         m = ingest_steps.measure_case(

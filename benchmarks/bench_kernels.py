@@ -1,11 +1,11 @@
-"""Each decay/score kernel over 1M rows is >= 100x faster than its scalar twin (``NAME_ref``
-beside it, in the engine or the policy that uses it: HOMES) looped in Python. The loop goes one
-memory at a time over the store's numpy columns (``for i, row in enumerate(zip(*columns)):
-out[i] = ref(*row)``), timed on 100k rows and scaled x10 to 1M; the vectorized kernel is timed
-on 1M rows directly. Both agree on the 100k rows. The record also gives ``python_lists_ratio``:
-the same against the tightest possible loop (a list comprehension over Python floats converted
-outside the timing), which on this machine sits near the memory-bandwidth floor of the kernels
-(3 input + 1 output arrays of 8 MB each: ~3 ms) x 100.
+"""Kernels against their scalar twins: each decay/score kernel over 1M rows is >= 100x faster
+than its scalar twin (``NAME_ref`` beside it, in the engine or the policy that uses it: HOMES)
+looped in Python. The loop goes one memory at a time over the store's numpy columns (``for i,
+row in enumerate(zip(*columns)): out[i] = ref(*row)``), timed on 100k rows and scaled x10 to
+1M; the vectorized kernel is timed on 1M rows directly. Both agree on the 100k rows. The record
+also gives ``python_lists_ratio``: the same against the tightest possible loop (a list
+comprehension over Python floats converted outside the timing), which sits near the
+memory-bandwidth floor of the kernels (3 input + 1 output arrays of 8 MB each: ~3 ms) x 100.
 
 Two forms per kernel: ``as_written`` (the kernel NAME on the full arrays: every
 intermediate is a fresh 8 MB array, and on a loaded machine its page faults cost more than
@@ -116,7 +116,7 @@ def _fast(name: str, form: str):
 
 @pytest.mark.parametrize("form", ["as_written", "chunked"])
 @pytest.mark.parametrize("name", KERNELS)
-def test_target2_kernel_vs_scalar(benchmark, name, form):
+def test_kernel_vs_scalar(benchmark, name, form):
     rng = np.random.default_rng([5, KERNELS.index(name)])
     args, kw = _inputs(name, N, rng)
     fast = _fast(name, form)
@@ -155,7 +155,7 @@ def test_target2_kernel_vs_scalar(benchmark, name, form):
     assert_target_in_full_mode(benchmark)
 
 
-def test_target2_topk_vs_scalar(benchmark):
+def test_topk_vs_scalar(benchmark):
     """ranking.topk (argpartition) against ranking.topk_ref (a full Python sort)."""
     rng = np.random.default_rng(6)
     s = rng.standard_normal(N)
@@ -182,7 +182,7 @@ def test_target2_topk_vs_scalar(benchmark):
     assert_target_in_full_mode(benchmark)
 
 
-# -- reference models (issue 14): kernel over 1M rows vs its scalar twin looped ---------------
+# -- reference models: kernel over 1M rows vs its scalar twin looped ---------------
 
 _W = (
     0.212, 1.2931, 2.3065, 8.2956, 6.4133, 0.8334, 3.0194, 0.001, 1.8722, 0.1666, 0.796,
@@ -273,7 +273,7 @@ REFERENCE_KERNELS = [
 
 
 @pytest.mark.parametrize("name", REFERENCE_KERNELS)
-def test_target2_reference_kernel_vs_scalar(benchmark, name):
+def test_reference_kernel_vs_scalar(benchmark, name):
     rng = np.random.default_rng([7, REFERENCE_KERNELS.index(name)])
     fast, loop_of = _reference_case(name, N, rng)
     t0 = time.perf_counter()

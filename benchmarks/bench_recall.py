@@ -1,4 +1,4 @@
-"""Target 1: exact recall of one query (document 000 §2 score, floor 0.20, top 10) over n
+"""Exact recall of one query (document 000 §2 score, floor 0.20, top 10) over n
 clustered 384-dim memories, against the bare float32 ``X @ q`` (the bandwidth floor).
 
 Variants timed: bare matvec, straightforward numpy (full scores + ranking.topk), the fused
@@ -59,7 +59,7 @@ def test_recall_variant(benchmark, recall_case, variant):
     benchmark.pedantic(_variants(X, cols, q)[variant], rounds=ROUNDS, iterations=1, warmup_rounds=1)
 
 
-def test_target1_fused_vs_bare_matvec(benchmark):
+def test_fused_vs_bare_matvec(benchmark):
     """Fused exact recall <= 1.25x the bare float32 X @ q, at n = 1M."""
     n = N_BIG
     X = embeddings(n)
@@ -130,7 +130,7 @@ def _policy(cls, n, q):
     return pol
 
 
-def test_target1_pai_policy_recall(benchmark):
+def test_pai_policy_recall(benchmark):
     """PersonalAI.recall of one query (embedding, fused scoring, graph expansion and access
     recording included) against the bare X @ q over its own store. Each call asks a query
     vector the policy has not seen lately (256 in turn, more than the store keeps products

@@ -1,24 +1,27 @@
-"""Target 9 (issue 16): every registered policy's steady year against keep-all's, and the
-growth exponent of its run time, all measured in the same run.
+"""Every registered policy's steady year against keep-all's, and the growth exponent of its
+run time, all measured in the same run.
 
 For each policy: the ``steady`` synthetic stream at a SMALL and a LARGE share of the year
 (the year: 100,000 episodes, 10,000 queries over 365 days; a share of it is that share of the
-episodes and queries over the same 365 days, the convention of bench_sim.py and of the
-issue's figures), each a subprocess of ``benchmarks.simrun``, one at a time:
+episodes and queries over the same 365 days, the convention of bench_sim.py), each a
+subprocess of ``benchmarks.simrun``, one at a time:
 
 * ratio = policy's run time at LARGE / keep-all's run time at LARGE (target <= 3 at the year);
 * growth exponent = ln(t_LARGE / t_SMALL) / ln(LARGE / SMALL) (target <= 1.15 from a tenth
   to the year, where ln(LARGE / SMALL) = ln 10).
 
-The issue's definition is SMALL = 0.1, LARGE = 1.0 (the default). ``--large 0.25`` measures
+The targets are defined at SMALL = 0.1, LARGE = 1.0 (the default). ``--large 0.25`` measures
 the same quantities from a tenth to a quarter year when the year does not fit the machine;
 the table names the sizes. On the command line keep-all runs first and again last, and the
 ratio uses the mean of its two times (both are shown, so the drift of the machine's load is
 visible); through pytest (the benchmark report) keep-all's year runs again right before each
 policy's, and the policy's ratio uses that run (its first run is shown beside it).
 
-    nice -n 5 python -m benchmarks.bench_scaling [--large 1.0] [--small 0.1] [POLICY ...]
-        # full mode: writes the table between SCALING_BEGIN / SCALING_END of results/benchmarks.md
+    nice -n 5 python -m benchmarks scaling [--large 1.0] [--small 0.1] [POLICY ...]
+        # writes its log afresh, results/benchmarks-scaling.jsonl (a header line with the
+        # command, code, start and sizes, then one JSON line per simulation run), and the
+        # table between SCALING_BEGIN / SCALING_END of results/benchmarks.md
+    python -m benchmarks scaling --from-log [LOG]    # the table again from a run's log
     python -m pytest benchmarks/bench_scaling.py          # the same through pytest-benchmark
     MEMSIM_BENCH_SMOKE=1 python -m pytest benchmarks/bench_scaling.py --benchmark-disable
 
@@ -33,8 +36,6 @@ import datetime as dt
 import json
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -43,9 +44,10 @@ from benchmarks import blocks
 from benchmarks.conftest import assert_target_in_full_mode, record_target
 from benchmarks.workloads import REPO, SMOKE, registered, size
 from memsim.engine.errors import ParamError
-from memsim.workbench.results import read_json
+from memsim.workbench.runs.results import read_json
 
 OUT_MD = REPO / "results" / "benchmarks.md"
+LOG = REPO / "results" / "benchmarks-scaling.jsonl"  # the last run's, one JSON line per run
 BEGIN, END = "<!-- SCALING_BEGIN -->", "<!-- SCALING_END -->"
 YEAR_EPISODES, YEAR_QUERIES = size(100_000, 1_700), size(10_000, 100)
 SMALL = 0.1
@@ -55,8 +57,8 @@ TIMEOUT = 3600.0
 # command line's --repeat-small 3: a run of a few seconds is the one a burst of other work
 # distorts most, and the cheap one to repeat. The year runs once (a minute; repeating it
 # would add ~20 minutes to the report), so the exponent may read a little high by the year's
-# own share of disturbance (the year's repeats in stop 51's bench_scaling differed by 1-8%,
-# 0.005-0.03 in the exponent).
+# own share of disturbance (repeats of the year with --repeat 2 differed by 1-8%, 0.005-0.03
+# in the exponent).
 SMALL_RUNS = size(3, 1)
 RATIO_LIMIT, EXPONENT_LIMIT = 3.0, 1.15
 REFERENCE = "keep-all"
@@ -118,33 +120,25 @@ def row(pid: str, small: dict, large: dict, ref: dict, s: float, L: float) -> di
     )
 
 
-def _shares(tm: dict) -> str:
-    total = max(tm.get("total", 0.0), 1e-12)
-    return " / ".join(f"{tm.get(k, 0.0) / total:.0%}" for k in ("ingest", "recall", "maintain"))
-
-
-def _commit() -> str:
-    """The checkout's commit (short), '' outside git (e.g. a ``git archive`` snapshot)."""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short=10", "HEAD"], cwd=REPO, capture_output=True, text=True
-        )
-    except OSError:
-        return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
-
-
 def table(
-    rows: list[dict], ref: dict, small: float, large: float, command: str, code: str = ""
+    rows: list[dict],
+    ref: dict,
+    small: float,
+    large: float,
+    command: str,
+    code: str = "",
+    when: str = "",
 ) -> str:
+    """The block of results/benchmarks.md: ``command`` run at ``when`` (UTC, default now) on
+    ``code``."""
     se, sq = sizes(small)
     le, lq = sizes(large)
     at_year = large == 1.0 and small == 0.1
     lines = [
         BEGIN,
-        "## Every policy against keep-all, and growth of run time (issue 16, target 9)",
+        "## Every policy against keep-all, and growth of run time",
         "",
-        f"`{command}` on {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC"
+        f"`{command}` on {when or f'{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M}'} UTC"
         + (f", code at commit {code}" if code else "")
         + ", "
         f"{os.cpu_count()} cores shared with other jobs; each run one subprocess, one at a time.",
@@ -157,9 +151,8 @@ def table(
         ""
         if at_year
         else (
-            "**Not the issue's definition** (a tenth to a full year): the year for every policy "
-            "does not fit this session's shared machine, so the ratio is at the large size and "
-            "the exponent is over a factor of "
+            "**Not the defined sizes** (a tenth to a full year): the ratio is at the large "
+            "size and the exponent is over a factor of "
             f"{large / small:g} in size, not 10."
         ),
         "",
@@ -175,7 +168,7 @@ def table(
             f"| {r['policy']} | {r['small_seconds']:.2f} | {r['large_seconds']:.2f} | "
             f"{r['ratio']:.2f}{ok_r} | {r['exponent']:.2f}{ok_e} | "
             f"{r['large_cpu_seconds']:.2f} | {r['ratio_cpu']:.2f} | {r['exponent_cpu']:.2f} | "
-            f"{_shares(r['timings'])} | {r['store_rows']:,} |"
+            f"{blocks.shares(r['timings'])} | {r['store_rows']:,} |"
         )
     met_r = sum(r["ratio"] <= RATIO_LIMIT for r in rows)
     met_e = sum(r["exponent"] <= EXPONENT_LIMIT for r in rows)
@@ -205,15 +198,6 @@ def _repeats_text(rows: list[dict]) -> str:
 
 
 def _ref_text(ref: dict) -> str:
-    if "groups" in ref:
-        pairs = "; ".join(
-            f"{a:.2f} s and " + ("(not run)" if b is None else f"{b:.2f} s")
-            for a, b in ref["groups"]
-        )
-        return (
-            "each group of policies against the keep-all of its own run, the mean of its "
-            f"first and last large runs, by group: {pairs}; keep-all's row is the first group's"
-        )
     last = "(not run)" if ref["last"] is None else f"{ref['last']:.2f} s"
     return f"mean of keep-all's first and last runs: {ref['first']:.2f} s and {last}"
 
@@ -237,10 +221,10 @@ def reference() -> dict:
 
 
 @pytest.mark.parametrize("policy_id", [p for p in policy_ids() if p != REFERENCE])
-def test_target9_year_against_keep_all(benchmark, reference, policy_id):
+def test_year_against_keep_all(benchmark, reference, policy_id):
     # the ratio's keep-all year is run right before the policy's: the module takes ~40
-    # minutes, and the machine's speed can drift by half within them (stop 61: keep-all's
-    # year 13.5 s at the module's start, ~20 s half an hour later)
+    # minutes, and the machine's speed can drift by half within them (keep-all's year once
+    # took 13.5 s at the module's start, ~20 s half an hour later)
     neighbour = measure(REFERENCE, LARGE)
     small, large = measure_small(policy_id), measure(policy_id, LARGE)
     ref = {"wall": neighbour["run_seconds"], "cpu": neighbour["run_cpu_seconds"]}
@@ -283,14 +267,15 @@ def fastest(results: list[dict]) -> dict:
     least CPU time (its shares and store), its wall time the least of the runs' wall times.
     The minimum is the run least slowed by the machine's other jobs (timeit's rule); the
     work itself is the same in every repeat (same seed, same trace)."""
-    best = dict(min(results, key=lambda r: r.get("run_cpu_seconds", r["run_seconds"])))
+    least_cpu: dict = min(results, key=lambda r: r.get("run_cpu_seconds", r["run_seconds"]))
+    best = dict(least_cpu)
     best["run_seconds"] = min(r["run_seconds"] for r in results)
     best["repeats"] = len(results)
     return best
 
 
 def _rows_of_log(records: list[dict], small: float, large: float) -> tuple[list[dict], dict]:
-    """Table rows of one run's records (``--log``): each policy against that run's keep-all
+    """Table rows of one run's records (its log): each policy against that run's keep-all
     (mean of its first and last large runs; the first alone if the run stopped early).
     Records repeated for the same policy, size and turn (``--repeat``) count as their
     :func:`fastest`."""
@@ -316,14 +301,32 @@ def _rows_of_log(records: list[dict], small: float, large: float) -> tuple[list[
     return rows, {"first": first["run_seconds"], "last": last["run_seconds"] if has_last else None}
 
 
+def _log_records(path: Path) -> tuple[dict, list[dict]]:
+    """A log's header (the run's command, code, start and sizes; :func:`main`) and its
+    records, one per simulation run."""
+    lines = read_json(path, part="lines")
+    if not lines or "command" not in lines[0]:
+        raise ParamError(f"{path}: no header line; not a log this command wrote")
+    return lines[0], lines[1:]
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_scaling")
+    ap = argparse.ArgumentParser(prog="python -m benchmarks scaling")
     ap.add_argument("policies", nargs="*")
     ap.add_argument("--small", type=float, default=SMALL)
     ap.add_argument("--large", type=float, default=LARGE)
-    ap.add_argument("--no-write", action="store_true", help="print the table only")
+    ap.add_argument(
+        "--no-write",
+        action="store_true",
+        help="print the table only: no log (unless --log) and no table in results/",
+    )
     ap.add_argument("--code", default="", help="the commit measured, for the table (default: git)")
-    ap.add_argument("--log", type=Path, default=None, help="append every run's JSON to this file")
+    ap.add_argument(
+        "--log",
+        type=Path,
+        default=None,
+        help="the run's log, written afresh (default: results/benchmarks-scaling.jsonl)",
+    )
     ap.add_argument(
         "--repeat",
         type=int,
@@ -339,96 +342,71 @@ def main(argv: list[str] | None = None) -> int:
         "a burst of other work distorts most, and the cheap one to repeat",
     )
     ap.add_argument(
-        "--small-only",
-        action="store_true",
-        help="measure the small size only (keep-all's too), to add runs to a --log that "
-        "--from-logs then reads with the others",
-    )
-    ap.add_argument(
-        "--from-logs",
+        "--from-log",
         type=Path,
-        nargs="+",
+        nargs="?",
+        const=LOG,
         default=None,
-        help="build the table from the --log files of runs of policy groups (each group "
-        "against the keep-all of its own run) instead of measuring",
+        help="build the table from a log of this command (default: "
+        "results/benchmarks-scaling.jsonl) instead of measuring",
     )
     a = ap.parse_args(argv)
+    if a.from_log is not None:
+        header, logged = _log_records(a.from_log)
+        small, large = header["small"], header["large"]
+        rows, ref = _rows_of_log(logged, small, large)
+        if not rows:
+            raise ParamError(f"--from-log {a.from_log}: no complete keep-all reference")
+        block = table(rows, ref, small, large, header["command"], header["code"], header["started"])
+        return _emit(block, a.no_write)
     if not 0 < a.small < a.large:
         raise ParamError(f"need 0 < --small < --large, got {a.small} and {a.large}")
     repeat_small = a.repeat if a.repeat_small is None else a.repeat_small
     if a.repeat < 1 or repeat_small < 1:
         raise ParamError(f"--repeat must be >= 1, got {min(a.repeat, repeat_small)}")
-    if a.small_only and a.log is None:
-        raise ParamError("--small-only adds runs to a --log; name one")
-    command = "nice -n 5 python -m benchmarks.bench_scaling" + (
+    pids = [p for p in (registered(a.policies) or policy_ids()) if p != REFERENCE]
+    command = "nice -n 5 python -m benchmarks scaling" + (
         f" --small {a.small:g} --large {a.large:g}" if (a.small, a.large) != (0.1, 1.0) else ""
     )
-    if a.from_logs:
-        rows, refs = [], []
-        for path in a.from_logs:
-            got, ref = _rows_of_log(
-                read_json(path, part="lines"),
-                a.small,
-                a.large,
-            )
-            seen = {r["policy"] for r in rows}
-            # keep-all's row once (the first group's); a policy in two logs: the first's
-            rows += [r for r in got if r["policy"] not in seen]
-            refs.append(ref)
-        if not rows:
-            raise ParamError(
-                f"--from-logs {' '.join(map(str, a.from_logs))}: no complete keep-all reference"
-            )
-        if len(a.from_logs) == 1:  # one run of every policy: its own keep-all
-            command += " --log LOG"
-            ref = refs[0]
-        else:
-            command += f" --log LOG POLICY... (in {len(a.from_logs)} groups run side by side)"
-            ref = {"groups": [(r["first"], r["last"]) for r in refs if r]}
-    else:
-
-        def measured(pid: str, scale: float, when: str) -> dict:
-            result = measure(pid, scale)
-            if a.log is not None:
-                rec = {"policy": pid, "scale": scale, "when": when, "result": result}
-                with a.log.open("a") as fh:
+    if a.repeat > 1:
+        command += f" --repeat {a.repeat}"
+    if repeat_small != a.repeat:
+        command += f" --repeat-small {repeat_small}"
+    if a.policies:
+        command += " " + " ".join(a.policies)
+    header = {
+        "command": command,
+        "code": a.code or blocks.commit(),
+        "started": f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M}",
+        "small": a.small,
+        "large": a.large,
+    }
+    log = a.log if a.log is not None or a.no_write else LOG
+    if log is not None:  # one log per run: a new run starts it afresh
+        log.write_text(json.dumps(header) + "\n")
+    runs = (
+        [(REFERENCE, a.small, "first"), (REFERENCE, a.large, "first")]
+        + [(pid, sc, "run") for pid in pids for sc in (a.small, a.large)]
+        + [(REFERENCE, a.large, "last")]
+    )
+    records: list[dict] = []
+    for pid, scale, when in runs:
+        # back to back: the fastest stands for them (fastest)
+        for _ in range(repeat_small if scale == a.small else a.repeat):
+            rec = {"policy": pid, "scale": scale, "when": when, "result": measure(pid, scale)}
+            records.append(rec)
+            if log is not None:
+                with log.open("a") as fh:
                     fh.write(json.dumps(rec) + "\n")
-            return result
+            print(f"{pid} at {scale:g}: {rec['result']['run_seconds']:.2f} s", flush=True)
+    rows, ref = _rows_of_log(records, a.small, a.large)
+    block = table(rows, ref, a.small, a.large, command, header["code"], header["started"])
+    return _emit(block, a.no_write)
 
-        pids = [p for p in (registered(a.policies) or policy_ids()) if p != REFERENCE]
-        records: list[dict] = []
-        runs = (
-            [(REFERENCE, a.small, "first"), (REFERENCE, a.large, "first")]
-            + [(pid, sc, "run") for pid in pids for sc in (a.small, a.large)]
-            + [(REFERENCE, a.large, "last")]
-        )
-        if a.small_only:
-            runs = [(pid, sc, when) for pid, sc, when in runs if sc == a.small]
-        for pid, scale, when in runs:
-            # back to back: the fastest stands for them (fastest)
-            for _ in range(repeat_small if scale == a.small else a.repeat):
-                result = measured(pid, scale, when)
-                records.append({"policy": pid, "scale": scale, "when": when, "result": result})
-                print(f"{pid} at {scale:g}: {result['run_seconds']:.2f} s", flush=True)
-        if a.small_only:
-            print(f"bench_scaling: {len(records)} runs of the small size added to {a.log}")
-            return 0
-        rows, ref = _rows_of_log(records, a.small, a.large)
-        if a.repeat > 1:
-            command += f" --repeat {a.repeat}"
-        if repeat_small != a.repeat:
-            command += f" --repeat-small {repeat_small}"
-        if a.policies:
-            command += " " + " ".join(a.policies)
-    block = table(rows, ref, a.small, a.large, command, a.code or _commit())
+
+def _emit(block: str, no_write: bool) -> int:
     print(block)
-    if not a.no_write:
+    if not no_write:
         blocks.write(OUT_MD, block, BEGIN, END)
         print(f"wrote the table into {OUT_MD}")
     return 0
-
-
-if __name__ == "__main__":
-    from memsim.workbench.cli import user_command
-
-    sys.exit(user_command("python -m benchmarks.bench_scaling", main))

@@ -1,4 +1,4 @@
-"""Target 6: the ``steady`` synthetic year (100,000 episodes, 10,000 queries over 365 days)
+"""The ``steady`` synthetic year (100,000 episodes, 10,000 queries over 365 days)
 through each seed policy via memsim.engine.runner.run: wall time and the share spent in ingest,
 recall and maintenance (Trace.timings).
 
@@ -40,7 +40,7 @@ def simrun(
     index: str = "",
     extra: list[str] | None = None,
 ) -> dict | None:
-    cmd = [sys.executable, "-m", "benchmarks.simrun", policy, str(episodes), str(queries)]
+    cmd = [sys.executable, "-m", "benchmarks", "simrun", policy, str(episodes), str(queries)]
     cmd += extra or []
     if profile:
         cmd += ["--profile", str(profile)]
@@ -73,7 +73,7 @@ def next_scale(scale: float, seconds: float, exponent: float) -> float | None:
 
 
 @pytest.mark.parametrize("policy_id", SEEDS)
-def test_target6_steady_year(benchmark, policy_id):
+def test_steady_year(benchmark, policy_id):
     from memsim.engine import registry
 
     try:

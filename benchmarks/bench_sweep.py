@@ -1,4 +1,4 @@
-"""Sweep executors (issue 15): a 200-run sweep of one policy on ``synthetic:churn`` at a tenth
+"""Sweep executors: a 200-run sweep of one policy on ``synthetic:churn`` at a tenth
 of a year, timed serially, with two local processes and on a two-worker Dask LocalCluster.
 
 Target: Dask's wall time at most 1.15x the process pool's, measured in the same run (the
@@ -25,7 +25,7 @@ SCENARIO = f"synthetic:churn,episodes={EPISODES},queries={size(40, 20)},horizon=
 
 
 def _timed(extra: list[str]) -> tuple[float, str]:
-    from memsim.workbench.cli import main
+    from memsim.workbench.cli.main import main
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "sweep"

@@ -1,4 +1,4 @@
-"""Target 10 (issue 16): a ten-year steady stream (1,000,000 episodes, 100,000 queries over
+"""The ten-year steady stream: a ten-year steady stream (1,000,000 episodes, 100,000 queries over
 3,650 days) runs to the end, with the peak memory against the raw bytes of the embeddings.
 
 Each policy runs once through ``benchmarks.simrun`` in a subprocess (one BLAS thread), which
@@ -7,8 +7,8 @@ is generated (``stream_rss_mib``) and the raw bytes of the final store's embeddi
 (``raw_embedding_mib``: rows x dim x 4). The table's memory ratio is
 (peak - stream) / raw: what the run added over the raw embeddings it ends with.
 
-    nice -n 5 python -m benchmarks.bench_tenyear [POLICY ...]      # full mode; writes its table
-    python -m benchmarks.bench_tenyear --from-json R1.json R2.json    # rows from simrun's JSON
+    nice -n 5 python -m benchmarks ten-year [POLICY ...]      # full mode; writes its table
+    python -m benchmarks ten-year --from-json R1.json R2.json    # rows from simrun's JSON
     MEMSIM_BENCH_SMOKE=1 python -m pytest benchmarks/bench_tenyear.py --benchmark-disable
 
 Full mode writes the table between ``TENYEAR_BEGIN`` / ``TENYEAR_END`` of
@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import sys
 from pathlib import Path
 
 import pytest
 
 from benchmarks import blocks
-from benchmarks.bench_scaling import _commit, _shares
 from benchmarks.conftest import record_target
 from benchmarks.workloads import REPO, SMOKE, registered, size
-from memsim.workbench.results import read_json
+from memsim.workbench.runs.results import read_json
 
 OUT_MD = REPO / "results" / "benchmarks.md"
 BEGIN, END = "<!-- TENYEAR_BEGIN -->", "<!-- TENYEAR_END -->"
@@ -73,7 +71,7 @@ def row(r: dict, when: str, code: str) -> str:
     """One policy's table row from simrun's JSON."""
     return (
         f"| {r['policy']} | {r['episodes']:,} | {r['queries']:,} | {r['run_seconds']:.0f} | "
-        f"{r['run_cpu_seconds']:.0f} | {_shares(r['timings'])} | {r['store_rows']:,} | "
+        f"{r['run_cpu_seconds']:.0f} | {blocks.shares(r['timings'])} | {r['store_rows']:,} | "
         f"{r['peak_rss_mib']:,.0f} | {r['stream_rss_mib']:,.0f} | "
         f"{r['raw_embedding_mib']:,.0f} | {memory_ratio(r):.2f} | {when}, {code or 'unknown'} |"
     )
@@ -98,7 +96,7 @@ def table(rows: dict[str, str], command: str) -> str:
     order = sorted(rows, key=lambda pid: (pid != "keep-all", pid))
     lines = [
         BEGIN,
-        "## The ten-year steady stream (issue 16, target 10)",
+        "## The ten-year steady stream",
         "",
         f"`{command}` (the last run of the command: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} "
         "UTC); each run one subprocess with one BLAS thread, on this 2-core machine with other "
@@ -123,7 +121,7 @@ def kept_block(md: str) -> str:
 
 
 @pytest.mark.parametrize("policy_id", ["keep-all"])
-def test_target10_ten_year_stream_runs_to_the_end(benchmark, policy_id):
+def test_ten_year_stream_runs_to_the_end(benchmark, policy_id):
     r = measure(policy_id)
     assert r is not None, f"{policy_id}: the ten-year stream took over {TIMEOUT:.0f} s"
     assert r["episodes"] == EPISODES and r["store_rows"] > 0
@@ -144,15 +142,15 @@ def test_target10_ten_year_stream_runs_to_the_end(benchmark, policy_id):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_tenyear")
+    ap = argparse.ArgumentParser(prog="python -m benchmarks ten-year")
     ap.add_argument("policies", nargs="*", default=["keep-all"])
     ap.add_argument("--from-json", type=Path, nargs="+", default=None)
     ap.add_argument("--no-write", action="store_true", help="print the table only")
     ap.add_argument("--code", default="", help="the commit measured, for the table (default: git)")
     a = ap.parse_args(argv)
-    command = "nice -n 5 python -m benchmarks.bench_tenyear POLICY ..."
+    command = "nice -n 5 python -m benchmarks ten-year POLICY ..."
     when = f"{dt.datetime.now(dt.UTC):%Y-%m-%d}"
-    code = a.code or _commit()
+    code = a.code or blocks.commit()
     results: list[dict] = []
     if a.from_json:
         for path in a.from_json:
@@ -173,9 +171,3 @@ def main(argv: list[str] | None = None) -> int:
         blocks.write(OUT_MD, block, BEGIN, END)
         print(f"wrote the table into {OUT_MD}")
     return 0
-
-
-if __name__ == "__main__":
-    from memsim.workbench.cli import user_command
-
-    sys.exit(user_command("python -m benchmarks.bench_tenyear", main))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -41,7 +41,7 @@ def pytest_collection_finish(session) -> None:
 
 
 def interleaved(
-    fns: dict[str, Callable[[], object]], rounds: int, setup: Callable[[], object] | None = None
+    fns: Mapping[str, Callable[[], object]], rounds: int, setup: Callable[[], object] | None = None
 ) -> dict[str, float]:
     """Best (minimum) wall time of each function over ``rounds`` rounds, the functions
     alternating within each round so machine noise hits them alike. ``setup`` runs

@@ -1,6 +1,6 @@
 """Trace fingerprints: the check that a speed change leaves a policy's runs identical.
 
-    python -m benchmarks.fingerprint [--save FILE | --check FILE] POLICY ...
+    python -m benchmarks fingerprint [--save FILE | --check FILE] POLICY ...
 
 For each policy, each of the four synthetic profiles (steady at 3,000 episodes; churn, noisy
 and longgap at 2,000; seed 0, the mock LLM with seed 0; ``--profiles steady-30k`` for a store
@@ -20,11 +20,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import sys
 from pathlib import Path
 
 from benchmarks.workloads import registered
-from memsim.workbench.results import read_json
+from memsim.workbench.runs.results import read_json
 
 PROFILES = {
     "steady": "synthetic:steady,episodes=3000",
@@ -62,7 +61,7 @@ def digest(policy, trace) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.fingerprint")
+    ap = argparse.ArgumentParser(prog="python -m benchmarks fingerprint")
     ap.add_argument("policies", nargs="+")
     ap.add_argument("--save", type=Path, default=None)
     ap.add_argument("--check", type=Path, default=None)
@@ -84,9 +83,3 @@ def main(argv: list[str] | None = None) -> int:
         print("identical" if not bad else "DIFFER: " + ", ".join(bad))
         return 1 if bad else 0
     return 0
-
-
-if __name__ == "__main__":
-    from memsim.workbench.cli import user_command
-
-    sys.exit(user_command("python -m benchmarks.fingerprint", main))

@@ -1,6 +1,6 @@
-"""Where target 5's day goes: named steps of a policy timed in both modes of bench_ingest's day.
+"""Where the batched-ingest day goes: a policy's named steps timed in both modes of its day.
 
-    python -m benchmarks.ingest_steps POLICY DAY [METHOD ...] [--rounds N] [--free METHOD]
+    python -m benchmarks ingest-steps POLICY DAY [METHOD ...] [--rounds N] [--free METHOD]
 
 bench_ingest's case (the ``steady`` year, the policy warmed up on the days before the day
 before ``DAY``, each round a copy that has just run the day before), ingested batched and one
@@ -31,17 +31,16 @@ from __future__ import annotations
 
 import argparse
 import functools
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from benchmarks import bench_ingest
+from benchmarks import ingest_day
 from benchmarks.workloads import registered
 from memsim.engine.errors import ParamError
 from memsim.engine.events import Episode
 
-BATCHED, ONE_BY_ONE = "batched", "one_by_one"  # bench_ingest.ingest_modes' keys
+BATCHED, ONE_BY_ONE = "batched", "one_by_one"  # ingest_day.ingest_modes' keys
 LABEL = {BATCHED: "batched", ONE_BY_ONE: "one by one"}
 _NONE = object()  # (no instance attribute of that name before the step was wrapped)
 _MISSING = object()  # (no attribute of that name on the path to a step)
@@ -129,14 +128,14 @@ def measure(
 
     fresh = registry.make(policy_id, llm=MockLLM(seed=0), seed=0)  # (before the stream)
     _check(fresh, policy_id, [*methods, *free], made_later=True)
-    events = bench_ingest._stream().events
-    before, eve, episodes = bench_ingest.day_case(events, day)
+    events = ingest_day.stream().events
+    before, eve, episodes = ingest_day.day_case(events, day)
     if not episodes:
         raise ParamError(f"day={day}: the stream has no episode that day")
-    warm = bench_ingest._warm(policy_id, before)
+    warm = ingest_day.warm_policy(policy_id, before)
     # the LLM's embedder sees the day once, as in bench_ingest (its caches are the shared
     # LLM's, which every copy uses)
-    bench_ingest.through_eve(warm, eve).ingest(episodes, day + 1.0)
+    ingest_day.through_eve(warm, eve).ingest(episodes, day + 1.0)
     m = measure_case(warm, eve, episodes, day + 1.0, methods, rounds, policy_id, free=free)
     return {"day": day, **m}
 
@@ -161,7 +160,7 @@ def measure_case(
     bench_ingest has). ``free``: a third run per round and mode with those steps answering
     from a recording (``free_days``; the module docstring)."""
     _check(warm, policy_id, [*methods, *free], made_later=False)
-    modes: dict[str, Callable[[Any], list]] = bench_ingest.ingest_modes(episodes, now)
+    modes: dict[str, Callable[[Any], list]] = ingest_day.ingest_modes(episodes, now)
     days: dict[str, list[float]] = {mode: [] for mode in modes}
     wrapped_days: dict[str, list[float]] = {mode: [] for mode in modes}
     free_days: dict[str, list[float]] = {mode: [] for mode in modes}
@@ -230,7 +229,7 @@ def _run_round(
     """One mode's day on a copy that has run the day before, each step named in
     ``wrappers`` replaced by its wrapper of the step and taken off after; its time appended
     to ``days``; its outcomes."""
-    pol = bench_ingest.through_eve(warm, eve)
+    pol = ingest_day.through_eve(warm, eve)
     wrapped = []
     try:
         for name, wrapper in wrappers.items():
@@ -242,7 +241,7 @@ def _run_round(
             except AttributeError:  # (__slots__, a read-only attribute)
                 raise ParamError(f"method {name!r}: cannot be timed on its object") from None
             wrapped.append((owner, attr, had))
-        with bench_ingest._collecting_new():
+        with ingest_day.collecting_new():
             t0 = time.perf_counter()
             out = run(pol)
             days.append(time.perf_counter() - t0)
@@ -350,7 +349,7 @@ def report(m: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.ingest_steps")
+    ap = argparse.ArgumentParser(prog="python -m benchmarks ingest-steps")
     ap.add_argument("policy")
     ap.add_argument("day", type=int, help="the day of the steady year ingested")
     ap.add_argument("methods", nargs="*", help="the policy's methods to time")
@@ -366,13 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     registered([a.policy])  # an unknown policy id: one line, before the stream is built
     if a.rounds < 1:
         raise ParamError(f"--rounds={a.rounds}: need at least 1")
-    if not 1 <= a.day < bench_ingest.HORIZON:
-        raise ParamError(f"day={a.day}: need 1 <= day < {bench_ingest.HORIZON:g}")
+    if not 1 <= a.day < ingest_day.HORIZON:
+        raise ParamError(f"day={a.day}: need 1 <= day < {ingest_day.HORIZON:g}")
     print(report(measure(a.policy, a.day, a.methods, a.rounds, a.free)))
     return 0
-
-
-if __name__ == "__main__":
-    from memsim.workbench.cli import user_command
-
-    sys.exit(user_command("python -m benchmarks.ingest_steps", main))

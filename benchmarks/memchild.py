@@ -1,7 +1,8 @@
 """Child process of the memory benchmark (bench_memory.py).
 
-    python -m benchmarks.memchild store N DIM CHUNK     build a MemoryStore of N rows
-    python -m benchmarks.memchild baseline N DIM CHUNK  same imports and one chunk, no store
+    python -m benchmarks memchild store N DIM CHUNK          build a MemoryStore of N rows
+    python -m benchmarks memchild baseline N DIM CHUNK       same imports and one chunk, no store
+    python -m benchmarks memchild measure MODE N DIM CHUNK   print one child's peak bytes
 
 ``store``: MemoryStore(dim).reserve(N), then rows added CHUNK at a time, each chunk of
 seeded unit vectors generated on the fly (the full matrix never exists outside the store).
@@ -19,14 +20,17 @@ import sys
 def measure(mode: str, n: int, dim: int, chunk: int) -> int:
     """Peak resident bytes of one child run (Linux ru_maxrss is in KiB)."""
     subprocess.run(
-        [sys.executable, "-m", "benchmarks.memchild", mode, str(n), str(dim), str(chunk)],
+        [sys.executable, "-m", "benchmarks", "memchild", mode, str(n), str(dim), str(chunk)],
         check=True,
     )
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 
 
-def main() -> None:
-    mode, n, dim, chunk = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+def main(argv: list[str]) -> None:
+    if argv[0] == "measure":
+        print(measure(argv[1], int(argv[2]), int(argv[3]), int(argv[4])))
+        return
+    mode, n, dim, chunk = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
     import numpy as np
 
     from memsim.engine.store import MemoryStore, Statuses
@@ -50,10 +54,3 @@ def main() -> None:
         m = min(chunk, n - lo)
         store.add(0.0, rows(m), texts=[""] * m, claims=[None] * m, provenance=[()] * m)
     assert store.n == n
-
-
-if __name__ == "__main__":
-    if sys.argv[1] == "measure":
-        print(measure(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])))
-    else:
-        main()

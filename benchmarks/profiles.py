@@ -1,10 +1,10 @@
 """Profile every registered policy (keep-all, the reference, first) through a tenth of the
-``steady`` synthetic year and write the summary into results/benchmarks.md (issue 16: profile
-first; one profile per policy).
+``steady`` synthetic year and write the summary into results/benchmarks.md (one profile per
+policy: where a policy's time goes before anyone makes it faster).
 
-    python -m benchmarks.profiles [--lines 15] [--baseline DIR] [POLICY ...]
+    python -m benchmarks profiles [--lines 15] [--baseline DIR] [POLICY ...]
 
-Each run is ``python -m benchmarks.simrun POLICY 10000 1000 --profile N`` in a subprocess
+Each run is ``python -m benchmarks simrun POLICY 10000 1000 --profile N`` in a subprocess
 (run it under ``nice -n 10`` on a shared machine). The block goes between the markers
 PROFILES_BEGIN / PROFILES_END of results/benchmarks.md, which benchmarks.report keeps when it
 rewrites the file. ``--baseline DIR`` adds a before column from earlier runs' JSON files
@@ -25,7 +25,6 @@ import sys
 from pathlib import Path
 
 from benchmarks import blocks
-from benchmarks.bench_scaling import _commit
 from benchmarks.workloads import REPO, registered
 
 OUT_MD = REPO / "results" / "benchmarks.md"
@@ -43,7 +42,10 @@ def policy_ids() -> list[str]:
 
 def profile(policy: str, lines: int, code: Path | None = None) -> dict:
     """One profiled run; ``code``: a checkout of older code to run instead (PYTHONPATH)."""
-    cmd = [sys.executable, "-m", "benchmarks.simrun", policy, str(EPISODES), str(QUERIES)]
+    # a checkout older than the ``python -m benchmarks`` entry point runs simrun as a module
+    older = code is not None and not (code / "benchmarks" / "__main__.py").exists()
+    simrun = ["benchmarks.simrun"] if older else ["benchmarks", "simrun"]
+    cmd = [sys.executable, "-m", *simrun, policy, str(EPISODES), str(QUERIES)]
     env = dict(os.environ)
     if code is not None:
         env["PYTHONPATH"] = str(code)
@@ -91,11 +93,11 @@ def block(runs: dict[str, dict], baseline: dict[str, dict], measured: str = "") 
         )
     parts = [
         BEGIN,
-        "## Profiles at a tenth of the steady year (issue 16)",
+        "## Profiles at a tenth of the steady year",
         "",
-        f"`python -m benchmarks.profiles` ({EPISODES:,} episodes, {QUERIES:,} queries over 365 "
+        f"`python -m benchmarks profiles` ({EPISODES:,} episodes, {QUERIES:,} queries over 365 "
         "days; one cProfile run per policy, top entries by cumulative time; `before` is the "
-        "same run on the code before issue 16's changes, when given)." + measured,
+        "same run on the older code given with --baseline or --baseline-code, if any)." + measured,
         "",
         *rows,
         "",
@@ -112,7 +114,7 @@ def kept_block(md: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.profiles")
+    ap = argparse.ArgumentParser(prog="python -m benchmarks profiles")
     ap.add_argument("policies", nargs="*", help="default: every registered policy")
     ap.add_argument("--lines", type=int, default=15)
     ap.add_argument("--baseline", type=Path, default=None)
@@ -143,15 +145,9 @@ def main(argv: list[str] | None = None) -> None:
                 baseline[pid] = json.loads(f.read_text())
     when = f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC"
     measured = (
-        f" Measured {when}, code at {a.code or _commit() or 'unknown'}, on {os.cpu_count()} "
+        f" Measured {when}, code at {a.code or blocks.commit() or 'unknown'}, on {os.cpu_count()} "
         f"cores with a load average of {load:.1f} at the start and "
         f"{os.getloadavg()[0]:.1f} at the end."
     )
     blocks.write(OUT_MD, block(runs, baseline, measured), BEGIN, END)
     print(f"wrote the profiles of {', '.join(runs)} into {OUT_MD}")
-
-
-if __name__ == "__main__":
-    from memsim.workbench.cli import user_command
-
-    sys.exit(user_command("python -m benchmarks.profiles", main))

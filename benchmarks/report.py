@@ -1,9 +1,9 @@
 """Run the benchmarks and write results/benchmarks.md and results/benchmarks.json.
 
-    python -m benchmarks.report                 full run (real sizes, ~35 min on 2 cores)
-    python -m benchmarks.report --from-json F   rebuild the table from a pytest-benchmark JSON
-    python -m benchmarks.report -- -k recall    extra arguments go to pytest
-    python -m benchmarks.report --rerun bench_sweep   one module again, the rest from the cache
+    python -m benchmarks report                 full run (real sizes, ~35 min on 2 cores)
+    python -m benchmarks report --from-json F   rebuild the table from a pytest-benchmark JSON
+    python -m benchmarks report -- -k recall    extra arguments go to pytest
+    python -m benchmarks report --rerun bench_sweep   one module again, the rest from the cache
 
 The full run is ``python -m pytest benchmarks/MODULE.py`` for each benchmark module, each in
 its own process (a module that sets ``ONE_PROCESS_PER_CASE = True``: each of its cases in its
@@ -25,8 +25,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks import blocks
 from benchmarks.workloads import CACHE, CASES_ENV, REPO
-from memsim.workbench.results import git_changed_files, read_json
+from memsim.workbench.runs.results import git_changed_files, read_json
 
 RAW = CACHE / "benchmarks-raw.json"
 # a module's pytest exit code, kept in its cached JSON for a later --rerun of other modules
@@ -84,13 +85,11 @@ class RerunError(Exception):
 def _cached_parts(rerun: list[str]) -> dict[str, dict]:
     """The cached JSON of every module not in ``rerun``, checked to be of this checkout's
     commit (one commit for the whole report)."""
-    from benchmarks.bench_scaling import _commit
-
     known = [m.stem for m in modules()]
     unknown = sorted(set(rerun) - set(known))
     if unknown:
         raise RerunError(f"--rerun {unknown[0]}: no such module; known: {', '.join(known)}")
-    head, parts = _commit(), {}
+    head, parts = blocks.commit(), {}
     for stem in known:
         if stem in rerun:
             continue
@@ -184,10 +183,10 @@ def run_pytest(extra: list[str], rerun: list[str] | None = None) -> tuple[int, s
     """Each benchmark module in its own pytest process (``extra`` passed to each), their
     JSONs merged into RAW. A module's numbers do not depend on the modules before it: in
     one process, an hour of other benchmarks left the allocator's heap in a state that
-    slowed the batched ingest days by ~10% (docs/performance.md, stop 45). A module that
+    slowed the batched ingest days by ~10% (docs/performance.md, batched ingest). A module that
     sets ``ONE_PROCESS_PER_CASE = True`` runs each case in a process of its own, for the
     same reason within the module (bench_ingest: a policy's batched day ran up to ~20%
-    slower after another policy's cases than alone; docs/performance.md, stop 59). With
+    slower after another policy's cases than alone). With
     ``rerun`` (module names such as ``bench_sweep``), only those run again and every other
     module's JSON is the cached one of the last run, of the same commit: a report whose one
     module another job disturbed is mended without running the rest."""
@@ -252,7 +251,7 @@ def build(raw: dict, command: str, returncode: int | None) -> tuple[str, dict]:
     lines = [
         "# Benchmarks",
         "",
-        f"Produced by `python -m benchmarks.report` (runs `{command}`) on {when[:19]} UTC, "
+        f"Produced by `python -m benchmarks report` (runs `{command}`) on {when[:19]} UTC, "
         f"commit {commit.get('id', '?')[:10]}{uncommitted_note(commit, changed)}, "
         f"{machine.get('cpu', {}).get('brand_raw', platform.processor() or '?')}, "
         f"{os.cpu_count()} cores, shared with other jobs (absolute times are noisy; every "
@@ -349,7 +348,7 @@ def build(raw: dict, command: str, returncode: int | None) -> tuple[str, dict]:
             body = "\n".join(t["profile"].strip().splitlines()[:40])
             lines += [f"### {t['target']}", "", "```", body, "```", ""]
     doc = {
-        "command": "python -m benchmarks.report",
+        "command": "python -m benchmarks report",
         "pytest_command": command,
         "datetime": when,
         "commit": commit.get("id"),
@@ -383,7 +382,7 @@ def latency_sweep(raw: dict) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.report")
+    ap = argparse.ArgumentParser(prog="python -m benchmarks report")
     ap.add_argument("--from-json", type=Path, help="rebuild from an existing pytest-benchmark JSON")
     ap.add_argument(
         "--rerun",
@@ -401,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             returncode, command = run_pytest(a.pytest_args, a.rerun)
         except RerunError as exc:
-            print(f"python -m benchmarks.report: {exc}", file=sys.stderr)
+            print(f"python -m benchmarks report: {exc}", file=sys.stderr)
             return 2
         raw_path = RAW
     raw = read_json(raw_path)
@@ -422,9 +421,3 @@ def main(argv: list[str] | None = None) -> int:
         f"{doc['met']} of {doc['total']} targets met"
     )
     return 0
-
-
-if __name__ == "__main__":
-    from memsim.workbench.cli import user_command
-
-    sys.exit(user_command("python -m benchmarks.report", main))

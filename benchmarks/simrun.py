@@ -1,6 +1,6 @@
 """One simulation run of a policy through the ``steady`` synthetic year, timed; prints JSON.
 
-    python -m benchmarks.simrun POLICY EPISODES QUERIES [--horizon DAYS] [--profile N]
+    python -m benchmarks simrun POLICY EPISODES QUERIES [--horizon DAYS] [--profile N]
         [--index mode=ivf,min_rows=N]
 
 Used by bench_sim.py in a subprocess (so a run too slow for the time budget can be stopped);
@@ -21,7 +21,6 @@ import json
 import pstats
 import re
 import resource
-import sys
 import time
 from pathlib import Path
 
@@ -53,7 +52,7 @@ def spec(episodes: int, queries: int, horizon: float = HORIZON) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.simrun")
+    ap = argparse.ArgumentParser(prog="python -m benchmarks simrun")
     ap.add_argument("policy")
     ap.add_argument("episodes", type=int)
     ap.add_argument("queries", type=int)
@@ -65,8 +64,8 @@ def main(argv: list[str] | None = None) -> dict:
     from memsim.engine import registry
     from memsim.engine.mockllm import MockLLM
     from memsim.engine.runner import run
-    from memsim.workbench.api import check_index
-    from memsim.workbench.cli import index_settings
+    from memsim.workbench.cli.args import index_settings
+    from memsim.workbench.runs.execution import check_index
 
     # user mistakes before the stream is built: an unknown policy, a bad index setting
     registry.spec(a.policy)
@@ -111,9 +110,3 @@ def main(argv: list[str] | None = None) -> dict:
         out["profile"] = portable(buf.getvalue())
     print(json.dumps(out))
     return out
-
-
-if __name__ == "__main__":
-    from memsim.workbench.cli import user_command
-
-    sys.exit(user_command("python -m benchmarks.simrun", main))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -25,7 +26,10 @@ NOISE = 0.75  # row = centre + NOISE * gaussian/sqrt(dim): cosine to centre 1/sq
 NOW = 365.0  # query time of the recall workloads (days)
 
 
-def size(full: int, smoke: int) -> int:
+Size = TypeVar("Size", int, float)
+
+
+def size(full: Size, smoke: Size) -> Size:
     """``full`` normally, ``smoke`` under MEMSIM_BENCH_SMOKE=1."""
     return smoke if SMOKE else full
 

@@ -16,16 +16,16 @@ The public API (lazily imported so ``import memsim`` stays light):
 __version__ = "0.1.0"
 
 _API = {
-    "list_policies": "memsim.workbench.api",
-    "list_scenarios": "memsim.workbench.api",
-    "run": "memsim.workbench.api",
-    "compare": "memsim.workbench.api",
-    "paired": "memsim.workbench.api",
-    "summarize": "memsim.workbench.api",
-    "superiority": "memsim.workbench.calibrate",
-    "frontier": "memsim.workbench.calibrate",
+    "list_policies": "memsim.workbench.runs.execution",
+    "list_scenarios": "memsim.workbench.runs.execution",
+    "run": "memsim.workbench.runs.execution",
+    "compare": "memsim.workbench.studies.compare",
+    "paired": "memsim.workbench.stats",
+    "summarize": "memsim.workbench.stats",
+    "superiority": "memsim.workbench.stats",
+    "frontier": "memsim.workbench.studies.calibrate",
     "curve": "memsim.engine.curve",
-    "robustness": "memsim.workbench.robustness",
+    "robustness": "memsim.workbench.studies.robustness",
     "make": "memsim.engine.registry",
     "register": "memsim.engine.registry",
 }

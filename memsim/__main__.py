@@ -1,5 +1,5 @@
 import sys
 
-from memsim.workbench.cli import main
+from memsim.workbench.cli.main import main
 
 sys.exit(main())

@@ -9,7 +9,7 @@ from memsim.engine.claims import register_claim
 
 DOC = "000_ec17278fb0252727.txt"
 
-# Decay examples drawn on the decay-curve figure (memsim.workbench.figures).
+# Decay examples drawn on the decay-curve figure (memsim.workbench.present.figures).
 DECAY_EXAMPLES = (
     {
         "day": 30,

@@ -23,10 +23,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from memsim.workbench.calibrate import BOUND, LOSS, family, rerun_with_provenance
-from memsim.workbench.figures import ordered_policies, short_scenario
-from memsim.workbench.report import markdown_table
-from memsim.workbench.results import RunDef
+from memsim.workbench.present.style import ordered_policies, short_scenario
+from memsim.workbench.present.tables import markdown_table
+from memsim.workbench.runs.execution import BOUND
+from memsim.workbench.runs.results import RunDef
+from memsim.workbench.stats import family
+from memsim.workbench.studies.calibrate import LOSS, rerun_with_provenance
 
 ROOT = Path(__file__).resolve().parent.parent
 KEEP_ALL_TARGET = 0.36  # issue 13: keep-all's LoCoMo dev recall@10 with the default embedder
@@ -123,8 +125,8 @@ def bound_section(std: pd.DataFrame) -> tuple[list[str], pd.DataFrame]:
         "(never needed again first, then needed furthest ahead), and ranks the relevant",
         "retrievable memories first. Matched mode sets its budget at every moment to the",
         "policy's retrievable footprint at that moment",
-        "(`memsim.workbench.api.matched_clairvoyant`; in every `memsim compare` output as the",
-        "per-query column `bound`). It bounds the recall",
+        "(`memsim.workbench.runs.execution.matched_clairvoyant`; in every `memsim compare`",
+        "output as the per-query column `bound`). It bounds the recall",
         "any policy could reach by *retaining raw episode memories*, one memory per episode,",
         "under that footprint; a policy whose memories cover several episodes each is not bound",
         "by it (‡).",

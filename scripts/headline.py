@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from memsim.workbench.headline import headline_table, replace_table
+from memsim.workbench.present.headline import headline_table, replace_table
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,8 +6,9 @@ import pytest
 
 import memsim
 from memsim.engine.errors import ParamError, UnknownIdError
-from memsim.workbench import api
-from memsim.workbench.results import RunDef
+from memsim.workbench import stats
+from memsim.workbench.runs import execution
+from memsim.workbench.runs.results import RunDef
 
 SMALL = "synthetic:steady,episodes=150,queries=20,facts=20,topics=4,horizon=40"
 
@@ -28,7 +29,7 @@ def test_compare_serial_and_process_pool_give_identical_tables(tmp_path):
     pd.testing.assert_frame_equal(q1, q2)
     pd.testing.assert_frame_equal(s1, s2)
     # and the per-run files are byte-identical
-    for d in api.grid(["keep-all", "pai"], [SMALL], [0, 1]):
+    for d in execution.grid(["keep-all", "pai"], [SMALL], [0, 1]):
         for f in ("queries.parquet", "footprint.parquet", "summary.json"):
             assert (d.path(tmp_path / "a") / f).read_bytes() == (
                 d.path(tmp_path / "b") / f
@@ -47,7 +48,7 @@ def test_compare_through_a_dask_executor_equals_serial(tmp_path):
 
 def test_resume_skips_complete_runs(tmp_path, monkeypatch):
     memsim.compare(["keep-all"], [SMALL], seeds=[0], root=tmp_path)
-    monkeypatch.setattr(api, "execute", lambda d: pytest.fail(f"{d} was rerun"))
+    monkeypatch.setattr(execution, "execute", lambda d: pytest.fail(f"{d} was rerun"))
     summary, per_query = memsim.compare(["keep-all"], [SMALL], seeds=[0], root=tmp_path)
     assert len(per_query) == 20
 
@@ -65,10 +66,10 @@ def test_summary_has_ci_counts_and_baseline_flags():
 
 def test_bootstrap_ci_is_seeded_and_brackets_the_mean():
     v = np.random.default_rng(3).random(200)
-    a, b = api.bootstrap_ci(v), api.bootstrap_ci(v)
+    a, b = stats.bootstrap_ci(v), stats.bootstrap_ci(v)
     assert a == b and a[0] < v.mean() < a[1]
-    assert api.bootstrap_ci(np.array([0.5, 0.5])) == (0.5, 0.5)
-    assert all(np.isnan(api.bootstrap_ci(np.array([np.nan]))))
+    assert stats.bootstrap_ci(np.array([0.5, 0.5])) == (0.5, 0.5)
+    assert all(np.isnan(stats.bootstrap_ci(np.array([np.nan]))))
 
 
 def test_paired_matrix_on_a_hand_made_table():
@@ -86,9 +87,9 @@ def test_unknown_ids_and_bad_overrides_are_clear():
     with pytest.raises(UnknownIdError, match="unknown policy id 'nope'"):
         memsim.compare(["nope"], [SMALL])
     with pytest.raises(ParamError, match="bands.NAME, faults.NAME, modes.NAME or text_embedder"):
-        api.build_llm(0, {}, {"temperature": 0.1})
+        execution.build_llm(0, {}, {"temperature": 0.1})
     with pytest.raises(ParamError, match="Faults.embed_fail=1.5"):
-        api.build_llm(0, {}, {"faults.embed_fail": 1.5})
+        execution.build_llm(0, {}, {"faults.embed_fail": 1.5})
     # mock modes (docs/mock-llm.md): unknown mode or a rate outside [0, 1], one line each
     for bad, text in (
         ({"modes.nope": 1}, "modes.nope=1"),
@@ -96,17 +97,17 @@ def test_unknown_ids_and_bad_overrides_are_clear():
         ({"modes.resolution_error": -0.5}, "resolution_error=-0.5"),
     ):
         with pytest.raises(ParamError, match=text) as exc:
-            api.build_llm(0, {}, bad)
+            execution.build_llm(0, {}, bad)
         assert "\n" not in str(exc.value)
 
 
 def test_llm_overrides_reach_the_mock():
-    llm = api.build_llm(4, {"bands": {"paraphrase": 0.9}}, {"faults.embed_fail": 0.25})
+    llm = execution.build_llm(4, {"bands": {"paraphrase": 0.9}}, {"faults.embed_fail": 0.25})
     assert llm.bands.paraphrase == 0.9 and llm.faults.embed_fail == 0.25 and llm.seed == 4
 
 
 def test_run_definitions_carry_the_policy_version():
-    (d,) = api.grid(["pai"], ["scripted/name-preference"], [0])
+    (d,) = execution.grid(["pai"], ["scripted/name-preference"], [0])
     assert d == RunDef("pai-v3", "scripted/name-preference", 0)
 
 
@@ -114,25 +115,27 @@ def test_grid_gives_the_index_to_the_policies_it_reaches():
     """compare --index (issue 16): the settings go to each policy some search of which goes
     through that mode; the others keep their default; settings reaching none are refused."""
     ivf = {"mode": "ivf", "min_rows": 100}
-    defs = api.grid(["keep-all", "izzie", "fsrs"], [SMALL], [0], index=ivf)
+    defs = execution.grid(["keep-all", "izzie", "fsrs"], [SMALL], [0], index=ivf)
     got = {d.policy.rsplit("-v", 1)[0]: d.index for d in defs}
     assert got == {
         "keep-all": (),
         "izzie": (("min_rows", 100), ("mode", "ivf")),
         "fsrs": got["izzie"],
     }
-    cones = api.grid(["izzie", "fsrs"], [SMALL], [0], index={"mode": "cones"})
+    cones = execution.grid(["izzie", "fsrs"], [SMALL], [0], index={"mode": "cones"})
     assert [bool(d.index) for d in cones] == [False, True]
     # exact turns a default index off (pai's ivf, fsrs's cones) and is the others' default
-    exact = api.grid(["keep-all", "izzie", "pai", "fsrs"], [SMALL], [0], index={"mode": "exact"})
+    exact = execution.grid(
+        ["keep-all", "izzie", "pai", "fsrs"], [SMALL], [0], index={"mode": "exact"}
+    )
     assert [d.index for d in exact] == [(), (), (("mode", "exact"),), (("mode", "exact"),)]
-    assert api.grid(["keep-all"], [SMALL], [0], index={"mode": "exact"})[0].index == ()
+    assert execution.grid(["keep-all"], [SMALL], [0], index={"mode": "exact"})[0].index == ()
     with pytest.raises(ParamError, match="no search of recency goes through"):
-        api.grid(["recency"], [SMALL], [0], index=ivf)
+        execution.grid(["recency"], [SMALL], [0], index=ivf)
     with pytest.raises(UnknownIdError, match="'hnsw'"):
-        api.grid(["izzie"], [SMALL], [0], index={"mode": "hnsw"})
+        execution.grid(["izzie"], [SMALL], [0], index={"mode": "hnsw"})
     with pytest.raises(ParamError, match="nprobe=0"):
-        api.grid(["izzie"], [SMALL], [0], index={"mode": "ivf", "nprobe": 0})
+        execution.grid(["izzie"], [SMALL], [0], index={"mode": "ivf", "nprobe": 0})
 
 
 def test_index_audit_in_the_summary_is_undefined_where_nothing_was_audited():

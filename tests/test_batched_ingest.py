@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks.bench_ingest import store_state
+from benchmarks.ingest_day import store_state
 from memsim.engine import registry
 from memsim.engine.events import Episode
 from memsim.engine.mockllm import MockLLM

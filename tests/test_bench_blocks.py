@@ -216,11 +216,11 @@ def test_report_rerun_runs_only_the_named_modules(tmp_path, monkeypatch):
     import json
     import subprocess
 
-    from benchmarks import bench_scaling, report
+    from benchmarks import report
 
     monkeypatch.setattr(report, "CACHE", tmp_path)
     monkeypatch.setattr(report, "RAW", tmp_path / "raw.json")
-    monkeypatch.setattr(bench_scaling, "_commit", lambda: "abcdef0123")
+    monkeypatch.setattr(blocks, "commit", lambda: "abcdef0123")
     _cache_every_module(report, tmp_path, "abcdef0123" + "4" * 30, missed={"bench_ingest"})
     calls = []
 
@@ -248,12 +248,12 @@ def test_report_rerun_runs_only_the_named_modules(tmp_path, monkeypatch):
 def test_report_rerun_refuses_what_the_cache_cannot_serve(tmp_path, monkeypatch, capsys, case):
     """--rerun with an unknown module, a module not cached or a cache of another commit:
     one line naming it, exit code 2, nothing run and nothing written."""
-    from benchmarks import bench_scaling, report
+    from benchmarks import report
 
     monkeypatch.setattr(report, "CACHE", tmp_path)
     monkeypatch.setattr(report, "RAW", tmp_path / "raw.json")
     monkeypatch.setattr(report, "OUT_MD", tmp_path / "benchmarks.md")
-    monkeypatch.setattr(bench_scaling, "_commit", lambda: "abcdef0123")
+    monkeypatch.setattr(blocks, "commit", lambda: "abcdef0123")
     _cache_every_module(report, tmp_path, "9" * 40 if case == "other commit" else "abcdef0123")
     if case == "missing JSON":
         (tmp_path / "benchmarks-raw-bench_ann.json").unlink()

@@ -1,6 +1,6 @@
-"""The documented benchmark commands (``python -m benchmarks.*``): a user mistake prints one
+"""The documented benchmark commands (``python -m benchmarks COMMAND``): a user mistake prints one
 line naming the command and what is wrong, exits 2, and never shows a traceback, as the
-``memsim`` command does (memsim.workbench.cli.user_command)."""
+``memsim`` command does (memsim.workbench.cli.main.user_command)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import sys
 import pytest
 
 from memsim.engine.errors import ParamError
-from memsim.workbench.results import read_json
+from memsim.workbench.runs.results import read_json
 
 
-def _bench(module: str, *args: str) -> subprocess.CompletedProcess:
+def _bench(command: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", f"benchmarks.{module}", *args],
+        [sys.executable, "-m", "benchmarks", command, *args],
         capture_output=True,
         text=True,
         timeout=300,
@@ -32,7 +32,7 @@ def files(tmp_path_factory):
 
 
 @pytest.mark.parametrize(
-    "module, args, message",
+    "command, args, message",
     [
         ("simrun", ["nope", "500", "50"], "unknown policy id 'nope'"),
         ("simrun", ["pai", "500", "50", "--index", "mode=ivf,min_rows=abc"], "'abc'"),
@@ -43,31 +43,41 @@ def files(tmp_path_factory):
         ("fingerprint", ["pai", "--check", "{d}/missing.json"], "no such file: {d}/missing.json"),
         ("fingerprint", ["pai", "--check", "{d}/bad.json"], "bad.json: not JSON at line 1"),
         ("profiles", ["nope"], "unknown policy id 'nope'"),
-        ("bench_scaling", ["nope"], "unknown policy id 'nope'"),
-        ("bench_scaling", ["--small", "2"], "need 0 < --small < --large, got 2.0 and 1.0"),
-        ("bench_scaling", ["--from-logs", "{d}/bad.log"], "bad.log: not JSON at line 2"),
-        ("bench_tenyear", ["nope"], "unknown policy id 'nope'"),
-        ("bench_tenyear", ["--from-json", "{d}/empty.json"], "empty.json: empty, no JSON line"),
-        ("bench_actr_groups", ["--episodes", "-5"], "episodes=-5"),
+        ("scaling", ["nope"], "unknown policy id 'nope'"),
+        ("scaling", ["--small", "2"], "need 0 < --small < --large, got 2.0 and 1.0"),
+        ("scaling", ["--from-log", "{d}/bad.log"], "bad.log: not JSON at line 2"),
+        ("ten-year", ["nope"], "unknown policy id 'nope'"),
+        ("ten-year", ["--from-json", "{d}/empty.json"], "empty.json: empty, no JSON line"),
+        ("actr-groups", ["--episodes", "-5"], "episodes=-5"),
         ("report", ["--from-json", "{d}/bad.json"], "bad.json: not JSON at line 1"),
-        ("ingest_steps", ["nope", "30"], "unknown policy id 'nope'"),
-        ("ingest_steps", ["pai", "30", "--rounds", "0"], "--rounds=0: need at least 1"),
-        ("ingest_steps", ["pai", "365"], "day=365: need 1 <= day < 365"),
-        ("ingest_steps", ["pai", "30", "_similar", "nope"], "method 'nope': policy pai has no"),
-        ("ingest_steps", ["pai", "30", "llm.nope"], "method 'llm.nope': policy pai has no"),
-        ("ingest_steps", ["pai", "30", "--free", "nope"], "method 'nope': policy pai has no"),
-        ("ingest_steps", ["pai", "30", "nope.search"], "method 'nope.search': policy pai"),
+        ("ingest-steps", ["nope", "30"], "unknown policy id 'nope'"),
+        ("ingest-steps", ["pai", "30", "--rounds", "0"], "--rounds=0: need at least 1"),
+        ("ingest-steps", ["pai", "365"], "day=365: need 1 <= day < 365"),
+        ("ingest-steps", ["pai", "30", "_similar", "nope"], "method 'nope': policy pai has no"),
+        ("ingest-steps", ["pai", "30", "llm.nope"], "method 'llm.nope': policy pai has no"),
+        ("ingest-steps", ["pai", "30", "--free", "nope"], "method 'nope': policy pai has no"),
+        ("ingest-steps", ["pai", "30", "nope.search"], "method 'nope.search': policy pai"),
         # (an index made on demand: checked again once warmed up, still not made on day 3)
-        ("ingest_steps", ["pai", "3", "candidates._index.search"], "'candidates._index.search'"),
+        ("ingest-steps", ["pai", "3", "candidates._index.search"], "'candidates._index.search'"),
     ],
 )
-def test_benchmark_commands_refuse_user_mistakes_in_one_line(module, args, message, files):
-    r = _bench(module, *(a.format(d=files) for a in args))
+def test_benchmark_commands_refuse_user_mistakes_in_one_line(command, args, message, files):
+    r = _bench(command, *(a.format(d=files) for a in args))
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"python -m benchmarks.{module}: error: ")
+    assert len(lines) == 1 and lines[0].startswith(f"python -m benchmarks {command}: error: ")
     assert message.format(d=files) in lines[0]
+
+
+def test_the_entry_point_lists_its_commands_and_refuses_an_unknown_one():
+    from benchmarks.__main__ import COMMANDS
+
+    listed = _bench("--help")
+    assert listed.returncode == 0
+    assert all(f"  {name} " in listed.stdout for name in COMMANDS)
+    r = _bench("nope")
+    assert r.returncode == 2 and "unknown command 'nope'" in r.stderr
 
 
 def test_read_json_reads_a_document_lines_or_the_last_line(tmp_path):

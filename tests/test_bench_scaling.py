@@ -41,7 +41,7 @@ def test_fastest_takes_the_least_cpu_run_and_the_least_wall_time():
 
 
 def test_pytest_path_keeps_the_fastest_of_its_small_runs(monkeypatch):
-    """Target 9 through pytest (the benchmark report's path) runs the small size
+    """The scaling benchmark through pytest (the benchmark report's path) runs the small size
     SMALL_RUNS times and keeps the fastest; the large size once."""
     runs = iter([_result(5.0, 4.0), _result(3.0, 3.2), _result(4.0, 3.9)])
     asked: list[tuple[str, float]] = []
@@ -96,7 +96,7 @@ def test_a_log_without_repeats_reads_as_before():
     assert "fastest of" not in bs.table(rows, ref, 0.1, 1.0, "cmd")
 
 
-def test_from_logs_builds_the_table_of_a_repeated_log(tmp_path, capsys):
+def test_from_log_builds_the_table_of_a_repeated_log(tmp_path, capsys):
     log = tmp_path / "log.jsonl"
     records = _records(
         {
@@ -106,10 +106,20 @@ def test_from_logs_builds_the_table_of_a_repeated_log(tmp_path, capsys):
             ("ebisu", 1.0, "run"): [(19.0, 19.0), (15.0, 15.0)],
         }
     )
-    log.write_text("".join(json.dumps(r) + "\n" for r in records))
-    assert bs.main(["--from-logs", str(log), "--no-write"]) == 0
+    header = {"command": "cmd --repeat 2", "code": "abc", "started": "2026-01-02 03:04"}
+    header |= {"small": 0.1, "large": 1.0}
+    log.write_text("".join(json.dumps(r) + "\n" for r in [header, *records]))
+    assert bs.main(["--from-log", str(log), "--no-write"]) == 0
     out = capsys.readouterr().out
     assert "| ebisu | 1.20 | 15.00 |" in out
+    assert "`cmd --repeat 2` on 2026-01-02 03:04 UTC, code at commit abc" in out
+
+
+def test_from_log_refuses_a_log_without_its_header(tmp_path):
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"policy": "pai", "scale": 0.1, "when": "run"}) + "\n")
+    with pytest.raises(ParamError, match="no header line"):
+        bs.main(["--from-log", str(log), "--no-write"])
 
 
 @pytest.mark.parametrize("flag", ["--repeat", "--repeat-small"])
@@ -118,11 +128,6 @@ def test_repeat_below_one_is_refused(flag, bad):
     # (the command prints it in one line and exits 2: tests/test_bench_cli.py)
     with pytest.raises(ParamError, match=f"--repeat must be >= 1, got {bad}"):
         bs.main([flag, bad, "--no-write"])
-
-
-def test_small_only_needs_a_log():
-    with pytest.raises(ParamError, match="--small-only adds runs to a --log"):
-        bs.main(["--small-only", "--no-write"])
 
 
 def _fake_measure(monkeypatch, calls):
@@ -148,19 +153,25 @@ def test_repeat_small_runs_the_small_size_more_often(tmp_path, monkeypatch, caps
     out = capsys.readouterr().out
     assert "--repeat 2 --repeat-small 3 pai" in out
     assert "at least 3 at the small size, 2 at the large" in out
-    assert len(log.read_text().splitlines()) == len(calls)
+    assert len(log.read_text().splitlines()) == 1 + len(calls)  # its header first
 
 
-def test_small_only_adds_small_runs_that_from_logs_reads(tmp_path, monkeypatch, capsys):
+def test_a_run_writes_its_log_afresh_and_from_log_rebuilds_its_table(tmp_path, monkeypatch, capsys):
+    """One log per run: a second run replaces the first's log; --from-log of it gives the
+    run's own table (same command, code and time)."""
     calls: list[tuple[str, float]] = []
     _fake_measure(monkeypatch, calls)
     log = tmp_path / "log.jsonl"
-    assert bs.main(["ebisu", "--no-write", "--log", str(log)]) == 0
-    first = len(calls)
-    assert bs.main(["ebisu", "--small-only", "--repeat", "2", "--log", str(log)]) == 0
-    assert calls[first:] == [("keep-all", 0.1)] * 2 + [("ebisu", 0.1)] * 2
+    out_md = tmp_path / "benchmarks.md"
+    monkeypatch.setattr(bs, "OUT_MD", out_md)
+    monkeypatch.setattr(bs, "LOG", log)
+    assert bs.main(["pai", "--code", "c0de"]) == 0
+    assert bs.main(["ebisu", "--code", "c0de"]) == 0
+    lines = log.read_text().splitlines()
+    assert json.loads(lines[0])["command"].endswith("scaling ebisu")
+    assert len(lines) == 1 + 5  # the header; keep-all first at both sizes, ebisu, keep-all last
+    measured = out_md.read_text()
     capsys.readouterr()
-    assert bs.main(["--from-logs", str(log), "--no-write"]) == 0
-    out = capsys.readouterr().out
-    # each small size's fastest is its first run (the counter only grows)
-    assert "| ebisu | 1.03 |" in out and "at least 3 at the small size, 1 at the large" in out
+    out_md.unlink()
+    assert bs.main(["--from-log"]) == 0
+    assert out_md.read_text() == measured

@@ -11,8 +11,10 @@ import pandas as pd
 import pytest
 
 import memsim
-from memsim.workbench import api
-from memsim.workbench import calibrate as C
+from memsim.workbench import stats
+from memsim.workbench.present import calibration
+from memsim.workbench.runs import execution
+from memsim.workbench.studies import calibrate as C
 
 TINY = "synthetic:churn,episodes=300,queries=20,facts=30,horizon=30"
 
@@ -22,26 +24,26 @@ def test_cluster_bootstrap_resamples_clusters_not_queries():
     # mean would be narrow around 0.5; over two clusters it spans both cluster means
     v = np.r_[np.zeros(50), np.ones(50)]
     c = np.r_[np.zeros(50), np.ones(50)]
-    lo, hi, n = C.cluster_bootstrap_ci(v, c)
+    lo, hi, n = stats.cluster_bootstrap_ci(v, c)
     assert n == 2 and lo == 0.0 and hi == 1.0
-    qlo, qhi = api.bootstrap_ci(v)
+    qlo, qhi = stats.bootstrap_ci(v)
     assert qhi - qlo < 0.3
     # one cluster: no interval (nothing independent to resample)
-    lo, hi, n = C.cluster_bootstrap_ci(v, np.zeros(100))
+    lo, hi, n = stats.cluster_bootstrap_ci(v, np.zeros(100))
     assert n == 1 and np.isnan(lo) and np.isnan(hi)
     # the pooled mean lies inside; NaN queries are left out
     rng = np.random.default_rng(1)
     v = rng.random(60)
     v[3] = np.nan
-    lo, hi, n = C.cluster_bootstrap_ci(v, np.repeat(np.arange(6), 10))
+    lo, hi, n = stats.cluster_bootstrap_ci(v, np.repeat(np.arange(6), 10))
     assert n == 6 and lo <= np.nanmean(v) <= hi
 
 
 def test_holm_by_hand():
     # sorted 0.01, 0.03, 0.04 -> 3 x 0.01, 2 x 0.03, max(0.06, 1 x 0.04)
-    assert C.holm([0.01, 0.04, 0.03]).tolist() == pytest.approx([0.03, 0.06, 0.06])
-    assert C.holm([0.5, 0.9]).tolist() == [1.0, 1.0]
-    out = C.holm([np.nan, 0.02])
+    assert stats.holm([0.01, 0.04, 0.03]).tolist() == pytest.approx([0.03, 0.06, 0.06])
+    assert stats.holm([0.5, 0.9]).tolist() == [1.0, 1.0]
+    out = stats.holm([np.nan, 0.02])
     assert np.isnan(out[0]) and out[1] == pytest.approx(0.02)
 
 
@@ -88,10 +90,10 @@ def test_budget_grid_is_logarithmic_and_reaches_every_episode():
 
 
 def test_family_and_panels():
-    assert C.family("synthetic:churn,episodes=3") == "synthetic"
-    assert C.family("locomo:/a/b.json,sample=conv-1") == "locomo"
-    assert C.family("scripted/name-preference") == "scripted"
-    views = C.panels(
+    assert stats.family("synthetic:churn,episodes=3") == "synthetic"
+    assert stats.family("locomo:/a/b.json,sample=conv-1") == "locomo"
+    assert stats.family("scripted/name-preference") == "scripted"
+    views = calibration.panels(
         ["scripted/x", "synthetic:steady", "locomo:f.json,sample=a", "locomo:f.json,sample=b"]
     )
     assert [v[0] for v in views] == ["synthetic:steady", "LoCoMo (2 conversations pooled)"]
@@ -116,19 +118,19 @@ def test_a_rerun_with_provenance_is_the_run_and_counts_each_memorys_episodes():
     """scripts/calibration.py explains runs above the bound by the episodes their memories
     cover: the rerun must be the same run, and only a consolidating policy merges."""
     for policy, merges in (("keep-all", False), ("pai", True)):
-        d = api.grid([policy], [TINY], [0])[0]
+        d = execution.grid([policy], [TINY], [0])[0]
         queries, episodes = C.rerun_with_provenance(d)
         pd.testing.assert_frame_equal(
-            queries, api.execute(d).queries.drop(columns=["policy", "scenario", "seed"])
+            queries, execution.execute(d).queries.drop(columns=["policy", "scenario", "seed"])
         )
         assert len(episodes) and (episodes >= 1).all()
         assert bool((episodes > 1).any()) is merges, policy
 
 
 def test_a_cached_run_without_its_bound_gains_the_same_one(tmp_path):
-    defs = api.grid(["recency"], [TINY], [0])
-    api.run_grid(defs, root=tmp_path)  # cached without the bound
-    assert "bound" not in api.run_grid(defs, root=tmp_path)[0].queries
+    defs = execution.grid(["recency"], [TINY], [0])
+    execution.run_grid(defs, root=tmp_path)  # cached without the bound
+    assert "bound" not in execution.run_grid(defs, root=tmp_path)[0].queries
     _, later = memsim.compare(["recency"], [TINY], seeds=[0], root=tmp_path)
     _, fresh = memsim.compare(["recency"], [TINY], seeds=[0], root=tmp_path / "fresh")
     pd.testing.assert_frame_equal(later, fresh)
@@ -189,7 +191,7 @@ def test_compare_tables_are_the_same_bytes_serial_parallel_and_cached(tmp_path):
         assert section in md
     assert "| keep-all |" in md and "clairvoyant at footprint" in md
     # the loss and frontier figures come from the same folder, by the path `memsim figures` takes
-    from memsim.workbench import figures as F
+    from memsim.workbench.present import figures as F
 
     notes: list[str] = []
     figs = F.build_figures(
@@ -207,9 +209,9 @@ def _brute_signed_rank_p(d: np.ndarray) -> float:
     """Every sign flip of the nonzero differences enumerated (Pratt's mid-ranks)."""
     import itertools
 
-    from scipy import stats
+    from scipy import stats as scipy_stats
 
-    r = stats.rankdata(np.abs(d))
+    r = scipy_stats.rankdata(np.abs(d))
     nz = d != 0
     r, pos = r[nz], d[nz] > 0
     t, mu = r[pos].sum(), r.sum() / 2
@@ -218,21 +220,23 @@ def _brute_signed_rank_p(d: np.ndarray) -> float:
 
 
 def test_signed_rank_p_is_exact_with_ties_and_zeros():
-    from scipy import stats
+    from scipy import stats as scipy_stats
 
     rng = np.random.default_rng(3)
     for n in (4, 7, 11):  # no ties, no zeros: scipy's exact distribution
         d = rng.normal(0.2, 1.0, n)
-        assert C.signed_rank_p(d) == pytest.approx(stats.wilcoxon(d, method="exact").pvalue)
+        assert stats.signed_rank_p(d) == pytest.approx(
+            scipy_stats.wilcoxon(d, method="exact").pvalue
+        )
     for _ in range(6):  # ties and zeros: the enumeration of every sign flip
         d = rng.integers(-3, 5, 11) / 10
-        assert C.signed_rank_p(d) == pytest.approx(_brute_signed_rank_p(d))
+        assert stats.signed_rank_p(d) == pytest.approx(_brute_signed_rank_p(d))
     # 15 of 15 in favour with tied differences: exactly 2 / 2^15 (scipy's default falls back
     # to a normal approximation here and gives 6e-4, ten times too large: the old bug)
     tied = np.repeat([0.30, 0.35, 0.25, 0.40, 0.33], 3)
-    assert C.signed_rank_p(tied) == pytest.approx(2 / 2**15)
-    assert stats.wilcoxon(tied, zero_method="zsplit").pvalue > 5 * 2 / 2**15
-    assert C.signed_rank_p(np.zeros(5)) == 1.0 and np.isnan(C.signed_rank_p(np.array([])))
+    assert stats.signed_rank_p(tied) == pytest.approx(2 / 2**15)
+    assert scipy_stats.wilcoxon(tied, zero_method="zsplit").pvalue > 5 * 2 / 2**15
+    assert stats.signed_rank_p(np.zeros(5)) == 1.0 and np.isnan(stats.signed_rank_p(np.array([])))
 
 
 PROFILES = ("steady", "churn", "noisy", "longgap")
@@ -276,7 +280,7 @@ def test_superiority_finds_a_policy_better_in_every_cluster_and_not_a_coin_flip(
     loco = pq[pq.scenario.str.startswith("locomo")]
     sup = memsim.superiority(loco)
     assert (sup["n"] == 5).all() and not sup["significant"].any()
-    text = "\n".join(C.superiority_markdown(pq))
+    text = "\n".join(calibration.superiority_markdown(pq))
     assert "20 clusters = seed x profile" in text
     assert "5 clusters = conversation (its seeds pooled" in text
     assert "no difference can be significant here" in text
@@ -286,8 +290,8 @@ def test_seeds_of_a_seedless_stream_do_not_narrow_its_intervals():
     pq = _standard_like(0.3)
     loco = pq[pq.scenario.str.startswith("locomo") & (pq.policy == "p1")]
     one = loco[loco.seed == 0]
-    t5 = C.pooled_table(loco, ["policy"], ["recall"])
-    t1 = C.pooled_table(one, ["policy"], ["recall"])
+    t5 = stats.pooled_table(loco, ["policy"], ["recall"])
+    t1 = stats.pooled_table(one, ["policy"], ["recall"])
     assert int(t5["clusters"].iloc[0]) == 5
     assert t5[["mean", "ci_low", "ci_high"]].to_numpy() == pytest.approx(
         t1[["mean", "ci_low", "ci_high"]].to_numpy()
@@ -295,8 +299,8 @@ def test_seeds_of_a_seedless_stream_do_not_narrow_its_intervals():
     # per stream (summary): a question counts once, not once per seed
     runs = pd.DataFrame({"policy": ["p1"], "scenario": [loco.scenario.iloc[0]], "seed": [0]})
     sc = loco.scenario.iloc[0]
-    s5 = api.summarize(loco[loco.scenario == sc], runs)
-    s1 = api.summarize(one[one.scenario == sc], runs)
+    s5 = stats.summarize(loco[loco.scenario == sc], runs)
+    s1 = stats.summarize(one[one.scenario == sc], runs)
     r5, r1 = (s[s.metric == "recall"].iloc[0] for s in (s5, s1))
     assert r5["cluster_unit"] == "query" and r5["clusters"] == 20
     assert (r5["ci_low"], r5["ci_high"]) == pytest.approx((r1["ci_low"], r1["ci_high"]))
@@ -313,8 +317,8 @@ def test_cluster_bootstrap_covers_the_true_mean_when_clusters_differ():
         effects = rng.normal(0.0, 0.15, 20)
         v = np.concatenate([0.5 + e + rng.normal(0, 0.2, 40) for e in effects])
         c = np.repeat(np.arange(20), 40)
-        lo, hi, _ = C.cluster_bootstrap_ci(v, c, n_resamples=500)
-        qlo, qhi = api.bootstrap_ci(v, n_resamples=500)
+        lo, hi, _ = stats.cluster_bootstrap_ci(v, c, n_resamples=500)
+        qlo, qhi = stats.bootstrap_ci(v, n_resamples=500)
         cover_c += lo <= 0.5 <= hi
         cover_q += qlo <= 0.5 <= qhi
     assert cover_c / trials >= 0.85

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from memsim.engine.claims import DocClaim, register_claim
-from memsim.workbench.claims import (
+from memsim.workbench.studies.claims import (
     COLUMNS,
     all_claims,
     claims_table,
@@ -106,7 +106,7 @@ def test_every_disagreement_has_a_kind_and_nightly_rows_are_readings():
 def test_table_is_independent_of_last_bit_differences(tmp_path):
     """The table must be byte-identical across machines: values are rounded to a
     fixed number of significant digits, so a libm difference in the last bit cannot show."""
-    from memsim.workbench.claims import SIGNIFICANT_DIGITS
+    from memsim.workbench.studies.claims import SIGNIFICANT_DIGITS
 
     x = math.exp(-0.02 * 35 * 36 / 2)
     a = DocClaim("t.a", "t", "doc", "§x", "s", 0.5, lambda: x, lambda: x, 0.005)

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from memsim.workbench.cli import main
+from memsim.workbench.cli.main import main
 
 VERBS = ("list", "run", "compare", "curve", "claims", "figures", "robustness")
 
@@ -176,7 +176,7 @@ def test_compare_writes_the_tables(tmp_path):
 
 
 def test_scenario_lists_keep_each_specs_own_options():
-    from memsim.workbench.cli import split_specs
+    from memsim.workbench.cli.args import split_specs
 
     assert split_specs("synthetic:steady,episodes=200,horizon=30,scripted/x") == [
         "synthetic:steady,episodes=200,horizon=30",
@@ -218,7 +218,7 @@ def test_run_with_candidate_index_writes_the_audit(tmp_path, capsys):
     exactness audit to the manifest and the summary; a bad setting is a one-line error."""
     import json
 
-    from memsim.workbench.cli import main
+    from memsim.workbench.cli.main import main
 
     spec = "synthetic:steady,episodes=500,queries=50,horizon=20"
     args = ["run", "--policy", "izzie", "--scenario", spec, "--out", str(tmp_path)]
@@ -254,7 +254,7 @@ def _audit(**kw):
 
 
 def test_index_lines_flag_a_share_over_one_percent():
-    from memsim.workbench.cli import index_lines
+    from memsim.workbench.cli.run import index_lines
 
     text = index_lines(_audit(differ=1, decisions_checked=200, decisions_differ=2))
     assert "40 searches through it, 2 training(s)" in text
@@ -347,7 +347,7 @@ def test_compare_prints_a_failing_expectation_in_one_readable_line(tmp_path, cap
     whole row was printed as "<bound method NDFrame.where ...>" over nine lines."""
     import yaml
 
-    from memsim.workbench.cli import main
+    from memsim.workbench.cli.main import main
 
     scenario = {
         "name": "fails",
@@ -406,7 +406,7 @@ def test_jobs_below_one_is_refused_not_run_serially(verb, jobs, capsys):
 
 def test_map_in_order_refuses_no_workers():
     from memsim.engine.errors import ParamError
-    from memsim.workbench.executors import map_in_order
+    from memsim.workbench.runs.executors import map_in_order
 
     with pytest.raises(ParamError, match="jobs=0: needs 1 or more worker processes"):
         map_in_order(print, [(1,)], jobs=0)

@@ -266,7 +266,7 @@ def test_kernle_code_gives_an_unaccessed_memory_a_strength_floor_of_0_5():
 
 
 def test_drift_pairs_each_documented_policy_with_its_variant_through_the_registry():
-    from memsim.workbench.drift import variant_pairs
+    from memsim.workbench.studies.drift import variant_pairs
 
     assert [(a.id, b.id) for a, b in variant_pairs()] == sorted(VARIANTS.items())
 
@@ -274,7 +274,7 @@ def test_drift_pairs_each_documented_policy_with_its_variant_through_the_registr
 def test_drift_paired_rows_give_the_paired_difference_and_its_wilcoxon_p():
     import pandas as pd
 
-    from memsim.workbench.drift import paired_rows
+    from memsim.workbench.studies.drift import paired_rows
 
     n = 12
     base = pd.DataFrame(

@@ -30,26 +30,34 @@ ALLOWED_PROBES = {
     ("memsim/engine/embed.py", "getattr(model, 'get_embedding_dimension', None)"): (
         "a third-party model: the method's name differs between sentence-transformers releases"
     ),
-    ("memsim/workbench/cli.py", "getattr(typed, k)"): "Params fields named on the command line",
-    ("memsim/workbench/cli.py", "getattr(import_module(f'{__package__}.{module}'), name)"): (
-        "a command imported by name when it runs"
+    ("memsim/workbench/cli/args.py", "getattr(typed, k)"): (
+        "Params fields named on the command line"
     ),
-    ("memsim/workbench/cli.py", "hasattr(code, '__index__')"): (
+    ("memsim/workbench/cli/main.py", "getattr(verb, add_arguments)"): (
+        "a verb's module imported by the name VERBS gives it"
+    ),
+    ("memsim/workbench/cli/main.py", "getattr(verb, body)"): (
+        "a verb's module imported by the name VERBS gives it"
+    ),
+    ("memsim/workbench/cli/main.py", "hasattr(code, '__index__')"): (
         "whatever a command body returned (an int, None, a result)"
     ),
-    ("memsim/workbench/tune.py", "getattr(defaults, k)"): "Params fields chosen by name",
-    ("memsim/workbench/results.py", "hasattr(pkg, '__path__')"): (
+    ("memsim/workbench/studies/tune.py", "getattr(defaults, k)"): "Params fields chosen by name",
+    ("memsim/workbench/runs/results.py", "hasattr(pkg, '__path__')"): (
         "a plug-in that is a package or a single module"
     ),
-    ("memsim/workbench/claims.py", "getattr(args, 'root', None)"): (
+    ("memsim/workbench/studies/claims.py", "getattr(args, 'root', None)"): (
         "an argparse namespace of a parser that may lack --root"
     ),
-    ("memsim/workbench/figures.py", "getattr(importlib.import_module(spec_.claims), attr, None)"): (
-        "a seed document's claims module, which may not set the attribute"
+    (
+        "memsim/workbench/present/figures.py",
+        "getattr(importlib.import_module(spec_.claims), attr, None)",
+    ): "a seed document's claims module, which may not set the attribute",
+    ("memsim/workbench/cli/figures.py", "getattr(args, 'only', None)"): "an argparse namespace",
+    ("memsim/workbench/cli/figures.py", "getattr(args, 'claims', None)"): "an argparse namespace",
+    ("memsim/workbench/cli/figures.py", "getattr(args, 'no_curves', False)"): (
+        "an argparse namespace"
     ),
-    ("memsim/workbench/figures.py", "getattr(args, 'only', None)"): "an argparse namespace",
-    ("memsim/workbench/figures.py", "getattr(args, 'claims', None)"): "an argparse namespace",
-    ("memsim/workbench/figures.py", "getattr(args, 'no_curves', False)"): "an argparse namespace",
 }
 
 
@@ -113,12 +121,12 @@ def test_the_mock_declares_its_capabilities_and_a_plain_llm_has_none():
 
 def test_a_run_with_a_plain_llm_works(monkeypatch):
     """Without bind_truth and config the run goes on: the manifest records the seed only."""
-    from memsim.workbench import api
-    from memsim.workbench.results import RunDef
+    from memsim.workbench.runs import execution
+    from memsim.workbench.runs.results import RunDef
 
-    monkeypatch.setattr(api, "build_llm", lambda seed, meta, overrides: PlainLLM(seed))
+    monkeypatch.setattr(execution, "build_llm", lambda seed, meta, overrides: PlainLLM(seed))
     d = RunDef("keep-all", "scripted/name-preference", 3)
-    r = api.execute(d)
+    r = execution.execute(d)
     assert r.manifest["llm"] == {"seed": 3}
     assert len(r.queries) and np.isfinite(r.queries["recall"]).any()
 

@@ -10,7 +10,7 @@ import pytest
 
 from memsim.engine.curve import CurveError, access_days, curve, parse_days
 from memsim.engine.errors import MemsimError, ParamError, UnknownIdError
-from memsim.workbench.cli import main
+from memsim.workbench.cli.main import main
 
 PREF = ["category=preference", "importance=0.9"]
 

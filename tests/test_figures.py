@@ -4,6 +4,7 @@ inputs with a notice, writes PNGs)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 
@@ -15,7 +16,9 @@ import pytest
 matplotlib.use("Agg")
 
 from memsim.engine.errors import MemsimError, UnknownIdError  # noqa: E402
-from memsim.workbench import figures as F  # noqa: E402
+from memsim.workbench.cli import figures as figures_command  # noqa: E402
+from memsim.workbench.present import figures as F  # noqa: E402
+from memsim.workbench.present import style as S  # noqa: E402
 
 POLICIES = ["keep-all", "recency", "pai", "izzie", "kernle", "engram", "cosmo"]
 SCENARIOS = [
@@ -132,7 +135,7 @@ def legend_colors(fig) -> dict[str, str]:
     for leg in legends:
         for h, t in zip(leg.legend_handles, leg.get_texts()):
             c = h.get_color() if hasattr(h, "get_color") else h.get_facecolor()
-            if hasattr(h, "get_markeredgecolor") and t.get_text() not in F.palette():
+            if hasattr(h, "get_markeredgecolor") and t.get_text() not in S.palette():
                 continue
             if isinstance(c, np.ndarray) and c.ndim == 2:
                 c = c[0]
@@ -154,21 +157,21 @@ def summary(per_query):
 
 
 def test_palette_fixed_distinct_and_version_blind():
-    palette = F.palette()
+    palette = S.palette()
     assert set(POLICIES) <= set(palette)
     assert len(set(palette.values())) == len(palette)
-    assert {palette["keep-all"], palette["recency"]} <= set(F.GREYS)  # baselines grey
-    assert not set(palette.values()) - set(F.GREYS) & set(F.GREYS)
-    assert F.policy_color("pai-v1") == F.policy_color("pai") == F.palette()["pai"]
-    assert F.policy_color("my-policy") == F.policy_color("my-policy")  # stable spare colour
+    assert {palette["keep-all"], palette["recency"]} <= set(S.GREYS)  # baselines grey
+    assert not set(palette.values()) - set(S.GREYS) & set(S.GREYS)
+    assert S.policy_color("pai-v1") == S.policy_color("pai") == S.palette()["pai"]
+    assert S.policy_color("my-policy") == S.policy_color("my-policy")  # stable spare colour
     assert (
-        F.policy_style("keep-all")["linestyle"] == "--"
-        and F.policy_style("pai")["linestyle"] == "-"
+        S.policy_style("keep-all")["linestyle"] == "--"
+        and S.policy_style("pai")["linestyle"] == "-"
     )
 
 
 def test_ordered_policies_baselines_first():
-    assert F.ordered_policies(["cosmo", "zeta", "pai", "recency", "keep-all"]) == [
+    assert S.ordered_policies(["cosmo", "zeta", "pai", "recency", "keep-all"]) == [
         "keep-all",
         "recency",
         "cosmo",
@@ -224,7 +227,7 @@ def test_decay_curves_figure_panels_and_examples():
     assert "document's worked example" in t
     colors = legend_colors(fig)
     for p in POLICIES:
-        assert colors[p] == F.palette()[p], p
+        assert colors[p] == S.palette()[p], p
     never = fig.axes[0]
     # the pai worked example point sits at (30, 0.5) on the never panel
     pts = [tuple(np.ravel(ln.get_xydata())[:2]) for ln in never.lines if len(ln.get_xdata()) == 1]
@@ -255,7 +258,7 @@ def test_recall_footprint_over_time_rows_per_synthetic_scenario(per_query):
     t = " | ".join(texts(fig))
     assert "recall@5 (14-day rolling mean)" in t and "retrievable memories" in t
     assert "simulated time (days)" in t
-    assert legend_colors(fig)["cosmo"] == F.palette()["cosmo"]
+    assert legend_colors(fig)["cosmo"] == S.palette()["cosmo"]
 
 
 def test_over_time_without_synthetic_scenario_is_a_memsim_error(per_query):
@@ -314,7 +317,7 @@ def test_locomo_tables_and_figure(per_query):
     assert lq.seed.nunique() == 2
     assert by_cat.groupby("policy")["n"].sum()["pai"] == lq["query_id"].nunique()
     assert by_age.groupby("policy")["n"].sum()["pai"] <= len(lq)
-    assert set(by_age["age"]) <= set(F.age_bin_labels())
+    assert set(by_age["age"]) <= set(S.age_bin_labels())
     fig = F.locomo_figure(per_query)
     assert len(fig.axes) == 2
     assert any("evidence age" in t for t in texts(fig))
@@ -419,7 +422,7 @@ def test_write_figures_nothing_available(tmp_path):
 
 
 def test_cli_figures_only_latency(tmp_path, capsys):
-    from memsim.workbench.cli import main
+    from memsim.workbench.cli.main import main
 
     bench = tmp_path / "b.json"
     bench.write_text(
@@ -449,7 +452,7 @@ def test_cli_figures_only_latency(tmp_path, capsys):
 
 
 def test_cli_unknown_figure_and_bad_json(tmp_path, capsys):
-    from memsim.workbench.cli import main
+    from memsim.workbench.cli.main import main
 
     assert main(["figures", "--out", str(tmp_path), "--only", "pie"]) == 2
     assert "unknown figure 'pie'" in capsys.readouterr().err
@@ -461,8 +464,8 @@ def test_cli_unknown_figure_and_bad_json(tmp_path, capsys):
     )
     assert "not JSON" in capsys.readouterr().err
     with pytest.raises(UnknownIdError):
-        F.run_figures_command(
-            F.argparse.Namespace(out=str(tmp_path), results="x", benchmarks="y", only="pie")
+        figures_command.run(
+            argparse.Namespace(out=str(tmp_path), results="x", benchmarks="y", only="pie")
         )
 
 
@@ -611,7 +614,7 @@ def test_benchmark_frame_report_targets_only():
 
 def test_cli_figures_results_folder_missing_is_an_error(tmp_path, capsys):
     """A mistyped --results folder used to exit 0 (the decay curves need no input)."""
-    from memsim.workbench.cli import main
+    from memsim.workbench.cli.main import main
 
     rc = main(["figures", "--out", str(tmp_path / "f"), "--results", str(tmp_path / "typo")])
     err = capsys.readouterr().err

@@ -25,7 +25,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memsim.workbench.cli import main
+from memsim.workbench.cli.main import main
 
 LIMIT_S = 10.0  # a case over this is a hang
 BASE: dict[str, Any] = {

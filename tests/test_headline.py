@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memsim.workbench.headline import END, START, headline_table, replace_table
+from memsim.workbench.present.headline import END, START, headline_table, replace_table
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "results" / "standard"
@@ -90,7 +90,7 @@ def test_significance_marks_need_enough_clusters(tmp_path):
 
 
 def test_what_column_names_a_seed_variant_code_and_a_reference_variant_plain():
-    from memsim.workbench.headline import _kind
+    from memsim.workbench.present.headline import _kind
 
     assert _kind("pai-code") == "code variant of pai"
     assert _kind("actr-spacing") == "variant of actr"  # Pavlik & Anderson, not a code variant

@@ -261,7 +261,7 @@ def test_unset_importance_falls_back_to_the_category_default():
 
 def test_curve_reminder_day_10_cli(capsys):
     """003 §Memory Categories: `memsim curve izzie --memory category=reminder --days 10`."""
-    from memsim.workbench.cli import main
+    from memsim.workbench.cli.main import main
 
     main(["curve", "izzie", "--memory", "category=reminder", "--days", "10"])
     row = capsys.readouterr().out.strip().splitlines()[-1].split(",")

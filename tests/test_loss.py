@@ -94,7 +94,7 @@ def test_unit_states_cut_the_logs_at_the_query():
 
 @pytest.mark.parametrize("policy", ["keep-all", "pai", "kernle"])
 def test_shares_sum_to_one_on_a_real_run(policy: str):
-    from memsim.workbench.api import run
+    from memsim.workbench.runs.execution import run
 
     q = run(policy, "synthetic:churn,episodes=300,queries=20,facts=30,horizon=30", seed=0)
     q = q[q.n_units > 0]

@@ -24,8 +24,8 @@ def test_every_scored_column_has_an_entry():
 
 
 def test_every_summary_metric_of_a_run_has_an_entry():
-    api = (ROOT / "memsim/workbench/api.py").read_text()
-    audit = set(re.findall(r'summary\["(\w+)"\] =', api))
+    execution = (ROOT / "memsim/workbench/runs/execution.py").read_text()
+    audit = set(re.findall(r'summary\["(\w+)"\] =', execution))
     assert audit and audit == set(metric_names("index_audit"))
     # summarize_run's keys are pinned against the "scored" run group in test_metrics
 
@@ -105,9 +105,11 @@ def test_every_group_is_pinned_and_every_entry_complete():
 
 
 def test_workbench_views_read_the_registry():
-    from memsim.workbench import api, drift, report, sweep, tune
+    from memsim.workbench import stats
+    from memsim.workbench.present import report
+    from memsim.workbench.studies import drift, sweep, tune
 
-    assert api.QUERY_METRICS == ORDERS["query", None]
+    assert stats.QUERY_METRICS == ORDERS["query", None]
     assert report.SHOWN == ORDERS["shown", None]
     assert (sweep.QUERY_MEANS, sweep.RUN_METRICS) == (
         ORDERS["sweep", "query"],

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from memsim.engine import registry
-from memsim.workbench import api
-from memsim.workbench import results as results_mod
-from memsim.workbench.cli import main
+from memsim.workbench.cli.main import main
+from memsim.workbench.runs import execution
+from memsim.workbench.runs import results as results_mod
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -79,10 +79,10 @@ def test_default_output_folders_are_ignored_by_git():
 
 def test_progress_bars_only_on_a_terminal_or_when_asked(monkeypatch):
     monkeypatch.setattr("sys.stderr", io.StringIO())  # not a terminal
-    assert not api.show_progress(True)
-    assert api.show_progress("always")
-    assert not api.show_progress(False)
-    assert isinstance(api._progress(3, True), api._NoBar)
+    assert not execution.show_progress(True)
+    assert execution.show_progress("always")
+    assert not execution.show_progress(False)
+    assert isinstance(execution.progress_bar(3, True), execution._NoBar)
 
 
 @pytest.mark.parametrize("pattern", ["every:1e-9", "every:0.00001"])
@@ -158,7 +158,7 @@ def test_compare_reports_verdicts_and_writes_them(mine, tmp_path, capsys):
 
 
 def test_a_run_key_covers_the_input_file_it_reads(mine):
-    from memsim.workbench.results import RunDef
+    from memsim.workbench.runs.results import RunDef
 
     d = RunDef("keep-all-v1", str(mine), 0)
     before = d.key

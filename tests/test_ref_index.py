@@ -128,16 +128,16 @@ def test_through_the_cones_a_run_is_the_full_scans_byte_for_byte(policy_id):
 def test_a_run_the_default_index_answered_reports_its_audit(monkeypatch):
     """The exactness audit goes into the run's summary and manifest whenever the index
     answered, asked for or by default; a run it never answered carries none."""
-    from memsim.workbench import api
-    from memsim.workbench.results import RunDef
+    from memsim.workbench.runs import execution
+    from memsim.workbench.runs.results import RunDef
     from policies.reference import ReferencePolicy
 
     d = RunDef("actr", SPEC, 0)
-    quiet = api.execute(d)
+    quiet = execution.execute(d)
     assert "index_decision_differ_share" not in quiet.summary
     assert "index_audit" not in quiet.manifest
     monkeypatch.setattr(ReferencePolicy, "default_index", {"mode": "ivf", "min_rows": 100})
-    got = api.execute(d)
+    got = execution.execute(d)
     assert got.manifest["index_audit"]["searches"] >= 300
     assert got.manifest["index_audit"]["decisions_checked"] >= 30
     assert got.summary["index_decision_differ_share"] <= 0.01

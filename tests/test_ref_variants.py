@@ -161,7 +161,7 @@ def test_generative_agents_code_same_time_memories_go_in_the_seeded_order_not_ro
 
 
 def test_drift_reference_pairs_each_reference_model_with_its_variant():
-    from memsim.workbench.drift import reference_ids, variant_pairs
+    from memsim.workbench.studies.drift import reference_ids, variant_pairs
 
     got = [(a.id, b.id) for a, b in variant_pairs("reference")]
     assert got == sorted((k, v[0]) for k, v in VARIANTS.items())
@@ -177,7 +177,7 @@ def test_drift_reference_pairs_each_reference_model_with_its_variant():
 def test_drift_pairs_run_level_metrics_per_seed():
     import pandas as pd
 
-    from memsim.workbench.drift import paired_rows
+    from memsim.workbench.studies.drift import paired_rows
 
     q = pd.DataFrame(
         {"policy": ["a", "b"], "scenario": "s", "seed": 0, "query_id": "q", "recall": 1.0}
@@ -198,19 +198,19 @@ def test_drift_pairs_run_level_metrics_per_seed():
 
 
 def test_drift_kind_all_refuses_one_out_path(tmp_path, capsys):
-    from memsim.workbench.drift import main
+    from memsim.workbench.cli.main import main
 
-    assert main(["--kind", "all", "--out", str(tmp_path / "x.md")]) == 2
+    assert main(["drift", "--kind", "all", "--out", str(tmp_path / "x.md")]) == 2
     assert "--out" in capsys.readouterr().err
 
 
 def test_drift_kind_reference_writes_the_report(tmp_path):
-    from memsim.workbench.drift import main
+    from memsim.workbench.cli.main import main
 
     out = tmp_path / "references.md"
     spec = "scripted/conversation-consolidation"
     args = ["--kind", "reference", "--scenarios", spec, "--seeds", "0:2", "--out", str(out)]
-    assert main([*args, "--cache", str(tmp_path / "runs")]) == 0
+    assert main(["drift", *args, "--cache", str(tmp_path / "runs")]) == 0
     text = out.read_text()
     assert "python -m memsim drift --kind reference" in text
     assert "## Every reference model beside the baselines" in text

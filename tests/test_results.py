@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from memsim.workbench import results
-from memsim.workbench.results import RunDef, RunResult
+from memsim.workbench.runs import results
+from memsim.workbench.runs.results import RunDef, RunResult
 
 
 def _result(d: RunDef) -> RunResult:

@@ -7,7 +7,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsim.workbench.robustness import (
+from memsim.workbench.studies.robustness import (
     FRAGILE,
     NEVER,
     ROBUST,
@@ -132,7 +132,7 @@ def test_queries_pair_within_a_seed_when_seeds_are_pooled():
 
 def test_run_metrics_use_their_margins():
     """Noise retention: an absolute margin of 0.05; footprint: 5% of the larger one."""
-    from memsim.workbench.robustness import _run_effect
+    from memsim.workbench.studies.robustness import _run_effect
 
     runs = pd.DataFrame(
         {
@@ -153,7 +153,8 @@ def test_run_metrics_use_their_margins():
 def test_end_to_end_on_a_tiny_stream(tmp_path):
     """Two baselines, two seeds, two modes: every conclusion gets a verdict, the report and
     figure are written."""
-    from memsim.workbench.robustness import plot, robustness, write_report
+    from memsim.workbench.present.robustness import plot, write_report
+    from memsim.workbench.studies.robustness import robustness
 
     scen = "synthetic:churn,episodes=200,queries=30,facts=20,horizon=30"
     grid = [("default", {}), ("query_value=0.5", {"modes.query_value": 0.5})]
@@ -172,7 +173,8 @@ def test_end_to_end_on_a_tiny_stream(tmp_path):
 def test_through_a_candidate_index_the_report_gives_its_audit(tmp_path):
     """Issue 16: --index reaches the policies whose searches go through it (Personal AI's
     ingest here), in every mode, and the report says which and what its audit found."""
-    from memsim.workbench.robustness import index_sentence, robustness, write_report
+    from memsim.workbench.present.robustness import index_sentence, write_report
+    from memsim.workbench.studies.robustness import robustness
 
     scen = "synthetic:churn,episodes=300,queries=30,facts=20,horizon=30"
     grid = [("default", {}), ("query_value=0.5", {"modes.query_value": 0.5})]
@@ -195,7 +197,7 @@ def test_index_audit_takes_the_largest_share_and_counts_runs_over_the_bound():
     from types import SimpleNamespace
 
     from memsim.engine.candidate_index import AUDIT_BOUND
-    from memsim.workbench.robustness import index_audit
+    from memsim.workbench.studies.robustness import index_audit
 
     def run(policy, queries, decisions):
         return SimpleNamespace(

@@ -283,7 +283,7 @@ def test_standard_suite_adds_one_stream_per_sample():
 
 def test_a_file_with_no_usable_question_is_refused(tmp_path, capsys):
     """Nothing to score (every question dropped) is an input error, not 0 queries and exit 0."""
-    from memsim.workbench.cli import main
+    from memsim.workbench.cli.main import main
 
     data = json.loads(MINI.read_text())
     for s in data:

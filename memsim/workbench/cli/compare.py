@@ -1,0 +1,191 @@
+"""``memsim compare``: policies x scenarios x seeds -> summary tables and calibration."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from memsim.engine.errors import ParamError
+from memsim.engine.sources import suite
+
+from ..present.report import brief_table, console_table, write_comparison
+from ..runs.execution import as_overrides, grid, list_policies, resolve_policy, run_grid
+from ..runs.executors import dask_executor, worker_count
+from ..runs.results import atomic_write_bytes
+from ..stats import expectation_table, tables
+from ..studies.calibrate import frontier as run_frontier
+from .args import (
+    DASK_HELP,
+    add_index,
+    add_progress,
+    check_out_dir,
+    csv_list,
+    index_settings,
+    llm_overrides,
+    parse_seeds,
+    policy_params,
+    split_specs,
+)
+
+DEFAULT_CACHE = "results"  # compare keeps per-run results in DEFAULT_CACHE/runs (gitignored)
+
+
+def add_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--policies", default="all", help="comma list of policy ids (default: all)")
+    s.add_argument(
+        "--scenarios",
+        "--scenario",
+        action="append",
+        metavar="SPEC[,SPEC...]",
+        help="scenario specs (comma list; repeatable); a spec keeps its own ,key=value options",
+    )
+    s.add_argument("--suite", help="a named suite of scenarios, e.g. standard")
+    s.add_argument("--locomo", metavar="PATH", help="add LoCoMo from this JSON file")
+    s.add_argument("--seeds", default="0", help="comma list or START:STOP (default 0)")
+    s.add_argument(
+        "--jobs", type=worker_count, default=1, help="parallel processes (results are identical)"
+    )
+    s.add_argument(
+        "--llm",
+        action="append",
+        metavar="KEY=VALUE",
+        help="mock LLM override for every run: bands.X, faults.X, modes.X (docs/mock-llm.md), "
+        "text_embedder=wordllama|hashed|minilm",
+    )
+    s.add_argument("--dask", metavar="local:N|tcp://HOST:PORT", help=DASK_HELP)
+    s.add_argument(
+        "--param",
+        action="append",
+        metavar="POLICY.FIELD=VALUE",
+        help="a parameter of one policy (repeatable), e.g. pai.prune_threshold=0.1",
+    )
+    add_index(s, " (to each policy some search of which goes through that mode)")
+    s.add_argument("--out", help="output folder (default results/<suite>)")
+    s.add_argument(
+        "--cache",
+        help=f"folder of per-run results, reused when a run's definition, code and input "
+        f"files are unchanged, whatever --out is (default {DEFAULT_CACHE})",
+    )
+    s.add_argument("--no-resume", action="store_true", help="rerun even if a run's results exist")
+    s.add_argument(
+        "--brief",
+        action="store_true",
+        help="print one line per policy (means over scenarios), not every scenario's table",
+    )
+    add_progress(s)
+    s.add_argument(
+        "--no-calibration",
+        action="store_true",
+        help="skip the clairvoyant bound at each footprint and the frontier's reference runs",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    policies = (
+        csv_list(args.policies)
+        if args.policies and args.policies != "all"
+        else list(list_policies()["id"])
+    )
+    specs: list[str] = []
+    if args.suite:
+        specs += suite(args.suite, locomo_path=args.locomo)
+    specs += split_specs(args.scenarios)
+    if args.locomo and not args.suite:
+        specs.append(f"locomo:{args.locomo}")
+    if not specs:
+        raise ParamError("compare: give --suite NAME and/or --scenarios SPEC[,SPEC...]")
+    seeds = parse_seeds(args.seeds)
+    out = Path(args.out) if args.out else Path("results") / (args.suite or "compare")
+    check_out_dir(str(out))
+    check_out_dir(args.cache, "--cache")
+    cache = Path(args.cache or DEFAULT_CACHE)
+    params = policy_params(policies, args.param)
+    index = index_settings(args.index)
+    defs = grid(policies, specs, seeds, params, llm_overrides(args.llm), index)
+    print(
+        f"runs cached under {cache}/runs (--cache DIR elsewhere, --no-resume to recompute)",
+        file=sys.stderr,
+    )
+    if index:
+        indexed = {d.policy for d in defs if d.index}
+        left = [p for p in policies if resolve_policy(p) not in indexed]
+        if left and index["mode"] == "exact":
+            print(f"--index mode=exact: the default of {', '.join(left)}", file=sys.stderr)
+        elif left:
+            print(
+                f"--index mode={index['mode']}: no search of {', '.join(left)} goes through "
+                f"it; {'they run with their' if len(left) > 1 else 'it runs with its'} own "
+                "default",
+                file=sys.stderr,
+            )
+    with dask_executor(args.dask) as executor:
+        results = run_grid(
+            defs,
+            root=cache,
+            jobs=args.jobs,
+            executor=executor,
+            resume=not args.no_resume,
+            progress="always" if args.progress else not args.quiet,
+            calibrate=not args.no_calibration,
+        )
+        frontier = None
+        if not args.no_calibration:
+            frontier = run_frontier(
+                specs,
+                seeds,
+                llm=as_overrides(llm_overrides(args.llm)),
+                root=str(cache),
+                jobs=args.jobs,
+                executor=executor,
+                resume=not args.no_resume,
+                progress="always" if args.progress else not args.quiet,
+            )
+    summary, per_query = tables(results)
+    write_comparison(
+        out,
+        summary,
+        per_query,
+        definition={
+            "policies": policies,
+            "scenarios": specs,
+            "seeds": seeds,
+            "suite": args.suite,
+            **({"index": index} if index else {}),
+        },
+        frontier=frontier,
+    )
+    if args.brief:
+        print(f"{len(policies)} policies x {len(specs)} scenarios x {len(seeds)} seed(s)")
+        print(brief_table(summary))
+    else:
+        print(console_table(summary))
+    if (
+        "group" in per_query
+        and not args.brief
+        and per_query["group"].astype(str).str.len().gt(0).any()
+    ):
+        by = per_query[per_query["group"].astype(str) != ""].groupby(
+            ["scenario", "policy", "group"]
+        )["recall"]
+        print("\nrecall@k by group:")
+        print(by.agg(["mean", "count"]).round(3).to_string())
+    verdicts = expectation_table(results)
+    wrote = "summary.md, summary.csv, per_query.parquet"
+    if len(verdicts):
+        atomic_write_bytes(out / "expectations.csv", verdicts.to_csv(index=False).encode())
+        wrote += ", expectations.csv"
+        failed = verdicts[~verdicts["ok"].astype(bool)]
+        print(
+            f"\nexpectations stated by the scenarios: {len(verdicts) - len(failed)} of "
+            f"{len(verdicts)} hold" + (", these fail:" if len(failed) else "")
+        )
+        for _, v in failed.iterrows():  # a failure is always worth a line
+            where = v["where"]  # not v.where: that is DataFrame.where
+            print(
+                f"  {v.policy} on {v.scenario} (seed {v.seed}): {where}: {v.expected}; {v.detail}"
+            )
+    print(f"\nwrote {out}/{wrote}")
+    if args.brief:
+        print(f"full tables: {out}/summary.md (per scenario, with 95% CIs), {out}/summary.csv")
+    return 0

@@ -1,0 +1,162 @@
+"""The ``memsim`` command line: its verbs (``VERBS``, one module each) and the exit codes.
+
+A user mistake (unknown id, malformed file, impossible parameter) prints one line,
+``memsim: error: ...``, and exits with status 2. Anything else is a bug and keeps its
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import operator
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from memsim.engine.errors import MemsimError
+
+# (verb, help, module under memsim.workbench, its function adding the arguments, its body)
+VERBS: tuple[tuple[str, str, str, str, str], ...] = (
+    ("list", "registered policies and scenarios", "cli.listing", "add_arguments", "run"),
+    (
+        "params",
+        "a policy's parameters: default, range, seed section",
+        "cli.params",
+        "add_arguments",
+        "run",
+    ),
+    (
+        "run",
+        "run one policy on one scenario and print its metrics",
+        "cli.run",
+        "add_arguments",
+        "run",
+    ),
+    (
+        "check",
+        "judge a scripted scenario's expect: block (exit 1 when one fails)",
+        "cli.check",
+        "add_arguments",
+        "run",
+    ),
+    (
+        "compare",
+        "policies x scenarios x seeds -> a summary table",
+        "cli.compare",
+        "add_arguments",
+        "run",
+    ),
+    (
+        "sweep",
+        "policy parameters x scenarios x seeds -> a tidy table",
+        "cli.sweep",
+        "add_arguments",
+        "run",
+    ),
+    (
+        "tune",
+        "tune thresholds with Optuna; documented vs tuned, held out",
+        "cli.tune",
+        "add_arguments",
+        "run",
+    ),
+    (
+        "sensitivity",
+        "one-at-a-time sensitivity and tornado figures, or Sobol' indices (--sobol N)",
+        "cli.sensitivity",
+        "add_arguments",
+        "run",
+    ),
+    (
+        "robustness",
+        "which pairwise conclusions survive other mock-LLM modes",
+        "cli.robustness",
+        "add_arguments",
+        "run",
+    ),
+    (
+        "curve",
+        "decay curve of one memory under an access pattern (CSV)",
+        "studies.curves",
+        "add_curve_arguments",
+        "run_curve_command",
+    ),
+    (
+        "claims",
+        "regenerate the table of the seed documents' worked examples",
+        "studies.claims",
+        "add_claims_arguments",
+        "main_claims",
+    ),
+    (
+        "figures",
+        "regenerate the PNG figures under results/figures/",
+        "cli.figures",
+        "add_arguments",
+        "run",
+    ),
+    (
+        "drift",
+        "each documented policy against its code variant (markdown)",
+        "cli.drift",
+        "add_arguments",
+        "run",
+    ),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every verb of ``VERBS``, its module imported here rather than at the top: ``main`` sets
+    the BLAS thread count first, and that must precede numpy's import."""
+    p = argparse.ArgumentParser(
+        prog="memsim",
+        description="Replay event streams through memory policies of AI assistants and score them.",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    workbench = __package__.rpartition(".")[0]
+    for name, help, module, add_arguments, body in VERBS:
+        verb = importlib.import_module(f"{workbench}.{module}")
+        s = sub.add_parser(name, help=help)
+        getattr(verb, add_arguments)(s)
+        s.set_defaults(func=getattr(verb, body))
+    return p
+
+
+def user_command(prog: str, command: Callable[[], object]) -> int:
+    """Run a command line's body and return its exit code: a user mistake (a MemsimError, a
+    missing file) is one line on stderr and code 2, never a traceback; an interrupt 130; a
+    reader that left the pipe 0. A body returning no int (None, a result) exits 0. Shared by
+    ``memsim`` and the documented ``python -m benchmarks.*`` commands."""
+    try:
+        code = command()
+        return operator.index(code) if hasattr(code, "__index__") else 0
+    except MemsimError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as e:
+        print(f"{prog}: error: no such file: {e.filename}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `memsim list | head`: the reader left; that is not an error
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout is no file (redirected in-process)
+            pass
+        return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    # Simulations multiply small matrices, where one BLAS thread beats several contending
+    # threads by a wide margin; parallelism comes from --jobs. Must precede numpy's import.
+    for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return user_command("memsim", lambda: args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

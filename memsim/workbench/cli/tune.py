@@ -1,0 +1,57 @@
+"""``memsim tune``: Optuna tuning of each policy, documented vs tuned on held-out seeds."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..present.tune import tuning_markdown
+from ..runs.execution import index_of
+from ..runs.executors import dask_executor
+from ..studies.tune import DIRECTIONS, tune
+from .args import FIELDS_HELP, add_study, csv_list, index_settings, parse_seeds, split_specs
+
+
+def add_arguments(s: argparse.ArgumentParser) -> None:
+    add_study(
+        s,
+        policies="comma list of policies to tune",
+        out="results/tuning",
+        out_help="folder of the study and tuning.md",
+        seeds=False,
+    )
+    s.add_argument("--objectives", default="recall", help=f"comma list of {', '.join(DIRECTIONS)}")
+    s.add_argument("--fields", help=FIELDS_HELP)
+    s.add_argument("--trials", type=int, default=20)
+    s.add_argument("--train-seeds", default="0:5", help="seeds tuned on (default 0:5)")
+    s.add_argument("--test-seeds", default="5:10", help="held-out seeds reported on (default 5:10)")
+
+
+def run(args: Any) -> int:
+    out = Path(args.out)
+    index = index_settings(args.index)
+    for policy in csv_list(args.policies):  # (refused before any study starts)
+        index_of(policy, index)
+    results = []
+    with dask_executor(args.dask) as executor:
+        for policy in csv_list(args.policies):
+            results.append(
+                tune(
+                    policy,
+                    split_specs(args.scenarios),
+                    objectives=csv_list(args.objectives),
+                    fields=csv_list(args.fields) if args.fields else None,
+                    trials=args.trials,
+                    train_seeds=parse_seeds(args.train_seeds),
+                    test_seeds=parse_seeds(args.test_seeds),
+                    out=out / policy,
+                    jobs=args.jobs,
+                    executor=executor,
+                    index=index,
+                )
+            )
+    text = tuning_markdown(results)
+    (out / "tuning.md").write_text(text)
+    print(text)
+    return 0

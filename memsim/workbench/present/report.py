@@ -1,0 +1,182 @@
+"""Comparison tables on disk: summary.csv (tidy), summary.md (readable), per_query.parquet."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from memsim.engine.metric_registry import metric_names
+from memsim.engine.registry import specs
+
+from ..runs.results import (
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_parquet,
+    git_commit,
+    package_versions,
+)
+from .calibration import calibration_markdown
+from .tables import markdown_table
+
+# metrics shown in the readable table, in this order (the index audit's where some run
+# searched through a candidate index)
+SHOWN = metric_names("shown")
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}f}"
+
+
+def markdown(summary: pd.DataFrame) -> str:
+    """One table per scenario: policies x metrics, 'mean [95% CI]'. A dagger marks a seed
+    policy that does not beat both baselines on that metric."""
+    lines: list[str] = []
+    for scenario, g in summary.groupby("scenario", sort=False):
+        metrics = [m for m in SHOWN if m in set(g["metric"])]
+        arrows = {
+            m: ("↑" if g[g.metric == m]["better"].iloc[0] == "higher" else "↓") for m in metrics
+        }
+        lines.append(f"### {scenario}\n")
+        table: list[list[str]] = []
+        for policy, gp in g.groupby("policy", sort=False):
+            cells = []
+            for m in metrics:
+                rows = gp[gp.metric == m]
+                if rows.empty:
+                    cells.append("–")
+                    continue
+                r = rows.iloc[0]
+                cell = _fmt(r["mean"])
+                if np.isfinite(r["ci_low"]) and r["ci_low"] != r["ci_high"]:
+                    cell += f" [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]"
+                if r.get("beats_baselines") is False:
+                    cell += " †"
+                if m == "gap" and np.isfinite(r["mean"]) and r["mean"] < 0:
+                    cell += " ‡"
+                cells.append(cell)
+            table.append([str(policy), *cells])
+        lines += markdown_table(["policy", *(f"{m} {arrows[m]}" for m in metrics)], table)
+        nq = g[(g.unit == "queries")]["n"]
+        nr = g[(g.unit == "runs")]["n"]
+        same = "same queries for every policy" if nq.nunique() <= 1 else "query counts differ!"
+        lines.append("")
+        lines.append(
+            f"n = {int(nq.max()) if len(nq) else 0} evaluated queries per policy ({same}); "
+            f"{int(nr.max()) if len(nr) else 0} run(s) per policy. "
+            f"Mean [95% percentile-bootstrap CI{_ci_phrase(g)}]; † = does not beat "
+            f"{_baselines_phrase()}."
+        )
+        if "gap" in set(g["metric"]):
+            lines.append(
+                "bound = recall@k of the clairvoyant at this policy's own footprint over time "
+                "(best raw-memory retention); gap = bound - recall; ‡ = exceeds the bound "
+                "(its memories cover several episodes: consolidation)."
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _ci_phrase(g: pd.DataFrame) -> str:
+    """Which units the intervals of this scenario's table resample."""
+    if "clusters" not in g:
+        return ""
+    q = g[g.unit == "queries"]
+    c = q["clusters"]
+    if "cluster_unit" in q and len(q) and (q["cluster_unit"] == "query").all():
+        return (
+            " over questions (the stream is the same under every seed: each question counts "
+            "once, whatever the number of seeds)"
+        )
+    if len(c) and int(c.min()) >= 2:
+        return f" over {int(c.min())} seeds (independent runs)"
+    return " over queries (one seed: queries share a run, so it is optimistic)"
+
+
+def write_comparison(
+    out_dir: str | Path,
+    summary: pd.DataFrame,
+    per_query: pd.DataFrame,
+    *,
+    definition: dict[str, Any],
+    frontier: pd.DataFrame | None = None,
+) -> Path:
+    """summary.csv, summary.md (with the calibration sections when the per-query table
+    carries the bound), per_query.parquet, frontier.csv (when given), manifest.json."""
+    out = Path(out_dir)
+    atomic_write_bytes(
+        out / "summary.csv", summary.to_csv(index=False, float_format="%.6g").encode()
+    )
+    text = "# Comparison\n\n" + markdown(summary)
+    if "bound" in per_query.columns:
+        text += "\n" + calibration_markdown(per_query, frontier)
+    atomic_write_bytes(out / "summary.md", text.encode())
+    if frontier is not None:
+        atomic_write_bytes(
+            out / "frontier.csv", frontier.to_csv(index=False, float_format="%.6g").encode()
+        )
+    elif (out / "frontier.csv").exists():  # an earlier run's frontier would be stale here
+        (out / "frontier.csv").unlink()
+    atomic_write_parquet(out / "per_query.parquet", per_query)
+    atomic_write_json(
+        out / "manifest.json",
+        {"definition": definition, "packages": package_versions(), "git_commit": git_commit()},
+    )
+    return out
+
+
+def console_table(
+    summary: pd.DataFrame,
+    metrics: Sequence[str] = metric_names("console"),
+) -> str:
+    """A compact fixed-width table for the terminal: scenario x policy rows, chosen metrics,
+    and the index audit's columns where some run has them."""
+    audit = metric_names("index_audit")
+    metrics = [*metrics, *(m for m in audit if (summary["metric"] == m).any())]
+    rows = []
+    for (scenario, policy), g in summary.groupby(["scenario", "policy"], sort=False):
+        row = {"scenario": scenario, "policy": policy}
+        for m in metrics:
+            r = g[g.metric == m]
+            row[m] = _fmt(float(r["mean"].iloc[0])) if len(r) else "–"
+        n = g[g.unit == "queries"]["n"]
+        row["queries"] = int(n.max()) if len(n) else 0
+        rows.append(row)
+    return pd.DataFrame(rows).to_string(index=False)
+
+
+def _baselines_phrase() -> str:
+    """``both baselines (keep-all, recency)``, read off the registry's baseline specs."""
+    ids = [s.id for s in specs() if s.baseline]
+    quantity = "both" if len(ids) == 2 else "every"
+    return f"{quantity} baseline{'s' if len(ids) != 1 else ''} ({', '.join(ids)})"
+
+
+def brief_table(
+    summary: pd.DataFrame, metrics: Sequence[str] = ("recall", "stale", "footprint_mean")
+) -> str:
+    """A few lines for the terminal: one row per policy, each metric's mean over the
+    scenarios where it is defined (unweighted), and on how many scenarios the policy beats
+    every baseline on the first metric. The per-scenario numbers are in summary.md."""
+    rows = []
+    first = metrics[0]
+    for policy, g in summary.groupby("policy", sort=False):
+        row: dict[str, Any] = {"policy": policy, "scenarios": g["scenario"].nunique()}
+        for m in metrics:
+            v = g[g.metric == m]["mean"].to_numpy(dtype=np.float64)
+            row[f"{m} (mean)"] = _fmt(float(np.nanmean(v))) if np.isfinite(v).any() else "–"
+        beats = g[g.metric == first]["beats_baselines"]
+        judged = beats[beats.notna()]
+        row[f"beats baselines on {first}"] = (
+            f"{int((judged == True).sum())} of {len(judged)}" if len(judged) else "baseline"  # noqa: E712
+        )
+        rows.append(row)
+    return pd.DataFrame(rows).to_string(index=False)
