@@ -1,7 +1,8 @@
 """The floors of the house (docs/architecture.md): the engine imports nothing above it; the
-workbench's floors import only floors below them; no module of memsim/ or benchmarks/ is part
-of an import cycle; no module of memsim/ imports another's private name; and no policy is
-named in engine or workbench code (policies arrive through the registry)."""
+workbench's floors import only floors below them; policies/ and scenarios/ import only the
+engine from memsim; no module of memsim/, benchmarks/, policies/ or scenarios/ is part of an
+import cycle; no module of memsim/ imports another's private name; and no policy is named in
+engine or workbench code (policies arrive through the registry)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ FORBIDDEN = ("policies", "scenarios", "memsim.workbench")
 # The workbench's floors, lowest first: a module imports only from its own floor or below.
 FLOORS = ("runs", "stats", "studies", "present", "cli")
 # Packages whose modules take part in the cycle check.
-CYCLE_PACKAGES = ("memsim", "benchmarks")
+CYCLE_PACKAGES = ("memsim", "benchmarks", "policies", "scenarios")
+# Packages that stand on the engine alone.
+ON_ENGINE = ("policies", "scenarios")
 
 
 def _sources(folder: Path) -> list[Path]:
@@ -204,7 +207,7 @@ def test_the_import_check_sees_every_kind_of_import(tmp_path, source):
     assert any(_forbidden(m) for m in modules), (source, modules)
 
 
-def test_no_import_cycle_in_memsim_or_benchmarks():
+def test_no_import_cycle_in_the_product():
     graph = import_graph(ROOT, CYCLE_PACKAGES)
     assert "memsim.workbench.cli.main" in graph and "benchmarks.report" in graph
     cycles = import_cycles(graph)
@@ -304,6 +307,47 @@ def test_the_checks_pass_a_clean_tree(tmp_path):
     assert graph["memsim.workbench.stats"] == {"memsim.workbench.runs.execution"}
     assert not import_cycles(graph) and not _upward_imports(graph)
     assert not [x for p in _sources(tmp_path / "memsim") for x in _private_imports(p, tmp_path)]
+
+
+def _above_the_engine(module: str) -> bool:
+    """A memsim module outside memsim.engine (memsim itself included: its lazy API reaches
+    the workbench)."""
+    if module != "memsim" and not module.startswith("memsim."):
+        return False
+    return not (module == "memsim.engine" or module.startswith("memsim.engine."))
+
+
+@pytest.mark.parametrize("folder", ON_ENGINE)
+def test_policies_and_scenarios_import_only_the_engine_from_memsim(folder):
+    sources = _sources(ROOT / folder)
+    bad = [
+        f"{p.relative_to(ROOT)}:{line} imports {m}"
+        for p in sources
+        for line, m in imported_modules(p)
+        if _above_the_engine(m)
+    ]
+    assert sources, f"no sources found in {folder}/"
+    assert not bad, f"{folder}/ imports memsim above the engine:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize(
+    ("source", "above"),
+    [
+        ("from memsim.workbench.studies.claims import register_claim", True),
+        ("def f():\n    from memsim.workbench.studies.curves import main_curve", True),
+        ("import importlib\nimportlib.import_module('memsim.workbench.runs.execution')", True),
+        ("import memsim", True),
+        ("from memsim.engine.claims import register_claim", False),
+        ("from memsim.engine import ranking", False),
+        ("import numpy", False),
+    ],
+)
+def test_the_policy_check_sees_every_kind_of_import(tmp_path, source, above):
+    path = tmp_path / "policies" / "probe.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(source)
+    modules = [m for _, m in imported_modules(path, tmp_path)]
+    assert any(_above_the_engine(m) for m in modules) == above, (source, modules)
 
 
 def _string_literals(path: Path) -> list[tuple[int, str]]:
