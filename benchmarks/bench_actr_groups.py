@@ -5,7 +5,7 @@ more a group of its own (read straight from its segment), and evaluates the othe
 one group, padded to its widest row, while ``rows x widest <= _ONE_GROUP_FACTOR x
 presentations + _ONE_GROUP_CELLS``, and otherwise as one group per power-of-two count class
 (fewer cells, more numpy calls). The outcome is the same bit for bit either way
-(tests/test_ref_fsrs_actr.py); only the time depends on the rule. This benchmark records
+(tests/policies/test_fsrs_actr.py); only the time depends on the rule. This benchmark records
 the kernels' calls in runs of ``actr`` and ``actr-spacing`` on the steady year (every
 EVERY-th call, with only the presentations the kernel reads), replays them under a grid of
 (factor, cells, alone from), each call under every rule in turn (best of ROUNDS), and

@@ -2,7 +2,7 @@
 presentation decays, over blocks and groups of rows, and the logistic recall probability.
 
 Each vectorized kernel sits beside its scalar reference twin (``NAME_ref``, plain Python);
-tests/test_ref_fsrs_actr.py proves them equal.
+tests/policies/test_fsrs_actr.py proves them equal.
 """
 
 from __future__ import annotations

@@ -143,7 +143,7 @@ register_claim(
     formula=lambda: _w()[4] - math.exp(_w()[5] * 2) + 1,
     tol=0.0,
     note="the package prints no number; the fsrs package's Card.difficulty after one Good "
-    "review equals it (tests/test_ref_fsrs_actr.py)",
+    "review equals it (tests/policies/test_fsrs_actr.py)",
 )
 
 # ---------------------------------------------------------------- ACT-R
@@ -166,7 +166,8 @@ register_claim(
     measure=lambda: float(_planted("actr").strength(1.0)[0]),
     formula=lambda: _logistic(0.0),
     tol=0.0,
-    note="the sources print the formulas, not this number (tests/test_ref_fsrs_actr.py pins it)",
+    note="the sources print the formulas, not this number "
+    "(tests/policies/test_fsrs_actr.py pins it)",
 )
 register_claim(
     id="actr.two_presentations_activation",
@@ -344,7 +345,7 @@ register_claim(
     formula=lambda: math.floor(30.0) + 1.0,
     tol=0.0,
     note="before the cut-off it is kept at each pass with probability R "
-    "(tests/test_ref_variants.py)",
+    "(tests/policies/test_reference_variants.py)",
 )
 
 # ---------------------------------------------------------------- Generative Agents

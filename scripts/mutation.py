@@ -13,10 +13,10 @@ rest of the file stays byte for byte):
   (``p.x``, ``self.params.x``, ``params.x``) or a number: ``<`` <-> ``<=``, ``>`` <-> ``>=``.
 
 Each mutant is written into a private copy of the repository (one per worker) and that
-policy's tests run there with ``pytest -x``: tests/test_<module>*.py and the policy's row of
-tests/test_defaults.py. A mutant is killed when the tests fail (or time out). The script
-prints each survivor and the kill rate per policy and overall. It is not part of the test
-command (it takes a while).
+policy's tests run there with ``pytest -x``: tests/policies/test_<module>*.py and the
+policy's row of tests/policies/test_defaults.py. A mutant is killed when the tests fail (or
+time out). The script prints each survivor and the kill rate per policy and overall. It is not
+part of the test command (it takes a while).
 """
 
 from __future__ import annotations
@@ -207,12 +207,15 @@ def tests_for(stem: str) -> list[str]:
     """The fast subset of tests that guards one policy module."""
     from memsim.engine import registry
 
-    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob(f"test_{stem}*.py"))
+    files = sorted(
+        str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "policies").glob(f"test_{stem}*.py")
+    )
     ids = [
         s.id for s in registry.specs() if s.entry_point.partition(":")[0].rsplit(".", 1)[-1] == stem
     ]
     defaults = [
-        f"tests/test_defaults.py::test_params_defaults_equal_the_documented_table[{i}]" for i in ids
+        f"tests/policies/test_defaults.py::test_params_defaults_equal_the_documented_table[{i}]"
+        for i in ids
     ]
     return defaults + files  # the table first: a changed default fails in seconds
 

@@ -2,7 +2,7 @@
 
 Each check takes a spec (anything with ``id``, ``capabilities`` and
 ``make(params=None, *, llm=..., seed=...)``, normally a registry PolicySpec) and raises
-AssertionError naming the policy and what went wrong. ``tests/test_conformance.py`` runs
+AssertionError naming the policy and what went wrong. ``tests/policies/test_conformance.py`` runs
 every check on every spec of :func:`memsim.engine.registry.specs`; the known failures are declared
 once in :data:`EXPECTED_FAILURES` (they become strict xfails, never silent skips).
 

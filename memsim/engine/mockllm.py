@@ -511,7 +511,7 @@ class _Tally:
     the shorter one ended: the claims seen, the highest importance set, the exact sum of the
     confidences (in units of 2**-1074: divided once, it is ``math.fsum``'s correctly rounded
     sum), and per value its count, last position, last claim and its categories' counts and
-    last positions. The answers are those of the direct count (tests/test_mockllm.py)."""
+    last positions. The answers are those of the direct count (tests/engine/test_mockllm.py)."""
 
     __slots__ = ("key", "seen", "importance", "confidence", "values")
 

@@ -103,7 +103,7 @@ def rows_at_least(
 # OpenBLAS's float32 matrix-vector product computes each aligned block of 4 rows the same
 # way wherever the block sits, and the last n % 4 rows after a block the same way; so the
 # products of a few rows can be recomputed bit for bit without scanning the matrix
-# (tests/test_kernels.py checks this property of the BLAS in use).
+# (tests/engine/test_kernels.py checks this property of the BLAS in use).
 MATVEC_BLOCK = 4
 
 
@@ -164,7 +164,7 @@ class PackedRows:
     The rows are copied once into a packed matrix and kept between calls: rows asked for the
     first time are appended, rows no longer asked for stay until they are a fifth of the
     packed matrix (then it is rebuilt from the rows asked for), and the owner reports changed
-    embeddings (:meth:`changed`). The BLAS property this relies on (tests/test_kernels.py
+    embeddings (:meth:`changed`). The BLAS property this relies on (tests/engine/test_kernels.py
     checks it for the BLAS in use): a row's product inside a full block of MATVEC_BLOCK rows
     does not depend on the block's other rows or on its place in the block; so the packed
     matrix is multiplied in full blocks, and the rows after the store's last full block,
@@ -274,7 +274,7 @@ class RecurringScans:
     10,000 queries with 149 distinct vectors (a query vector holds the asked keys' blocks),
     so its recall scanned the store 10,000 times for 149 scans' worth of products.
 
-    Exact by the BLAS property :class:`PackedRows` relies on (tests/test_kernels.py checks
+    Exact by the BLAS property :class:`PackedRows` relies on (tests/engine/test_kernels.py checks
     it): a full block of MATVEC_BLOCK rows gets the same products wherever it sits, so the
     kept products of the full blocks stay the full scan's as the store grows; the rows
     after the store's last full block are recomputed per call (:func:`_tail_products`), and

@@ -3,9 +3,9 @@ implementation gives through its real code path, and what the document's own for
 
 Each policy's claims live in the module its spec names (``PolicySpec.claims``) and register
 through :func:`memsim.engine.claims.register_claim` (a claim's fields and kinds are described
-there). tests/test_claims.py requires implementation == formula for every claim; whether the
-document's own number agrees (``|documented - implementation| <= tol``) is a finding recorded
-in the table, not a failure.
+there). tests/policies/test_claims.py requires implementation == formula for every
+claim; whether the document's own number agrees (``|documented - implementation| <= tol``)
+is a finding recorded in the table, not a failure.
 
 Numbers are written to SIGNIFICANT_DIGITS significant digits, so the last bits of a libm
 function (which differ across machines) cannot change either file: the table is
@@ -67,7 +67,7 @@ def _claim_specs() -> list[Any]:
 
 def evaluate(claim: DocClaim) -> dict[str, Any]:
     """One table row. A measure or formula that raises is recorded (NaN and the error),
-    so one broken claim does not hide the others; tests/test_claims.py fails on it."""
+    so one broken claim does not hide the others; tests/policies/test_claims.py fails on it."""
     note = claim.note
     values: dict[str, float] = {}
     for what, fn in (("implementation", claim.measure), ("formula", claim.formula)):

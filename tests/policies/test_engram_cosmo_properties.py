@@ -14,7 +14,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from memsim.engine.events import Claim, Episode, Forget, Query
 from policies.cosmo import Cosmo, CosmoParams
 from policies.engram import Engram, EngramParams
-from tests.test_engram import StubLLM
+from tests.policies.test_engram import StubLLM
 
 DIM = 32
 TOPICS = ("owner.city", "owner.job", "pet.name", "food.likes")

@@ -5,7 +5,7 @@ and is judged by :func:`outcome`: ``ok`` (exit 0), ``clean`` (exit 2 with one
 ``memsim: error:`` line, or argparse's usage error), ``traceback`` (an exception escaped),
 ``hang`` (over the time limit) or ``unclean`` (a non-zero exit without a one-line error).
 The corpus holds the cases issue 17 listed; a corpus case marked ``bad`` must not exit 0
-(``silent`` otherwise). ``python tests/test_fuzz.py`` prints the tally.
+(``silent`` otherwise). ``python tests/workbench/test_cli_fuzz.py`` prints the tally.
 """
 
 from __future__ import annotations

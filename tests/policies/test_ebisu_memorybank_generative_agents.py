@@ -223,7 +223,7 @@ def test_generative_agents_code_recency_kept_between_queries_is_the_full_sort(mo
     import scenarios
     from memsim.engine.mockllm import MockLLM
     from memsim.engine.runner import run
-    from tests.test_ga_fast import _with_forgets
+    from tests.policies.test_generative_agents_recall import _with_forgets
 
     checked = _check_code_recency_against_the_full_sort(monkeypatch)
     with_forgets = _with_forgets(scenarios.load("synthetic:churn,episodes=600"))
@@ -237,8 +237,8 @@ def test_generative_agents_code_recency_kept_between_queries_is_the_full_sort(mo
 
 def _scoring_every_row(pol):
     """The policy ranking through ReferencePolicy._rank_query (``_scores`` of every live row,
-    the path the code variant takes once a user forgot some rows; tests/test_ga_fast.py
-    checks the other against it)."""
+    the path the code variant takes once a user forgot some rows;
+    tests/policies/test_generative_agents_recall.py checks the other against it)."""
     import types
 
     from policies.reference import ReferencePolicy

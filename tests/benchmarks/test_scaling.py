@@ -125,7 +125,7 @@ def test_from_log_refuses_a_log_without_its_header(tmp_path):
 @pytest.mark.parametrize("flag", ["--repeat", "--repeat-small"])
 @pytest.mark.parametrize("bad", ["0", "-1"])
 def test_repeat_below_one_is_refused(flag, bad):
-    # (the command prints it in one line and exits 2: tests/test_bench_cli.py)
+    # (the command prints it in one line and exits 2: tests/benchmarks/test_commands.py)
     with pytest.raises(ParamError, match=f"--repeat must be >= 1, got {bad}"):
         bs.main([flag, bad, "--no-write"])
 

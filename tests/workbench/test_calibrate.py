@@ -353,7 +353,7 @@ def test_calibration_document_says_what_the_runs_say(tmp_path):
 
     from scripts import calibration as doc
 
-    mini = Path(__file__).parent / "data" / "locomo-mini.json"
+    mini = Path(__file__).resolve().parents[1] / "data" / "locomo-mini.json"
     loco = f"locomo:{mini}"
     folders = {}
     for name, llm in (("std", None), ("hashed", {"text_embedder": "hashed"})):
@@ -369,7 +369,7 @@ def test_calibration_document_says_what_the_runs_say(tmp_path):
     assert f"| keep-all | {q.recall.mean():.3f} / {q.bound.mean():.3f} (" in text
     assert "Expectation of issue 13, the clairvoyant" in text and "**met**" in text
 
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     std = pd.read_parquet(repo / "results" / "standard" / "per_query.parquet")
     committed = (repo / "results" / "calibration.md").read_text(encoding="utf-8")
     for section in (doc.bound_section(std)[0], doc.loss_section(std)):

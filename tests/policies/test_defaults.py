@@ -18,7 +18,7 @@ import pytest
 
 from memsim.engine import registry
 
-TABLES = Path(__file__).resolve().parents[1] / "policies" / "defaults"
+TABLES = Path(__file__).resolve().parents[2] / "policies" / "defaults"
 SPECS = [s for s in registry.specs() if s.entry_point.startswith("policies.")]
 
 

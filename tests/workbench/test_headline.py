@@ -8,7 +8,7 @@ import pytest
 
 from memsim.workbench.present.headline import END, START, headline_table, replace_table
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "results" / "standard"
 
 

@@ -266,7 +266,7 @@ def test_user_actions_follow_declared_capabilities():
 
     declared = Recorder(llm=StubLLM())
     declared.spec = PolicySpec(
-        "rec", 1, "tests.test_runner:Recorder", capabilities=frozenset({"forget"})
+        "rec", 1, "tests.engine.test_runner:Recorder", capabilities=frozenset({"forget"})
     )
     tr = run(declared, stream)
     assert ("forget", 1.0, ("f1",)) in declared.calls

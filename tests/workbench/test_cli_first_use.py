@@ -16,7 +16,7 @@ from memsim.workbench.cli.main import main
 from memsim.workbench.runs import execution
 from memsim.workbench.runs import results as results_mod
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_params_lists_every_field_with_default_range_and_section(capsys):

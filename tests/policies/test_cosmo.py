@@ -12,7 +12,7 @@ from memsim.engine.events import Claim, Episode, Forget, Query
 from memsim.engine.llm import Modes
 from memsim.engine.mockllm import MockLLM
 from policies.cosmo import Cosmo, CosmoParams, decay_rate
-from tests.test_engram import StubLLM
+from tests.policies.test_engram import StubLLM
 
 DIM = 64
 

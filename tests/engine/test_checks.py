@@ -9,7 +9,7 @@ from memsim.engine.events import Forget, Protect, Query, Recover
 from memsim.engine.policy import Job, Ranking
 from memsim.engine.registry import PolicySpec
 from policies.baselines import KeepAll
-from tests.test_runner import StubLLM
+from tests.engine.test_runner import StubLLM
 
 
 def stub(seed):
@@ -107,7 +107,7 @@ def spec_of(cls, caps=frozenset({"forget"})):
     return PolicySpec(
         f"fake-{cls.__name__.lower()}",
         1,
-        f"tests.test_checks:{cls.__name__}",
+        f"tests.engine.test_checks:{cls.__name__}",
         capabilities=frozenset(caps),
     )
 

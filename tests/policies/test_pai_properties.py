@@ -24,7 +24,7 @@ from policies.pai import (
     in_link_band,
     is_reinforce,
 )
-from tests.test_pai import C, FakeLLM, assert_batched_equals_one_by_one, ep
+from tests.policies.test_pai import C, FakeLLM, assert_batched_equals_one_by_one, ep
 
 
 def f32(x: float) -> float:

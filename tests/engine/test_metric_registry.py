@@ -11,7 +11,7 @@ import pytest
 from memsim.engine import metrics
 from memsim.engine.metric_registry import GROUPS, METRICS, metric_direction, metric_names
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # per-query columns of evaluate that say which query and where it stood, not how it went
 CONTEXT_COLUMNS = {"query_id", "time", "group", "k", "n_units", "returned", "evidence_age"}
 DIRECTION_WORDS = {"higher", "lower", "max", "min", "maximize", "minimize"}

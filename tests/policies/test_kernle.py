@@ -12,7 +12,7 @@ from memsim.engine.events import Claim, Episode, Forget, Protect, Query, Recover
 from memsim.engine.registry import make, spec
 from memsim.engine.runner import run
 from policies.kernle import Kernle, KernleParams, salience_scalar
-from tests.test_izzie import FakeLLM
+from tests.policies.test_izzie import FakeLLM
 
 
 def ep(id, t, key, value="v", category="fact", confidence=0.9):
@@ -298,7 +298,7 @@ def test_doc_salience_sequence_every_7_days():
     assert [round(x, 3) for x in seq] == [0.624, 0.989, 1.248]
     from pathlib import Path
 
-    doc = (Path(__file__).parent.parent / "docs/policies/kernle.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs/policies/kernle.md").read_text()
     assert "1.248" in doc and "1.36" not in doc
 
 

@@ -13,7 +13,7 @@ from scenarios import locomo
 
 from .conftest import LOCOMO_DEV
 
-MINI = Path(__file__).parent / "data" / "locomo-mini.json"
+MINI = Path(__file__).resolve().parents[1] / "data" / "locomo-mini.json"
 
 
 @pytest.fixture(scope="module")
