@@ -74,7 +74,7 @@ COSMO = PolicySpec(
     capabilities=frozenset({"forget"}),
 )
 
-# -- reference memory models beside the seeds (issue 14): published models, no seed document
+# -- reference memory models beside the seeds: published models, no seed document
 ACTR = PolicySpec(
     "actr",
     2,
@@ -160,7 +160,7 @@ GENERATIVE_AGENTS_CODE = PolicySpec(
     variant_of="generative-agents",
 )
 
-# Code variants (issue 11 "Each system as built"): each seed system as its public code
+# Code variants ("each system as built"): each seed system as its public code
 # behaves where that departs from its document; only the constants the facts name differ.
 PAI_CODE = PolicySpec(
     "pai-code",

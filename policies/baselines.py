@@ -155,7 +155,7 @@ class Recency(_CosineBase[RecencyParams]):
     """score = cosine x exp(-rate x days since last access or creation); LRU eviction."""
 
     Params = RecencyParams
-    # the frontier's "recency at budget B" reference (issue 13): keep the B most recently
+    # the frontier's "recency at budget B" reference: keep the B most recently
     # used memories (budget=B), rank them by cosine alone
     at_budget: ClassVar[dict[str, Any]] = {"rate": 0.0}
     _lru: OrderedDict[int, float] | None = None  # see _lru_queue

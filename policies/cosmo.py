@@ -1177,8 +1177,8 @@ class Cosmo(Policy[CosmoParams]):
 
 @dataclass(frozen=True)
 class CosmoCodeParams(CosmoParams):
-    """cosmo-code: the defaults of Cosmo's public code where it departs from 002 (issue 11
-    "Each system as built"); every other constant is the document's."""
+    """cosmo-code: the defaults of Cosmo's public code where it departs from 002 ("each
+    system as built"); every other constant is the document's."""
 
     decay_mode: str = param(
         "nightly",

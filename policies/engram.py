@@ -989,8 +989,8 @@ class Engram(Policy[EngramParams]):
 
 @dataclass(frozen=True)
 class EngramCodeParams(EngramParams):
-    """engram-code: the defaults of Engram's public code where it departs from 001 (issue 11
-    "Each system as built"); every other constant is the document's. Its initial stability
+    """engram-code: the defaults of Engram's public code where it departs from 001 ("each
+    system as built"); every other constant is the document's. Its initial stability
     (7.0 days) and its ranking formula (0.5 conf x sim + 0.3 R + 0.2 bm25) are the ones the
     documented policy already uses (docs/policies/engram-code.md)."""
 

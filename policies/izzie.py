@@ -164,7 +164,7 @@ class IzzieParams(Params):
         lo=0.0,
         hi=1.0,
         doc="izzie-code strength filter (strength >= min_strength); the value is a memsim "
-        "choice (issue 11 names the filter, not its threshold)",
+        "choice (the code's filter is named, its threshold is not)",
     )
 
     def __post_init__(self) -> None:
@@ -513,8 +513,8 @@ class Izzie(Policy[IzzieParams]):
 
 @dataclass(frozen=True)
 class IzzieCodeParams(IzzieParams):
-    """izzie-code: the defaults of Izzie's public code where it departs from 003 (issue 11
-    "Each system as built"); every other constant is the document's."""
+    """izzie-code: the defaults of Izzie's public code where it departs from 003 ("each
+    system as built"); every other constant is the document's."""
 
     strength_form: str = param(
         "code",

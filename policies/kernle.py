@@ -731,8 +731,8 @@ def _as_count(name: str, v: Any) -> int:
 
 @dataclass(frozen=True)
 class KernleCodeParams(KernleParams):
-    """kernle-code: the defaults of Kernle's public code where it departs from 004 (issue 11
-    "Each system as built"); every other constant is the document's."""
+    """kernle-code: the defaults of Kernle's public code where it departs from 004 ("each
+    system as built"); every other constant is the document's."""
 
     log_offset: float = param(0.1, lo=0.0, doc="kernle-code: ln(times_accessed + 1) + 0.1")
     forget_by: str = param(

@@ -1,4 +1,4 @@
-"""Shared machinery of the reference memory models of issue 14 (ACT-R, FSRS-6, Ebisu,
+"""Shared machinery of the reference memory models (ACT-R, FSRS-6, Ebisu,
 MemoryBank, Generative Agents): published models of memory placed beside the seeds.
 
 None of these models says what an assistant's "review" is; memsim's choices, the same for
@@ -60,7 +60,7 @@ class ReferencePolicy(Policy):
     schedule: tuple[Job, ...] = (Job("decay", 1.0),)
     strength_range = (0.0, 1.0)
     # The per-claim repetition scan is an exact range search through the candidate index's
-    # cones from 2,000 stored rows (`_repetition`; docs/performance.md, stop 39)
+    # cones from 2,000 stored rows (`_repetition`; docs/performance.md)
     default_index: ClassVar[Mapping[str, Any]] = REPETITION_INDEX
     index_modes: ClassVar[frozenset[str]] = frozenset({"ivf", "cones"})
     # _live's mask and the (store, rows, status changes) it was computed at

@@ -1,4 +1,4 @@
-"""Published worked numbers of the reference models (issue 14), measured through each
+"""Published worked numbers of the reference models, measured through each
 policy's real code path (a memory planted by ``ingest``, read back through ``strength``,
 ``activation``, the store or ``recall``) against the source's own formula in plain math.
 

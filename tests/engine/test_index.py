@@ -186,7 +186,7 @@ def test_pickle_round_trip(kind):
     assert len(clone) == 103 and len(idx) == 100
 
 
-# -- CandidateIndex (issue 16) -------------------------------------------------------------
+# -- CandidateIndex ------------------------------------------------------------------------
 
 
 def _at_cosines(q: np.ndarray, cos: np.ndarray, w: np.ndarray) -> np.ndarray:

@@ -343,7 +343,7 @@ def test_scores_matvec(args):
     np.testing.assert_allclose(both[:, 1], -got, rtol=1e-5, atol=1e-6)
 
 
-# -- defined tie-breaks (issue 12) ------------------------------------------------------
+# -- defined tie-breaks ------------------------------------------------------
 
 
 def _tie_ref(scores, k, tb):
@@ -751,7 +751,7 @@ def test_screen_margins_widen_with_the_norm_only_past_one():
 )
 @settings(max_examples=150, deadline=None)
 def test_decay_caps_bound_a_falling_quantity_until_the_row_is_used(steps, stability, window):
-    """Issue 16: ranking.DecayCaps holds, for every row at every later time, at least the
+    """ranking.DecayCaps holds, for every row at every later time, at least the
     quantity as its formula computes it (here exp(-t / S) from the row's last use, as
     Engram's R), whatever the uses, growth and refreshes between; used and new rows are at
     the top (with slack), and a time before the last refresh refreshes them all."""

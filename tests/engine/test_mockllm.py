@@ -487,7 +487,7 @@ def test_invalid_replies_are_not_relations():
     assert not set(INVALID_REPLIES) & set(RELATIONS) and NONE not in INVALID_REPLIES
 
 
-# -- explicit modes (issue 12; docs/mock-llm.md) ----------------------------------------
+# -- explicit modes (docs/mock-llm.md) ----------------------------------------
 
 
 def _mock(**modes):

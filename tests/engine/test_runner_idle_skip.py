@@ -1,4 +1,4 @@
-"""Skipping idle ticks (issue 17): a run longer than runner.MAX_TICKS ticks skips the days a
+"""Skipping idle ticks: a run longer than runner.MAX_TICKS ticks skips the days a
 policy's ``idle_until`` says change nothing, and must then do exactly what ticking every
 day does: same status changes at the same times, same rankings, same footprint wherever it
 was sampled. A policy without the hook is refused with a message naming the horizon."""

@@ -1,4 +1,4 @@
-"""Issue 16: batched ingest of a day gives exactly the outcome of one episode at a time, for
+"""Batched ingest of a day gives exactly the outcome of one episode at a time, for
 every seed policy, over random days of random steady synthetic streams (hypothesis). The
 guard any batching of ingest (one matrix product per day, resolved in order) must keep."""
 

@@ -117,7 +117,7 @@ def test_table_is_independent_of_last_bit_differences(tmp_path):
 
 
 def test_reference_model_claims_present_with_their_sources():
-    """Issue 14: the reference models' published numbers are rows of the table, each naming
+    """The reference models' published numbers are rows of the table, each naming
     its paper or package; FSRS-6's one Good review then 10 days gives S 2.3065, R 0.77437."""
     table = claims_table(["fsrs", "actr", "actr-spacing", "ebisu", "memorybank"]).set_index("id")
     row = table.loc["fsrs.good_review_10d_retrievability"]

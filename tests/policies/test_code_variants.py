@@ -1,4 +1,4 @@
-"""Issue 11 "Each system as built": each seed policy's code variant (its own id, registered
+"""Each system as built: each seed policy's code variant (its own id, registered
 with ``variant_of`` = the documented id) changes only what the issue's facts say; one test
 per fact, each against the documented policy where the two differ."""
 

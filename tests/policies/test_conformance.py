@@ -6,7 +6,7 @@ import pytest
 
 from memsim.engine import checks, registry
 
-# Policies whose rankings still depend on storage order (issue 12: the engine may not name
+# Policies whose rankings still depend on storage order (the engine may not name
 # policy ids, so they are declared here). Strict xfails like checks.EXPECTED_FAILURES. Every
 # registered policy now passes check_row_order_invariant, so the table is empty.
 ROW_ORDER_KNOWN: dict[tuple[str, str], str] = {}

@@ -1,4 +1,4 @@
-"""Ebisu, MemoryBank and Generative Agents reference policies (issue 14): kernels equal their
+"""Ebisu, MemoryBank and Generative Agents reference policies: kernels equal their
 scalar twins and the ebisu package, published worked numbers, bad parameters."""
 
 from __future__ import annotations

@@ -665,7 +665,7 @@ def test_recall_ranks_as_the_full_score_vectors(pid):
 
 @pytest.mark.parametrize("pid", ["engram", "engram-code"])
 def test_strength_caps_keep_recall_exact_as_time_passes_and_rows_are_recalled(pid):
-    """Issue 16: the episode bites' bound holds each row's R at its cap (ranking.DecayCaps,
+    """The episode bites' bound holds each row's R at its cap (ranking.DecayCaps,
     kept between queries, refreshed after a day, back at the top for a recalled row). At
     times within a refresh and past it, with recalls (which raise S and reset R) and new
     episodes between them, _top_episodes is rank() of score_query's full vector, bit for
@@ -698,7 +698,7 @@ def test_strength_caps_keep_recall_exact_as_time_passes_and_rows_are_recalled(pi
 
 
 def test_kept_episode_masks_and_belief_gates_follow_the_store():
-    """Issue 16: the episode masks recall keeps between queries (brought up to date from the
+    """The episode masks recall keeps between queries (brought up to date from the
     status log) are the store's own at every observed time of a run with merges, archives
     and, at each observed time, a query and a user's forget; the archive's rows are
     archive_mask's and the old scan's over every row."""

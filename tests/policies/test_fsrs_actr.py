@@ -1,4 +1,4 @@
-"""FSRS-6 and ACT-R reference policies (issue 14): kernels equal their scalar twins, FSRS
+"""FSRS-6 and ACT-R reference policies: kernels equal their scalar twins, FSRS
 agrees with the ``fsrs`` package, published worked numbers, bad parameters."""
 
 from __future__ import annotations

@@ -311,7 +311,7 @@ def test_message_context_retrieval_variant_refreshes_last_accessed():
 
 
 def test_izzie_recall_through_candidate_index_is_audited():
-    """Issue 16: with the ivf candidate index (every list probed, every query audited) the
+    """With the ivf candidate index (every list probed, every query audited) the
     run completes with valid rankings and each approximate search is audited; the default
     exact mode never consults the index."""
     import scenarios

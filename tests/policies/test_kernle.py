@@ -303,7 +303,7 @@ def test_doc_salience_sequence_every_7_days():
 
 
 def test_revision_screen_in_blocks_decides_as_the_float64_scan(monkeypatch):
-    """Performance only (issue 16): belief revision screens the older beliefs with one float32
+    """Performance only: belief revision screens the older beliefs with one float32
     product per block of new beliefs, then decides on float64 cosines. The same run with no
     screen (margin 2: every active belief reaches the float64 decision, as a plain scan)
     and with blocks of one belief gives the same trace."""

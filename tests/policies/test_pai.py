@@ -904,7 +904,7 @@ def test_s3_reflect_loads_in_one_order_at_any_store_size():
     """§3 reflect "Load up to 200 active beliefs": below and above the limit the loaded
     beliefs come in creation order (v1 reversed the order above 200, so synthesis broke a
     majority tie towards the superseded value on large stores); beliefs created at one time
-    come in the seeded order of their identity, never their row (issue 12)."""
+    come in the seeded order of their identity, never their row."""
     pol = PersonalAI(PaiParams(reflect_limit=3), llm=FakeLLM())
     for i in range(5):
         pol.ingest([ep(f"e{i}", i, C(f"k.{i}", "v", sim=0.0, slot=i + 1))], float(i))

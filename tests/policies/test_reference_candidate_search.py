@@ -1,4 +1,4 @@
-"""Ingest-time searches through the candidate index (issue 16): the reference models'
+"""Ingest-time searches through the candidate index: the reference models'
 repetition scan (the argmax's row, ties to the lower row, and its float32 product bit for bit)
 and Personal AI's findSimilarBeliefs (000 §1: the similar_limit rows its decisions read) give
 the full scan's decisions; the ingest-decision audit, copies, same seed same bytes."""

@@ -1,4 +1,4 @@
-"""The reference models' second variants as their own ids (issue 14): actr-spacing
+"""The reference models' second variants as their own ids: actr-spacing
 (Pavlik & Anderson 2005), memorybank-code and generative-agents-code (the released code).
 Each is its model with one default changed; memorybank-code's random forgetting is seeded
 and keyed by memory identity; generative-agents-code breaks recency-rank ties by creation

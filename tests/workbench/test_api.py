@@ -112,7 +112,7 @@ def test_run_definitions_carry_the_policy_version():
 
 
 def test_grid_gives_the_index_to_the_policies_it_reaches():
-    """compare --index (issue 16): the settings go to each policy some search of which goes
+    """compare --index: the settings go to each policy some search of which goes
     through that mode; the others keep their default; settings reaching none are refused."""
     ivf = {"mode": "ivf", "min_rows": 100}
     defs = execution.grid(["keep-all", "izzie", "fsrs"], [SMALL], [0], index=ivf)

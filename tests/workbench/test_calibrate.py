@@ -1,4 +1,4 @@
-"""Calibrated comparisons (issue 13): the matched clairvoyant bound in every table, the
+"""Calibrated comparisons: the matched clairvoyant bound in every table, the
 frontier's references, cluster-bootstrap intervals, the superiority test, and the same bytes
 serial, parallel and cached."""
 

@@ -78,12 +78,12 @@ def _on_duplicates(verb: str, policies: str, *more: str) -> list[str]:
         (["compare", "--suite", "nope"], "unknown suite 'nope'"),
         (["compare", "--seeds", "a,b", "--suite", "quick"], "--seeds"),
         (["curve", "pai", "--pattern", "sometimes", "--days", "0:10:1"], "sometimes"),
-        # the clairvoyant's budget must be a positive number (issue 13)
+        # the clairvoyant's budget must be a positive number
         (_CLAIRVOYANT + ["--param", "budget=0"], "budget must be a positive number, got 0.0"),
         (_CLAIRVOYANT + ["--param", "budget=-2"], "budget=-2.0"),
         (_CLAIRVOYANT + ["--param", "budget=lots"], "'lots'"),
         (_CLAIRVOYANT + ["--param", "budget=nan"], "budget=nan"),
-        # an index no search of the policy goes through would change nothing (issue 16)
+        # an index no search of the policy goes through would change nothing
         (
             _INDEXED + ["keep-all", "--index", "mode=ivf"],
             "no search of keep-all goes through a candidate index in that mode",
@@ -214,7 +214,7 @@ def test_compare_on_locomo_reports_recall_by_category(tmp_path):
 
 
 def test_run_with_candidate_index_writes_the_audit(tmp_path, capsys):
-    """Issue 16: --index mode=ivf runs through the candidate index and writes its
+    """--index mode=ivf runs through the candidate index and writes its
     exactness audit to the manifest and the summary; a bad setting is a one-line error."""
     import json
 
@@ -235,7 +235,7 @@ def test_run_with_candidate_index_writes_the_audit(tmp_path, capsys):
 
 def test_run_prints_the_index_audit(tmp_path, capsys):
     """The printed summary of a run through the index says how many searches it answered
-    and how many audited queries differ from the full scan's (issue 16)."""
+    and how many audited queries differ from the full scan's."""
     spec = "synthetic:steady,episodes=500,queries=50,horizon=20"
     args = ["run", "--policy", "izzie", "--scenario", spec, "--quiet", "--index", "mode=ivf"]
     assert main([*args, "--index", "min_rows=100", "--index", "audit_every=1"]) == 0
@@ -299,7 +299,7 @@ TINY = "synthetic:churn,episodes=200,queries=10,facts=20,horizon=30"
 def test_every_mode_is_set_with_llm_and_recorded_in_the_manifest(
     tmp_path, capsys, override, group, field, value
 ):
-    """Issue 12: each mode of docs/mock-llm.md (and the classification and paraphrase
+    """Each mode of docs/mock-llm.md (and the classification and paraphrase
     knobs the robustness grid varies) is one --llm KEY=VALUE, and the run's manifest
     records it beside the other modes at their defaults."""
     import json

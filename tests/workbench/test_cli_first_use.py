@@ -1,4 +1,4 @@
-"""The newcomer's path (issue 17): `memsim params`, where default outputs go, progress bars."""
+"""The newcomer's path: `memsim params`, where default outputs go, progress bars."""
 
 from __future__ import annotations
 
@@ -173,7 +173,7 @@ def test_compare_caches_under_the_explicit_default_whatever_out_is(mine, tmp_pat
     argv = ["compare", "--policies", "keep-all", "--scenarios", str(mine), "--quiet"]
     assert main(argv + ["--out", "a/b"]) == 0
     assert main(argv + ["--out", "c"]) == 0
-    # (the frontier's reference runs of issue 13 are cached beside it)
+    # (the frontier's reference runs are cached beside it)
     runs = list(tmp_path.glob("results/runs/keep-all*/*/*/manifest.json"))
     assert len(runs) == 1  # one run, shared by both output folders
     assert not list(tmp_path.glob("a/runs")) and not list(tmp_path.glob("runs"))

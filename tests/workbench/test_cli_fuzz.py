@@ -1,10 +1,10 @@
-"""Fuzzing the command line (issue 17): malformed scenario files and argument lists.
+"""Fuzzing the command line: malformed scenario files and argument lists.
 
 Every case calls ``memsim.workbench.cli.main`` in-process (subprocesses would cost ~1 s each)
 and is judged by :func:`outcome`: ``ok`` (exit 0), ``clean`` (exit 2 with one
 ``memsim: error:`` line, or argparse's usage error), ``traceback`` (an exception escaped),
 ``hang`` (over the time limit) or ``unclean`` (a non-zero exit without a one-line error).
-The corpus holds the cases issue 17 listed; a corpus case marked ``bad`` must not exit 0
+The corpus holds the cases a new user tried; a corpus case marked ``bad`` must not exit 0
 (``silent`` otherwise). ``python tests/workbench/test_cli_fuzz.py`` prints the tally.
 """
 
@@ -91,7 +91,7 @@ def outcome(argv: list[str], limit: float = LIMIT_S) -> tuple[str, str]:
     return "unclean", text[-300:]
 
 
-# -- the corpus: issue 17's cases ------------------------------------------------------------
+# -- the corpus: a new user's cases ------------------------------------------------------
 def _nest(open_: str, close: str, n: int = 5000) -> str:
     return open_ * n + close * n
 

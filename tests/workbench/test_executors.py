@@ -1,4 +1,4 @@
-"""Worker processes die with memsim (issue 17): after ``kill -9`` of a ``--jobs 2`` compare, no
+"""Worker processes die with memsim: after ``kill -9`` of a ``--jobs 2`` compare, no
 worker and no resource tracker stays behind. Every wait here is bounded."""
 
 from __future__ import annotations

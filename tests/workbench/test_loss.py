@@ -1,4 +1,4 @@
-"""Where recall is lost (issue 13, item 2): covered / ranked out / forgotten / never kept,
+"""Where recall is lost: covered / ranked out / forgotten / never kept,
 on hand-built traces, one case per share; the four shares sum to 1."""
 
 import math

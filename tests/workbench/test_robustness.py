@@ -1,4 +1,4 @@
-"""memsim robustness: the verdict classifier (issue 12) and one tiny end-to-end run."""
+"""memsim robustness: the verdict classifier and one tiny end-to-end run."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def test_the_default_mode_orients_the_conclusion_even_as_a_minority(names, data,
 
 
 def test_a_default_effect_against_the_majority_is_stated_as_the_default_has_it():
-    """Regression (robustness run of issue 12): "cosmo has higher recall@10 than recency on
+    """Regression: "cosmo has higher recall@10 than recency on
     churn" was printed with a default effect of -0.033 because 4 query_value modes outvoted
     2 others; the row must read the default's way and list the 4 as flipping it."""
     diffs = {"default": -0.05, "x": -0.1, "y": -0.1, "q1": 0.2, "q2": 0.2, "q3": 0.2, "q4": 0.2}
@@ -171,7 +171,7 @@ def test_end_to_end_on_a_tiny_stream(tmp_path):
 
 
 def test_through_a_candidate_index_the_report_gives_its_audit(tmp_path):
-    """Issue 16: --index reaches the policies whose searches go through it (Personal AI's
+    """--index reaches the policies whose searches go through it (Personal AI's
     ingest here), in every mode, and the report says which and what its audit found."""
     from memsim.workbench.present.robustness import index_sentence, write_report
     from memsim.workbench.studies.robustness import robustness

@@ -142,7 +142,7 @@ def test_sensitivity_sobol_writes_one_csv_per_profile_with_the_same_bytes_on_two
 
 
 def test_sobol_runs_through_the_index_it_is_given(tmp_path):
-    """sobol(index=...) (issue 16): every run of the design carries the candidate index
+    """sobol(index=...): every run of the design carries the candidate index
     settings, and its manifest the audit."""
     import json
 

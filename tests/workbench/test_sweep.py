@@ -207,7 +207,7 @@ def test_a_peer_that_is_not_a_scheduler_is_a_one_line_error(capsys):
 
 
 def test_a_sweep_runs_through_the_index_it_is_given(tmp_path):
-    """--index for sweeps (issue 16): every run of the sweep carries the settings and its
+    """--index for sweeps: every run of the sweep carries the settings and its
     manifest the audit; mode exact of a policy that is exact anyway is its plain runs; a mode
     no search of the policy goes through is refused before anything runs."""
     import json

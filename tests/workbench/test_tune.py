@@ -119,7 +119,7 @@ def test_the_tuned_point_is_no_worse_than_the_documented_one_on_the_other_object
 
 
 def test_a_tuning_through_the_index_names_its_study_by_it(tmp_path):
-    """tune(index=...) (issue 16): its trials and held-out runs carry the settings, its study
+    """tune(index=...): its trials and held-out runs carry the settings, its study
     is named by them (one without keeps its name), and a mode that changes nothing for the
     policy is refused before the study starts."""
     import json

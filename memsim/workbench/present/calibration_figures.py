@@ -1,4 +1,4 @@
-"""The calibration figures (issue 13): where recall is lost (stacked bars per stream, one bar
+"""The calibration figures: where recall is lost (stacked bars per stream, one bar
 per policy) and the frontier (references at a budget against each policy's point). Built by
 ``memsim figures`` from a comparison folder (per_query.parquet, summary.csv, frontier.csv)."""
 

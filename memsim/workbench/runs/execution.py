@@ -191,7 +191,7 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
         **metrics.summarize_run(trace, gt),
     }
     verdicts = [dataclasses.asdict(v) for v in sources.verdicts(d.scenario, stream, trace, spec.id)]
-    if d.index or policy.candidates.answered:  # the index's exactness audit (issue 16)
+    if d.index or policy.candidates.answered:  # the index's exactness audit
         audit = policy.index_audit()
         summary["index_query_differ_share"] = audit["query_differ_share"]
         summary["index_decision_differ_share"] = audit["decision_differ_share"]

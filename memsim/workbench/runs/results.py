@@ -57,7 +57,7 @@ class RunDef:
     seed: int = 0
     params: tuple[tuple[str, Any], ...] = ()
     llm: tuple[tuple[str, Any], ...] = ()
-    # candidate index settings (mode, min_rows, nprobe, audit_every; issue 16), () = the
+    # candidate index settings (mode, min_rows, nprobe, audit_every), () = the
     # policy's default (Policy.default_index: exact, or from 5,000 rows for the reference
     # models and Personal AI, whose ingest searches the store per claim)
     index: tuple[tuple[str, Any], ...] = ()
