@@ -10,8 +10,7 @@ import pytest
 import scenarios
 from memsim.engine.errors import ScenarioError
 from scenarios import locomo
-
-from .conftest import LOCOMO_DEV
+from tests.conftest import LOCOMO_DEV
 
 MINI = Path(__file__).resolve().parents[1] / "data" / "locomo-mini.json"
 
