@@ -1,6 +1,6 @@
 """The grouping rule of the ACT-R presentation kernels, chosen by measurement.
 
-``memsim.engine.kernels._count_groups`` makes each row of ``_ALONE_FROM`` presentations or
+``policies.actr_formulas._count_groups`` makes each row of ``_ALONE_FROM`` presentations or
 more a group of its own (read straight from its segment), and evaluates the other rows as
 one group, padded to its widest row, while ``rows x widest <= _ONE_GROUP_FACTOR x
 presentations + _ONE_GROUP_CELLS``, and otherwise as one group per power-of-two count class
@@ -28,9 +28,9 @@ from functools import partial
 import numpy as np
 import pytest
 
-import memsim.engine.kernels as K
 from benchmarks.conftest import assert_target_in_full_mode, interleaved, record_target
 from benchmarks.workloads import registered, size
+from policies import actr_formulas
 
 POLICIES = ("actr", "actr-spacing")
 EPISODES, QUERIES = size(100_000, 400), size(10_000, 40)
@@ -40,7 +40,11 @@ LIMIT = 1.10
 ALWAYS, NEVER = 1 << 62, -(1 << 62)
 # (factor, cells, alone): the chosen rule, its neighbours, the two pure strategies, and
 # the chosen padding rule with other lengths from which a row is alone (ALWAYS: none is)
-_F, _C, _A = K._ONE_GROUP_FACTOR, K._ONE_GROUP_CELLS, K._ALONE_FROM
+_F, _C, _A = (
+    actr_formulas._ONE_GROUP_FACTOR,
+    actr_formulas._ONE_GROUP_CELLS,
+    actr_formulas._ALONE_FROM,
+)
 GRID = (
     [(f, c, _A) for f in (1, 2, 4, 8) for c in (0, 1024, 4096, 16384)]
     + [
@@ -83,7 +87,7 @@ def _recording(every: int) -> Iterator[list]:
     """Record every ``every``-th call of the grouping kernels (compacted) while inside."""
     calls: list = []
     seen = [0]
-    saved = {name: getattr(K, name) for name in KERNELS}
+    saved = {name: getattr(actr_formulas, name) for name in KERNELS}
 
     def wrap(name):
         fn = saved[name]
@@ -98,12 +102,12 @@ def _recording(every: int) -> Iterator[list]:
         return recorded
 
     for name in KERNELS:
-        setattr(K, name, wrap(name))
+        setattr(actr_formulas, name, wrap(name))
     try:
         yield calls
     finally:
         for name, fn in saved.items():
-            setattr(K, name, fn)
+            setattr(actr_formulas, name, fn)
 
 
 def capture(policy: str, episodes: int = EPISODES, queries: int = QUERIES) -> list:
@@ -119,12 +123,24 @@ def capture(policy: str, episodes: int = EPISODES, queries: int = QUERIES) -> li
 
 @contextlib.contextmanager
 def _rule(factor: int, cells: int, alone: int) -> Iterator[None]:
-    saved = K._ONE_GROUP_FACTOR, K._ONE_GROUP_CELLS, K._ALONE_FROM
-    K._ONE_GROUP_FACTOR, K._ONE_GROUP_CELLS, K._ALONE_FROM = factor, cells, alone
+    saved = (
+        actr_formulas._ONE_GROUP_FACTOR,
+        actr_formulas._ONE_GROUP_CELLS,
+        actr_formulas._ALONE_FROM,
+    )
+    actr_formulas._ONE_GROUP_FACTOR, actr_formulas._ONE_GROUP_CELLS, actr_formulas._ALONE_FROM = (
+        factor,
+        cells,
+        alone,
+    )
     try:
         yield
     finally:
-        K._ONE_GROUP_FACTOR, K._ONE_GROUP_CELLS, K._ALONE_FROM = saved
+        (
+            actr_formulas._ONE_GROUP_FACTOR,
+            actr_formulas._ONE_GROUP_CELLS,
+            actr_formulas._ALONE_FROM,
+        ) = saved
 
 
 Rule = tuple[int, int, int]
@@ -132,7 +148,7 @@ Rule = tuple[int, int, int]
 
 def _call_under(rule: Rule, name: str, args: tuple, kwargs: dict) -> np.ndarray:
     with _rule(*rule):
-        out: np.ndarray = getattr(K, name)(*args, **kwargs)
+        out: np.ndarray = getattr(actr_formulas, name)(*args, **kwargs)
     return out
 
 
@@ -164,7 +180,11 @@ def rule_name(rule: Rule) -> str:
 
 
 def chosen() -> Rule:
-    return K._ONE_GROUP_FACTOR, K._ONE_GROUP_CELLS, K._ALONE_FROM
+    return (
+        actr_formulas._ONE_GROUP_FACTOR,
+        actr_formulas._ONE_GROUP_CELLS,
+        actr_formulas._ALONE_FROM,
+    )
 
 
 def measure(

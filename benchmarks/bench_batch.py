@@ -5,7 +5,7 @@ A single query is a matrix-vector product (bandwidth-bound); the batch is matrix
 products over row chunks (compute-bound BLAS) followed by the floor/bound prefilter and a
 vectorized top-k merge (policies.pai_fastscore.pai_topk_batch), so no (256, 200k) score matrix is
 ever built or partitioned. The straightforward batch (full cosine matrix, full scores,
-kernels.batch_topk) is timed alongside for reference.
+ranking.batch_topk) is timed alongside for reference.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from benchmarks.conftest import assert_target_in_full_mode, interleaved, record_target
 from benchmarks.workloads import NOW, embeddings, pai_columns, pai_workload, queries, size
-from memsim.engine.kernels import batch_topk
+from memsim.engine.ranking import batch_topk
 from policies import pai_fastscore as fs
 from policies.pai import PaiParams
 

@@ -1,6 +1,6 @@
 """A policy's steady year through the candidate index
-(memsim.engine.index.CandidateIndex, ``Policy.use_index("ivf")``) against its exact run and
-keep-all's, all in the same pytest session.
+(memsim.engine.candidate_index.CandidateIndex, ``Policy.use_index("ivf")``) against its exact run
+and keep-all's, all in the same pytest session.
 
 For each policy that searches through the index (INDEXED): the tenth of the year and the
 full year through the index (growth exponent of run time, target <= 1.15), the full year
@@ -21,7 +21,7 @@ import pytest
 from benchmarks.bench_sim import simrun
 from benchmarks.conftest import assert_target_in_full_mode, record_target
 from benchmarks.workloads import SMOKE, size
-from memsim.engine.index import AUDIT_BOUND
+from memsim.engine.candidate_index import AUDIT_BOUND
 
 INDEXED = ["izzie"]
 YEAR_EPISODES, YEAR_QUERIES = size(100_000, 2_000), size(10_000, 200)

@@ -72,7 +72,7 @@ SHARED_STEPS = {
         "_reinforced",
         "_beliefs_of",
         "llm.summarize",
-        "reinforcing._current_cones",  # the cones' update after each new row
+        "reinforcing.current_cones",  # the cones' update after each new row
     ),
 }
 CEILING_ROUNDS = size(7, 1)

@@ -1,13 +1,13 @@
-"""Kernels against their scalar twins: each decay/score kernel of memsim.engine.kernels over
-1M rows is >= 100x faster than its scalar twin in memsim.engine.kernels_ref looped in
-Python. The loop goes one memory at a time over the store's numpy columns (``for i, row in
-enumerate(zip(*columns)): out[i] = ref(*row)``), timed on 100k rows and scaled x10 to 1M;
-the vectorized kernel is timed on 1M rows directly. Both agree on the 100k rows. The record
+"""Kernels against their scalar twins: each decay/score kernel over 1M rows is >= 100x faster
+than its scalar twin (``NAME_ref`` beside it, in the engine or the policy that uses it: HOMES)
+looped in Python. The loop goes one memory at a time over the store's numpy columns (``for i,
+row in enumerate(zip(*columns)): out[i] = ref(*row)``), timed on 100k rows and scaled x10 to
+1M; the vectorized kernel is timed on 1M rows directly. Both agree on the 100k rows. The record
 also gives ``python_lists_ratio``: the same against the tightest possible loop (a list
 comprehension over Python floats converted outside the timing), which sits near the
 memory-bandwidth floor of the kernels (3 input + 1 output arrays of 8 MB each: ~3 ms) x 100.
 
-Two forms per kernel: ``as_written`` (memsim.engine.kernels.NAME on the full arrays: every
+Two forms per kernel: ``as_written`` (the kernel NAME on the full arrays: every
 intermediate is a fresh 8 MB array, and on a loaded machine its page faults cost more than
 the arithmetic) and ``chunked`` (policies.pai_fastscore.chunked(NAME, ...): bit-identical, blocks
 of 8192 rows; half_life_decay uses fastscore.half_life_decay, exp2 instead of libm pow,
@@ -24,9 +24,33 @@ import pytest
 
 from benchmarks.conftest import assert_target_in_full_mode, interleaved, record_target
 from benchmarks.workloads import size, size_id
-from memsim.engine import kernels, kernels_ref
+from memsim.engine import decay, ranking
+from policies import (
+    actr_formulas,
+    cosmo,
+    ebisu_model,
+    engram,
+    fsrs6,
+    generative_agents,
+    izzie,
+    kernle,
+    pai_formulas,
+)
 from policies import pai_fastscore as fastscore
 
+# each kernel's module: the kernel NAME, its scalar twin NAME_ref
+HOMES = {
+    "exp_decay": izzie,
+    "half_life_decay": pai_formulas,
+    "beta_mean": engram,
+    "retrieval_strength": decay,
+    "stability_update": engram,
+    "hyperbolic_salience": kernle,
+    "cosmo_decay_rate": cosmo,
+    "pai_score": pai_formulas,
+    "actr_activation": actr_formulas,
+    "actr_activation_spacing": actr_formulas,
+}
 N = size(1_000_000, 5_000)
 N_LOOP = size(100_000, 500)
 
@@ -82,7 +106,7 @@ KERNELS = [
 
 
 def _fast(name: str, form: str):
-    kernel = getattr(kernels, name)
+    kernel = getattr(HOMES[name], name)
     if form == "as_written":
         return kernel
     if name in ("half_life_decay", "cosmo_decay_rate"):
@@ -96,7 +120,7 @@ def test_kernel_vs_scalar(benchmark, name, form):
     rng = np.random.default_rng([5, KERNELS.index(name)])
     args, kw = _inputs(name, N, rng)
     fast = _fast(name, form)
-    ref = getattr(kernels_ref, name)
+    ref = getattr(HOMES[name], name + "_ref")
     cols = [a[:N_LOOP] if isinstance(a, np.ndarray) else a for a in args]  # constants stay scalars
     per_row = [c if isinstance(c, np.ndarray) else itertools.repeat(c) for c in cols]
     looped = np.empty(N_LOOP)
@@ -132,15 +156,15 @@ def test_kernel_vs_scalar(benchmark, name, form):
 
 
 def test_topk_vs_scalar(benchmark):
-    """kernels.topk (argpartition) against kernels_ref.topk (a full Python sort)."""
+    """ranking.topk (argpartition) against ranking.topk_ref (a full Python sort)."""
     rng = np.random.default_rng(6)
     s = rng.standard_normal(N)
     lst = s[:N_LOOP].tolist()
     t0 = time.perf_counter()
-    want = kernels_ref.topk(lst, 10)
+    want = ranking.topk_ref(lst, 10)
     loop = time.perf_counter() - t0
-    assert kernels.topk(s[:N_LOOP], 10).tolist() == want
-    t = interleaved({"kernel": lambda: kernels.topk(s, 10)}, rounds=size(7, 1))
+    assert ranking.topk(s[:N_LOOP], 10).tolist() == want
+    t = interleaved({"kernel": lambda: ranking.topk(s, 10)}, rounds=size(7, 1))
     scaled = loop * N / N_LOOP
     record_target(
         benchmark,
@@ -154,7 +178,7 @@ def test_topk_vs_scalar(benchmark):
         kernel_seconds=t["kernel"],
     )
     benchmark.group = "kernels"
-    benchmark.pedantic(lambda: kernels.topk(s, 10), rounds=size(5, 1), iterations=1)
+    benchmark.pedantic(lambda: ranking.topk(s, 10), rounds=size(5, 1), iterations=1)
     assert_target_in_full_mode(benchmark)
 
 
@@ -182,8 +206,8 @@ def _reference_case(name: str, n: int, rng: np.random.Generator):
     u = lambda lo, hi: rng.uniform(lo, hi, n)  # noqa: E731
     if name in ("actr_activation", "actr_activation_spacing"):
         t = _times(n, rng)
-        fast = getattr(kernels, name)
-        ref = getattr(kernels_ref, name)
+        fast = getattr(HOMES[name], name)
+        ref = getattr(HOMES[name], name + "_ref")
         if name == "actr_activation":
             return (
                 lambda: fast(t, 300.0, 0.5, 1 / 24),
@@ -196,38 +220,38 @@ def _reference_case(name: str, n: int, rng: np.random.Generator):
     if name == "logistic_recall":
         b = u(-6, 3)
         return (
-            lambda: kernels.logistic_recall(b, -0.704, 0.255),
-            lambda m: [kernels_ref.logistic_recall(x, -0.704, 0.255) for x in b[:m]],
+            lambda: actr_formulas.logistic_recall(b, -0.704, 0.255),
+            lambda m: [actr_formulas.logistic_recall_ref(x, -0.704, 0.255) for x in b[:m]],
         )
     if name == "fsrs_retrievability":
         t, s = np.floor(u(0, 365)), u(0.1, 365)
         return (
-            lambda: kernels.fsrs_retrievability(t, s, _W[20]),
-            lambda m: [kernels_ref.fsrs_retrievability(a, b, _W[20]) for a, b in zip(t[:m], s[:m])],
+            lambda: fsrs6.fsrs_retrievability(t, s, _W[20]),
+            lambda m: [fsrs6.fsrs_retrievability_ref(a, b, _W[20]) for a, b in zip(t[:m], s[:m])],
         )
     if name == "fsrs_review_good":
         s, d, t = u(0.1, 365), u(1, 10), np.floor(u(0, 365))
         return (
-            lambda: kernels.fsrs_review_good(s, d, t, _W)[0],
+            lambda: fsrs6.fsrs_review_good(s, d, t, _W)[0],
             lambda m: [
-                kernels_ref.fsrs_review_good(a, b, c, _W)[0] for a, b, c in zip(s[:m], d[:m], t[:m])
+                fsrs6.fsrs_review_good_ref(a, b, c, _W)[0] for a, b, c in zip(s[:m], d[:m], t[:m])
             ],
         )
     if name == "ebisu_predict_recall":
         a, b, h, t = u(1, 20), u(1, 20), u(0.5, 30), u(0, 100)
         return (
-            lambda: kernels.ebisu_predict_recall(a, b, h, t),
+            lambda: ebisu_model.ebisu_predict_recall(a, b, h, t),
             lambda m: [
-                kernels_ref.ebisu_predict_recall(*r) for r in zip(a[:m], b[:m], h[:m], t[:m])
+                ebisu_model.ebisu_predict_recall_ref(*r) for r in zip(a[:m], b[:m], h[:m], t[:m])
             ],
         )
     if name == "generative_agents_score":
         r, i, c = u(0, 1), u(0, 1), u(-1, 1)
         w = (0.5, 2.0, 3.0)
         return (
-            lambda: kernels.generative_agents_score(r, i, c, w),
+            lambda: generative_agents.generative_agents_score(r, i, c, w),
             # normalization is over all candidates: the loop gets the kernel's min/max rows
-            lambda m: kernels_ref.generative_agents_score(
+            lambda m: generative_agents.generative_agents_score_ref(
                 np.r_[r[:m], r.min(), r.max()].tolist(),
                 np.r_[i[:m], i.min(), i.max()].tolist(),
                 np.r_[c[:m], c.min(), c.max()].tolist(),

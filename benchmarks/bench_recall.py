@@ -1,7 +1,7 @@
 """Exact recall of one query (document 000 §2 score, floor 0.20, top 10) over n
 clustered 384-dim memories, against the bare float32 ``X @ q`` (the bandwidth floor).
 
-Variants timed: bare matvec, straightforward numpy (full scores + kernels.topk), the fused
+Variants timed: bare matvec, straightforward numpy (full scores + ranking.topk), the fused
 kernel (policies.pai_fastscore.pai_topk), the scalar loop (one memory at a time, at a smaller n and
 scaled linearly), and the pai policy's own recall path (PersonalAI.recall, which calls
 policies.pai_fastscore.pai_topk_from_cos since commit 24e989d).
@@ -188,7 +188,7 @@ def _scans(st, q, mask, rows):
 def test_searchable_rows_scan_vs_full_matvec(benchmark):
     """The cosine scan of a store whose searchable rows are a small share of it (Kernle keeps
     4% of its 100,595 rows at the year, Cosmo 7%, Recency 10%): ``store.products_at`` over
-    those rows (kernels.PackedRows) and ``store.products`` with their mask, against the
+    those rows (similarity.PackedRows) and ``store.products`` with their mask, against the
     masked full product ``np.where(mask, X @ q, -inf)``; all three the same numbers."""
     from memsim.engine.store import MemoryStore, Statuses
 

@@ -31,7 +31,7 @@ PROFILES = {
     "noisy": "synthetic:noisy,episodes=2000",
     "longgap": "synthetic:longgap,episodes=2000",
 }
-# on request only (--profiles steady-30k): a store past kernels.PackedRows.MIN_ROWS and the
+# on request only (--profiles steady-30k): a store past similarity.PackedRows.MIN_ROWS and the
 # candidate index's min_rows, where the large-store paths are taken
 LARGE = {"steady-30k": "synthetic:steady,episodes=30000"}
 

@@ -24,7 +24,7 @@ _API = {
     "summarize": "memsim.workbench.stats",
     "superiority": "memsim.workbench.stats",
     "frontier": "memsim.workbench.studies.calibrate",
-    "curve": "memsim.workbench.studies.curves",
+    "curve": "memsim.engine.curve",
     "robustness": "memsim.workbench.studies.robustness",
     "make": "memsim.engine.registry",
     "register": "memsim.engine.registry",

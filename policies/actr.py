@@ -25,8 +25,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from memsim.engine import kernels
+from memsim.engine import ranking
 from memsim.engine.params import Params, param
+from policies import actr_formulas
 
 from .reference import REVIEW_DOC, ReferencePolicy
 
@@ -153,7 +154,7 @@ class ACTR(ReferencePolicy):
         self.pool[at] = now
         if self.neg_decay is not None:  # no earlier presentation: exp(m_0) = 0, d_1 = a
             p = self.params
-            self.neg_decay[at] = kernels.actr_spacing_neg_decay(0.0, p.spacing_a, p.spacing_c)
+            self.neg_decay[at] = actr_formulas.actr_spacing_neg_decay(0.0, p.spacing_a, p.spacing_c)
         self.start[row], self.room[row], self.counts[row] = at, 1, 1
         if self.neg_decay is not None:
             self._know(np.array([row]), np.log(self._newest_term(np.array([row]))), now)
@@ -163,7 +164,7 @@ class ACTR(ReferencePolicy):
         if self.neg_decay is not None:  # d of the new presentations, from the earlier ones
             p = self.params
             x = self._spacing_sums(now, rows)
-            new_nd = kernels.actr_spacing_neg_decay(x, p.spacing_a, p.spacing_c)
+            new_nd = actr_formulas.actr_spacing_neg_decay(x, p.spacing_a, p.spacing_c)
             with np.errstate(divide="ignore"):  # the rows' activations now, as computed
                 earlier = np.log(x)
         for r in rows[self.counts[rows] >= self.room[rows]].tolist():
@@ -189,7 +190,7 @@ class ACTR(ReferencePolicy):
         assert self.neg_decay is not None
         neg_d = self.neg_decay[self.start[rows] + self.counts[rows] - 1]
         floor = self.params.min_age
-        return kernels.actr_spacing_terms(np.full(len(rows), floor), neg_d, floor)
+        return actr_formulas.actr_spacing_terms(np.full(len(rows), floor), neg_d, floor)
 
     def _know(self, rows: np.ndarray, activation: np.ndarray, now: float) -> None:
         """Record the activations of ``rows`` at ``now`` (or bounds of them) as bounds of
@@ -205,7 +206,7 @@ class ACTR(ReferencePolicy):
 
     def _spacing_sums(self, now: float, rows: np.ndarray) -> np.ndarray:
         """The spacing variant: ``sum_j max(t - t_j, min_age) ** -d_j`` of each of ``rows``
-        at ``now`` (``kernels.actr_spacing_sums``), the ones already computed at ``now``
+        at ``now`` (``actr_formulas.actr_spacing_sums``), the ones already computed at ``now``
         since the row's last presentation read back (each row's sum is its own, whichever
         rows are summed with it: the same number), the rest computed and kept."""
         assert self.neg_decay is not None
@@ -215,7 +216,7 @@ class ACTR(ReferencePolicy):
         if some and known.all():
             return self.summed[rows]
         todo = rows[~known] if some else rows  # (none known: a review at ingest, the usual)
-        fresh = kernels.actr_spacing_sums(
+        fresh = actr_formulas.actr_spacing_sums(
             self._pool_in_units(),
             self.neg_decay,
             self.start[todo],
@@ -240,7 +241,7 @@ class ACTR(ReferencePolicy):
 
     def _padded(self, n: int) -> np.ndarray:
         """The presentation times of rows [0, n) as the NaN-padded matrix the padded spacing
-        kernel (``kernels.actr_activation_spacing``, the reference of the decays cached in
+        kernel (``actr_formulas.actr_activation_spacing``, the reference of the decays cached in
         ``neg_decay``; no longer on the policy's path) reads, as wide as it used to be kept
         (the smallest power of two at or above the largest count: its width doubled whenever
         a full row was presented again). Since actr-spacing v2 the padding adds exact zeros,
@@ -258,12 +259,12 @@ class ACTR(ReferencePolicy):
         sum is its own)."""
         p = self.params
         # the padded kernels' results bit for bit, over the presentations only
-        if self.neg_decay is not None:  # (kernels.actr_activation_spacing_segments' ln)
+        if self.neg_decay is not None:  # (actr_formulas.actr_activation_spacing_segments' ln)
             x = self._spacing_sums(now, np.arange(self.store.n) if rows is None else rows)
             with np.errstate(divide="ignore"):
                 return np.log(x, out=x)
         at = slice(0, self.store.n) if rows is None else rows
-        return kernels.actr_activation_segments(
+        return actr_formulas.actr_activation_segments(
             self._pool_in_units(),
             self.start[at],
             self.counts[at],
@@ -294,12 +295,14 @@ class ACTR(ReferencePolicy):
 
     def retention(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
         # (its own _scores ranks by activation)
-        return kernels.logistic_recall(self.activation(now, rows), self.params.tau, self.params.s)
+        return actr_formulas.logistic_recall(
+            self.activation(now, rows), self.params.tau, self.params.s
+        )
 
     def _scores(self, sims: np.ndarray, live: np.ndarray, now: float, k: int) -> np.ndarray:
         # A = B + W cos of the live rows that can reach the top k, -inf elsewhere: the
         # activation (O(a row's presentations)) only where a row's bound reaches the k-th
-        # score's ties (kernels.topk_support), so the ranking is the one over every row
+        # score's ties (ranking.topk_support), so the ranking is the one over every row
         rows = np.flatnonzero(live)
         w = self.params.spreading_weight
         w_sims = w * sims[rows]
@@ -313,7 +316,7 @@ class ACTR(ReferencePolicy):
         # the bound read as the activation is (an overflowed row's at most `above` + W cos,
         # as its score: else every row within a time unit of a presentation is evaluated)
         bound = ranked_activation(self.activation_bound(now, rows), w) + w_sims
-        reach, score = kernels.topk_support(bound, exact, k)
+        reach, score = ranking.topk_support(bound, exact, k)
         out = np.full(len(sims), -np.inf)
         out[rows[reach]] = score
         return out

@@ -3,7 +3,7 @@ Recency (cosine times an exponential recency factor, least-recently-used evictio
 a memory budget). They prove the Policy interface and set the bar.
 
 Both keep one memory per extracted claim, with the episode as its provenance, and use only
-the store's columns. Ties (scores equal within memsim.engine.kernels.TIE_RTOL: every memory
+the store's columns. Ties (scores equal within memsim.engine.ranking.TIE_RTOL: every memory
 of one fact has the same cosine with a query for it, whatever its value) go in a seeded
 random order (Policy.rank: run seed, query id, memory identity), not storage order.
 Rankings in one recall batch are computed against the state at the start of the batch;
@@ -21,9 +21,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from memsim.engine.events import Claim, Episode, Forget, Query
-from memsim.engine.kernels import TIE_RTOL, topk
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Outcome, P, Policy, Ranking
+from memsim.engine.ranking import TIE_RTOL, topk
 from memsim.engine.store import Statuses
 
 

@@ -19,13 +19,63 @@ from itertools import groupby
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from memsim.engine import kernels
+from memsim.engine.arrays import as_float64
 from memsim.engine.errors import MemsimError
 from memsim.engine.events import Claim, Episode, Forget, Query
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Job, Outcome, Policy, Ranking
 from memsim.engine.store import MemoryStore, Statuses, as_unit_vectors
+
+
+def cosmo_decay_rate(
+    recall_frequency: ArrayLike,
+    decay_gradient: ArrayLike,
+    base_rate: ArrayLike = 0.02,
+    state_is_candidate: ArrayLike = False,
+    confidence: ArrayLike = 1.0,
+    penalty_threshold: float = 0.8,
+    penalty_slope: ArrayLike = 2.0,
+) -> np.ndarray:
+    """Cosmo's nightly decay rate (002 §Candidate Semantics / Offline decay job).
+
+    ``base_rate / (1 + recall_frequency ** decay_gradient)``; for candidates with
+    ``confidence < penalty_threshold`` times ``1 + (1 - confidence) * penalty_slope``; for
+    candidates at or above the threshold 0 (no decay until first retrieval). With
+    recall_frequency 0 and a negative gradient the power is +inf and the rate 0 (the limit).
+    """
+    rf, g = as_float64(recall_frequency), as_float64(decay_gradient)
+    with np.errstate(divide="ignore", over="ignore"):
+        rate = as_float64(base_rate) / (1.0 + np.power(rf, g))
+    conf = as_float64(confidence)
+    cand = np.asarray(state_is_candidate, dtype=bool)
+    penalty = np.where(
+        conf < penalty_threshold, 1.0 + (1.0 - conf) * as_float64(penalty_slope), 0.0
+    )
+    return np.where(cand, rate * penalty, rate)
+
+
+def cosmo_decay_rate_ref(
+    recall_frequency: float,
+    decay_gradient: float,
+    base_rate: float = 0.02,
+    state_is_candidate: bool = False,
+    confidence: float = 1.0,
+    penalty_threshold: float = 0.8,
+    penalty_slope: float = 2.0,
+) -> float:
+    if recall_frequency == 0 and decay_gradient < 0:
+        power = math.inf  # 0 ** negative: the limit
+    else:
+        power = recall_frequency**decay_gradient
+    base_decay_rate = base_rate / (1 + power)
+    if state_is_candidate and confidence < penalty_threshold:
+        return base_decay_rate * (1 + (1 - confidence) * penalty_slope)
+    if state_is_candidate:
+        return 0.0
+    return base_decay_rate
+
 
 SEMANTIC = ("person", "concept", "entity")
 TTL_POLICIES = (
@@ -55,13 +105,13 @@ def decay_rate(
 ) -> np.ndarray:
     """002 §Offline/Nightly Decay Job step 2, vectorized.
 
-    ``base = base_rate / (1 + rf ** g)`` (memsim.engine.kernels.cosmo_decay_rate: with rf 0 and a
+    ``base = base_rate / (1 + rf ** g)`` (policies.cosmo.cosmo_decay_rate: with rf 0 and a
     negative gradient the power is +inf and the rate 0, the limit); candidates with
     confidence < ``confident`` decay ``1 + (1 - confidence) * penalty`` times faster, candidates
     at or above it not at all; other states at the base rate. ``confidence_applies`` is False
     for rows without an extraction confidence (Sources)."""
     cand = np.asarray(candidate, dtype=bool) & np.asarray(confidence_applies, dtype=bool)
-    return kernels.cosmo_decay_rate(
+    return cosmo_decay_rate(
         recall_frequency,
         decay_gradient,
         base_rate=base_rate,
@@ -672,7 +722,7 @@ class Cosmo(Policy[CosmoParams]):
         cos = (
             np.zeros(len(rows))
             if qv is None
-            # the query's products, kept between its calls (kernels.RecurringScans)
+            # the query's products, kept between its calls (similarity.RecurringScans)
             else s.query_products(qv, rows).astype(np.float64)
         )
         return rows, cos + self.params.salience_weight * self.salience_at(now, rows)

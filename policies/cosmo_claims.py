@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from memsim.workbench.studies.claims import KIND_READING, KIND_SELF, register_claim
+from memsim.engine.claims import KIND_READING, KIND_SELF, register_claim
 
 DOC = "002_79c73a48129ece5d.txt"
 ACTIVE = {"state": "active"}
@@ -42,7 +42,7 @@ DECAY_EXAMPLES = (
 
 
 def _curve(pattern: str, days, memory: dict, params: dict | None = None):
-    from memsim.workbench.studies.curves import curve
+    from memsim.engine.curve import curve
 
     return curve("cosmo", pattern, days, memory=memory, params=params or {})
 

@@ -14,16 +14,53 @@ predicted recall.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from memsim.engine import kernels
+from memsim.engine.arrays import as_float64
 from memsim.engine.events import Claim
 from memsim.engine.params import Params, param
 
 from .reference import REVIEW_DOC, ReferencePolicy
+
+
+def ebisu_predict_recall(
+    alpha: ArrayLike, beta: ArrayLike, half_life: ArrayLike, elapsed: ArrayLike
+) -> np.ndarray:
+    """Ebisu 2 ``predictRecall(exact=True)``: ``B(alpha + dt, beta) / B(alpha, beta)`` with
+    ``dt = elapsed / half_life`` (B the Beta function, through log-gamma).
+
+    Speed: four scipy ``gammaln`` calls per row cost about 30-40 ns each as measured, so the
+    kernel stays near 15-30x its scalar twin (about 2 us per row) at 1M rows, short of 100x.
+    numpy/scipy offer no cheaper exact log-gamma; a hand-written vectorized
+    one (Stirling series after a shift, some 35 array passes per argument) was estimated at
+    no better and not attempted."""
+    from scipy.special import gammaln
+
+    a, b = as_float64(alpha), as_float64(beta)
+    dt = as_float64(elapsed) / as_float64(half_life)
+    ab = a + b
+    x = np.asarray(gammaln(a + dt))
+    x -= gammaln(ab + dt)
+    x += gammaln(ab)
+    x -= gammaln(a)
+    np.exp(x, out=x)
+    return as_float64(
+        np.minimum(x, 1.0, out=x)
+    )  # a probability: log-gamma rounding can give 1 + eps
+
+
+def ebisu_predict_recall_ref(alpha: float, beta: float, half_life: float, elapsed: float) -> float:
+    dt = elapsed / half_life
+
+    def lbeta(x: float, y: float) -> float:
+        return math.lgamma(x) + math.lgamma(y) - math.lgamma(x + y)
+
+    return min(1.0, math.exp(lbeta(alpha + dt, beta) - lbeta(alpha, beta)))
 
 
 @dataclass(frozen=True)
@@ -77,6 +114,4 @@ class Ebisu(ReferencePolicy):
     def retention(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
         s = self.store
         dt = np.maximum(now - s.at("last_review", rows), 0.0)
-        return kernels.ebisu_predict_recall(
-            s.at("alpha", rows), s.at("beta", rows), s.at("t", rows), dt
-        )
+        return ebisu_predict_recall(s.at("alpha", rows), s.at("beta", rows), s.at("t", rows), dt)

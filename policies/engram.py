@@ -20,14 +20,44 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from memsim.engine import kernels
+from memsim.engine import decay, ranking
+from memsim.engine.arrays import as_float64
 from memsim.engine.errors import MemsimError
 from memsim.engine.events import Claim, Episode, Forget, Query
 from memsim.engine.llm import CONTRADICTS, PARTIAL, SUPPORTS
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Job, Outcome, Policy, Ranking, in_episode_order
 from memsim.engine.store import Statuses
+
+
+def beta_mean(alpha: ArrayLike, beta: ArrayLike) -> np.ndarray:
+    """``alpha / (alpha + beta)``: Engram belief confidence (Beta posterior mean)."""
+    a = as_float64(alpha)
+    return a / (a + as_float64(beta))
+
+
+def stability_update(
+    stability: ArrayLike, hours_since_last: ArrayLike, cap: ArrayLike, bonus: ArrayLike = 0.1
+) -> np.ndarray:
+    """``min(cap, S * (1 + bonus * ln(1 + hours / 24)))``: Engram spaced-repetition bonus
+    on each retrieval (bonus 0.1, cap 365 days in the seed)."""
+    grown = as_float64(stability) * (
+        1.0 + as_float64(bonus) * np.log1p(as_float64(hours_since_last) / 24.0)
+    )
+    return np.minimum(as_float64(cap), grown)
+
+
+def beta_mean_ref(alpha: float, beta: float) -> float:
+    return alpha / (alpha + beta)
+
+
+def stability_update_ref(
+    stability: float, hours_since_last: float, cap: float, bonus: float = 0.1
+) -> float:
+    return min(cap, stability * (1 + bonus * math.log(1 + hours_since_last / 24)))
+
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -39,14 +69,14 @@ def tokenize(text: str) -> list[str]:
 
 def retrieval_strength(t_days: np.ndarray, stability: np.ndarray) -> np.ndarray:
     """001 §Belief Lifecycle 7: ``R(t) = exp(-t / S)``, t and S in days."""
-    return kernels.retrieval_strength(t_days, stability)
+    return decay.retrieval_strength(t_days, stability)
 
 
 def updated_stability(
     stability: np.ndarray, hours_since_last: np.ndarray, bonus: float, cap: float
 ) -> np.ndarray:
     """001 §Belief Lifecycle 7: ``S *= 1 + bonus * ln(1 + hours/24)``, capped at ``cap`` days."""
-    return kernels.stability_update(stability, hours_since_last, cap, bonus=bonus)
+    return stability_update(stability, hours_since_last, cap, bonus=bonus)
 
 
 def belief_score(
@@ -59,7 +89,7 @@ def belief_score(
     w_bm25: float,
 ) -> np.ndarray:
     """001 §Architecture Decisions: ``0.5 * (confidence * vectorSim) + 0.3 * R + 0.2 * bm25``."""
-    return kernels.weighted_sum((w_sim, w_r, w_bm25), (np.asarray(confidence) * cosine, r, bm25))
+    return decay.weighted_sum((w_sim, w_r, w_bm25), (np.asarray(confidence) * cosine, r, bm25))
 
 
 @dataclass(frozen=True)
@@ -234,9 +264,9 @@ class Engram(Policy[EngramParams]):
         ] = []  # clusters read but not yet processed (budget carry-over)
         self._bm25_cache: tuple[tuple[int, ...], Any] | None = None
         # recall's episode bites: each row's retrieval term (episode_w_retrieval x R) capped
-        # (R only falls until the row is recalled again; kernels.DecayCaps)
+        # (R only falls until the row is recalled again; ranking.DecayCaps)
         top = p.episode_w_retrieval * max(1.0, p.never_accessed_strength)
-        self._retrieval_caps = kernels.DecayCaps(top)
+        self._retrieval_caps = ranking.DecayCaps(top)
 
     @property
     def call_budget(self) -> int:
@@ -332,7 +362,7 @@ class Engram(Policy[EngramParams]):
         a, b = self.store["alpha"], self.store["beta"]
         if rows is not None:
             a, b = a[rows], b[rows]
-        return kernels.beta_mean(a, b)
+        return beta_mean(a, b)
 
     def _since_access(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
         return self.store.days_since_access(now, rows)
@@ -427,8 +457,8 @@ class Engram(Policy[EngramParams]):
         """:meth:`rank` of the episode scores of :meth:`score_query` and those scores, with
         the retrieval strength computed only for the rows that can reach the top k: each
         row's score with its retrieval term at the row's cap (at least the term now:
-        kernels.DecayCaps; the same operations, so at least the score as computed) bounds it
-        (kernels.topk_support). With the top of R (1) for every row instead, some 2,000 to
+        ranking.DecayCaps; the same operations, so at least the score as computed) bounds it
+        (ranking.topk_support). With the top of R (1) for every row instead, some 2,000 to
         20,000 rows a query were scored exactly at the steady year's 100,000; with the caps,
         50 to 80."""
         e_ok, not_ok = self._episode_masks()
@@ -442,7 +472,7 @@ class Engram(Policy[EngramParams]):
             r = self.strength(now, rows)
             return np.where(e_ok[rows], self._episode_scores(cos[rows], r), -np.inf)
 
-        rows, scores = kernels.topk_support(bound, exact, q.k)
+        rows, scores = ranking.topk_support(bound, exact, q.k)
         at = self.rank_among(rows, scores, q.k, q.id)
         return rows[at], scores[at]
 
@@ -458,7 +488,7 @@ class Engram(Policy[EngramParams]):
             cand = np.concatenate([b_rows[at], episodes])
             scores = np.concatenate([b_all[at], e_scores])
             tb = self.store.tie_keys(f"{self.seed}:{q.id}", cand)
-            order = kernels.topk(scores, q.k, tb)
+            order = ranking.topk(scores, q.k, tb)
             ids, sc = cand[order], np.minimum.accumulate(scores[order])
             self._access(ids, now)
             out.append(Ranking(ids.astype(np.int64), sc.astype(np.float64)))

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import math
 
-from memsim.workbench.studies.claims import KIND_SELF, register_claim
+from memsim.engine.claims import KIND_SELF, register_claim
 
 DOC = "001_aacff6f19feabb69.txt"
 S0 = 7.0  # EngramParams.initial_stability (a documented choice; 001 gives none)
 
 
 def _curve(pattern: str, days, memory: dict | None = None, params: dict | None = None):
-    from memsim.workbench.studies.curves import curve
+    from memsim.engine.curve import curve
 
     return curve("engram", pattern, days, memory=memory or {}, params=params or {})
 
@@ -32,8 +32,8 @@ def _stability_after(access_day: float, memory: dict | None = None) -> float:
 
 
 def _planted(**attrs: str):
+    from memsim.engine.curve import memory_claim
     from memsim.engine.events import Episode
-    from memsim.workbench.studies.curves import memory_claim
     from policies.engram import Engram
 
     pol = Engram(seed=0)
@@ -237,8 +237,8 @@ def _merges_in_affected_scope() -> float:
     """Merges the default gate scope (affected beliefs) performs on two near-identical,
     confident beliefs that the cycle has just reinforced (they are its affected beliefs)."""
     pol, a = _planted(alpha="9", beta="1")
+    from memsim.engine.curve import memory_claim
     from memsim.engine.events import Episode
-    from memsim.workbench.studies.curves import memory_claim
     from policies.engram import Engram
 
     b = pol.plant(Episode("plant2", 0.0, "planted", (memory_claim(Engram, {}),)), 0.0)

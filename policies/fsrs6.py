@@ -19,17 +19,86 @@ cosine x R.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from memsim.engine import kernels
+from memsim.engine.arrays import as_float64
 from memsim.engine.errors import ParamError
 from memsim.engine.events import Claim
 from memsim.engine.params import Params, param
 
 from .reference import REVIEW_DOC, ReferencePolicy
+
+
+def fsrs_retrievability(elapsed: ArrayLike, stability: ArrayLike, w20: float) -> np.ndarray:
+    """FSRS-6 ``R = (1 + F * t / S) ^ -w20``, ``F = 0.9 ^ (-1 / w20) - 1``."""
+    decay = -float(w20)
+    factor = 0.9 ** (1.0 / decay) - 1.0
+    x = np.asarray(factor * as_float64(elapsed) / as_float64(stability))
+    x += 1.0
+    return as_float64(np.power(x, decay, out=x))
+
+
+def fsrs_review_good(
+    stability: ArrayLike, difficulty: ArrayLike, elapsed: ArrayLike, w: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """One FSRS-6 review rated Good of cards with (stability, difficulty) after ``elapsed``
+    whole days: short-term stability when elapsed < 1, else the recall-stability update;
+    difficulty by mean reversion (Good's delta is 0). Returns (stability, difficulty), as the
+    ``fsrs`` package's Scheduler.review_card (clamps S >= 0.001, 1 <= D <= 10)."""
+    S, D, t = np.broadcast_arrays(
+        as_float64(stability), as_float64(difficulty), as_float64(elapsed)
+    )
+    R = fsrs_retrievability(t, S, w[20])
+    # S * (1 + e^w8 * (11 - D) * S^-w9 * (e^((1 - R) * w10) - 1))
+    g = np.subtract(1.0, R, out=R)
+    g *= w[10]
+    np.exp(g, out=g)
+    g -= 1.0
+    g *= np.power(S, -w[9])
+    g *= np.subtract(11.0, D)
+    g *= math.e ** w[8]
+    g += 1.0
+    S2 = np.multiply(S, g, out=g)
+    short = t < 1
+    if short.any():  # same day: S * max(e^(w17 * (G - 3 + w18)) * S^-w19, 1)
+        Ss = S[short]
+        S2[short] = Ss * np.maximum(math.e ** (w[17] * (0 + w[18])) * Ss ** -w[19], 1.0)
+    np.maximum(S2, 0.001, out=S2)
+    d0_easy = w[4] - math.e ** (w[5] * (4 - 1)) + 1
+    D2 = w[7] * d0_easy + (1 - w[7]) * D  # Good: delta difficulty -w6 * (3 - 3) = 0
+    return as_float64(S2), as_float64(np.clip(D2, 1.0, 10.0))
+
+
+def fsrs_retrievability_ref(elapsed: float, stability: float, w20: float) -> float:
+    factor: float = 0.9 ** (1 / -w20) - 1
+    r: float = (1 + factor * elapsed / stability) ** -w20
+    return r
+
+
+def fsrs_review_good_ref(
+    stability: float, difficulty: float, elapsed: float, w: Sequence[float]
+) -> tuple[float, float]:
+    if elapsed < 1:
+        s = stability * max(math.e ** (w[17] * (0 + w[18])) * stability ** -w[19], 1.0)
+    else:
+        r = fsrs_retrievability_ref(elapsed, stability, w[20])
+        s = stability * (
+            1
+            + math.e ** w[8]
+            * (11 - difficulty)
+            * stability ** -w[9]
+            * (math.e ** ((1 - r) * w[10]) - 1)
+        )
+    d0_easy = w[4] - math.e ** (w[5] * 3) + 1
+    d = w[7] * d0_easy + (1 - w[7]) * difficulty
+    return max(s, 0.001), min(max(d, 1.0), 10.0)
+
 
 # fsrs 6.3.2 fsrs/scheduler.py DEFAULT_PARAMETERS (copied so the policy runs without it)
 DEFAULT_W = (
@@ -83,7 +152,7 @@ class FSRSParams(Params):
 
 def initial_difficulty(w: tuple[float, ...]) -> float:
     """FSRS-6 D0(Good), clamped to [1, 10] (fsrs Scheduler._initial_difficulty)."""
-    return min(max(w[4] - np.e ** (w[5] * (GOOD - 1)) + 1, 1.0), 10.0)
+    return min(max(w[4] - math.e ** (w[5] * (GOOD - 1)) + 1, 1.0), 10.0)
 
 
 class FSRS(ReferencePolicy):
@@ -115,7 +184,7 @@ class FSRS(ReferencePolicy):
 
     def _review(self, rows: np.ndarray, now: float) -> None:
         s = self.store
-        S, D = kernels.fsrs_review_good(
+        S, D = fsrs_review_good(
             s["stability"][rows],
             s["difficulty"][rows],
             self._elapsed(now, s["last_review"][rows]),
@@ -128,7 +197,7 @@ class FSRS(ReferencePolicy):
 
     def retention(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
         s = self.store
-        return kernels.fsrs_retrievability(
+        return fsrs_retrievability(
             self._elapsed(now, s.at("last_review", rows)),
             s.at("stability", rows),
             self.params.w[20],

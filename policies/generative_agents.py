@@ -22,23 +22,96 @@ the paper's recency.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from memsim.engine import kernels
+from memsim.engine import decay, ranking
+from memsim.engine.arrays import as_float64
 from memsim.engine.events import Claim, Query
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Job, Ranking
 
 from .reference import ReferencePolicy
 
+
+def generative_agents_score(
+    recency: ArrayLike,
+    importance: ArrayLike,
+    relevance: ArrayLike,
+    w: Sequence[float] = (1.0, 1.0, 1.0),
+) -> np.ndarray:
+    """Park et al. (2023) retrieval score: ``w0 * norm(recency) + w1 * norm(importance) +
+    w2 * norm(relevance)``, each min-max normalized over the candidates."""
+    rec, imp, rel = as_float64(recency), as_float64(importance), as_float64(relevance)
+    if not len(rec):
+        return rec.copy()
+    spans = [(c.min(), c.max()) for c in (rec, imp, rel)]
+    return generative_agents_score_between(rec, imp, rel, w, spans)
+
+
+def minmax_normalize_between(x: ArrayLike, lo: float, hi: float) -> np.ndarray:
+    """Min-max normalization (``(x - lo) / (hi - lo)``, 0.5 everywhere when ``hi == lo``, as
+    the released ``normalize_dict_floats``) of a 1-D ``x`` that is part of candidates whose
+    min and max are ``lo`` and ``hi``: the same numbers at those elements (element-wise operations
+    only), at the cost of ``x``."""
+    v = as_float64(x)
+    if hi == lo:
+        return np.full(v.shape, 0.5)
+    out = v - lo
+    out /= hi - lo
+    return as_float64(out)
+
+
+def generative_agents_score_between(
+    recency: ArrayLike,
+    importance: ArrayLike,
+    relevance: ArrayLike,
+    w: Sequence[float],
+    spans: Sequence[tuple[float, float]],
+) -> np.ndarray:
+    """:func:`generative_agents_score` of some of the candidates, ``spans`` holding each
+    component's (min, max) over all of them: the same numbers at those candidates, bit for
+    bit (the same operations in the same order), at the cost of the rows given."""
+    (lo_r, hi_r), (lo_i, hi_i), (lo_s, hi_s) = spans
+    out = minmax_normalize_between(recency, lo_r, hi_r)
+    out *= float(w[0])
+    for wi, col, lo, hi in ((w[1], importance, lo_i, hi_i), (w[2], relevance, lo_s, hi_s)):
+        c = minmax_normalize_between(col, lo, hi)
+        c *= float(wi)
+        out += c
+    return out
+
+
+def minmax_normalize_ref(x: Sequence[float]) -> list[float]:
+    if not x:
+        return []
+    lo, hi = min(x), max(x)
+    return [0.5 if hi == lo else (v - lo) / (hi - lo) for v in x]
+
+
+def generative_agents_score_ref(
+    recency: Sequence[float],
+    importance: Sequence[float],
+    relevance: Sequence[float],
+    w: Sequence[float] = (1.0, 1.0, 1.0),
+) -> list[float]:
+    cols = [
+        minmax_normalize_ref(recency),
+        minmax_normalize_ref(importance),
+        minmax_normalize_ref(relevance),
+    ]
+    return [decay.weighted_sum_ref(w, [c[i] for c in cols]) for i in range(len(recency))]
+
+
 _PAPER = "Park et al. 2023 §4.1"
 _CODE = "generative_agents retrieve.py (released code)"
 
 # The paper variant's recall bounds each row's score from a recency cap kept per row
-# (kernels.DecayCaps: a row's recency only falls until it is used again), recomputed for
+# (ranking.DecayCaps: a row's recency only falls until it is used again), recomputed for
 # every row once it is this old (a looser bound only evaluates more rows exactly, never
 # changes one: on steady-30k, 22 rows a query at 1 day, 20 at 0.25 with four times the
 # refreshes, 40 at 4).
@@ -104,7 +177,7 @@ class GenerativeAgents(ReferencePolicy):
         # their (min, max) (see _importance_terms)
         self._known = 0
         self._last_uses = np.zeros(0)
-        self._caps = kernels.DecayCaps(1.0, _CAP_REFRESH_DAYS)  # decay ** hours <= 1
+        self._caps = ranking.DecayCaps(1.0, _CAP_REFRESH_DAYS)  # decay ** hours <= 1
         self._imp_rows: np.ndarray | None = None  # the live rows when not every row
         self._imp_known, self._imp_span, self._imp_weight = 0, (0.0, 0.0), math.nan
         self._imp_terms = np.zeros(0)
@@ -172,9 +245,9 @@ class GenerativeAgents(ReferencePolicy):
     def _paper_ranking(self, q: Query, v: np.ndarray, rows: np.ndarray, now: float) -> Ranking:
         """:meth:`ranking` of :meth:`_scores` for the live ``rows`` (ascending): each
         component's (min, max) over them found without scoring every row, then an upper
-        bound of every row's score (recency at its cap, kernels.topk_support) and the exact
+        bound of every row's score (recency at its cap, ranking.topk_support) and the exact
         score of the rows that can reach the top k (the same operations on the same numbers:
-        kernels.generative_agents_score_between)."""
+        generative_agents_score_between)."""
         p, s = self.params, self.store
         self._know_rows()
         every = len(rows) == s.n  # then rows is 0..n-1 (no user forget): no gathers
@@ -190,21 +263,19 @@ class GenerativeAgents(ReferencePolicy):
         )
         # the bound: the score's operations in its order, with the recency at its cap
         caps = self._recency_caps(now)
-        bound = kernels.minmax_normalize_between(caps if every else caps[rows], *spans[0])
+        bound = minmax_normalize_between(caps if every else caps[rows], *spans[0])
         bound *= float(w[0])
         bound += imp_terms
-        rel = kernels.minmax_normalize_between(prods, *spans[2])
+        rel = minmax_normalize_between(prods, *spans[2])
         rel *= float(w[2])
         bound += rel
 
         def exact(at: np.ndarray) -> np.ndarray:
             r = rows[at]
             recency = self._recency(now, self._last_uses[r])
-            return kernels.generative_agents_score_between(
-                recency, importance[r], prods[at], w, spans
-            )
+            return generative_agents_score_between(recency, importance[r], prods[at], w, spans)
 
-        at, scores = kernels.topk_support(bound, exact, q.k)
+        at, scores = ranking.topk_support(bound, exact, q.k)
         return self.ranking_among(rows[at], scores, q.k, q.id)
 
     def _know_rows(self) -> None:
@@ -219,7 +290,7 @@ class GenerativeAgents(ReferencePolicy):
 
     def _recency_caps(self, now: float) -> np.ndarray:
         """Per row, at least its recency at ``now`` (and at every later time until it is
-        used), as np.power computes it (kernels.DecayCaps)."""
+        used), as np.power computes it (ranking.DecayCaps)."""
         n = self.store.n
         return self._caps.at(now, n, lambda t: self._recency(t, self._last_uses[:n]))
 
@@ -271,7 +342,7 @@ class GenerativeAgents(ReferencePolicy):
 
     @staticmethod
     def _importance_of(values: np.ndarray, lo: float, hi: float, w: float) -> np.ndarray:
-        terms = kernels.minmax_normalize_between(values, lo, hi)
+        terms = minmax_normalize_between(values, lo, hi)
         terms *= w
         return terms
 
@@ -295,9 +366,7 @@ class GenerativeAgents(ReferencePolicy):
             recency = self.retention(now, idx)
             w = (p.w_recency, p.w_importance, p.w_relevance)
         out = np.full(len(sims), -np.inf)
-        out[idx] = kernels.generative_agents_score(
-            recency, self.store["importance"][idx], sims[idx], w
-        )
+        out[idx] = generative_agents_score(recency, self.store["importance"][idx], sims[idx], w)
         return out
 
     def _powers_of_rank(self, base: float, n: int) -> np.ndarray:
@@ -329,8 +398,8 @@ class GenerativeAgents(ReferencePolicy):
         the (min, max) of each component over them (recency: decay ** [1..n], from the kept
         table), then an upper bound of every row's score (the score itself for the rows
         that may rank in the first _FRONT_RANKS, recency at most decay ** (_FRONT_RANKS + 1)
-        past them: kernels.topk_support) and the exact score of the rows that can reach the
-        top k (kernels.generative_agents_score_between), their ranks read from the kept
+        past them: ranking.topk_support) and the exact score of the rows that can reach the
+        top k (generative_agents_score_between), their ranks read from the kept
         order."""
         p, s = self.params, self.store
         n = s.n
@@ -342,17 +411,15 @@ class GenerativeAgents(ReferencePolicy):
         w = (p.code_w_recency, p.code_w_importance, p.code_w_relevance)
         imp_span, imp_terms = self._importance_terms(None, w[1])
         spans = ((rec_lo, rec_hi), imp_span, (float(prods.min()), float(prods.max())))
-        rel = kernels.minmax_normalize_between(prods, *spans[2])
+        rel = minmax_normalize_between(prods, *spans[2])
         rel *= float(w[2])
         # the recency term of a row past the front: the score's operations on ``past``
-        rec_past = kernels.minmax_normalize_between(np.array([past]), *spans[0])
+        rec_past = minmax_normalize_between(np.array([past]), *spans[0])
         rec_past *= float(w[0])
         bound = rel + self._rest_sums_of(float(rec_past[0]), imp_terms)
         # the rows that may rank in front: their scores themselves (few rows)
         front = self._front_rows(newest_first)
-        rec_front = kernels.minmax_normalize_between(
-            powers[self._ranks(front, newest_first)], *spans[0]
-        )
+        rec_front = minmax_normalize_between(powers[self._ranks(front, newest_first)], *spans[0])
         rec_front *= float(w[0])
         rec_front += imp_terms[front]
         rec_front += rel[front]
@@ -360,11 +427,11 @@ class GenerativeAgents(ReferencePolicy):
 
         def exact(rows: np.ndarray) -> np.ndarray:
             recency = powers[self._ranks(rows, newest_first)]
-            return kernels.generative_agents_score_between(
+            return generative_agents_score_between(
                 recency, s["importance"][rows], prods[rows], w, spans
             )
 
-        at, scores = kernels.topk_support(bound, exact, q.k)
+        at, scores = ranking.topk_support(bound, exact, q.k)
         return self.ranking_among(at, scores, q.k, q.id)
 
     def _rest_sums_of(self, eps: float, imp_terms: np.ndarray) -> np.ndarray:

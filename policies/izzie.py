@@ -37,18 +37,43 @@ memsim choices (the document is silent; see docs/policies/izzie.md):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from memsim.engine import kernels, kernels_ref
+from memsim.engine import decay, ranking
+from memsim.engine.arrays import as_float64
 from memsim.engine.errors import ParamError
 from memsim.engine.events import Claim, Episode, Forget, Query
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Outcome, Policy, Ranking, in_episode_order
 from memsim.engine.store import MemoryStore, Statuses
+
+
+def exp_decay(x0: ArrayLike, rate: ArrayLike, dt: ArrayLike) -> np.ndarray:
+    """``x0 * exp(-rate * dt)``: Izzie's strength (003 §Memory Strength Calculation). The
+    expression's steps in its own shapes, each written over the array before it where the
+    shape allows (the same bits, NaN signs included): each fresh array of a million rows is
+    8 MB of pages to fault in."""
+    x, r, d = as_float64(x0), as_float64(rate), as_float64(dt)
+    if not np.broadcast_shapes(x.shape, r.shape, d.shape):
+        return x * np.exp(-r * d)
+    z = np.negative(r, out=np.empty(r.shape))
+    z = np.multiply(z, d, out=z) if z.shape == np.broadcast_shapes(z.shape, d.shape) else z * d
+    np.exp(z, out=z)
+    if z.shape == np.broadcast_shapes(x.shape, z.shape):
+        return np.multiply(x, z, out=z)
+    out: np.ndarray = x * z
+    return out
+
+
+def exp_decay_ref(x0: float, rate: float, dt: float) -> float:
+    return x0 * math.exp(-rate * dt)
+
 
 CATEGORIES = ("preference", "fact", "relationship", "decision", "event", "sentiment", "reminder")
 _DOC_TABLE = "003 §Memory Categories & Decay Rates"
@@ -170,15 +195,15 @@ class IzzieParams(Params):
 
 
 def strength_scalar(importance: float, decay_rate: float, days_since_access: float) -> float:
-    """003 §Memory Strength Calculation, scalar (memsim.engine.kernels_ref.exp_decay)."""
-    return kernels_ref.exp_decay(importance, decay_rate, days_since_access)
+    """003 §Memory Strength Calculation, scalar (policies.izzie.exp_decay_ref)."""
+    return exp_decay_ref(importance, decay_rate, days_since_access)
 
 
 def strength_vector(
     importance: np.ndarray, decay_rate: np.ndarray, days_since_access: np.ndarray
 ) -> np.ndarray:
-    """Vectorized twin of :func:`strength_scalar` (memsim.engine.kernels.exp_decay)."""
-    return kernels.exp_decay(importance, decay_rate, days_since_access)
+    """Vectorized twin of :func:`strength_scalar` (policies.izzie.exp_decay)."""
+    return exp_decay(importance, decay_rate, days_since_access)
 
 
 def code_strength_vector(
@@ -189,7 +214,7 @@ def code_strength_vector(
     rate = np.asarray(decay_rate, dtype=np.float64) * (
         1.0 - slowing * np.asarray(importance, dtype=np.float64)
     )
-    return kernels.exp_decay(1.0, rate, days_since_access).astype(np.float64)
+    return exp_decay(1.0, rate, days_since_access).astype(np.float64)
 
 
 class Izzie(Policy[IzzieParams]):
@@ -325,7 +350,7 @@ class Izzie(Policy[IzzieParams]):
         """Strength of every row, or of ``rows`` only (the same numbers, element by element)."""
         s = self.store
         pick = slice(None) if rows is None else rows
-        days = kernels.days_since_access(now, s["last_access"][pick], s["created"][pick])
+        days = decay.days_since_access(now, s["last_access"][pick], s["created"][pick])
         if self.params.strength_form == "code":
             return code_strength_vector(
                 s["importance"][pick], s["decay_rate"][pick], days, self.params.importance_slowing
@@ -382,12 +407,12 @@ class Izzie(Policy[IzzieParams]):
 
         if p.limit_before_filter:
             # izzie-code: the result limit first (top k by similarity), then the strength filter
-            top = kernels.topk(np.where(retrievable, sims, -np.inf), k, tb_all)
+            top = ranking.topk(np.where(retrievable, sims, -np.inf), k, tb_all)
             kept = top[strength[top] >= p.min_strength]
             scores = sims[kept].astype(np.float64) * strength[kept]
             if not len(kept):
                 return kept, scores
-            order = kernels.topk(scores, len(kept), tb_all(kept))
+            order = ranking.topk(scores, len(kept), tb_all(kept))
             return kept[order], np.minimum.accumulate(scores[order])
         if p.ranking == "one_stage":
             assert isinstance(strength, np.ndarray)
@@ -395,7 +420,7 @@ class Izzie(Policy[IzzieParams]):
             ids = self.rank(scores, k, salt)  # ties: seeded order of memory identity
             return ids, np.minimum.accumulate(scores[ids].astype(np.float64))
         # Semantic search first: the search_limit most similar retrievable memories.
-        found = kernels.topk(np.where(retrievable, sims, -np.inf), max(p.search_limit, k), tb_all)
+        found = ranking.topk(np.where(retrievable, sims, -np.inf), max(p.search_limit, k), tb_all)
         found = found[retrievable[found]]
         return self._stage2(found, sims[found], strength[found], k, salt)
 
@@ -415,7 +440,7 @@ class Izzie(Policy[IzzieParams]):
         else:
             stage2 = strength.astype(np.float64)
         tb = self.store.tie_keys(f"{self.seed}:{salt}", found)
-        order = kernels.topk(stage2, k, tb)
+        order = ranking.topk(stage2, k, tb)
         return found[order], np.minimum.accumulate(stage2[order])
 
     def _recall_candidates(

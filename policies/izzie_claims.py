@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from memsim.workbench.studies.claims import register_claim
+from memsim.engine.claims import register_claim
 
 DOC = "003_29547c4578628b7b.txt"
 NAME_PREFERENCE = {
@@ -30,7 +30,7 @@ DECAY_EXAMPLES = (
 
 
 def _strength(day: float, memory: dict | None = None, **kw) -> float:
-    from memsim.workbench.studies.curves import curve
+    from memsim.engine.curve import curve
 
     return float(
         curve("izzie", "never", [day], memory=memory or NAME_PREFERENCE, **kw)["strength"].iloc[0]
@@ -39,8 +39,8 @@ def _strength(day: float, memory: dict | None = None, **kw) -> float:
 
 def _planted(column: str) -> float:
     """A column of the memory the document's first message saves."""
+    from memsim.engine.curve import memory_claim
     from memsim.engine.events import Episode
-    from memsim.workbench.studies.curves import memory_claim
     from policies.izzie import Izzie
 
     pol = Izzie(seed=0)

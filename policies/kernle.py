@@ -51,13 +51,43 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from memsim.engine import kernels, kernels_ref
+from memsim.engine import similarity
+from memsim.engine.arrays import as_float64
 from memsim.engine.events import Claim, Episode, Forget, Protect, Query, Recover
 from memsim.engine.llm import CONTRADICTS, IRRELEVANT, RELATIONS, SUPPORTS
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Job, Outcome, Policy, Ranking
 from memsim.engine.store import Statuses
+
+
+def hyperbolic_salience(
+    confidence: ArrayLike,
+    times_accessed: ArrayLike,
+    dt: ArrayLike,
+    half_life: ArrayLike,
+    offset: ArrayLike = 0.0,
+) -> np.ndarray:
+    """``confidence * ln(times_accessed + 1) / (dt / half_life + 1)``: Kernle salience.
+
+    The seed writes ``log``; Kernle is Python, where ``math.log`` is the natural log, so
+    we use ln. (Any base only rescales salience against the forgetting threshold.) Note
+    the formula gives 0 for a memory never accessed. ``offset`` is added to the log term
+    (``ln(n + 1) + offset``; 0 in the document).
+    """
+    return (
+        as_float64(confidence)
+        * (np.log(as_float64(times_accessed) + 1.0) + as_float64(offset))
+        / (as_float64(dt) / as_float64(half_life) + 1.0)
+    )
+
+
+def hyperbolic_salience_ref(
+    confidence: float, times_accessed: float, dt: float, half_life: float, offset: float = 0.0
+) -> float:
+    return confidence * (math.log(times_accessed + 1) + offset) / (dt / half_life + 1)
+
 
 _SAL = "004 §Forgetting System / Salience Formula"
 _CYCLE = "004 §Forgetting Cycle"
@@ -161,8 +191,8 @@ class KernleParams(Params):
 def salience_scalar(
     confidence: float, times_accessed: float, days_since_access: float, half_life: float
 ) -> float:
-    """004 §Salience Formula, scalar (memsim.engine.kernels_ref.hyperbolic_salience; log = ln)."""
-    return kernels_ref.hyperbolic_salience(confidence, times_accessed, days_since_access, half_life)
+    """004 §Salience Formula, scalar (policies.kernle.hyperbolic_salience_ref; log = ln)."""
+    return hyperbolic_salience_ref(confidence, times_accessed, days_since_access, half_life)
 
 
 def salience_vector(
@@ -172,11 +202,9 @@ def salience_vector(
     half_life: float,
     offset: float = 0.0,
 ) -> np.ndarray:
-    """Vectorized twin of :func:`salience_scalar` (memsim.engine.kernels.hyperbolic_salience);
+    """Vectorized twin of :func:`salience_scalar` (policies.kernle.hyperbolic_salience);
     ``offset`` is added to the log term (kernle-code: 0.1)."""
-    return kernels.hyperbolic_salience(
-        confidence, times_accessed, days_since_access, half_life, offset
-    )
+    return hyperbolic_salience(confidence, times_accessed, days_since_access, half_life, offset)
 
 
 def next_strength(
@@ -502,7 +530,9 @@ class Kernle(Policy[KernleParams]):
         if not len(beliefs):
             return []
         # float64 decisions as E[beliefs].astype(float64) @ vector, screened in float32
-        near = kernels.rows_at_least(s.embedding, beliefs, vector, self.params.pattern_similarity)
+        near = similarity.rows_at_least(
+            s.embedding, beliefs, vector, self.params.pattern_similarity
+        )
         return near.tolist()
 
     def _relations(self, claim: Claim, rows: list[int], key: str) -> list[str]:
@@ -525,7 +555,7 @@ class Kernle(Policy[KernleParams]):
         # under b) screened by one float32 product per block of new beliefs instead of one
         # scan of the store per belief: rows only leave the active beliefs in this loop, so
         # the screen over those at the start, minus the rows superseded since, holds every
-        # candidate, and kernels.rows_at_least decides them as float64 does.
+        # candidate, and similarity.rows_at_least decides them as float64 does.
         pool = np.flatnonzero(beliefs)
         emb, active = s.embedding, s.statuses.code("active")
         block = max(1, REVISE_SCREEN_ELEMENTS // max(1, len(pool)))
@@ -541,7 +571,7 @@ class Kernle(Policy[KernleParams]):
             # the screen decides where it is clear of the threshold by its margin, float64
             # near it (a belief's many paraphrases, far above it, cost no float64); then the
             # older ones still active
-            near = kernels.rows_at_least(
+            near = similarity.rows_at_least(
                 emb, pool, emb[b], self.params.pattern_similarity, screen=screens[j % block]
             )
             older = near[(near < b) & (s["status"][near] == active)].tolist()

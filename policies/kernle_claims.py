@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from memsim.workbench.studies.claims import register_claim
+from memsim.engine.claims import register_claim
 
 DOC = "004_e8e020057e4a0858.txt"
 SAL = "§Forgetting System / Salience Formula"
@@ -28,7 +28,7 @@ def salience(
 
 
 def _curve(pattern: str, days, **memory):
-    from memsim.workbench.studies.curves import curve
+    from memsim.engine.curve import curve
 
     memory.setdefault("key", "owner.city")
     memory.setdefault("category", "fact")

@@ -24,7 +24,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from memsim.engine import kernels
+from memsim.engine import decay
 from memsim.engine.events import Claim
 from memsim.engine.params import Params, param
 
@@ -86,7 +86,7 @@ class MemoryBank(ReferencePolicy):
         return np.maximum(now - self.store.at("last_recall", rows), 0.0)
 
     def retention(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
-        return kernels.retrieval_strength(
+        return decay.retrieval_strength(
             self.days_since_recall(now, rows), self.store.at("memory_strength", rows)
         )
 

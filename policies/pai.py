@@ -19,19 +19,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from memsim.engine import kernels
+from memsim.engine import ranking, similarity
+from memsim.engine.batch_reach import BatchReach
+from memsim.engine.batch_screen import BatchScreen
+from memsim.engine.candidate_index import INGEST_INDEX, REPETITION_INDEX, CandidateIndex
 from memsim.engine.events import Claim, Episode, Forget, Query
-from memsim.engine.index import (
-    INGEST_INDEX,
-    REPETITION_INDEX,
-    BatchReach,
-    BatchScreen,
-    CandidateIndex,
-)
 from memsim.engine.llm import NONE
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Job, Outcome, Policy, Ranking
 from memsim.engine.store import Statuses
+from policies import pai_formulas
 from policies.pai_fastscore import PaiColumns, pai_topk_from_cos, score_weights
 
 DOC = "000"
@@ -252,7 +249,7 @@ def effective_confidence(
 ) -> np.ndarray:
     """§7: confidence * 0.5 ** (daysSinceUpdate / (half_life_days * stability))."""
     days = np.maximum(now - np.asarray(updated, dtype=np.float64), 0.0)
-    return kernels.half_life_decay(
+    return pai_formulas.half_life_decay(
         confidence, days, half_life_days * np.asarray(stability, dtype=np.float64)
     )
 
@@ -266,10 +263,10 @@ def recall_scores(
     is_insight: np.ndarray,
     p: PaiParams,
 ) -> np.ndarray:
-    """§2 multi-factor score of every row (no floor applied): ``kernels.pai_score`` with the
+    """§2 multi-factor score of every row (no floor applied): ``pai_formulas.pai_score`` with the
     recency ``exp(-recency_rate * daysSinceAccess)``."""
     recency = np.exp(-p.recency_rate * days_since_access)
-    return kernels.pai_score(
+    return pai_formulas.pai_score(
         cosine,
         importance,
         recency,
@@ -410,7 +407,7 @@ class PersonalAI(Policy[PaiParams]):
             # every other row, at the cost of the searchable rows)
             rows = np.flatnonzero(searchable)
             sims = s.products_at(v32, rows).astype(np.float64)
-            return rows[kernels.topk(sims, k, lambda at: keys(rows[at]))]
+            return rows[ranking.topk(sims, k, lambda at: keys(rows[at]))]
 
         found = (
             self.candidates.top_rows(v32, k, searchable, keys)
@@ -489,7 +486,7 @@ class PersonalAI(Policy[PaiParams]):
             at = max(range(len(vals)), key=vals.__getitem__)
             second = max((x for i, x in enumerate(vals) if i != at), default=p.reinforce_above)
             v = np.asarray(vec, dtype=np.float64)
-            gap = kernels.settled_gap(self.store.dim, math.sqrt(float(v @ v)))
+            gap = similarity.settled_gap(self.store.dim, math.sqrt(float(v @ v)))
             if not vals[at] - max(second, p.reinforce_above) > gap:
                 return None
             lead = int(rows[at])
@@ -498,7 +495,7 @@ class PersonalAI(Policy[PaiParams]):
         row = lead
         # the cosine _by_cosine gives the row whichever rows are ranked with it
         if reach is None:
-            sim = kernels.exact_cosine(self.store.embedding, row, vec)
+            sim = similarity.exact_cosine(self.store.embedding, row, vec)
         else:
             sim = reach[0].cosine(reach[1], row)
         return (row, sim) if is_reinforce(sim, p) else None
@@ -514,9 +511,9 @@ class PersonalAI(Policy[PaiParams]):
         """``top`` in descending float64 cosine with ``vec`` (stable) and those cosines: the
         §4 bands (0.70 / 0.85) are decided on float64 cosines of the stored vectors, since a
         float32 product rounds differently across BLAS builds and can cross a boundary. Each
-        row's cosine is summed on its own (``kernels.exact_cosines``): the same number
+        row's cosine is summed on its own (``similarity.exact_cosines``): the same number
         whichever rows are ranked with it."""
-        sims = kernels.exact_cosines(self.store.embedding[top], vec)
+        sims = similarity.exact_cosines(self.store.embedding[top], vec)
         order = np.argsort(-sims, kind="stable")
         return top[order], sims[order]
 
@@ -909,7 +906,7 @@ class PersonalAI(Policy[PaiParams]):
                     best[nb] = ns
         rows = np.fromiter(best.keys(), dtype=np.int64, count=len(best))
         vals = np.fromiter(best.values(), dtype=np.float64, count=len(best))
-        order = kernels.topk(vals, query.k, tb(rows))
+        order = ranking.topk(vals, query.k, tb(rows))
         ids = rows[order]
         scores = np.minimum.accumulate(vals[order])
         self._record_access(ids, now)
@@ -942,7 +939,7 @@ class PersonalAI(Policy[PaiParams]):
             if c > 0:
                 count[r] = float(c)
         tag = f"{self.seed}:{query.id}"
-        ids = kernels.topk(count, query.k, lambda rows: s.tie_keys(tag, rows))
+        ids = ranking.topk(count, query.k, lambda rows: s.tie_keys(tag, rows))
         return Ranking(ids, count[ids])
 
     # -- §3 maintenance ------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from memsim.workbench.studies.claims import register_claim
+from memsim.engine.claims import register_claim
 
 DOC = "000_ec17278fb0252727.txt"
 
@@ -26,7 +26,7 @@ DECAY_EXAMPLES = (
 
 
 def _curve(days, pattern: str = "never", **memory):
-    from memsim.workbench.studies.curves import curve
+    from memsim.engine.curve import curve
 
     return curve("pai", pattern, days, memory={k: str(v) for k, v in memory.items()})
 

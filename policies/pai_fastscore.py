@@ -11,7 +11,7 @@ the k-th best score, so the fused kernels here:
    cosine that could still beat the current k-th best score (the *bound* prefilter);
 3. compute the exact score on those candidates only, with the very same float operations,
    in the same order, as :func:`pai_scores` (so results are bit-identical), and take top-k
-   with the same tie rule as :func:`memsim.engine.kernels.topk` (equal scores: lower row
+   with the same tie rule as :func:`memsim.engine.ranking.topk` (equal scores: lower row
    first; :func:`pai_topk_from_cos`, which recall uses, also takes the seeded tie keys).
 
 ``pai_*`` functions implement document 000 §2 (Personal AI): ``score = w_cosine*cos +
@@ -33,8 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from memsim.engine import kernels, kernels_ref
-from memsim.engine.kernels import TIE_RTOL, topk
+from memsim.engine import decay
+from memsim.engine.ranking import TIE_RTOL, topk
+from policies import pai_formulas
 
 # Slack (in cosine units) of the bound prefilter, far above float rounding of the bound.
 _BOUND_SLACK = 1e-7
@@ -84,11 +85,11 @@ class PaiColumns:
 
 
 def _days_since_access(cols: PaiColumns, now: float) -> np.ndarray:
-    return kernels.days_since_access(now, cols.last_access, cols.created)
+    return decay.days_since_access(now, cols.last_access, cols.created)
 
 
 def score_weights(p: Any) -> dict[str, float]:
-    """The §2 constants of ``kernels.pai_score`` / ``kernels_ref.pai_score``, read off any
+    """The §2 constants of ``pai_formulas.pai_score`` / ``pai_formulas.pai_score_ref``, read off any
     object with PaiParams' attribute names."""
     return {
         "w_cos": p.w_cosine,
@@ -109,9 +110,9 @@ def _subject_match(subject: np.ndarray, codes: Sequence[int] | np.ndarray) -> np
 def _score_terms(
     cos64: np.ndarray, cols: PaiColumns, since: np.ndarray, match: np.ndarray, p: Any
 ) -> np.ndarray:
-    """The §2 score: the one kernel (``kernels.pai_score``), as policies.pai.recall_scores."""
+    """The §2 score: the one kernel (``pai_formulas.pai_score``), as policies.pai.recall_scores."""
     recency = np.exp(-p.recency_rate * since)
-    return kernels.pai_score(
+    return pai_formulas.pai_score(
         cos64,
         cols.importance,
         recency,
@@ -147,7 +148,7 @@ def pai_topk_numpy(
     p: Any,
     k: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Straightforward recall of one query: full cosines, full scores, kernels.topk."""
+    """Straightforward recall of one query: full cosines, full scores, ranking.topk."""
     scores = pai_scores(X @ q, cols, now, subject_codes, p)
     ids = topk(scores, k)
     return ids, scores[ids]
@@ -172,8 +173,8 @@ def pai_score_scalar(
     cos = float(np.dot(x, q))
     if not allowed or cos < p.cosine_floor:
         return -math.inf
-    since = kernels_ref.days_since_access(now, last_access, created)
-    return kernels_ref.pai_score(
+    since = decay.days_since_access_ref(now, last_access, created)
+    return pai_formulas.pai_score_ref(
         cos,
         importance,
         math.exp(-p.recency_rate * since),
@@ -507,7 +508,7 @@ def chunked(
     out: np.ndarray | None = None,
     **kwargs: Any,
 ) -> np.ndarray:
-    """``kernel(*args, **kwargs)`` of an elementwise kernel (e.g. memsim.engine.kernels.exp_decay),
+    """``kernel(*args, **kwargs)`` of an elementwise kernel (e.g. policies.izzie.exp_decay),
     evaluated block by block into one output: bit-identical (the same ufuncs on the same
     elements), but the temporaries are block-sized. Array arguments broadcast to one 1-D
     shape; scalars and keyword arguments pass through."""
@@ -580,7 +581,7 @@ def cosmo_decay_rate(
     penalty_threshold: float = 0.8,
     penalty_slope: Any = 2.0,
 ) -> np.ndarray:
-    """memsim.engine.kernels.cosmo_decay_rate (document 002, offline decay job) with the power
+    """policies.cosmo.cosmo_decay_rate (document 002, offline decay job) with the power
     ``recall_frequency ** decay_gradient`` taken as exp(g * ln rf) for rf > 0: equal to the
     pow form within a few ulp, several times faster (libm pow has no vector loop)."""
     rf = np.asarray(recall_frequency, dtype=np.float64)

@@ -23,9 +23,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from memsim.engine import kernels
+from memsim.engine import similarity
+from memsim.engine.candidate_index import REPETITION_INDEX
 from memsim.engine.events import Claim, Episode, Forget, Query
-from memsim.engine.index import REPETITION_INDEX
 from memsim.engine.policy import Job, Outcome, Policy, Ranking
 from memsim.engine.store import Statuses
 
@@ -130,7 +130,7 @@ class ReferencePolicy(Policy):
         # float32 products of unit vectors exceed 1 by rounding only (well under the screen
         # margin): a threshold above 1 + margin is never met, every claim is a new memory,
         # and the scan of the store for a repetition is skipped (Generative Agents' 2.0)
-        can_repeat = self.params.reinforce_cosine <= 1.0 + kernels.screen_margin(s.dim)
+        can_repeat = self.params.reinforce_cosine <= 1.0 + similarity.screen_margin(s.dim)
         for i, c in enumerate(claims):
             if not emb.ok[i]:
                 out.append(Outcome(ep.id, "drop", -1, f"embedding failed for claim {keys[i]}"))

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
+from memsim.engine.claims import register_claim
 from memsim.engine.events import Claim, Episode, Query
-from memsim.workbench.studies.claims import register_claim
 
 FSRS_DOC = "fsrs 6.3.2 (package), FSRS-6"
 ACTR_DOC = "Anderson & Schooler 1991; Pavlik & Anderson 2005"

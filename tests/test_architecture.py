@@ -1,7 +1,8 @@
 """The floors of the house (docs/architecture.md): the engine imports nothing above it; the
-workbench's floors import only floors below them; no module of memsim/ or benchmarks/ is part
-of an import cycle; no module of memsim/ imports another's private name; and no policy is
-named in engine or workbench code (policies arrive through the registry)."""
+workbench's floors import only floors below them; policies/ and scenarios/ import only the
+engine from memsim; no module of memsim/, benchmarks/, policies/ or scenarios/ is part of an
+import cycle; no module of memsim/ imports another's private name; and no policy is named in
+engine or workbench code (policies arrive through the registry)."""
 
 from __future__ import annotations
 
@@ -19,14 +20,16 @@ FORBIDDEN = ("policies", "scenarios", "memsim.workbench")
 # The workbench's floors, lowest first: a module imports only from its own floor or below.
 FLOORS = ("runs", "stats", "studies", "present", "cli")
 # Packages whose modules take part in the cycle check.
-CYCLE_PACKAGES = ("memsim", "benchmarks")
+CYCLE_PACKAGES = ("memsim", "benchmarks", "policies", "scenarios")
+# Packages that stand on the engine alone.
+ON_ENGINE = ("policies", "scenarios")
 
 
 def _sources(folder: Path) -> list[Path]:
     return sorted(folder.rglob("*.py"))
 
 
-def _imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
+def imported_modules(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
     """Every module an import statement names, anywhere in the file (inside functions too);
     relative imports resolved against the file's package."""
     package = path.relative_to(root).with_suffix("").parts[:-1]
@@ -68,7 +71,7 @@ def _annotation_only_lines(path: Path) -> set[int]:
     return lines
 
 
-def _import_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
+def import_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
     """Module -> the modules of ``packages`` it imports when run (anywhere in the file, not
     under ``if TYPE_CHECKING:``). A name imported from a module (``from a.b import c``)
     counts as an import of ``a.b.c`` when that is a module, else of ``a.b``."""
@@ -77,7 +80,7 @@ def _import_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
     for module, path in files.items():
         targets = set()
         skipped = _annotation_only_lines(path)
-        for line, name in _imports(path, root):
+        for line, name in imported_modules(path, root):
             if line in skipped:
                 continue
             while name and name not in files:
@@ -88,7 +91,7 @@ def _import_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
     return graph
 
 
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan), sorted."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -179,7 +182,7 @@ def test_engine_imports_nothing_above_it():
     bad = [
         f"{p.relative_to(ROOT)}:{line} imports {m}"
         for p in _sources(ENGINE)
-        for line, m in _imports(p)
+        for line, m in imported_modules(p)
         if _forbidden(m)
     ]
     assert _sources(ENGINE), "no engine sources found"
@@ -200,19 +203,19 @@ def test_the_import_check_sees_every_kind_of_import(tmp_path, source):
     path = tmp_path / "memsim" / "engine" / "probe.py"
     path.parent.mkdir(parents=True)
     path.write_text(source)
-    modules = [m for _, m in _imports(path, tmp_path)]
+    modules = [m for _, m in imported_modules(path, tmp_path)]
     assert any(_forbidden(m) for m in modules), (source, modules)
 
 
-def test_no_import_cycle_in_memsim_or_benchmarks():
-    graph = _import_graph(ROOT, CYCLE_PACKAGES)
+def test_no_import_cycle_in_the_product():
+    graph = import_graph(ROOT, CYCLE_PACKAGES)
     assert "memsim.workbench.cli.main" in graph and "benchmarks.report" in graph
-    cycles = _cycles(graph)
+    cycles = import_cycles(graph)
     assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
 
 
 def test_workbench_floors_import_only_downward():
-    graph = _import_graph(ROOT, ("memsim",))
+    graph = import_graph(ROOT, ("memsim",))
     assert any(_floor(m) == len(FLOORS) - 1 for m in graph), "no cli modules found"
     bad = _upward_imports(graph)
     assert not bad, f"the workbench's floors are {' < '.join(FLOORS)}:\n" + "\n".join(bad)
@@ -277,9 +280,9 @@ def test_each_check_catches_a_planted_violation(tmp_path, case):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     if check == "cycle":
-        assert _cycles(_import_graph(tmp_path, CYCLE_PACKAGES)), case
+        assert import_cycles(import_graph(tmp_path, CYCLE_PACKAGES)), case
     elif check == "floor":
-        assert _upward_imports(_import_graph(tmp_path, ("memsim",))), case
+        assert _upward_imports(import_graph(tmp_path, ("memsim",))), case
     else:
         found = [x for p in _sources(tmp_path / "memsim") for x in _private_imports(p, tmp_path)]
         assert found, case
@@ -300,10 +303,51 @@ def test_the_checks_pass_a_clean_tree(tmp_path):
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    graph = _import_graph(tmp_path, CYCLE_PACKAGES)
+    graph = import_graph(tmp_path, CYCLE_PACKAGES)
     assert graph["memsim.workbench.stats"] == {"memsim.workbench.runs.execution"}
-    assert not _cycles(graph) and not _upward_imports(graph)
+    assert not import_cycles(graph) and not _upward_imports(graph)
     assert not [x for p in _sources(tmp_path / "memsim") for x in _private_imports(p, tmp_path)]
+
+
+def _above_the_engine(module: str) -> bool:
+    """A memsim module outside memsim.engine (memsim itself included: its lazy API reaches
+    the workbench)."""
+    if module != "memsim" and not module.startswith("memsim."):
+        return False
+    return not (module == "memsim.engine" or module.startswith("memsim.engine."))
+
+
+@pytest.mark.parametrize("folder", ON_ENGINE)
+def test_policies_and_scenarios_import_only_the_engine_from_memsim(folder):
+    sources = _sources(ROOT / folder)
+    bad = [
+        f"{p.relative_to(ROOT)}:{line} imports {m}"
+        for p in sources
+        for line, m in imported_modules(p)
+        if _above_the_engine(m)
+    ]
+    assert sources, f"no sources found in {folder}/"
+    assert not bad, f"{folder}/ imports memsim above the engine:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize(
+    ("source", "above"),
+    [
+        ("from memsim.workbench.studies.claims import register_claim", True),
+        ("def f():\n    from memsim.workbench.studies.curves import main_curve", True),
+        ("import importlib\nimportlib.import_module('memsim.workbench.runs.execution')", True),
+        ("import memsim", True),
+        ("from memsim.engine.claims import register_claim", False),
+        ("from memsim.engine import ranking", False),
+        ("import numpy", False),
+    ],
+)
+def test_the_policy_check_sees_every_kind_of_import(tmp_path, source, above):
+    path = tmp_path / "policies" / "probe.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(source)
+    modules = [m for _, m in imported_modules(path, tmp_path)]
+    assert any(_above_the_engine(m) for m in modules) == above, (source, modules)
 
 
 def _string_literals(path: Path) -> list[tuple[int, str]]:

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from memsim.engine import registry
 from memsim.engine.errors import ParamError
 from memsim.engine.events import Claim, Episode, Forget, Query, Stream
-from memsim.engine.kernels import TIE_RTOL, topk
 from memsim.engine.llm import Faults
 from memsim.engine.mockllm import MockLLM
 from memsim.engine.policy import Outcome
+from memsim.engine.ranking import TIE_RTOL, topk
 from memsim.engine.runner import run
 from policies.baselines import KeepAll, Recency
 

@@ -200,7 +200,7 @@ def test_batched_day_by_the_screen_keeps_the_cones_trained_as_one_by_one(
     brings them up to date at each belief as a search would: trained at the same beliefs
     as one at a time (the same partition, and the same count of trainings in its audit).
     One at a time trains them on these days."""
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     def cones_only(pol):
         pol.use_index("exact")
@@ -234,16 +234,16 @@ def test_personal_ai_batched_day_through_the_screen_equals_one_by_one(
     stream_seed, day, seed, faults
 ):
     """Personal AI compares a batch's beliefs with the store in one matrix product
-    (index.BatchScreen; its bounds over every row from BATCH_SCREEN_MIN_ROWS rows: here from
+    (batch_screen.BatchScreen; its bounds over every row from BATCH_SCREEN_MIN_ROWS rows: here from
     1, so these small stores use them), then decides them in order: the same outcomes and
     store as one at a time."""
     from unittest import mock
 
-    from memsim.engine import index
+    from memsim.engine import batch_screen
     from memsim.engine.llm import Faults
 
     answered = []
-    top_rows, best_row = index.BatchScreen.top_rows, index.BatchScreen.best_row
+    top_rows, best_row = batch_screen.BatchScreen.top_rows, batch_screen.BatchScreen.best_row
 
     def counted(self, *args, **kwargs):
         rows = top_rows(self, *args, **kwargs)
@@ -258,9 +258,9 @@ def test_personal_ai_batched_day_through_the_screen_equals_one_by_one(
     failing = Faults(extract_fail=0.2, embed_fail=0.3) if faults else Faults()
     llm = MockLLM(seed=seed, faults=failing)
     with (
-        mock.patch.object(index, "BATCH_SCREEN_MIN_ROWS", 1),
-        mock.patch.object(index.BatchScreen, "top_rows", counted),
-        mock.patch.object(index.BatchScreen, "best_row", counted_best),
+        mock.patch.object(batch_screen, "BATCH_SCREEN_MIN_ROWS", 1),
+        mock.patch.object(batch_screen.BatchScreen, "top_rows", counted),
+        mock.patch.object(batch_screen.BatchScreen, "best_row", counted_best),
     ):
         a, out_a, b, out_b, now = _day_both_ways("pai", stream_seed, day, llm, seed)
     assert out_a == out_b
@@ -272,16 +272,16 @@ def test_personal_ai_batched_days_read_off_shortlists_equal_one_by_one():
     """Most of a batch's searches are settled by their shortlists (the best screens of the
     batch's product: no product computed): a reinforcement by its first row alone
     (BatchScreen.best_row), a whole top-k when its rows are apart; the others by the exact
-    products of their listed rows (index.BatchScreen). Over these days all three happen,
+    products of their listed rows (batch_screen.BatchScreen). Over these days all three happen,
     at stores of 80 to 180 rows, and every day's outcomes and store equal one episode at a
     time."""
     from unittest import mock
 
-    from memsim.engine import index
+    from memsim.engine.batch_screen import BatchScreen as Screen
 
     used = {"best": 0, "shortlist": 0, "listed": 0}
-    best, shortlisted = index.BatchScreen.best_row, index.BatchScreen._shortlisted
-    listed = index.BatchScreen._listed_support
+    best, shortlisted = Screen.best_row, Screen._shortlisted
+    listed = Screen._listed_support
 
     def counted(method, name):
         def call(self, *args):
@@ -293,9 +293,9 @@ def test_personal_ai_batched_days_read_off_shortlists_equal_one_by_one():
         return call
 
     with (
-        mock.patch.object(index.BatchScreen, "best_row", counted(best, "best")),
-        mock.patch.object(index.BatchScreen, "_shortlisted", counted(shortlisted, "shortlist")),
-        mock.patch.object(index.BatchScreen, "_listed_support", counted(listed, "listed")),
+        mock.patch.object(Screen, "best_row", counted(best, "best")),
+        mock.patch.object(Screen, "_shortlisted", counted(shortlisted, "shortlist")),
+        mock.patch.object(Screen, "_listed_support", counted(listed, "listed")),
     ):
         for stream_seed in range(3):
             for day in (3, 6, 9):

@@ -7,14 +7,13 @@ import math
 
 import pytest
 
+from memsim.engine.claims import DocClaim, register_claim
 from memsim.workbench.studies.claims import (
     COLUMNS,
-    DocClaim,
     all_claims,
     claims_table,
     evaluate,
     main_claims,
-    register_claim,
 )
 
 CLAIMS = all_claims()
@@ -54,7 +53,7 @@ def test_evaluate_records_agreement_and_failures():
 
 
 def test_register_claim_replaces_same_id():
-    from memsim.workbench.studies import claims as mod
+    from memsim.engine import claims as mod
 
     n = len(mod.CLAIMS)
     c = register_claim("t.tmp", "t", "doc", "§x", "s", 1.0, lambda: 1.0, lambda: 1.0, 0.0)
@@ -79,9 +78,9 @@ def test_table_and_files(tmp_path):
 
 
 def test_every_disagreement_has_a_kind_and_nightly_rows_are_readings():
-    """Issue 11: each disagreement says what it is; Cosmo's compounding-nightly rows are a
+    """Each disagreement says what it is; Cosmo's compounding-nightly rows are a
     non-default reading (002 §Offline/Nightly Decay Job), not the document's number."""
-    from memsim.workbench.studies.claims import KIND_READING, KIND_SELF, KINDS
+    from memsim.engine.claims import KIND_READING, KIND_SELF, KINDS
 
     table = claims_table()
     dis = table[table["agrees"] == False]  # noqa: E712
@@ -105,7 +104,7 @@ def test_every_disagreement_has_a_kind_and_nightly_rows_are_readings():
 
 
 def test_table_is_independent_of_last_bit_differences(tmp_path):
-    """Issue 11: the table must be byte-identical across machines: values are rounded to a
+    """The table must be byte-identical across machines: values are rounded to a
     fixed number of significant digits, so a libm difference in the last bit cannot show."""
     from memsim.workbench.studies.claims import SIGNIFICANT_DIGITS
 

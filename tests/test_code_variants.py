@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from memsim.engine import registry
+from memsim.engine.curve import curve
 from memsim.engine.events import Claim, Episode, Query
 from memsim.engine.llm import Embedded
 from memsim.engine.mockllm import MockLLM
-from memsim.workbench.studies.curves import curve
 
 VARIANTS = {
     "pai": "pai-code",

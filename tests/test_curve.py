@@ -8,9 +8,9 @@ from contextlib import redirect_stdout
 
 import pytest
 
+from memsim.engine.curve import CurveError, access_days, curve, parse_days
 from memsim.engine.errors import MemsimError, ParamError, UnknownIdError
 from memsim.workbench.cli.main import main
-from memsim.workbench.studies.curves import CurveError, access_days, curve, parse_days
 
 PREF = ["category=preference", "importance=0.9"]
 

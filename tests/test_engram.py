@@ -665,7 +665,7 @@ def test_recall_ranks_as_the_full_score_vectors(pid):
 
 @pytest.mark.parametrize("pid", ["engram", "engram-code"])
 def test_strength_caps_keep_recall_exact_as_time_passes_and_rows_are_recalled(pid):
-    """Issue 16: the episode bites' bound holds each row's R at its cap (kernels.DecayCaps,
+    """Issue 16: the episode bites' bound holds each row's R at its cap (ranking.DecayCaps,
     kept between queries, refreshed after a day, back at the top for a recalled row). At
     times within a refresh and past it, with recalls (which raise S and reset R) and new
     episodes between them, _top_episodes is rank() of score_query's full vector, bit for

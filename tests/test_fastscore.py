@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memsim.engine.events import Query
-from memsim.engine.kernels import topk
+from memsim.engine.ranking import topk
+from policies import cosmo, engram, izzie, pai_formulas
 from policies import pai_fastscore as fs
 from policies.pai import TYPE_CODE, PaiParams, PersonalAI
 
@@ -115,7 +116,7 @@ def test_topk_from_cos_equals_straightforward(clusters, dtype, floor):
 
 
 def test_ties_go_to_the_lower_row():
-    """Duplicate memories score equal: the lower row wins, as in kernels.topk."""
+    """Duplicate memories score equal: the lower row wins, as in ranking.topk."""
     rng = np.random.default_rng(3)
     base = unit_rows(rng, 50)
     X = np.tile(base, (40, 1))  # 2000 rows, 40 copies of each
@@ -260,50 +261,49 @@ def test_property_fused_equals_straightforward(seed, n, k, floor, clusters):
 
 
 def test_chunked_is_bit_identical_to_the_kernel():
-    from memsim.engine import kernels
 
     rng = np.random.default_rng(8)
     n = 20_001
     a, r, d = rng.uniform(0, 1, n), rng.uniform(0.001, 0.1, n), rng.uniform(0, 365, n)
     np.testing.assert_array_equal(
-        fs.chunked(kernels.exp_decay, a, r, d, chunk=1000), kernels.exp_decay(a, r, d)
+        fs.chunked(izzie.exp_decay, a, r, d, chunk=1000), izzie.exp_decay(a, r, d)
     )
     # broadcast scalars and keyword arguments, a 2-D input falls back to the plain call
     np.testing.assert_array_equal(
-        fs.chunked(kernels.stability_update, d, 0.5, cap=365.0, chunk=333),
-        kernels.stability_update(d, 0.5, cap=365.0),
+        fs.chunked(engram.stability_update, d, 0.5, cap=365.0, chunk=333),
+        engram.stability_update(d, 0.5, cap=365.0),
     )
     np.testing.assert_array_equal(
-        fs.chunked(kernels.beta_mean, a.reshape(3, -1)[:, :5], 2.0),
-        kernels.beta_mean(a.reshape(3, -1)[:, :5], 2.0),
+        fs.chunked(engram.beta_mean, a.reshape(3, -1)[:, :5], 2.0),
+        engram.beta_mean(a.reshape(3, -1)[:, :5], 2.0),
     )
     cand = rng.random(n) < 0.3
     rf = rng.integers(0, 9, n).astype(float)
     np.testing.assert_array_equal(
-        fs.chunked(kernels.cosmo_decay_rate, rf, r * 10, 0.02, cand, a, chunk=4096),
-        kernels.cosmo_decay_rate(rf, r * 10, 0.02, cand, a),
+        fs.chunked(cosmo.cosmo_decay_rate, rf, r * 10, 0.02, cand, a, chunk=4096),
+        cosmo.cosmo_decay_rate(rf, r * 10, 0.02, cand, a),
     )
 
 
 def test_half_life_decay_exp2_matches_pow_within_2_ulp():
     """000 §7: c * 0.5 ** (days / (30 * stability)); exp2 form vs numpy/libm pow."""
-    from memsim.engine import kernels, kernels_ref
 
     rng = np.random.default_rng(9)
     c, dt, hl = rng.uniform(0, 1, 5000), rng.uniform(0, 2000, 5000), rng.uniform(30, 150, 5000)
     got = fs.half_life_decay(c, dt, hl)
-    want = kernels.half_life_decay(c, dt, hl)
+    want = pai_formulas.half_life_decay(c, dt, hl)
     assert (np.abs(got - want) <= 2 * np.spacing(np.abs(want))).all()
     assert (
-        fs.half_life_decay(0.6, 30.0, 30.0) == kernels_ref.half_life_decay(0.6, 30.0, 30.0) == 0.3
+        fs.half_life_decay(0.6, 30.0, 30.0)
+        == pai_formulas.half_life_decay_ref(0.6, 30.0, 30.0)
+        == 0.3
     )
 
 
 def test_cosmo_decay_rate_exp_log_matches_the_kernel():
     """002 offline decay: base_rate / (1 + recall_frequency ** decay_gradient), candidate
-    penalty; the exp/log power agrees with memsim.engine.kernels (libm pow) within 1e-14, and the
-    edge cases (rf = 0 with gradient > 0, = 0, < 0) are exact."""
-    from memsim.engine import kernels, kernels_ref
+    penalty; the exp/log power agrees with policies.cosmo.cosmo_decay_rate (libm pow) within
+    1e-14, and the edge cases (rf = 0 with gradient > 0, = 0, < 0) are exact."""
 
     rng = np.random.default_rng(12)
     n = 5000
@@ -312,11 +312,11 @@ def test_cosmo_decay_rate_exp_log_matches_the_kernel():
     cand, conf = rng.random(n) < 0.3, rng.uniform(0, 1, n)
     got = fs.cosmo_decay_rate(rf, g, 0.02, cand, conf)
     np.testing.assert_allclose(
-        got, kernels.cosmo_decay_rate(rf, g, 0.02, cand, conf), rtol=1e-14, atol=0
+        got, cosmo.cosmo_decay_rate(rf, g, 0.02, cand, conf), rtol=1e-14, atol=0
     )
     for r, gr in [(0.0, 1.5), (0.0, 0.0), (0.0, -1.0), (5.0, 1.5)]:
         assert fs.cosmo_decay_rate(r, gr) == pytest.approx(
-            kernels_ref.cosmo_decay_rate(r, gr), rel=1e-14, abs=0
+            cosmo.cosmo_decay_rate_ref(r, gr), rel=1e-14, abs=0
         )
     # 002's example: recall_frequency=5, decay_gradient=1.5 gives about 0.0015
     assert fs.cosmo_decay_rate(5.0, 1.5) == pytest.approx(0.02 / (1 + 5**1.5), rel=1e-14)

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsim.engine import kernels as K
 from memsim.engine.events import Claim, Episode, Forget, Query, Stream
 from memsim.engine.llm import Embedded
 from memsim.engine.mockllm import MockLLM
@@ -35,10 +34,10 @@ def test_score_between_is_the_score_at_the_rows_given(cols, w, data):
     """At any rows, generative_agents_score_between with the candidates' (min, max) gives
     generative_agents_score's numbers (constant components, where it gives 0.5, included)."""
     rec, imp, rel = (np.array(c) for c in zip(*cols))
-    want = K.generative_agents_score(rec, imp, rel, w)
+    want = generative_agents.generative_agents_score(rec, imp, rel, w)
     at = np.array(sorted(data.draw(st.sets(st.integers(0, len(rec) - 1)))), dtype=np.int64)
     spans = [(float(c.min()), float(c.max())) for c in (rec, imp, rel)]
-    got = K.generative_agents_score_between(rec[at], imp[at], rel[at], w, spans)
+    got = generative_agents.generative_agents_score_between(rec[at], imp[at], rel[at], w, spans)
     assert got.tobytes() == want[at].tobytes()
 
 

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memsim.engine import ranking, similarity
 from memsim.engine.errors import ParamError, UnknownIdError, VectorError
-from memsim.engine.index import INDEX_KINDS, ExactIndex, FaissIndex, VectorIndex, make_index
+from memsim.engine.vector_index import INDEX_KINDS, ExactIndex, FaissIndex, VectorIndex, make_index
 
 
 def unit(rng, n, d):
@@ -212,7 +213,7 @@ def _cand_store(n: int, seed: int = 0):
 
 
 def test_candidate_index_exact_mode_never_answers():
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     s, rng = _cand_store(50)
     idx = CandidateIndex(s, "exact", min_rows=1)
@@ -224,7 +225,7 @@ def test_candidate_index_exact_mode_never_answers():
 def test_candidate_index_kept_current_and_masked():
     """New rows, changed embeddings and the mask are seen by the next search; with every
     list probed the candidates are the exact top-k."""
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     s, rng = _cand_store(400)
     idx = CandidateIndex(s, "ivf", min_rows=100, nprobe=10_000)
@@ -260,7 +261,7 @@ def test_candidate_index_same_seed_same_bytes():
     import copy
     import pickle
 
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     answers = []
     for _ in range(2):
@@ -278,7 +279,7 @@ def test_candidate_index_same_seed_same_bytes():
 
 
 def test_candidate_index_audit_counts():
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     s, _ = _cand_store(200)
     idx = CandidateIndex(s, "ivf", min_rows=100, audit_every=3)
@@ -295,10 +296,9 @@ def test_candidate_index_audit_counts():
 
 
 def test_candidate_top_rows_equal_the_exact_scan_with_ties():
-    """top_rows gives kernels.topk over the full float32 product (ties to the lower row)
+    """top_rows gives ranking.topk over the full float32 product (ties to the lower row)
     bit for bit, also when a large group of rows ties at the k-th place."""
-    from memsim.engine import kernels
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     s, rng = _cand_store(3000, seed=3)
     q = rng.standard_normal(16).astype(np.float32)
@@ -313,16 +313,16 @@ def test_candidate_top_rows_equal_the_exact_scan_with_ties():
     for k in (1, 10, 50):
         got_rows, got_sims = idx.top_rows(q, k, mask)
         sims = np.where(mask, s.embedding @ q, -np.inf)
-        want = kernels.topk(sims, k)
+        want = ranking.topk(sims, k)
         np.testing.assert_array_equal(got_rows, want)
         np.testing.assert_array_equal(got_sims, sims[want].astype(np.float32))
         # with the caller's tie keys (seeded order of memory identity), as the caller's scan
         keys = lambda r: s.tie_keys("0:q", r)  # noqa: E731
         got_rows, _ = idx.top_rows(q, k, mask, keys)
-        np.testing.assert_array_equal(got_rows, kernels.topk(sims, k, keys))
+        np.testing.assert_array_equal(got_rows, ranking.topk(sims, k, keys))
         # the callers' scans (Izzie's first stage, Personal AI's findSimilarBeliefs) hold the
         # float32 products in float64 arrays: the tie tolerance is computed in float64
-        np.testing.assert_array_equal(got_rows, kernels.topk(sims.astype(np.float64), k, keys))
+        np.testing.assert_array_equal(got_rows, ranking.topk(sims.astype(np.float64), k, keys))
 
 
 @settings(max_examples=40, deadline=None)
@@ -337,8 +337,7 @@ def test_candidate_top_rows_equal_the_exact_scan_whatever_the_tie_group(seed, gr
     with groups of rows tied near the k-th product smaller and larger than its search's
     width (2k + 4: the rows above the bound come from that search, else from a range
     search), at the top of the ranking or under it, some of them masked out."""
-    from memsim.engine import kernels
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     s, rng = _cand_store(1500, seed=seed % 1000)
     rng = np.random.default_rng(seed)
@@ -353,7 +352,7 @@ def test_candidate_top_rows_equal_the_exact_scan_whatever_the_tie_group(seed, gr
     sims = np.where(mask, s.embedding @ q, -np.inf)
     keys = lambda r: s.tie_keys("0:q", r)  # noqa: E731
     got_rows, got_sims = idx.top_rows(q, k, mask, keys)
-    want = kernels.topk(sims.astype(np.float64), k, keys)
+    want = ranking.topk(sims.astype(np.float64), k, keys)
     np.testing.assert_array_equal(got_rows, want)
     np.testing.assert_array_equal(got_sims, sims[want].astype(np.float32))
 
@@ -381,8 +380,7 @@ def test_candidate_rows_near_hold_every_row_reaching_the_threshold_with_the_full
     """rows_near: every allowed row whose full-scan float32 product reaches the threshold
     (a tied group among them, rows near the threshold on both sides), ascending, with the
     full scan's products bit for bit, and none that is masked out or far below."""
-    from memsim.engine import kernels
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     s, rng = _cand_store(3000, seed=4)
     q = rng.standard_normal(16).astype(np.float32)
@@ -400,7 +398,7 @@ def test_candidate_rows_near_hold_every_row_reaching_the_threshold_with_the_full
     assert len(reach) > 60 and set(reach) <= set(got_rows)
     assert np.all(np.diff(got_rows) > 0) and mask[got_rows].all()
     assert got_sims.tobytes() == full[got_rows].tobytes()
-    assert (full[got_rows] >= 0.85 - kernels.screen_margin(16) - 1e-6).all()
+    assert (full[got_rows] >= 0.85 - similarity.screen_margin(16) - 1e-6).all()
     best = int(got_rows[np.argmax(got_sims)])
     assert best == int(np.argmax(np.where(mask, full, -np.inf)))
     assert len(idx.rows_near(q, 0.999, mask)[0]) == 0  # nothing near: a new memory
@@ -444,7 +442,7 @@ def test_candidate_rows_reaching_is_the_full_scan_whatever_the_probes(seed, thr)
     product reaches the threshold, in any list (one probed list misses some that
     rows_near finds only with every list probed), with the full scan's products bit for bit,
     ascending, nothing masked out; after the store grew and after embeddings changed."""
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     s, rng = _cand_store(1500, seed=seed)
     q = rng.standard_normal(16).astype(np.float32)
@@ -482,13 +480,13 @@ def test_candidate_rows_reaching_is_the_full_scan_whatever_the_probes(seed, thr)
 
 
 def test_cones_thresholds_follow_the_lists_as_rows_are_added():
-    """_Cones keeps a threshold per list and radius; a row that widens a list's cone must
+    """Cones keeps a threshold per list and radius; a row that widens a list's cone must
     make the list readable at once (a threshold kept from before would skip it)."""
-    from memsim.engine.index import _Cones
+    from memsim.engine.cones import Cones
 
     dim = 8
     centroids = np.eye(dim, dtype=np.float32)[:2]  # list 0 around e0, list 1 around e1
-    cones = _Cones(centroids)
+    cones = Cones(centroids)
     E = np.zeros((3, dim), dtype=np.float32)
     E[0, 0] = E[1, 1] = 1.0
     E[2] = [0.6, 0.8] + [0.0] * (dim - 2)  # list 1, 37 degrees from e1
@@ -529,8 +527,7 @@ def test_cones_rows_near_is_the_full_scan(seed, thr):
     masked out; after the store grew by rows unlike any it was trained on (lists of their
     own) and after embeddings changed (trained again). It answers None (the caller's scan)
     only where the lists to read hold more than half the store, and nothing is audited."""
-    from memsim.engine import kernels
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     s, rng = _clustered_store(1500, seed)
     q = s.embedding[int(rng.integers(1500))].copy()
@@ -548,9 +545,9 @@ def test_cones_rows_near_is_the_full_scan(seed, thr):
         cones = idx._cones
         assert cones is not None
         if got is None:  # the lists to read hold more than half the store
-            radius = thr - kernels.screen_margin(16)
+            radius = thr - similarity.screen_margin(16)
             norm = np.linalg.norm(q.astype(np.float64))
-            reach = cones.centroids32[: cones.lists] @ q >= cones._threshold(radius) * norm
+            reach = cones.centroids32[: cones.lists] @ q >= cones.list_thresholds(radius) * norm
             assert 2 * cones.size[: cones.lists][reach].sum() > s.n
             return
         found, products = got
@@ -586,7 +583,7 @@ def test_cones_give_rows_unlike_the_trained_ones_lists_of_their_own():
     """With spare lists, a row farther from every centroid than spawn_factor x the median
     angle of the first rows covered is the centroid of a new list (a later row near it
     joins it), until the spare lists are used up; the cones' bound then still holds."""
-    from memsim.engine.index import _Cones
+    from memsim.engine.cones import Cones
 
     dim = 8
     eye = np.eye(dim)
@@ -594,7 +591,7 @@ def test_cones_give_rows_unlike_the_trained_ones_lists_of_their_own():
     def at(axis: int, other: int, angle: float) -> np.ndarray:
         return np.cos(angle) * eye[axis] + np.sin(angle) * eye[other]
 
-    cones = _Cones(eye[:2], spare=2, spawn_factor=4 / 3)
+    cones = Cones(eye[:2], spare=2, spawn_factor=4 / 3)
     E = np.array([at(0, 7, 0.3), at(0, 6, 0.3), at(1, 7, 0.3), at(1, 6, 0.3)], np.float32)
     cones.cover(E)
     assert cones.lists == 2 and cones.spawn_angle == pytest.approx(0.4)
@@ -618,7 +615,7 @@ def test_cones_drop_rows_in_a_terminal_status():
     """Mode "cones" keeps no row in a terminal status in its lists (never retrievable, never
     left): dropped when the status log shows it, and when the lists are trained again; the
     searches of retrievable rows still equal the full scan's."""
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
     from memsim.engine.store import MemoryStore, Statuses
 
     rng = np.random.default_rng(3)
@@ -679,8 +676,7 @@ def _lead_agrees(lead, got, E, v, thr) -> None:
     """BatchReach.lead against BatchReach.rows_near at the same turn (whose rows are the
     index's, _reach_answers_agree): when the screens settle it, the answer holds no row
     (-1), or the row of its highest product, which leads every other row's product and the
-    threshold by more than kernels.settled_gap, as Personal AI's check reads it."""
-    from memsim.engine import kernels
+    threshold by more than similarity.settled_gap, as Personal AI's check reads it."""
 
     if lead is None:
         return
@@ -692,7 +688,7 @@ def _lead_agrees(lead, got, E, v, thr) -> None:
     vals = products.tolist()
     at = vals.index(max(vals))
     second = max([x for i, x in enumerate(vals) if i != at], default=thr)
-    gap = kernels.settled_gap(E.shape[1], float(np.linalg.norm(v.astype(np.float64))))
+    gap = similarity.settled_gap(E.shape[1], float(np.linalg.norm(v.astype(np.float64))))
     assert rows[at] == lead and vals[at] - max(second, thr) > gap
 
 
@@ -720,8 +716,9 @@ def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed
     float64 cosine."""
     from unittest import mock
 
-    from memsim.engine import index, kernels
-    from memsim.engine.index import BatchReach, CandidateIndex
+    from memsim.engine import batch_reach
+    from memsim.engine.batch_reach import BatchReach
+    from memsim.engine.candidate_index import CandidateIndex
     from memsim.engine.store import MemoryStore, Statuses
 
     rng = np.random.default_rng(seed)
@@ -743,8 +740,8 @@ def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed
     batch = batch[rng.permutation(len(batch))]
     answered = []
     with (
-        mock.patch.object(index, "_REACH_CHUNK", chunk),
-        mock.patch.object(index, "_WITHIN_BLOCK", block),
+        mock.patch.object(batch_reach, "_REACH_CHUNK", chunk),
+        mock.patch.object(batch_reach, "_WITHIN_BLOCK", block),
     ):
         reach = BatchReach(idx, batch, thr)
         for j, v in enumerate(batch):
@@ -756,7 +753,7 @@ def test_batch_reach_answers_as_the_index_at_each_turn(seed, thr, chunk, changed
             _lead_agrees(lead, got, s.embedding, v, thr)
             for row in ([lead] if lead is not None and lead >= 0 else []) + [j % s.n]:
                 # the float64 cosine of the row it reinforces, whichever row that is
-                assert reach.cosine(j, row) == kernels.exact_cosines(s.embedding[[row]], v)[0]
+                assert reach.cosine(j, row) == similarity.exact_cosines(s.embedding[[row]], v)[0]
             answered.append(got is not None)
             if j % 6 == 5:  # out of turn: an earlier vector, with the rows added since
                 back = j - 1 - int(rng.integers(0, 4))
@@ -800,8 +797,8 @@ def test_batch_reach_lead_settles_clear_leads_only():
     left to rows_near (None). BatchReach.cosine of a row led with is its float64 cosine,
     read off the chunk's cosines of the best screens' rows or computed for an added row,
     and for a row whose embedding changed since, its cosine now."""
-    from memsim.engine import kernels
-    from memsim.engine.index import BatchReach, CandidateIndex
+    from memsim.engine.batch_reach import BatchReach
+    from memsim.engine.candidate_index import CandidateIndex
     from memsim.engine.store import MemoryStore, Statuses
 
     rng = np.random.default_rng(3)
@@ -833,7 +830,7 @@ def test_batch_reach_lead_settles_clear_leads_only():
     add(batch[4:5])  # the vector's copy, after the screen: it leads now
     assert reach.lead(4, s.retrievable()) == s.n - 1
     for j, row in ((0, 5), (1, 6), (4, 20), (4, s.n - 1)):  # best screens' rows, an added row
-        assert reach.cosine(j, row) == kernels.exact_cosines(s.embedding[[row]], batch[j])[0]
+        assert reach.cosine(j, row) == similarity.exact_cosines(s.embedding[[row]], batch[j])[0]
     assert reach.lead(0, s.retrievable()) is None  # out of turn
     s.set_status([7], "gone", 2.0)  # retired before its turn
     mask = s.retrievable()
@@ -841,14 +838,14 @@ def test_batch_reach_lead_settles_clear_leads_only():
     assert lead is not None and lead != 7
     _lead_agrees(lead, got, s.embedding, batch[5], thr)
     s.set_embedding([6], batch[3:4])  # vector 1's best row is another vector now
-    assert reach.cosine(1, 6) == kernels.exact_cosines(s.embedding[[6]], batch[1])[0]
+    assert reach.cosine(1, 6) == similarity.exact_cosines(s.embedding[[6]], batch[1])[0]
 
 
 def _cones_of_400_and_a_central_row():
     """A store of 400 clustered rows, a CandidateIndex in mode "cones" trained on them (from
     100 rows), its cones, a function adding rows, and the row nearest its list's centroid:
     copies of it join that list (no list of its own)."""
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
     from memsim.engine.store import MemoryStore, Statuses
 
     rng = np.random.default_rng(5)
@@ -871,7 +868,7 @@ def test_batch_reach_asks_the_cones_when_lists_grew_past_the_limit():
     """Whether the lists a vector reaches hold more than half the store is judged with the
     cones' sizes at the turn: rows added after the screen that push them past it make the
     batch answer None, as the index does (the screen's own sizes would not)."""
-    from memsim.engine.index import BatchReach
+    from memsim.engine.batch_reach import BatchReach
 
     s, add, idx, cones, v = _cones_of_400_and_a_central_row()
     reach = BatchReach(idx, np.stack([v, v]), 0.8)
@@ -889,11 +886,10 @@ def test_batch_reach_checks_the_limit_again_when_a_row_joins_a_list_it_reads():
     half the store stays the same (an odd count): the batch's limit check, settled for
     the vectors ahead at the turn before, is made again with the sizes of now, and the
     batch answers None as the index does."""
-    from memsim.engine import kernels
-    from memsim.engine.index import BatchReach
+    from memsim.engine.batch_reach import BatchReach
 
     s, add, idx, cones, v = _cones_of_400_and_a_central_row()
-    radius = 0.8 - kernels.screen_margin(16)
+    radius = 0.8 - similarity.screen_margin(16)
     held = int(cones.size[cones.reaching(v, radius, None)].sum())
     # copies of v into its list until the lists it reads hold exactly half the store
     add(np.tile(v, (400 - 2 * held, 1)))
@@ -918,7 +914,7 @@ def test_batch_reach_checks_the_limit_again_when_a_row_joins_a_list_it_reads():
     added=st.integers(0, 30),
 )
 def test_batch_screen_top_rows_are_the_full_scans(seed, group, cos, k, added):
-    """BatchScreen.top_rows is kernels.topk over the full float32 product (float64, ties by
+    """BatchScreen.top_rows is ranking.topk over the full float32 product (float64, ties by
     key) bit for bit for every vector of a batch, searched in order while rows are added
     (planted at the tie group's cosine too) and retired between the searches: tie groups
     at the k-th product larger than 2k (topk_support's path), a vector most rows meet at
@@ -926,8 +922,8 @@ def test_batch_screen_top_rows_are_the_full_scans(seed, group, cos, k, added):
     embedding changed between two searches."""
     from unittest import mock
 
-    from memsim.engine import index, kernels
-    from memsim.engine.index import BatchScreen
+    from memsim.engine import batch_screen
+    from memsim.engine.batch_screen import BatchScreen
 
     s, rng = _cand_store(300, seed=seed % 1000)
     rng = np.random.default_rng([seed, 1])  # not the store's stream: its rows would be the batch
@@ -943,7 +939,7 @@ def test_batch_screen_top_rows_are_the_full_scans(seed, group, cos, k, added):
     s.set_embedding(rest, _at_cosines(batch[3], np.zeros(len(rest)), s.embedding[rest]))
     batch[2] *= 3.0
     keys = lambda r: s.tie_keys("0:q", r)  # noqa: E731
-    with mock.patch.object(index, "BATCH_SCREEN_MIN_ROWS", 1):
+    with mock.patch.object(batch_screen, "BATCH_SCREEN_MIN_ROWS", 1):
         screen = BatchScreen(s, batch)
         for j, v in enumerate(batch):
             if added:  # what the decisions before this search add and retire
@@ -960,28 +956,28 @@ def test_batch_screen_top_rows_are_the_full_scans(seed, group, cos, k, added):
                 s.set_embedding([0], batch[2])
             mask = s.retrievable()
             sims = np.where(mask, s.embedding @ v, -np.inf).astype(np.float64)
-            want = kernels.topk(sims, k, keys)
+            want = ranking.topk(sims, k, keys)
             # the shortlist alone: the scan's answer or none (a tie-free answer: no key read)
             chunk = screen._chunk_of(j)
             short = screen._shortlisted(j, k, screen._listed(j, mask, chunk, k), chunk)
             if short is not None:
-                assert short.tolist() == want.tolist() == kernels.topk(sims, k).tolist()
+                assert short.tolist() == want.tolist() == ranking.topk(sims, k).tolist()
             best = screen.best_row(j, mask)  # first in the top-k, by float64 products too
             if best is not None:
-                assert best == want[0] == kernels.topk(sims, 1)[0]
-                exact = kernels.exact_cosines(s.embedding[mask], v)
+                assert best == want[0] == ranking.topk(sims, 1)[0]
+                exact = similarity.exact_cosines(s.embedding[mask], v)
                 assert best == np.flatnonzero(mask)[np.argmax(exact)]
                 assert (exact == exact.max()).sum() == 1
                 # its cosine as Personal AI reads it: the row's own float64 sum
-                assert screen.cosine(j, best) == kernels.exact_cosines(s.embedding[[best]], v)[0]
+                assert screen.cosine(j, best) == similarity.exact_cosines(s.embedding[[best]], v)[0]
             got = screen.top_rows(j, k, mask, keys)
             np.testing.assert_array_equal(got, want)
-            np.testing.assert_array_equal(screen.top_rows(j, k, mask), kernels.topk(sims, k))
+            np.testing.assert_array_equal(screen.top_rows(j, k, mask), ranking.topk(sims, k))
     # a small store: the shortlist's answer, or none for the caller's own scan
     mask = s.retrievable()
     got = screen.top_rows(0, k, mask, keys)
     sims = np.where(mask, s.embedding @ batch[0], -np.inf).astype(np.float64)
-    assert got is None or got.tolist() == kernels.topk(sims, k, keys).tolist()
+    assert got is None or got.tolist() == ranking.topk(sims, k, keys).tolist()
 
 
 def test_batch_screen_shortlist_settles_apart_rows_and_leaves_ties_to_the_scan():
@@ -994,8 +990,8 @@ def test_batch_screen_shortlist_settles_apart_rows_and_leaves_ties_to_the_scan()
     BATCH_SCREEN_MIN_ROWS rows)."""
     from unittest import mock
 
-    from memsim.engine import index, kernels
-    from memsim.engine.index import BatchScreen
+    from memsim.engine import batch_screen
+    from memsim.engine.batch_screen import BatchScreen
 
     s, rng = _cand_store(300, seed=5)
     q = rng.standard_normal(16)
@@ -1005,7 +1001,7 @@ def test_batch_screen_shortlist_settles_apart_rows_and_leaves_ties_to_the_scan()
     batch = np.vstack([q, q, q]).astype(np.float32)
     screen = BatchScreen(s, batch)
     mask = s.retrievable()
-    with mock.patch.object(kernels, "rows_matvec", side_effect=AssertionError("a product")):
+    with mock.patch.object(similarity, "rows_matvec", side_effect=AssertionError("a product")):
         assert screen.top_rows(0, 3, mask).tolist() == [0, 1, 2]
         # the best screen apart from every other covered row's: not even the listed rows
         with mock.patch.object(BatchScreen, "_listed", side_effect=AssertionError("listed")):
@@ -1033,8 +1029,8 @@ def test_batch_screen_shortlist_settles_apart_rows_and_leaves_ties_to_the_scan()
     chunk = screen._chunk_of(0)
     assert screen._shortlisted(0, 4, screen._listed(0, mask, chunk, 4), chunk) is None
     for salt in range(4):
-        keys = lambda r, salt=salt: kernels.mix64(r, salt)  # noqa: E731
-        want = kernels.topk(sims, 4, keys).tolist()
+        keys = lambda r, salt=salt: ranking.mix64(r, salt)  # noqa: E731
+        want = ranking.topk(sims, 4, keys).tolist()
         assert screen.top_rows(0, 4, mask, keys).tolist() == want
         assert sorted(want) in ([0, 1, 2, 300], [0, 1, 6, 300])
     assert screen.top_rows(0, 4, mask).tolist() == [0, 1, 300, 2]
@@ -1045,9 +1041,9 @@ def test_batch_screen_shortlist_settles_apart_rows_and_leaves_ties_to_the_scan()
     mask = s.retrievable()
     assert screen.top_rows(0, 3, mask).tolist() == [0, 1, 2]
     assert screen.top_rows(0, 5, mask) is None
-    with mock.patch.object(index, "BATCH_SCREEN_MIN_ROWS", 1):  # the exact path answers
+    with mock.patch.object(batch_screen, "BATCH_SCREEN_MIN_ROWS", 1):  # the exact path answers
         sims = np.where(mask, s.embedding @ q.astype(np.float32), -np.inf).astype(np.float64)
-        assert screen.top_rows(0, 5, mask).tolist() == kernels.topk(sims, 5).tolist()
+        assert screen.top_rows(0, 5, mask).tolist() == ranking.topk(sims, 5).tolist()
 
 
 def test_batch_screen_listed_rows_leave_a_long_tie_chain_to_the_exact_path():
@@ -1056,8 +1052,7 @@ def test_batch_screen_listed_rows_leave_a_long_tie_chain_to_the_exact_path():
     TIE_RTOL of the next) is not the listed path's to break: the rows it leaves out tie
     with the k-th too, so the answer comes from the bounds over every row, the scan's
     answer for every salt of the tie keys."""
-    from memsim.engine import kernels
-    from memsim.engine.index import BatchScreen
+    from memsim.engine.batch_screen import BatchScreen
 
     s, rng = _cand_store(300, seed=11)
     q = rng.standard_normal(16)
@@ -1078,14 +1073,14 @@ def test_batch_screen_listed_rows_leave_a_long_tie_chain_to_the_exact_path():
     sims = np.where(mask, s.embedding @ q.astype(np.float32), -np.inf).astype(np.float64)
     for salt in range(12):
         keys = lambda r, salt=salt: s.tie_keys(f"q{salt}", r)  # noqa: E731
-        assert screen.top_rows(0, 4, mask, keys).tolist() == kernels.topk(sims, 4, keys).tolist()
+        assert screen.top_rows(0, 4, mask, keys).tolist() == ranking.topk(sims, 4, keys).tolist()
 
 
 def test_two_indexes_on_one_store_each_see_every_changed_embedding():
     """Personal AI keeps two candidate indexes over its store (faiss for its top-k, the
     cones for its reinforcement's range search): a stored embedding changed after both were
     made is seen by each, whichever brings itself up to date first."""
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     s, rng = _cand_store(400, seed=3)
     ivf = CandidateIndex(s, "ivf", min_rows=100, nprobe=10_000)

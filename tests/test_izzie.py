@@ -254,7 +254,7 @@ def test_unset_importance_falls_back_to_the_category_default():
     pol.ingest([e], 0.0)
     assert pol.store["importance"][0] == 0.6
     assert pol.strength(10.0)[0] == pytest.approx(0.6 * math.exp(-2.0), rel=1e-12)
-    from memsim.workbench.studies.curves import memory_claim
+    from memsim.engine.curve import memory_claim
 
     assert memory_claim(Izzie, {"category": "reminder"}).importance is None
 

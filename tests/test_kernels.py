@@ -1,5 +1,5 @@
-"""Every vectorized kernel equals its scalar twin (memsim.engine.kernels_ref) written from the seed
-formula; inputs are never mutated."""
+"""Every vectorized kernel equals its scalar twin (``NAME_ref`` beside it) written from the
+seed formula; inputs are never mutated."""
 
 import math
 
@@ -9,8 +9,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from memsim.engine import kernels as K
-from memsim.engine import kernels_ref as R
+from memsim.engine import decay, ranking, similarity
+from policies import actr_formulas, cosmo, engram, izzie, kernle, pai_formulas
+from tests import kernel_helpers
 
 RTOL = 1e-12
 
@@ -47,7 +48,7 @@ DT = floats(0, 1e4) | st.just(0.0)
     )
 )
 def test_exp_decay(cols):  # 003 strength, 002 salience, 000 recency
-    check_elementwise(K.exp_decay, R.exp_decay, *cols)
+    check_elementwise(izzie.exp_decay, izzie.exp_decay_ref, *cols)
 
 
 @example(seed=747, shapes=((3, 1), (1, 4), (4,)))  # NaN x NaN in a broadcast
@@ -85,16 +86,16 @@ def test_exp_decay_is_the_expression_bit_for_bit(seed, shapes):
     before = [np.copy(a) for a in (x0, rate, dt)]
     with np.errstate(all="ignore"):
         want = np.asarray(x0) * np.exp(-np.asarray(rate, dtype=float) * np.asarray(dt))
-        got = K.exp_decay(x0, rate, dt)
+        got = izzie.exp_decay(x0, rate, dt)
     assert np.shape(got) == np.shape(want)
     assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
     assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip((x0, rate, dt), before))
 
 
 def test_exp_decay_edges():
-    assert K.exp_decay(0.7, 0.0, 1e6) == 0.7
-    assert K.exp_decay(0.7, 0.023, 0.0) == 0.7
-    assert K.exp_decay(1.0, 0.02, 35.0) == pytest.approx(
+    assert izzie.exp_decay(0.7, 0.0, 1e6) == 0.7
+    assert izzie.exp_decay(0.7, 0.023, 0.0) == 0.7
+    assert izzie.exp_decay(1.0, 0.02, 35.0) == pytest.approx(
         0.4966, abs=1e-4
     )  # 002: ~half after 35 days
 
@@ -105,21 +106,21 @@ def test_exp_decay_edges():
     )
 )
 def test_half_life_decay(cols):  # 000 effective confidence
-    check_elementwise(K.half_life_decay, R.half_life_decay, *cols)
-    assert K.half_life_decay(0.8, 30.0, 30.0) == pytest.approx(0.4, rel=RTOL)
+    check_elementwise(pai_formulas.half_life_decay, pai_formulas.half_life_decay_ref, *cols)
+    assert pai_formulas.half_life_decay(0.8, 30.0, 30.0) == pytest.approx(0.4, rel=RTOL)
 
 
 @given(
     sizes.flatmap(lambda n: st.tuples(arrays(floats(1e-6, 1e6), n), arrays(floats(1e-6, 1e6), n)))
 )
 def test_beta_mean(cols):  # 001 confidence
-    check_elementwise(K.beta_mean, R.beta_mean, *cols)
+    check_elementwise(engram.beta_mean, engram.beta_mean_ref, *cols)
 
 
 @given(sizes.flatmap(lambda n: st.tuples(arrays(DT, n), arrays(floats(1e-3, 365), n))))
 def test_retrieval_strength(cols):  # 001 R(t) = e^(-t/S)
-    check_elementwise(K.retrieval_strength, R.retrieval_strength, *cols)
-    assert K.retrieval_strength(0.0, 5.0) == 1.0
+    check_elementwise(decay.retrieval_strength, decay.retrieval_strength_ref, *cols)
+    assert decay.retrieval_strength(0.0, 5.0) == 1.0
 
 
 @given(
@@ -128,10 +129,12 @@ def test_retrieval_strength(cols):  # 001 R(t) = e^(-t/S)
     )
 )
 def test_stability_update(cols):  # 001 spaced repetition, capped
-    check_elementwise(K.stability_update, R.stability_update, *cols)
-    assert K.stability_update(10.0, 0.0, 365.0) == 10.0
-    assert K.stability_update(364.0, 1e6, 365.0) == 365.0
-    assert K.stability_update(10.0, 24.0 * (math.e - 1), 365.0) == pytest.approx(11.0, rel=RTOL)
+    check_elementwise(engram.stability_update, engram.stability_update_ref, *cols)
+    assert engram.stability_update(10.0, 0.0, 365.0) == 10.0
+    assert engram.stability_update(364.0, 1e6, 365.0) == 365.0
+    assert engram.stability_update(10.0, 24.0 * (math.e - 1), 365.0) == pytest.approx(
+        11.0, rel=RTOL
+    )
 
 
 @given(
@@ -145,9 +148,9 @@ def test_stability_update(cols):  # 001 spaced repetition, capped
     )
 )
 def test_hyperbolic_salience(cols):  # 004 §Salience Formula
-    check_elementwise(K.hyperbolic_salience, R.hyperbolic_salience, *cols)
-    assert K.hyperbolic_salience(0.9, 0, 1.0, 30.0) == 0.0  # never accessed: salience 0
-    assert K.hyperbolic_salience(1.0, math.e - 1, 0.0, 30.0) == pytest.approx(
+    check_elementwise(kernle.hyperbolic_salience, kernle.hyperbolic_salience_ref, *cols)
+    assert kernle.hyperbolic_salience(0.9, 0, 1.0, 30.0) == 0.0  # never accessed: salience 0
+    assert kernle.hyperbolic_salience(1.0, math.e - 1, 0.0, 30.0) == pytest.approx(
         1.0, rel=RTOL
     )  # natural log
 
@@ -165,20 +168,20 @@ def test_hyperbolic_salience(cols):  # 004 §Salience Formula
 )
 def test_cosmo_decay_rate(cols):  # 002 §Candidate Semantics
     rf, g, base, cand, conf = cols
-    check_elementwise(K.cosmo_decay_rate, R.cosmo_decay_rate, rf, g, base, cand, conf)
+    check_elementwise(cosmo.cosmo_decay_rate, cosmo.cosmo_decay_rate_ref, rf, g, base, cand, conf)
 
 
 def test_cosmo_decay_rate_document_examples():  # 002 §Candidate Semantics examples
-    assert K.cosmo_decay_rate(0, 1.0, 0.02, True, 0.4) == pytest.approx(0.044, rel=1e-12)
-    assert K.cosmo_decay_rate(0, 1.0, 0.02, True, 0.7) == pytest.approx(0.032, rel=1e-12)
-    assert K.cosmo_decay_rate(0, 1.0, 0.02, True, 0.5) == pytest.approx(0.04, rel=1e-12)
-    assert K.cosmo_decay_rate(0, 1.0, 0.02, True, 0.85) == 0.0
-    assert K.cosmo_decay_rate(0, 1.0, 0.02, True, 0.8) == 0.0  # threshold is inclusive: >= 0.8
-    assert K.cosmo_decay_rate(0, 1.0, 0.02, False, 0.4) == 0.02
-    assert K.cosmo_decay_rate(5, 1.5, 0.02, False, 1.0) == pytest.approx(
+    assert cosmo.cosmo_decay_rate(0, 1.0, 0.02, True, 0.4) == pytest.approx(0.044, rel=1e-12)
+    assert cosmo.cosmo_decay_rate(0, 1.0, 0.02, True, 0.7) == pytest.approx(0.032, rel=1e-12)
+    assert cosmo.cosmo_decay_rate(0, 1.0, 0.02, True, 0.5) == pytest.approx(0.04, rel=1e-12)
+    assert cosmo.cosmo_decay_rate(0, 1.0, 0.02, True, 0.85) == 0.0
+    assert cosmo.cosmo_decay_rate(0, 1.0, 0.02, True, 0.8) == 0.0  # threshold is inclusive: >= 0.8
+    assert cosmo.cosmo_decay_rate(0, 1.0, 0.02, False, 0.4) == 0.02
+    assert cosmo.cosmo_decay_rate(5, 1.5, 0.02, False, 1.0) == pytest.approx(
         0.02 / (1 + 5**1.5), rel=1e-12
     )
-    assert K.cosmo_decay_rate(0, -0.5, 0.02, False, 1.0) == 0.0  # 0 ** negative -> inf: limit
+    assert cosmo.cosmo_decay_rate(0, -0.5, 0.02, False, 1.0) == 0.0  # 0 ** negative -> inf: limit
 
 
 @given(
@@ -191,13 +194,16 @@ def test_cosmo_decay_rate_document_examples():  # 002 §Candidate Semantics exam
 )
 def test_weighted_sum(args):
     w, cols = args
-    got = K.weighted_sum(w, cols)
+    got = decay.weighted_sum(w, cols)
     for i in range(7):
         assert math.isclose(
-            got[i], R.weighted_sum(w, [float(c[i]) for c in cols]), rel_tol=RTOL, abs_tol=1e-9
+            got[i],
+            decay.weighted_sum_ref(w, [float(c[i]) for c in cols]),
+            rel_tol=RTOL,
+            abs_tol=1e-9,
         )
     with pytest.raises(ValueError):
-        K.weighted_sum(w, cols + [cols[0]])
+        decay.weighted_sum(w, cols + [cols[0]])
 
 
 @given(
@@ -212,17 +218,19 @@ def test_weighted_sum(args):
     )
 )
 def test_pai_score(cols):  # 000 multi-factor recall
-    check_elementwise(K.pai_score, R.pai_score, *cols)
-    assert K.pai_score(1.0, 10.0, 1.0, 5.0, 1.0) == pytest.approx(1.0, rel=RTOL)
-    assert K.pai_score(0.8, 5.0, 0.5, 2.0, 0.0) == pytest.approx(0.4 + 0.1 + 0.05 + 0.02, rel=RTOL)
+    check_elementwise(pai_formulas.pai_score, pai_formulas.pai_score_ref, *cols)
+    assert pai_formulas.pai_score(1.0, 10.0, 1.0, 5.0, 1.0) == pytest.approx(1.0, rel=RTOL)
+    assert pai_formulas.pai_score(0.8, 5.0, 0.5, 2.0, 0.0) == pytest.approx(
+        0.4 + 0.1 + 0.05 + 0.02, rel=RTOL
+    )
 
 
 def test_pai_score_insight_multiplier():  # 000 §2: insight-type beliefs score * 0.5
     args = (np.array([0.8, 0.8]), np.array([5.0, 5.0]), 0.5, 2.0, 0.0)
-    got = K.pai_score(*args, insight=np.array([False, True]), insight_multiplier=0.5)
-    plain = K.pai_score(*args)
+    got = pai_formulas.pai_score(*args, insight=np.array([False, True]), insight_multiplier=0.5)
+    plain = pai_formulas.pai_score(*args)
     assert got[0] == plain[0] and got[1] == plain[1] * 0.5
-    ref = R.pai_score(0.8, 5.0, 0.5, 2.0, 0.0, insight=True, insight_multiplier=0.5)
+    ref = pai_formulas.pai_score_ref(0.8, 5.0, 0.5, 2.0, 0.0, insight=True, insight_multiplier=0.5)
     assert ref == pytest.approx(got[1], rel=RTOL)
 
 
@@ -231,10 +239,10 @@ def test_days_since_access_is_the_one_clock():
     now = 10.0
     last = np.array([np.nan, 4.0, 12.0, np.nan])
     created = np.array([1.0, 0.0, 0.0, 11.0])
-    got = K.days_since_access(now, last, created)
+    got = decay.days_since_access(now, last, created)
     np.testing.assert_array_equal(got, [9.0, 6.0, 0.0, 0.0])
     for i in range(len(last)):
-        assert R.days_since_access(now, float(last[i]), float(created[i])) == got[i]
+        assert decay.days_since_access_ref(now, float(last[i]), float(created[i])) == got[i]
 
 
 # -- top-k -------------------------------------------------------------------------------
@@ -245,10 +253,10 @@ score_values = st.sampled_from([0.0, 0.5, 1.0, -1.0, np.nan, -np.inf, np.inf]) |
 @given(hnp.arrays(np.float64, st.integers(0, 40), elements=score_values), st.integers(-1, 50))
 def test_topk_equals_stable_sort_prefix(scores, k):
     before = scores.copy()
-    got = K.topk(scores, k)
+    got = ranking.topk(scores, k)
     assert np.array_equal(scores, before, equal_nan=True)
     assert got.dtype == np.int64
-    assert got.tolist() == R.topk(scores.tolist(), k)
+    assert got.tolist() == ranking.topk_ref(scores.tolist(), k)
     # the same as a full stable sort of the scores other than NaN and -inf (+inf first), cut at k
     kept = np.flatnonzero(~np.isnan(scores) & (scores > -np.inf))
     full = kept[np.argsort(-scores[kept], kind="stable")]
@@ -260,19 +268,19 @@ def test_topk_ranks_an_overflowed_score_first_never_drops_it():
     several +inf rows are one tie, in key order with a tiebreak, else by row. Before, topk
     returned finite scores only, so such a row was never recalled."""
     s = np.array([0.5, np.inf, 0.9, -np.inf, np.inf, np.nan, 0.1])
-    assert K.topk(s, 3).tolist() == [1, 4, 2]
-    assert K.topk(s, 1).tolist() == [1]
-    assert K.topk(s, 10).tolist() == [1, 4, 2, 0, 6]  # NaN and -inf still never returned
+    assert ranking.topk(s, 3).tolist() == [1, 4, 2]
+    assert ranking.topk(s, 1).tolist() == [1]
+    assert ranking.topk(s, 10).tolist() == [1, 4, 2, 0, 6]  # NaN and -inf still never returned
     keys = np.array([0, 9, 0, 0, 3, 0, 0], dtype=np.uint64)
-    assert K.topk(s, 3, keys).tolist() == [4, 1, 2]
-    assert K.topk(s, 3, lambda rows: keys[rows]).tolist() == [4, 1, 2]
-    assert K.batch_topk(np.stack([s, s]), 3, keys).tolist() == [[4, 1, 2]] * 2
-    assert K.batch_topk(s[None, :], 6).tolist() == [[1, 4, 2, 0, 6, -1]]
-    assert K.masked_topk(s, s != 0.9, 2).tolist() == [1, 4]
+    assert ranking.topk(s, 3, keys).tolist() == [4, 1, 2]
+    assert ranking.topk(s, 3, lambda rows: keys[rows]).tolist() == [4, 1, 2]
+    assert ranking.batch_topk(np.stack([s, s]), 3, keys).tolist() == [[4, 1, 2]] * 2
+    assert ranking.batch_topk(s[None, :], 6).tolist() == [[1, 4, 2, 0, 6, -1]]
+    assert kernel_helpers.masked_topk(s, s != 0.9, 2).tolist() == [1, 4]
     with pytest.raises(ValueError, match="tiebreak shape"):
-        K.topk(s, 3, keys[:3])
+        ranking.topk(s, 3, keys[:3])
     with pytest.raises(ValueError, match="tiebreak shape"):  # no tie: still one key per score
-        K.topk(np.array([0.3, 0.2, 0.1]), 2, keys[:2])
+        ranking.topk(np.array([0.3, 0.2, 0.1]), 2, keys[:2])
 
 
 @given(
@@ -283,8 +291,8 @@ def test_topk_ranks_an_overflowed_score_first_never_drops_it():
 )
 def test_masked_topk(args, k):
     scores, mask = args
-    got = K.masked_topk(scores, mask, k)
-    assert got.tolist() == R.masked_topk(scores.tolist(), mask.tolist(), k)
+    got = kernel_helpers.masked_topk(scores, mask, k)
+    assert got.tolist() == kernel_helpers.masked_topk_ref(scores.tolist(), mask.tolist(), k)
     assert mask[got].all()
 
 
@@ -298,21 +306,21 @@ def test_masked_topk(args, k):
 )
 def test_batch_topk(scores, k):
     before = scores.copy()
-    got = K.batch_topk(scores, k)
+    got = ranking.batch_topk(scores, k)
     assert np.array_equal(scores, before, equal_nan=True)
     assert got.shape == (scores.shape[0], k) and got.dtype == np.int64
-    assert got.tolist() == R.batch_topk(scores.tolist(), k)
+    assert got.tolist() == ranking.batch_topk_ref(scores.tolist(), k)
 
 
 def test_batch_topk_large_matches_rows():
     rng = np.random.default_rng(0)
     s = rng.integers(0, 50, size=(30, 2000)).astype(np.float64)  # many ties
     s[rng.random(s.shape) < 0.1] = -np.inf
-    got = K.batch_topk(s, 25)
+    got = ranking.batch_topk(s, 25)
     for r in range(30):
-        assert got[r].tolist() == K.topk(s[r], 25).tolist()
+        assert got[r].tolist() == ranking.topk(s[r], 25).tolist()
     with pytest.raises(ValueError):
-        K.batch_topk(s[0], 3)
+        ranking.batch_topk(s[0], 3)
 
 
 @given(
@@ -325,12 +333,12 @@ def test_batch_topk_large_matches_rows():
 )
 def test_scores_matvec(args):
     E, q = args
-    got = K.scores_matvec(E, q)
+    got = kernel_helpers.scores_matvec(E, q)
     assert got.dtype == np.float32 and got.shape == (E.shape[0],)
-    want = R.scores_matvec(E.astype(float).tolist(), q.astype(float).tolist())
+    want = kernel_helpers.scores_matvec_ref(E.astype(float).tolist(), q.astype(float).tolist())
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     Q = np.stack([q, -q], axis=1)
-    both = K.scores_matvec(E, Q)
+    both = kernel_helpers.scores_matvec(E, Q)
     assert both.shape == (E.shape[0], 2)
     np.testing.assert_allclose(both[:, 1], -got, rtol=1e-5, atol=1e-6)
 
@@ -340,7 +348,7 @@ def test_scores_matvec(args):
 
 def _tie_ref(scores, k, tb):
     """Reference: sort best first, single-link groups within TIE_RTOL, then by key, row."""
-    from memsim.engine.kernels import TIE_RTOL
+    from memsim.engine.ranking import TIE_RTOL
 
     rows = sorted(
         (i for i in range(len(scores)) if scores[i] > -np.inf), key=lambda i: (-scores[i], i)
@@ -361,7 +369,7 @@ def _tie_ref(scores, k, tb):
 
 
 def test_topk_tiebreak_orders_near_equal_scores_by_key_not_row():
-    from memsim.engine.kernels import topk
+    from memsim.engine.ranking import topk
 
     s = np.array([0.5, 0.9, 0.9 + 3e-7, 0.9 - 2e-7, 0.1])  # rows 1-3 tie within 1e-6
     tb = np.array([0, 30, 20, 10, 0], dtype=np.uint64)
@@ -381,7 +389,7 @@ def test_topk_tiebreak_orders_near_equal_scores_by_key_not_row():
 )
 @settings(max_examples=60, deadline=None)
 def test_topk_tiebreak_matches_reference_and_batch(values, k, salt):
-    from memsim.engine.kernels import batch_topk, mix64, topk
+    from memsim.engine.ranking import batch_topk, mix64, topk
 
     s = np.array(values)
     tb = mix64(np.arange(len(s), dtype=np.uint64) * 7 + 1, salt)
@@ -393,7 +401,7 @@ def test_topk_tiebreak_matches_reference_and_batch(values, k, salt):
 
 
 @given(
-    st.integers(K._ONE_TIE_FROM + 1, 300),
+    st.integers(ranking._ONE_TIE_FROM + 1, 300),
     st.lists(st.sampled_from([0.2, 0.7, 0.7 + 4e-7, -np.inf, np.nan]), max_size=20),
     st.integers(0, 80),
     st.data(),
@@ -407,8 +415,8 @@ def test_topk_of_a_large_exact_tie_is_the_reference(tied, others, k, data):
     s = s[data.draw(st.permutations(range(len(s))))]
     tb = np.array(data.draw(st.lists(st.integers(0, 9), min_size=len(s), max_size=len(s))))
     tb = tb.astype(np.uint64)
-    assert K.topk(s, k, tb).tolist() == _tie_ref(s, k, tb)
-    assert K.topk(s, k, lambda rows: tb[rows]).tolist() == _tie_ref(s, k, tb)
+    assert ranking.topk(s, k, tb).tolist() == _tie_ref(s, k, tb)
+    assert ranking.topk(s, k, lambda rows: tb[rows]).tolist() == _tie_ref(s, k, tb)
 
 
 @given(
@@ -417,10 +425,10 @@ def test_topk_of_a_large_exact_tie_is_the_reference(tied, others, k, data):
             [0.3, 0.3 + 4e-7, 0.3 - 2e-7, 0.3 - 4e-7, 0.7, -0.2, -0.2 - 1e-7, 0.0, -0.0, 5e-324]
         ),
         min_size=1,
-        max_size=K._SMALL_TOPK,
+        max_size=ranking._SMALL_TOPK,
     ),
-    st.integers(0, K._SMALL_TOPK + 2),
-    st.lists(st.integers(0, 3), min_size=K._SMALL_TOPK, max_size=K._SMALL_TOPK),
+    st.integers(0, ranking._SMALL_TOPK + 2),
+    st.lists(st.integers(0, 3), min_size=ranking._SMALL_TOPK, max_size=ranking._SMALL_TOPK),
 )
 @example([0.7, 0.3, 0.3 - 2e-7, 0.3 - 4e-7], 2, [0, 3, 2, 1] * 8).via("a tie chain under the k-th")
 @settings(max_examples=150, deadline=None)
@@ -429,16 +437,16 @@ def test_topk_of_a_few_finite_scores_is_the_reference(values, k, keys):
     reference returns, with keys that repeat and without keys."""
     s = np.array(values)
     tb = np.array(keys[: len(s)], dtype=np.uint64)
-    got = K.topk(s, k, tb).tolist()
+    got = ranking.topk(s, k, tb).tolist()
     assert got == _tie_ref(s, k, tb)
     if k > 0:  # (topk returns nothing before it)
-        assert K._topk_small(values, k, tb).tolist() == got
+        assert ranking._topk_small(values, k, tb).tolist() == got
     plain = sorted(range(len(s)), key=lambda i: (-values[i], i))[:k]
-    assert K.topk(s, k).tolist() == plain
+    assert ranking.topk(s, k).tolist() == plain
 
 
 def test_tie_groups_do_not_depend_on_a_rounding_grid():
-    from memsim.engine.kernels import tie_groups
+    from memsim.engine.ranking import tie_groups
 
     # 0.6054901933620518 and 0.6054902477277553 straddle a 2**-20 grid point: still one tie
     assert tie_groups(np.array([0.6054902477277553, 0.6054901933620518, 0.5])).tolist() == [0, 0, 1]
@@ -457,13 +465,13 @@ def _splitmix64(key: int, salt: int) -> int:
 @settings(max_examples=60, deadline=None)
 def test_mix64_is_splitmix64_in_every_shape(keys, salt):
     want = [_splitmix64(k, salt) for k in keys]
-    got = K.mix64(np.array(keys, dtype=np.uint64), salt)
+    got = ranking.mix64(np.array(keys, dtype=np.uint64), salt)
     assert got.dtype == np.uint64 and got.tolist() == want
     if len(keys) % 2 == 0:  # a 2-d array keeps its shape
-        grid = K.mix64(np.array(keys, dtype=np.uint64).reshape(2, -1), salt)
+        grid = ranking.mix64(np.array(keys, dtype=np.uint64).reshape(2, -1), salt)
         assert grid.shape == (2, len(keys) // 2) and grid.ravel().tolist() == want
     if keys:  # one key alone: a numpy scalar, as the tie keys of one row
-        one = K.mix64(np.uint64(keys[0]), salt)
+        one = ranking.mix64(np.uint64(keys[0]), salt)
         assert np.ndim(one) == 0 and int(one) == want[0]
 
 
@@ -504,7 +512,7 @@ def test_rows_at_least_decides_as_float64(seed, n, share, threshold, near, given
     if near and n:
         # rows whose cosine with v sits within float32 rounding of the threshold, or of the
         # threshold plus or minus the margin (where the screen alone decides)
-        m = K.screen_margin(d)
+        m = similarity.screen_margin(d)
         for i in range(0, n, 3):
             t = np.clip(threshold + (0.0, m, -m)[i % 3] * 1.01, -0.9, 0.99)
             w = E[i] - (E[i] @ v) * v
@@ -514,15 +522,15 @@ def test_rows_at_least_decides_as_float64(seed, n, share, threshold, near, given
     E = E.astype(np.float32)
     v32 = v.astype(np.float32)
     rows = np.flatnonzero(rng.random(n) < share)
-    want = K.exact_cosines(E, v32)[rows]
+    want = similarity.exact_cosines(E, v32)[rows]
     screen = None
     if given_screen == "matrix product":
         other = rng.standard_normal((3, d)).astype(np.float32)
         screen = (E[rows] @ np.vstack([other, v32]).T)[:, 3]
     elif given_screen == "off by up to the margin":
-        off = rng.uniform(-0.9, 0.9, len(rows)) * K.screen_margin(d)
+        off = rng.uniform(-0.9, 0.9, len(rows)) * similarity.screen_margin(d)
         screen = (want + off).astype(np.float32)
-    got = K.rows_at_least(E, rows, v32, threshold, screen=screen)
+    got = similarity.rows_at_least(E, rows, v32, threshold, screen=screen)
     np.testing.assert_array_equal(got, rows[want >= threshold])
 
 
@@ -535,9 +543,9 @@ def test_exact_cosines_of_a_row_do_not_depend_on_the_rows_beside_it(seed, n, m):
     E = rng.standard_normal((n, 384)).astype(np.float32)
     v = rng.standard_normal(384).astype(np.float32)
     rows = rng.choice(n, min(m, n), replace=False)
-    together = K.exact_cosines(E[rows], v)
-    alone = [K.exact_cosines(E[r : r + 1], v)[0] for r in rows]
-    assert together.tolist() == alone == K.exact_cosines(E, v)[rows].tolist()
+    together = similarity.exact_cosines(E[rows], v)
+    alone = [similarity.exact_cosines(E[r : r + 1], v)[0] for r in rows]
+    assert together.tolist() == alone == similarity.exact_cosines(E, v)[rows].tolist()
 
 
 @settings(max_examples=80, deadline=None)
@@ -553,7 +561,7 @@ def test_rows_matvec_is_the_full_product_bit_for_bit(seed, n, m):
     E = buf[:n]
     v = rng.standard_normal(384).astype(np.float32)
     rows = np.concatenate([rng.integers(0, n, m), [n - 1, 0]])
-    np.testing.assert_array_equal(K.rows_matvec(E, rows, v), (E @ v)[rows])
+    np.testing.assert_array_equal(similarity.rows_matvec(E, rows, v), (E @ v)[rows])
 
 
 @settings(max_examples=80, deadline=None)
@@ -570,22 +578,22 @@ def test_rows_matvec_of_a_few_rows_is_the_full_product_bit_for_bit(n, picks, see
     E = rng.standard_normal((n, 384)).astype(np.float32)
     v = rng.standard_normal(384).astype(np.float32)
     rows = np.unique(np.array([p % n for p in picks], dtype=np.int64))
-    assert K.rows_matvec(E, rows, v).tobytes() == (E @ v)[rows].tobytes()
+    assert similarity.rows_matvec(E, rows, v).tobytes() == (E @ v)[rows].tobytes()
 
 
 @settings(max_examples=80, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(4, 2000), m=st.integers(1, 60))
 def test_a_row_in_any_full_block_has_its_full_product_bit_for_bit(seed, n, m):
-    """The BLAS property kernels.PackedRows relies on: a row's float32 product inside a full
+    """The BLAS property similarity.PackedRows relies on: a row's float32 product inside a full
     block of MATVEC_BLOCK rows does not depend on the block's other rows or on its place in
     the block, so rows of the full matrix's full blocks, packed in any order and padded to
     whole blocks with any finite rows, keep the full product's numbers bit for bit."""
     rng = np.random.default_rng(seed)
     E = rng.standard_normal((n, 384)).astype(np.float32)
     v = rng.standard_normal(384).astype(np.float32)
-    end = (n // K.MATVEC_BLOCK) * K.MATVEC_BLOCK
+    end = (n // similarity.MATVEC_BLOCK) * similarity.MATVEC_BLOCK
     rows = rng.permutation(rng.integers(0, end, m))
-    pad = (-m) % K.MATVEC_BLOCK
+    pad = (-m) % similarity.MATVEC_BLOCK
     packed = np.vstack([E[rows], rng.standard_normal((pad, 384)).astype(np.float32)])
     np.testing.assert_array_equal((packed @ v)[:m], (E @ v)[rows])
 
@@ -608,9 +616,9 @@ def test_kth_largest_is_the_sorted_value(values, bulk, n_bulk, k, seed):
     s = np.array(values + ([] if bulk is None else [bulk] * n_bulk), dtype=np.float64)
     s = s[rng.permutation(len(s))]
     k = min(k, len(s) - 1)
-    assert K._kth_largest(s, k) == np.sort(s)[len(s) - k]
+    assert ranking._kth_largest(s, k) == np.sort(s)[len(s) - k]
     f32 = s.astype(np.float32)
-    assert K._kth_largest(f32, k) == np.sort(f32)[len(f32) - k]
+    assert ranking._kth_largest(f32, k) == np.sort(f32)[len(f32) - k]
 
 
 @settings(max_examples=60, deadline=None)
@@ -622,9 +630,9 @@ def test_kth_largest_is_the_sorted_value(values, bulk, n_bulk, k, seed):
 def test_topk_lazy_tiebreak_equals_the_array(scores, k, salt):
     """A tiebreak given as a function of row indices (keys for candidates only) ranks as
     the full key array does."""
-    keys = K.mix64(np.arange(len(scores), dtype=np.uint64) * 7 + 3, salt)
-    lazy = K.topk(scores, k, lambda rows: keys[rows])
-    np.testing.assert_array_equal(lazy, K.topk(scores, k, keys))
+    keys = ranking.mix64(np.arange(len(scores), dtype=np.uint64) * 7 + 3, salt)
+    lazy = ranking.topk(scores, k, lambda rows: keys[rows])
+    np.testing.assert_array_equal(lazy, ranking.topk(scores, k, keys))
 
 
 @settings(max_examples=150, deadline=None)
@@ -679,20 +687,20 @@ def test_topk_support_ranks_as_every_score_with_ties_chained_below_the_kth(
     s = np.array(values, dtype=np.float64)
     with np.errstate(invalid="ignore"):  # -inf + inf: a NaN bound
         bound = s + np.array(slack[: len(s)])
-    keys = K.mix64(np.arange(len(s), dtype=np.uint64) * 7 + 1, salt)
+    keys = ranking.mix64(np.arange(len(s), dtype=np.uint64) * 7 + 1, salt)
     asked: list[int] = []
 
     def exact(rows):
         asked.extend(rows.tolist())
         return s[rows]
 
-    rows, got = K.topk_support(bound, exact, k, first)
+    rows, got = ranking.topk_support(bound, exact, k, first)
     assert len(asked) == len(set(asked)) and sorted(asked) == rows.tolist()
     np.testing.assert_array_equal(got, s[rows])
     pruned = np.full(len(s), -np.inf)
     pruned[rows] = got
-    assert K.topk(pruned, k, keys).tolist() == K.topk(s, k, keys).tolist()
-    assert K.topk(pruned, k).tolist() == K.topk(s, k).tolist()
+    assert ranking.topk(pruned, k, keys).tolist() == ranking.topk(s, k, keys).tolist()
+    assert ranking.topk(pruned, k).tolist() == ranking.topk(s, k).tolist()
 
 
 def test_actr_spacing_terms_is_the_kernels_term():
@@ -701,10 +709,10 @@ def test_actr_spacing_terms_is_the_kernels_term():
     overflowed decay at age exactly 1 is 1 there too (1 ** -inf), not NaN."""
     ages = np.array([1 / 24, 0.5, 1.0, 3.0, 400.0])
     for age in ages:
-        term = K.actr_spacing_terms([age], [-0.1768], 1 / 24)
-        act = K.actr_activation_spacing(np.array([[0.0]]), age, 0.1768, 0.2170, 1 / 24)
+        term = actr_formulas.actr_spacing_terms([age], [-0.1768], 1 / 24)
+        act = actr_formulas.actr_activation_spacing(np.array([[0.0]]), age, 0.1768, 0.2170, 1 / 24)
         assert np.log(term).tobytes() == act.tobytes()
-    got = K.actr_spacing_terms([0.5, 2.0], [-np.inf, -np.inf], 1.0)
+    got = actr_formulas.actr_spacing_terms([0.5, 2.0], [-np.inf, -np.inf], 1.0)
     assert got.tolist() == [1.0, 0.0]
 
 
@@ -713,8 +721,8 @@ def test_actr_spacing_terms_is_the_kernels_term():
 def test_settled_gap_of_one_norm_is_the_arrays(norm):
     """settled_gap of a Python float (a search one at a time) is its value over an array of
     norms, to the bit (NaN alike): a batch and one at a time settle the same rows."""
-    one = K.settled_gap(384, norm)
-    many = K.settled_gap(384, np.array([norm, 2.0]))
+    one = similarity.settled_gap(384, norm)
+    many = similarity.settled_gap(384, np.array([norm, 2.0]))
     assert isinstance(one, float)
     assert np.float64(one).tobytes() == many[:1].tobytes()
 
@@ -723,8 +731,8 @@ def test_screen_margins_widen_with_the_norm_only_past_one():
     """screen_margins: a unit or shorter vector's screens keep screen_margin (the rows'
     rounding bound), a longer one's widen in proportion to its norm, a NaN norm stays NaN
     (its screens settle nothing)."""
-    m = K.screen_margin(384)
-    got = K.screen_margins(384, np.array([0.0, 0.5, 1.0, 2.0, np.nan]))
+    m = similarity.screen_margin(384)
+    got = similarity.screen_margins(384, np.array([0.0, 0.5, 1.0, 2.0, np.nan]))
     assert got[:3].tolist() == [m, m, m] and got[3] == 2.0 * m and np.isnan(got[4])
 
 
@@ -743,11 +751,11 @@ def test_screen_margins_widen_with_the_norm_only_past_one():
 )
 @settings(max_examples=150, deadline=None)
 def test_decay_caps_bound_a_falling_quantity_until_the_row_is_used(steps, stability, window):
-    """Issue 16: kernels.DecayCaps holds, for every row at every later time, at least the
+    """Issue 16: ranking.DecayCaps holds, for every row at every later time, at least the
     quantity as its formula computes it (here exp(-t / S) from the row's last use, as
     Engram's R), whatever the uses, growth and refreshes between; used and new rows are at
     the top (with slack), and a time before the last refresh refreshes them all."""
-    caps = K.DecayCaps(1.0, window)
+    caps = ranking.DecayCaps(1.0, window)
     last = np.zeros(8)  # rows' last use
     now = 0.0
 
@@ -763,23 +771,25 @@ def test_decay_caps_bound_a_falling_quantity_until_the_row_is_used(steps, stabil
         last[rows] = now
         caps.used(rows)
         assert (caps.at(now, len(last), values)[rows] == caps.any).all()
-    assert caps.any == 1.0 + K.CAP_SLACK
+    assert caps.any == 1.0 + ranking.CAP_SLACK
     # asked at a time before its last refresh (which is at most a window before now): every
     # row refreshed at that time
     early = now - window - 1.0
     got = caps.at(early, len(last), values)
-    want = values(early) * (1.0 + K.CAP_SLACK) + K.CAP_TINY
+    want = values(early) * (1.0 + ranking.CAP_SLACK) + ranking.CAP_TINY
     assert got.tobytes() == want.tobytes()
 
 
 def test_decay_caps_reset_and_another_stores_rows():
-    caps = K.DecayCaps(2.0, 1.0)
+    caps = ranking.DecayCaps(2.0, 1.0)
     ones = lambda t: np.ones(5)  # noqa: E731
-    assert caps.at(0.0, 5, ones).tolist() == [1.0 + K.CAP_SLACK + K.CAP_TINY] * 5
+    assert caps.at(0.0, 5, ones).tolist() == [1.0 + ranking.CAP_SLACK + ranking.CAP_TINY] * 5
     caps.used(np.array([1, 9]))  # a row it does not know yet is left to the next growth
-    assert caps.at(0.5, 5, ones)[1] == caps.any == 2.0 * (1.0 + K.CAP_SLACK)
+    assert caps.at(0.5, 5, ones)[1] == caps.any == 2.0 * (1.0 + ranking.CAP_SLACK)
     halves = lambda t: np.full(3, 0.5)  # noqa: E731
     # fewer rows than it knows: another store's, refreshed whatever the time
-    assert caps.at(0.5, 3, halves).tolist() == [0.5 * (1.0 + K.CAP_SLACK) + K.CAP_TINY] * 3
+    assert (
+        caps.at(0.5, 3, halves).tolist() == [0.5 * (1.0 + ranking.CAP_SLACK) + ranking.CAP_TINY] * 3
+    )
     caps.reset()
-    assert caps.at(0.6, 3, halves)[0] == 0.5 * (1.0 + K.CAP_SLACK) + K.CAP_TINY
+    assert caps.at(0.6, 3, halves)[0] == 0.5 * (1.0 + ranking.CAP_SLACK) + ranking.CAP_TINY

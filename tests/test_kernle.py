@@ -308,7 +308,7 @@ def test_revision_screen_in_blocks_decides_as_the_float64_scan(monkeypatch):
     screen (margin 2: every active belief reaches the float64 decision, as a plain scan)
     and with blocks of one belief gives the same trace."""
     import scenarios
-    from memsim.engine import kernels
+    from memsim.engine import similarity
     from memsim.engine.mockllm import MockLLM
     from policies import kernle as kernle_mod
 
@@ -320,7 +320,7 @@ def test_revision_screen_in_blocks_decides_as_the_float64_scan(monkeypatch):
     screened = trace()
     monkeypatch.setattr(kernle_mod, "REVISE_SCREEN_ELEMENTS", 1)
     assert trace() == screened
-    monkeypatch.setattr(kernels, "screen_margin", lambda dim: 2.0)
+    monkeypatch.setattr(similarity, "screen_margin", lambda dim: 2.0)
     unscreened = trace()
     assert unscreened == screened
     assert any(

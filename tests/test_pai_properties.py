@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from memsim.engine.events import Claim, Episode, Forget, Query
-from memsim.engine.kernels import topk
 from memsim.engine.llm import NONE, Faults
 from memsim.engine.mockllm import MockLLM
+from memsim.engine.ranking import topk
 from policies.pai import (
     TYPE_CODE,
     PaiParams,

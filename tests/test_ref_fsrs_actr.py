@@ -13,11 +13,11 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from memsim.engine import kernels as K
-from memsim.engine import kernels_ref as R
+from memsim.engine import ranking
 from memsim.engine.errors import ParamError
 from memsim.engine.events import Claim, Episode, Query
 from memsim.engine.registry import make
+from policies import actr_formulas, fsrs6
 from policies.actr import ACTRParams, ranked_activation
 from policies.fsrs6 import DEFAULT_W, FSRS, FSRSParams, initial_difficulty
 from policies.reference_claims import OneVectorLLM
@@ -38,7 +38,7 @@ def test_fsrs_one_good_review_then_ten_days():
     (1 + F * 10 / S) ^ -w20 = 0.77437."""
     card, _ = fsrs.Scheduler(enable_fuzzing=False).review_card(fsrs.Card(), fsrs.Rating.Good, T0)
     assert card.stability == pytest.approx(2.3065)
-    r = float(K.fsrs_retrievability(10.0, 2.3065, W[20]))
+    r = float(fsrs6.fsrs_retrievability(10.0, 2.3065, W[20]))
     assert r == pytest.approx(0.77437, abs=5e-6)
     assert fsrs.Scheduler().get_card_retrievability(card, T0 + timedelta(days=10)) == (
         pytest.approx(r, abs=1e-12)
@@ -48,7 +48,7 @@ def test_fsrs_one_good_review_then_ten_days():
 def test_fsrs_retrievability_is_ninety_percent_at_t_equal_s():
     """FSRS-6 definition of stability: R(S, S) = 0.9 for any w20."""
     for w20 in (0.1, 0.1542, 0.5, 0.8):
-        assert float(K.fsrs_retrievability(7.0, 7.0, w20)) == pytest.approx(0.9, abs=1e-12)
+        assert float(fsrs6.fsrs_retrievability(7.0, 7.0, w20)) == pytest.approx(0.9, abs=1e-12)
 
 
 def test_fsrs_initial_difficulty_good():
@@ -76,13 +76,13 @@ def test_fsrs_kernel_agrees_with_the_package(gaps_minutes):
         t = t + timedelta(minutes=g)
         now = (t - T0).total_seconds() / 86400.0
         elapsed = np.floor(np.array([now - last]) + 1e-9)
-        S, D = K.fsrs_review_good(S, D, elapsed, W)
+        S, D = fsrs6.fsrs_review_good(S, D, elapsed, W)
         card, _ = sched.review_card(card, fsrs.Rating.Good, t)
         last = now
         assert abs(S[0] - card.stability) <= 1e-9 * max(1.0, card.stability)
         assert abs(D[0] - card.difficulty) <= 1e-9
     later = t + timedelta(days=5)
-    r = K.fsrs_retrievability(5.0, S, W[20])[0]
+    r = fsrs6.fsrs_retrievability(5.0, S, W[20])[0]
     assert abs(r - sched.get_card_retrievability(card, later)) <= 1e-9
 
 
@@ -95,13 +95,15 @@ def test_fsrs_kernels_equal_their_scalar_twins(S, D, t):
     S = np.array(S)
     D = np.array(D[: len(S)])
     t = np.array(t[: len(S)], dtype=np.float64)
-    got_s, got_d = K.fsrs_review_good(S, D, t, W)
-    got_r = K.fsrs_retrievability(t, S, W[20])
+    got_s, got_d = fsrs6.fsrs_review_good(S, D, t, W)
+    got_r = fsrs6.fsrs_retrievability(t, S, W[20])
     for i in range(len(S)):
-        s, d = R.fsrs_review_good(S[i], D[i], t[i], W)
+        s, d = fsrs6.fsrs_review_good_ref(S[i], D[i], t[i], W)
         assert math.isclose(got_s[i], s, rel_tol=1e-12)
         assert math.isclose(got_d[i], d, rel_tol=1e-12)
-        assert math.isclose(got_r[i], R.fsrs_retrievability(t[i], S[i], W[20]), rel_tol=1e-12)
+        assert math.isclose(
+            got_r[i], fsrs6.fsrs_retrievability_ref(t[i], S[i], W[20]), rel_tol=1e-12
+        )
 
 
 def test_fsrs_policy_reviews_match_the_package():
@@ -143,8 +145,8 @@ def test_fsrs_bad_params():
 def test_actr_single_presentation_one_unit_old_has_activation_zero():
     """Anderson & Schooler 1991: B = ln(1^-0.5) = 0; two presentations 1 and 4 units ago:
     ln(1 + 1/2) = 0.405465."""
-    assert float(K.actr_activation(np.array([[5.0, np.nan]]), 6.0)[0]) == 0.0
-    got = float(K.actr_activation(np.array([[2.0, 5.0]]), 6.0, 0.5)[0])
+    assert float(actr_formulas.actr_activation(np.array([[5.0, np.nan]]), 6.0)[0]) == 0.0
+    got = float(actr_formulas.actr_activation(np.array([[2.0, 5.0]]), 6.0, 0.5)[0])
     assert got == pytest.approx(math.log(1.5), abs=1e-12)
 
 
@@ -152,19 +154,21 @@ def test_actr_recall_probability_pavlik_anderson_2005():
     """P = 1 / (1 + exp(-(B - tau) / s)); with tau = -0.704, s = 0.255 (Pavlik & Anderson
     2005 Table 2) B = tau gives 0.5 and B = 0 gives 0.94052."""
     p = ACTRParams()
-    assert float(K.logistic_recall(p.tau, p.tau, p.s)) == 0.5
-    assert float(K.logistic_recall(0.0, p.tau, p.s)) == pytest.approx(0.940520, abs=1e-6)
+    assert float(actr_formulas.logistic_recall(p.tau, p.tau, p.s)) == 0.5
+    assert float(actr_formulas.logistic_recall(0.0, p.tau, p.s)) == pytest.approx(
+        0.940520, abs=1e-6
+    )
 
 
 def test_actr_spacing_first_decay_is_a():
     """Pavlik & Anderson 2005 eq. 3: m_0 = -inf so d_1 = a; one presentation 4 units old has
     B = -a ln 4. A second presentation at t2 decays with c * exp(m_1) + a, m_1 = -a ln(t2-t1)."""
     a, c = 0.1768, 0.2170
-    got = float(K.actr_activation_spacing(np.array([[0.0]]), 4.0, a, c)[0])
+    got = float(actr_formulas.actr_activation_spacing(np.array([[0.0]]), 4.0, a, c)[0])
     assert got == pytest.approx(-a * math.log(4.0), abs=1e-12)
     d2 = c * math.exp(-a * math.log(2.0)) + a
     want = math.log(6.0**-a + 4.0**-d2)
-    got = float(K.actr_activation_spacing(np.array([[0.0, 2.0]]), 6.0, a, c)[0])
+    got = float(actr_formulas.actr_activation_spacing(np.array([[0.0, 2.0]]), 6.0, a, c)[0])
     assert got == pytest.approx(want, abs=1e-12)
 
 
@@ -188,14 +192,18 @@ def _pad(rows):
 def test_actr_kernels_equal_their_scalar_twins(rows, d, extra):
     now = 100.0 + extra
     t = _pad(rows)
-    got = K.actr_activation(t, now, d, 1 / 24)
-    got_sp = K.actr_activation_spacing(t, now, 0.1768, 0.2170, 1 / 24)
+    got = actr_formulas.actr_activation(t, now, d, 1 / 24)
+    got_sp = actr_formulas.actr_activation_spacing(t, now, 0.1768, 0.2170, 1 / 24)
     for i, r in enumerate(rows):
-        assert math.isclose(got[i], R.actr_activation(r, now, d, 1 / 24), rel_tol=1e-12)
-        want = R.actr_activation_spacing(r, now, 0.1768, 0.2170, 1 / 24)
+        assert math.isclose(
+            got[i], actr_formulas.actr_activation_ref(r, now, d, 1 / 24), rel_tol=1e-12
+        )
+        want = actr_formulas.actr_activation_spacing_ref(r, now, 0.1768, 0.2170, 1 / 24)
         assert math.isclose(got_sp[i], want, rel_tol=1e-12, abs_tol=1e-12)
-        p = K.logistic_recall(got[i], -0.704, 0.255)
-        assert math.isclose(p, R.logistic_recall(got[i], -0.704, 0.255), rel_tol=1e-12)
+        p = actr_formulas.logistic_recall(got[i], -0.704, 0.255)
+        assert math.isclose(
+            p, actr_formulas.logistic_recall_ref(got[i], -0.704, 0.255), rel_tol=1e-12
+        )
 
 
 @given(
@@ -221,9 +229,9 @@ def test_actr_counted_and_segments_kernels_are_the_padded_kernel_bit_for_bit(
     for i, r in enumerate(rows):
         t[i, : len(r)] = r
     counts = np.array([len(r) for r in rows])
-    want = K.actr_activation(t, now, d, 1 / 24)
+    want = actr_formulas.actr_activation(t, now, d, 1 / 24)
     with _count_grouping(grouping):
-        got = K.actr_activation_counted(t, counts, now, d, 1 / 24)
+        got = actr_formulas.actr_activation_counted(t, counts, now, d, 1 / 24)
     assert got.tobytes() == want.tobytes()
     # the same rows as segments of one pool, in reverse order with a gap after each
     pool, start, at = np.full(sum(counts) + 3 * len(rows), -7.0), np.zeros(len(rows), int), 0
@@ -232,7 +240,7 @@ def test_actr_counted_and_segments_kernels_are_the_padded_kernel_bit_for_bit(
         pool[at : at + counts[i]] = rows[i]
         at += counts[i] + 3
     with _count_grouping(grouping):
-        got = K.actr_activation_segments(pool, start, counts, now, d, 1 / 24)
+        got = actr_formulas.actr_activation_segments(pool, start, counts, now, d, 1 / 24)
     assert got.tobytes() == want.tobytes()
 
 
@@ -242,15 +250,15 @@ def _count_grouping(grouping: str):
     group per count class (the path of a store's many rows), or with every row of 4
     presentations or more a group of its own, read from its segment (the path of a year's
     most retrieved rows, whose counts pass ``_ALONE_FROM``)."""
-    saved = K._ONE_GROUP_CELLS, K._ALONE_FROM
+    saved = actr_formulas._ONE_GROUP_CELLS, actr_formulas._ALONE_FROM
     if grouping == "per count class":
-        K._ONE_GROUP_CELLS = -(1 << 62)
+        actr_formulas._ONE_GROUP_CELLS = -(1 << 62)
     elif grouping == "long rows alone":
-        K._ALONE_FROM = 4
+        actr_formulas._ALONE_FROM = 4
     try:
         yield
     finally:
-        K._ONE_GROUP_CELLS, K._ALONE_FROM = saved
+        actr_formulas._ONE_GROUP_CELLS, actr_formulas._ALONE_FROM = saved
 
 
 def test_actr_policy_keeps_every_rows_presentations_in_order():
@@ -281,8 +289,8 @@ def test_actr_policy_keeps_every_rows_presentations_in_order():
     assert padded.shape == (n, 1 << (widest - 1).bit_length()) and padded.shape[1] >= widest
     for r, m in enumerate(made):
         assert padded[r, : len(m)].tolist() == m and np.isnan(padded[r, len(m) :]).all()
-    want = K.actr_activation(padded, now + 1.0, 0.5, 1 / 24)
-    got = K.actr_activation_segments(
+    want = actr_formulas.actr_activation(padded, now + 1.0, 0.5, 1 / 24)
+    got = actr_formulas.actr_activation_segments(
         pol.pool, pol.start[:n], pol.counts[:n], now + 1.0, 0.5, 1 / 24
     )
     assert got.tobytes() == want.tobytes()
@@ -300,7 +308,7 @@ def test_actr_policy_presentations_and_variant():
         if variant == "standard":
             want = math.log(20.0**-0.5 + 18.0**-0.5 + 10.0**-0.5)
         else:
-            want = R.actr_activation_spacing([0.0, 2.0, 10.0], 20.0)
+            want = actr_formulas.actr_activation_spacing_ref([0.0, 2.0, 10.0], 20.0)
         assert float(pol.activation(20.0)[0]) == pytest.approx(want, abs=1e-12)
 
 
@@ -317,18 +325,17 @@ def test_actr_spacing_activation_does_not_depend_on_padding_after_rapid_repetiti
     d = c exp(m) + a; the row's activation must not turn NaN because a wider matrix pads it
     (an overflowed term times the 0 of a missing presentation was NaN: 173 of 500 rows at
     the end of a 3,000-episode steady run of actr-spacing)."""
-    from memsim.engine import kernels
 
     row = [0.0, 1 / 24, 2 / 24, 3 / 24, 4 / 24]
-    alone = kernels.actr_activation_spacing(np.array([row]), 1.0, 0.1768, 0.2170, 1 / 24)
-    padded = kernels.actr_activation_spacing(
+    alone = actr_formulas.actr_activation_spacing(np.array([row]), 1.0, 0.1768, 0.2170, 1 / 24)
+    padded = actr_formulas.actr_activation_spacing(
         np.array([row + [np.nan] * 3, [0.0] + [np.nan] * 7]), 1.0, 0.1768, 0.2170, 1 / 24
     )
     assert not np.isnan(padded).any()
     assert padded[0] == alone[0]
     assert (
         padded[1]
-        == kernels.actr_activation_spacing(np.array([[0.0]]), 1.0, 0.1768, 0.2170, 1 / 24)[0]
+        == actr_formulas.actr_activation_spacing(np.array([[0.0]]), 1.0, 0.1768, 0.2170, 1 / 24)[0]
     )
 
 
@@ -373,7 +380,7 @@ def test_actr_spacing_ranking_evaluates_overflowed_rows_only_where_w_cos_can_rea
     assert np.isfinite(got).sum() == 4  # the first round's 2k rows
     want = ranked_activation(full, w) + w * sims
     keys = pol.store.tie_keys("q")
-    assert K.topk(got, 2, keys).tolist() == K.topk(want, 2, keys).tolist() == [0, 1]
+    assert ranking.topk(got, 2, keys).tolist() == ranking.topk(want, 2, keys).tolist() == [0, 1]
 
 
 def _create_row(pol, now: float) -> None:
@@ -432,7 +439,7 @@ def test_actr_spacing_segments_kernel_is_the_padded_kernel_bit_for_bit(
     padded = np.full((len(times), m), np.nan)
     for i, t in enumerate(times):
         padded[i, : len(t)] = t
-    nd = K.actr_spacing_neg_decays(padded, a, c, min_age)
+    nd = actr_formulas.actr_spacing_neg_decays(padded, a, c, min_age)
     assert np.array_equal(np.isnan(nd), np.isnan(padded))
     assert all(nd[i, 0] == -a for i, t in enumerate(times) if t)
     counts = np.array([len(t) for t in times])
@@ -446,9 +453,11 @@ def test_actr_spacing_segments_kernel_is_the_padded_kernel_bit_for_bit(
         pool[at : at + counts[i]] = times[i]
         dpool[at : at + counts[i]] = nd[i, : counts[i]]
         at += counts[i] + 3
-    want = K.actr_activation_spacing(padded, now, a, c, min_age)
+    want = actr_formulas.actr_activation_spacing(padded, now, a, c, min_age)
     with _count_grouping(grouping):
-        got = K.actr_activation_spacing_segments(pool, dpool, start, counts, now, min_age)
+        got = actr_formulas.actr_activation_spacing_segments(
+            pool, dpool, start, counts, now, min_age
+        )
     assert got.tobytes() == want.tobytes()
 
 
@@ -469,11 +478,13 @@ def test_actr_spacing_policy_caches_the_padded_kernels_decays(steps, unit, extra
     p = pol.params
     now, n = _create_and_review(pol, steps)
     padded = pol._padded(n) / unit
-    want_nd = K.actr_spacing_neg_decays(padded, p.spacing_a, p.spacing_c, p.min_age)
+    want_nd = actr_formulas.actr_spacing_neg_decays(padded, p.spacing_a, p.spacing_c, p.min_age)
     for r in range(n):
         assert (-pol.decays(r)).tobytes() == want_nd[r, : pol.counts[r]].tobytes()
     t = now + extra * unit
-    want = K.actr_activation_spacing(padded, t / unit, p.spacing_a, p.spacing_c, p.min_age)
+    want = actr_formulas.actr_activation_spacing(
+        padded, t / unit, p.spacing_a, p.spacing_c, p.min_age
+    )
     assert pol.activation(t).tobytes() == want.tobytes()
 
 
@@ -511,10 +522,12 @@ def test_actr_spacing_review_reads_sums_computed_at_its_time_only(steps, unit, s
         else:
             pol._review(np.unique(np.array([pick, 2 * pick, pick + 3]) % n), now)
     padded = pol._padded(n) / unit
-    want_nd = K.actr_spacing_neg_decays(padded, p.spacing_a, p.spacing_c, p.min_age)
+    want_nd = actr_formulas.actr_spacing_neg_decays(padded, p.spacing_a, p.spacing_c, p.min_age)
     for r in range(n):
         assert (-pol.decays(r)).tobytes() == want_nd[r, : pol.counts[r]].tobytes()
-    want = K.actr_activation_spacing(padded, now / unit, p.spacing_a, p.spacing_c, p.min_age)
+    want = actr_formulas.actr_activation_spacing(
+        padded, now / unit, p.spacing_a, p.spacing_c, p.min_age
+    )
     assert pol.activation(now).tobytes() == want.tobytes()
 
 
@@ -536,7 +549,9 @@ def test_actr_spacing_policy_rapid_repetitions_reach_inf_as_the_padded_kernel():
     p = pol.params
     assert math.isinf(pol.decays(0)[-1])
     got = pol.activation(5 / 24)
-    want = K.actr_activation_spacing(pol._padded(2), 5 / 24, p.spacing_a, p.spacing_c, p.min_age)
+    want = actr_formulas.actr_activation_spacing(
+        pol._padded(2), 5 / 24, p.spacing_a, p.spacing_c, p.min_age
+    )
     assert got[0] == math.inf and got.tobytes() == want.tobytes()
 
 
@@ -551,7 +566,9 @@ def test_actr_spacing_overflowed_decay_one_time_unit_later_is_not_nan():
     at = 5 / 32 + 1.0
     assert at - 5 / 32 == 1.0
     got = pol.activation(at)
-    want = K.actr_activation_spacing(pol._padded(2), at, p.spacing_a, p.spacing_c, p.min_age)
+    want = actr_formulas.actr_activation_spacing(
+        pol._padded(2), at, p.spacing_a, p.spacing_c, p.min_age
+    )
     assert np.isfinite(got).all() and got.tobytes() == want.tobytes()
     assert got[0] > got[1]  # the repeated memory stays the stronger
 
@@ -566,7 +583,7 @@ def test_actr_spacing_overflowed_decay_one_time_unit_later_is_not_nan():
 )
 def test_actr_ranks_on_bounded_rows_as_on_every_row(steps, policy_id, unit, extra, later, seed):
     """ACT-R's recall evaluates the activation of the rows whose bound reaches the top k
-    only (kernels.topk_support). Over random creations and reviews (rapid repetitions whose
+    only (ranking.topk_support). Over random creations and reviews (rapid repetitions whose
     spacing decays overflow included, time units of a day and an hour), and three queries
     (at a time, later, and back at the last presentation's, so that the activations known
     from one query bound the next or are not used): the bound is at least the activation of
@@ -589,6 +606,6 @@ def test_actr_ranks_on_bounded_rows_as_on_every_row(steps, policy_id, unit, extr
         want = np.where(live, ranked_activation(full, w) + w * sims, -np.inf)
         got = pol._scores(sims, live, t, k := int(rng.integers(1, 6)))
         keys = pol.store.tie_keys(f"q{seed}")
-        assert K.topk(got, k, keys).tolist() == K.topk(want, k, keys).tolist()
+        assert ranking.topk(got, k, keys).tolist() == ranking.topk(want, k, keys).tolist()
         kept = np.isfinite(got)
         assert got[kept].tobytes() == want[kept].tobytes()

@@ -245,7 +245,7 @@ def _planted_pai(seed: int, n: int, groups: list[tuple[int, float]], dups: int):
     ``groups``, that many rows at that cosine with a unit vector q, plus ``dups`` copies of
     one row at q's last group cosine (exact ties); a fifth of the rows invalidated, a tenth
     without an embedding. Its reinforcement check through the cones from 1 row."""
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
     from policies.pai import PersonalAI
 
     rng = np.random.default_rng(seed)
@@ -336,7 +336,7 @@ def test_personal_ai_through_the_reinforcement_cones_a_run_is_the_full_scans(pol
     """The reinforcement check through the cones (forced on from 100 rows) settles most of
     a run's beliefs, and the run's trace and store equal the full scans' bytes for bytes
     (use_index("exact") turns the check off)."""
-    from memsim.engine.index import CandidateIndex
+    from memsim.engine.candidate_index import CandidateIndex
 
     spec = "synthetic:churn"
     exact = make(policy_id, llm=MockLLM(seed=0), seed=0)

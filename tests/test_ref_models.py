@@ -11,15 +11,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsim.engine import kernels as K
-from memsim.engine import kernels_ref as R
 from memsim.engine.errors import ParamError
 from memsim.engine.events import Claim, Episode, Query
 from memsim.engine.registry import make
+from policies import ebisu_model, generative_agents
 from policies.ebisu_model import EbisuParams
 from policies.generative_agents import GenerativeAgentsParams
 from policies.memorybank import MemoryBankParams
 from policies.reference_claims import OneVectorLLM, TwoKeysLLM
+from tests import kernel_helpers
 
 
 def _ep(i: int, t: float, key: str = "a.b", value: str = "1", importance: float = 0.5):
@@ -37,16 +37,24 @@ def _q(t: float, k: int = 1):
 def test_ebisu_recall_is_one_half_at_the_half_life_and_two_sevenths_at_twice():
     """Ebisu: Beta(3, 3) prior at t: predictRecall(t) = mean of Beta(3, 3) = 1/2;
     predictRecall(2t) = B(5, 3) / B(3, 3) = 2/7."""
-    assert float(K.ebisu_predict_recall(3.0, 3.0, 1.0, 1.0)) == pytest.approx(0.5, abs=1e-12)
-    assert float(K.ebisu_predict_recall(3.0, 3.0, 5.0, 10.0)) == pytest.approx(2 / 7, abs=1e-12)
+    assert float(ebisu_model.ebisu_predict_recall(3.0, 3.0, 1.0, 1.0)) == pytest.approx(
+        0.5, abs=1e-12
+    )
+    assert float(ebisu_model.ebisu_predict_recall(3.0, 3.0, 5.0, 10.0)) == pytest.approx(
+        2 / 7, abs=1e-12
+    )
     assert ebisu.predictRecall((3.0, 3.0, 5.0), 10.0, exact=True) == pytest.approx(2 / 7)
 
 
 @given(st.floats(0.5, 50.0), st.floats(0.5, 50.0), st.floats(0.01, 100.0), st.floats(0.0, 300.0))
 def test_ebisu_kernel_agrees_with_the_package_and_its_twin(a, b, t, dt):
-    got = float(K.ebisu_predict_recall(np.array([a]), np.array([b]), np.array([t]), dt)[0])
+    got = float(
+        ebisu_model.ebisu_predict_recall(np.array([a]), np.array([b]), np.array([t]), dt)[0]
+    )
     assert abs(got - ebisu.predictRecall((a, b, t), dt, exact=True)) <= 1e-9
-    assert math.isclose(got, R.ebisu_predict_recall(a, b, t, dt), rel_tol=1e-9, abs_tol=1e-300)
+    assert math.isclose(
+        got, ebisu_model.ebisu_predict_recall_ref(a, b, t, dt), rel_tol=1e-9, abs_tol=1e-300
+    )
 
 
 def test_ebisu_policy_quizzes_match_the_package():
@@ -129,9 +137,11 @@ def test_generative_agents_recency_after_one_day():
 def test_generative_agents_minmax_normalization():
     """Each component is min-max normalized over candidates: [2, 4, 6] -> [0, 0.5, 1]; a
     constant component gives 0.5 (released normalize_dict_floats)."""
-    assert K.minmax_normalize([2.0, 4.0, 6.0]).tolist() == [0.0, 0.5, 1.0]
-    assert K.minmax_normalize([3.0, 3.0]).tolist() == [0.5, 0.5]
-    got = K.generative_agents_score([1.0, 0.0], [0.0, 1.0], [0.2, 0.8], (0.5, 2.0, 3.0))
+    assert kernel_helpers.minmax_normalize([2.0, 4.0, 6.0]).tolist() == [0.0, 0.5, 1.0]
+    assert kernel_helpers.minmax_normalize([3.0, 3.0]).tolist() == [0.5, 0.5]
+    got = generative_agents.generative_agents_score(
+        [1.0, 0.0], [0.0, 1.0], [0.2, 0.8], (0.5, 2.0, 3.0)
+    )
     assert got.tolist() == [0.5, 5.0]
 
 
@@ -144,8 +154,8 @@ def test_generative_agents_kernels_equal_their_scalar_twins(rec, data):
     imp = data.draw(st.lists(st.floats(0, 1), min_size=n, max_size=n))
     rel = data.draw(st.lists(st.floats(-1, 1), min_size=n, max_size=n))
     w = (0.5, 2.0, 3.0)
-    got = K.generative_agents_score(np.array(rec), np.array(imp), np.array(rel), w)
-    want = R.generative_agents_score(rec, imp, rel, w)
+    got = generative_agents.generative_agents_score(np.array(rec), np.array(imp), np.array(rel), w)
+    want = generative_agents.generative_agents_score_ref(rec, imp, rel, w)
     for g, x in zip(got, want):
         assert math.isclose(g, x, rel_tol=1e-12, abs_tol=1e-12)
 
@@ -176,7 +186,6 @@ def _check_code_recency_against_the_full_sort(monkeypatch) -> list[int]:
     """Patch GenerativeAgents._scores to assert, at every query, that its scores equal those
     of the stable lexsort of (last use, creation, tie key) over the live rows (the code
     variant's recency rank computed from scratch, as before the order was kept)."""
-    from memsim.engine import kernels
     from policies.generative_agents import GenerativeAgents
 
     kept = GenerativeAgents._scores
@@ -193,7 +202,7 @@ def _check_code_recency_against_the_full_sort(monkeypatch) -> list[int]:
         rank = np.empty(len(idx))
         rank[order] = np.arange(1, len(idx) + 1)
         want = np.full(len(sims), -np.inf)
-        want[idx] = kernels.generative_agents_score(
+        want[idx] = generative_agents.generative_agents_score(
             np.power(p.code_recency_decay, rank),
             s["importance"][idx],
             sims[idx],

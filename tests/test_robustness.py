@@ -196,7 +196,7 @@ def test_through_a_candidate_index_the_report_gives_its_audit(tmp_path):
 def test_index_audit_takes_the_largest_share_and_counts_runs_over_the_bound():
     from types import SimpleNamespace
 
-    from memsim.engine.index import AUDIT_BOUND
+    from memsim.engine.candidate_index import AUDIT_BOUND
     from memsim.workbench.studies.robustness import index_audit
 
     def run(policy, queries, decisions):

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from benchmarks.ingest_day import store_state
 from memsim.engine.errors import MemsimError, VectorError
-from memsim.engine.kernels import PackedRows, RecurringScans
+from memsim.engine.similarity import PackedRows, RecurringScans
 from memsim.engine.store import MemoryStore, Statuses, as_unit_vectors
 
 ST = Statuses(
@@ -384,7 +384,7 @@ def test_set_embedding_validates_and_normalizes():
     seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 12), fill=st.sampled_from([-np.inf, 0.0])
 )
 def test_products_are_the_masked_full_scan_bit_for_bit(seed, steps, fill):
-    """store.products (kernels.PackedRows: only the masked rows, kept packed between calls)
+    """store.products (similarity.PackedRows: only the masked rows, kept packed between calls)
     gives np.where(mask, E @ v, fill) bit for bit, and store.products_at the same numbers
     at the masked rows (or at a few rows, the store's last ones among them), through adds,
     masks that shrink and grow (rows appended, dropped, the packed matrix rebuilt and
@@ -443,7 +443,7 @@ def _check_products(seed: int, steps: int, fill: float) -> None:
     pool=st.integers(1, 14),
 )
 def test_query_products_are_the_full_scan_bit_for_bit(seed, steps, dim, pool):
-    """store.query_products (kernels.RecurringScans: each vector's products kept between its
+    """store.query_products (similarity.RecurringScans: each vector's products kept between its
     calls) gives (E @ v)[rows] bit for bit through adds of any size (the store's last rows
     after its last full block among them), changed embeddings (before and after the kept
     rows, of vectors in use and of evicted ones), vectors that come back, more vectors than

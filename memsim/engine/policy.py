@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, cas
 
 import numpy as np
 
+from .candidate_index import CandidateIndex
 from .events import Episode, Forget, Protect, Query, Recover
-from .index import CandidateIndex
 from .llm import LLM
 from .params import Params
 from .store import MemoryStore, Statuses
@@ -252,10 +252,11 @@ class Policy(abc.ABC, Generic[P]):
         return out
 
     def use_index(self, mode: str, **knobs: Any) -> None:
-        """Search large stores through a candidate index (memsim.engine.index.CandidateIndex:
-        ``mode`` "ivf", faiss, audited; "cones", exact range searches only; knobs min_rows /
-        nprobe / audit_every) or exactly ("exact"); ``default_index`` is the class's own.
-        Policies that do not search through ``self.candidates`` are unaffected."""
+        """Search large stores through a candidate index
+        (memsim.engine.candidate_index.CandidateIndex: ``mode`` "ivf", faiss, audited; "cones",
+        exact range searches only; knobs min_rows / nprobe / audit_every) or exactly ("exact");
+        ``default_index`` is the class's own. Policies that do not search through
+        ``self.candidates`` are unaffected."""
         new = CandidateIndex(self.store, mode, seed=self.seed, **knobs)  # (may raise)
         self.candidates.detach()
         self.candidates = new
@@ -272,15 +273,15 @@ class Policy(abc.ABC, Generic[P]):
     def topk(scores: np.ndarray, k: int) -> np.ndarray:
         """Indices of the k largest scores, best first; ties broken by lower index (for
         rankings over something other than the store's rows; recall uses :meth:`rank`)."""
-        from .kernels import topk
+        from .ranking import topk
 
         return topk(scores, k)
 
     def rank(self, scores: np.ndarray, k: int, salt: str) -> np.ndarray:
         """Top k of ``scores`` (one per store row) with the default tie rule: scores equal
-        within memsim.engine.kernels.TIE_RTOL go in a seeded random order, a pure function
+        within memsim.engine.ranking.TIE_RTOL go in a seeded random order, a pure function
         of (policy seed, ``salt`` e.g. the query id, memory identity), never storage order."""
-        from .kernels import topk
+        from .ranking import topk
 
         # keys of the candidate rows only (tie_keys is element-wise): O(k), not O(store)
         store, tag = self.store, f"{self.seed}:{salt}"
@@ -290,7 +291,7 @@ class Policy(abc.ABC, Generic[P]):
         """:meth:`rank` of a ranking over store ``rows`` only (ascending, ``scores[i]`` the
         score of ``rows[i]``), as positions into ``rows``: the same rows in the same order as
         :meth:`rank` of a store-long array with -inf elsewhere, at the cost of ``rows``."""
-        from .kernels import topk
+        from .ranking import topk
 
         store, tag = self.store, f"{self.seed}:{salt}"
         return topk(scores, k, lambda at: store.tie_keys(tag, rows[at]))

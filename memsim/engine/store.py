@@ -29,9 +29,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from . import kernels
+from . import decay
 from .errors import PolicyContractError, VectorError
-from .kernels import PackedRows, RecurringScans, mix64
+from .ranking import mix64
+from .similarity import PackedRows, RecurringScans
 
 CORE_COLUMNS: dict[str, tuple[Any, Any]] = {
     "created": (np.float64, np.nan),
@@ -350,7 +351,7 @@ class MemoryStore:
         """One uint64 per row: a seeded random permutation key (``salt`` names the ranking,
         e.g. run seed and query id) that depends on each memory's identity (provenance at
         creation and text), never on its row, so permuting insertion order permutes the
-        keys with the rows. Passed as ``tiebreak`` to memsim.engine.kernels.topk. ``rows``:
+        keys with the rows. Passed as ``tiebreak`` to memsim.engine.ranking.topk. ``rows``:
         the keys of those rows only (the same numbers)."""
         ids = self["tie_id"] if rows is None else self["tie_id"][rows]
         return mix64(ids, _hash64(salt))
@@ -376,13 +377,13 @@ class MemoryStore:
 
     def products(self, vector: Any, mask: np.ndarray, fill: float = -np.inf) -> np.ndarray:
         """``np.where(mask, embedding @ vector, fill)`` in float32, bit for bit, scanning
-        only the ``mask`` rows (kernels.PackedRows): the cosine scan of a policy whose
+        only the ``mask`` rows (similarity.PackedRows): the cosine scan of a policy whose
         searchable rows are a small share of its store."""
         return self._packed.products(self.embedding, vector, mask, fill)
 
     def products_at(self, vector: Any, rows: np.ndarray) -> np.ndarray:
         """``(embedding @ vector)[rows]`` in float32, bit for bit, at the cost of ``rows``
-        (kernels.PackedRows): :meth:`products` without the store-long array, for a policy
+        (similarity.PackedRows): :meth:`products` without the store-long array, for a policy
         that ranks its searchable rows only."""
         return self._packed.at(self.embedding, vector, rows)
 
@@ -390,7 +391,7 @@ class MemoryStore:
         """``(embedding @ vector)[rows]`` (every row when ``rows`` is None) in float32, bit
         for bit, for a query's vector: query vectors come back, so each one's products are
         kept between calls and a call computes only the rows added or changed since
-        (kernels.RecurringScans). Ingest-time vectors (a new claim's) go through
+        (similarity.RecurringScans). Ingest-time vectors (a new claim's) go through
         :meth:`products` / :meth:`products_at`: they do not come back."""
         return self._queries.at(self.embedding, vector, rows)
 
@@ -643,9 +644,7 @@ class MemoryStore:
     def days_since_access(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
         """Days since each row's (or each of ``rows``') last access, counting from creation
         until its first one (never negative)."""
-        return kernels.days_since_access(
-            now, self.at("last_access", rows), self.at("created", rows)
-        )
+        return decay.days_since_access(now, self.at("last_access", rows), self.at("created", rows))
 
     def rows_from(self, episode_id: str) -> np.ndarray:
         """Rows whose provenance contains ``episode_id`` (a linear scan: user actions only)."""

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from memsim.engine.index import AUDIT_BOUND
+from memsim.engine.candidate_index import AUDIT_BOUND
 from memsim.engine.metric_registry import METRICS, metric_names
 from memsim.engine.sources import Verdict
 
@@ -109,7 +109,7 @@ def metric_lines(queries: Any, summary: dict[str, Any]) -> str:
 def index_lines(audit: dict[str, Any]) -> str:
     """The candidate index a run searched through and its exactness audit, in words: how
     many searches it answered, and how many of the audited queries' top-k and ingest
-    decisions differ from the exact scan's (flagged over ``index.AUDIT_BOUND``)."""
+    decisions differ from the exact scan's (flagged over ``candidate_index.AUDIT_BOUND``)."""
     mode, rows = audit["mode"], f"{audit['min_rows']:,}"
     if mode == "exact":
         return "candidate index: mode exact (every search the full scan)"

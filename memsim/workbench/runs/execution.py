@@ -23,9 +23,9 @@ import numpy as np
 import pandas as pd
 
 from memsim.engine import metrics, registry, runner, sources, truth
+from memsim.engine.candidate_index import check_settings
 from memsim.engine.embed import DEFAULT_TEXT_EMBEDDER
 from memsim.engine.errors import MemsimError, ParamError
-from memsim.engine.index import check_settings
 from memsim.engine.llm import Bands, Configurable, Faults, Modes, TruthBound
 from memsim.engine.mockllm import MockLLM
 

@@ -1,24 +1,11 @@
 """The table of the seed documents' worked examples: what each document states, what the
 implementation gives through its real code path, and what the document's own formula gives.
 
-Each policy's claims live in the module its spec names (``PolicySpec.claims``) and call
-:func:`register_claim`:
-
-    register_claim(id="izzie.preference_30d_strength", policy="izzie", document="003_...txt",
-                   section="§Memory Strength Calculation",
-                   statement="... strength = 0.9 x 0.74 = 0.67",
-                   documented=0.67, measure=lambda: ..., formula=lambda: 0.9 * math.exp(-0.3),
-                   tol=0.005, note="the document rounds the decay factor first")
-
-``documented`` is the number the document states (None when it states none: the row then
-records what the formula implies, e.g. a finding); ``measure()`` runs the implementation
-(usually :func:`memsim.workbench.curves.curve`); ``formula()`` evaluates the document's formula
-in plain math. tests/test_claims.py requires implementation == formula for every claim; whether the
+Each policy's claims live in the module its spec names (``PolicySpec.claims``) and register
+through :func:`memsim.engine.claims.register_claim` (a claim's fields and kinds are described
+there). tests/test_claims.py requires implementation == formula for every claim; whether the
 document's own number agrees (``|documented - implementation| <= tol``) is a finding recorded
-in the table, not a failure. Each disagreement has a ``kind`` (KINDS): the document's number
-against its own closed form; a number that only disagrees under a reading the project does
-not use by default (e.g. Cosmo's compounding nightly job); or the document contradicting
-itself (two of its statements cannot both hold).
+in the table, not a failure.
 
 Numbers are written to SIGNIFICANT_DIGITS significant digits, so the last bits of a libm
 function (which differ across machines) cannot change either file: the table is
@@ -32,13 +19,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from memsim.engine.claims import CLAIMS, KIND_FORMULA, KIND_READING, KIND_SELF, KINDS, DocClaim
 from memsim.engine.errors import ParamError
 
 COLUMNS = [
@@ -55,67 +42,9 @@ COLUMNS = [
     "note",
 ]
 
-KIND_FORMULA = "number vs formula"
-KIND_READING = "non-default reading"
-KIND_SELF = "self-contradiction"
-KINDS = (KIND_FORMULA, KIND_READING, KIND_SELF)
 # Enough for every stated number (the documents state 1-4 digits), few enough that libm's
 # last-bit differences across machines never show.
 SIGNIFICANT_DIGITS = 10
-
-
-@dataclass(frozen=True)
-class DocClaim:
-    """One worked example of a seed document (see the module docstring)."""
-
-    id: str
-    policy: str
-    document: str
-    section: str
-    statement: str
-    documented: float | None
-    measure: Callable[[], float]
-    formula: Callable[[], float]
-    tol: float
-    note: str = ""
-    kind: str = KIND_FORMULA  # what a disagreement is (KINDS); shown only when it disagrees
-
-    def __post_init__(self) -> None:
-        if not self.id or not isinstance(self.id, str):
-            raise ValueError(f"claim id must be a non-empty string, got {self.id!r}")
-        if not (self.tol >= 0):
-            raise ValueError(f"claim {self.id}: tol must be >= 0, got {self.tol!r}")
-        if not callable(self.measure) or not callable(self.formula):
-            raise ValueError(f"claim {self.id}: measure and formula must be callables")
-        if self.kind not in KINDS:
-            raise ValueError(f"claim {self.id}: kind must be one of {KINDS}, got {self.kind!r}")
-
-    def agrees(self, implementation: float) -> bool | None:
-        """Does the document's stated number match the implementation (None: no number)?"""
-        if self.documented is None or implementation is None or math.isnan(implementation):
-            return None
-        if math.isinf(self.documented) or math.isinf(implementation):
-            return self.documented == implementation
-        return abs(self.documented - implementation) <= self.tol
-
-
-CLAIMS: list[DocClaim] = []
-
-
-def register_claim(*args: Any, **kwargs: Any) -> DocClaim:
-    """Register a DocClaim (or build one from DocClaim's arguments). Re-registering an id
-    replaces the old claim, so re-importing a module does not duplicate rows."""
-    claim = (
-        args[0]
-        if len(args) == 1 and not kwargs and isinstance(args[0], DocClaim)
-        else DocClaim(*args, **kwargs)
-    )
-    for i, c in enumerate(CLAIMS):
-        if c.id == claim.id:
-            CLAIMS[i] = claim
-            return claim
-    CLAIMS.append(claim)
-    return claim
 
 
 def all_claims() -> list[DocClaim]:

@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 
 from memsim.engine import registry
+from memsim.engine.candidate_index import AUDIT_BOUND
 from memsim.engine.errors import ParamError
-from memsim.engine.index import AUDIT_BOUND
 from memsim.engine.metric_registry import METRICS, metric_names
 
 from ..runs.execution import grid as run_defs
@@ -266,7 +266,7 @@ def robustness(
 def index_audit(results: Sequence[Any]) -> dict[str, Any]:
     """The exactness audit of the runs made through a candidate index: which policies, how
     many runs, and per audit share (the registry's ``index_audit`` group) its largest value over
-    the runs and how many runs exceed ``index.AUDIT_BOUND`` (NaN shares, where nothing was
+    the runs and how many runs exceed ``candidate_index.AUDIT_BOUND`` (NaN shares, where nothing was
     audited, are left out; a share no run audited is NaN)."""
     out: dict[str, Any] = {
         "policies": sorted({r.definition.policy for r in results}),
