@@ -202,7 +202,7 @@ def test_actr_grouping_rule_against_the_grid(benchmark, policy_id):
     best = min(total, key=total.__getitem__)
     record_target(
         benchmark,
-        target=f"2b actr grouping rule {policy_id} (chosen / best of the grid)",
+        target=f"actr grouping rule {policy_id} (chosen / best of the grid)",
         ratio=total[chosen()] / total[best],
         limit=LIMIT,
         better="lower",

@@ -126,7 +126,7 @@ def test_ann_speed_and_overlap(benchmark, case):
     )
     record_target(
         benchmark,
-        target="4 ANN (IVF) speedup",
+        target="ANN (IVF) speedup",
         ratio=t["exact"] / t["approx"],
         limit=10.0,
         better="higher",
@@ -150,7 +150,7 @@ def test_ann_overlap(benchmark, case):
     ov = overlap(index, case, NPROBE)
     record_target(
         benchmark,
-        target="4 ANN (IVF) top-10 overlap",
+        target="ANN (IVF) top-10 overlap",
         ratio=ov,
         limit=0.95,
         better="higher",

@@ -71,7 +71,7 @@ def test_batch_per_query_vs_single(benchmark, case):
     per_query = t["batch"] / B
     record_target(
         benchmark,
-        target="3 batch of 256 (per query / single)",
+        target="batch of 256 (per query / single)",
         ratio=per_query / t["single"],
         limit=1 / 8,
         better="lower",

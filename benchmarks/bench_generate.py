@@ -56,7 +56,7 @@ def test_generation_speed(benchmark):
     benchmark.pedantic(_generate, rounds=1, iterations=1)
     record_target(
         benchmark,
-        target="5 synthetic generation (generate / validated construction)",
+        target="synthetic generation (generate / validated construction)",
         ratio=best["generate"] / best["validated"],
         limit=1.0,
         better="lower",

@@ -138,7 +138,7 @@ def test_batched_vs_one_by_one_ingest(benchmark, events, policy_id, first_day):
         )
     record_target(
         benchmark,
-        target=f"5 ingest {policy_id} day {first_day} (one-by-one / batched)",
+        target=f"ingest {policy_id} day {first_day} (one-by-one / batched)",
         ratio=best["one_by_one"] / best["batched"],
         limit=5.0,
         better="higher",

@@ -140,7 +140,7 @@ def test_kernel_vs_scalar(benchmark, name, form):
     scaled = loop * N / N_LOOP
     record_target(
         benchmark,
-        target=f"2 kernel {name} ({form})",
+        target=f"kernel {name} ({form})",
         ratio=scaled / t["kernel"],
         limit=100.0,
         better="higher",
@@ -168,7 +168,7 @@ def test_topk_vs_scalar(benchmark):
     scaled = loop * N / N_LOOP
     record_target(
         benchmark,
-        target="2 kernel topk",
+        target="kernel topk",
         ratio=scaled / t["kernel"],
         limit=100.0,
         better="higher",
@@ -284,7 +284,7 @@ def test_reference_kernel_vs_scalar(benchmark, name):
     scaled = loop * N / N_LOOP
     record_target(
         benchmark,
-        target=f"2 kernel {name}",
+        target=f"kernel {name}",
         ratio=scaled / t["kernel"],
         limit=100.0,
         better="higher",

@@ -49,7 +49,7 @@ def test_store_peak_memory(benchmark, n):
     raw = n * DIM * 4
     record_target(
         benchmark,
-        target="7 peak memory (store / raw embeddings)",
+        target="peak memory (store / raw embeddings)",
         ratio=(full - base) / raw,
         limit=1.3,
         better="lower",

@@ -38,6 +38,24 @@ PER_CASE_FLAG = "ONE_PROCESS_PER_CASE"
 CHANGED_KEY = "memsim_changed_files"
 OUT_MD = REPO / "results" / "benchmarks.md"
 OUT_JSON = REPO / "results" / "benchmarks.json"
+# the order of the checks in the report, by the module that measures them: one query's
+# recall and the kernels under it first, then batches, ingest, whole runs and their memory,
+# the sweep last; a module not named here comes after these; within a module, by label
+CHECK_ORDER = (
+    "bench_recall",
+    "bench_kernels",
+    "bench_actr_groups",
+    "bench_batch",
+    "bench_ann",
+    "bench_ingest",
+    "bench_generate",
+    "bench_sim",
+    "bench_memory",
+    "bench_index",
+    "bench_scaling",
+    "bench_tenyear",
+    "bench_sweep",
+)
 
 
 def modules() -> list[Path]:
@@ -235,6 +253,14 @@ def _seconds(d: dict) -> str:
     return ", ".join(f"{k} {v * 1000:.1f} ms" if v < 10 else f"{k} {v:.1f} s" for k, v in d.items())
 
 
+def check_order(check: dict) -> tuple[int, str, str]:
+    """Sort key of a check (its ``test`` node id and ``target`` label): its module's place
+    in CHECK_ORDER (unknown modules after, by name), then its label."""
+    module = Path(str(check["test"]).split("::")[0]).stem
+    place = CHECK_ORDER.index(module) if module in CHECK_ORDER else len(CHECK_ORDER)
+    return place, module, str(check["target"])
+
+
 def build(raw: dict, command: str, returncode: int | None) -> tuple[str, dict]:
     benches = raw.get("benchmarks", [])
     targets = []
@@ -242,7 +268,7 @@ def build(raw: dict, command: str, returncode: int | None) -> tuple[str, dict]:
         e = b.get("extra_info", {})
         if "target" in e:
             targets.append({"test": b["fullname"], **e})
-    targets.sort(key=lambda t: (t["target"].split()[0], t["target"]))
+    targets.sort(key=check_order)
     machine = raw.get("machine_info", {})
     commit = raw.get("commit_info", {})
     changed = raw.get(CHANGED_KEY)

@@ -31,7 +31,7 @@ from memsim.workbench.stats import family
 from memsim.workbench.studies.calibrate import LOSS, rerun_with_provenance
 
 ROOT = Path(__file__).resolve().parent.parent
-KEEP_ALL_TARGET = 0.36  # issue 13: keep-all's LoCoMo dev recall@10 with the default embedder
+KEEP_ALL_TARGET = 0.36  # keep-all's expected LoCoMo dev recall@10 with the default embedder
 LOSS_NAMES = {"ranked_out": "ranked out", "forgotten": "forgotten", "never_kept": "never kept"}
 
 
@@ -79,7 +79,7 @@ def embedder_section(std: pd.DataFrame, hashed: pd.DataFrame) -> list[str]:
             rows,
         ),
         "",
-        f"Expectation of issue 13: keep-all with the default embedder at {KEEP_ALL_TARGET} or "
+        f"Expected: keep-all with the default embedder at {KEEP_ALL_TARGET} or "
         f"above: **{keep:.3f}, {'met' if keep >= KEEP_ALL_TARGET else 'not met'}**. The "
         f"embedder moves keep-all (pure cosine) by {diffs['keep-all']:+.3f} and the other "
         f"policies by {min(others.values()):+.3f} to {max(others.values()):+.3f} (most: "
@@ -194,7 +194,7 @@ def consolidation_section(runs: pd.DataFrame) -> list[str]:
         "",
         "A memory that covers several episodes answers for episodes the raw-memory reference "
         "had to evict at the same count, so these are the consolidation cases the bound does "
-        "not cover. Expectation of issue 13, the clairvoyant at matched footprint at or above "
+        "not cover. Expected: the clairvoyant at matched footprint at or above "
         "every raw-memory run on every synthetic profile (every run above its bound holds "
         f"memories that cover more than one episode): **{verdict}**.",
     ]
@@ -267,8 +267,7 @@ def document(standard: Path, hashed: Path) -> str:
     bound_lines, runs = bound_section(std)
     seeds = sorted(std.seed.unique())
     lines = [
-        "# Calibration (issue 13): real text embeddings, the clairvoyant bound, "
-        "where recall is lost",
+        "# Calibration: real text embeddings, the clairvoyant bound, where recall is lost",
         "",
         f"Written by `python -m scripts.calibration --hashed DIR --write` from {_shown(standard)} "
         f"(main at {std_code}, seeds {seeds[0]}-{seeds[-1]}, `./scripts/main.sh`) and a LoCoMo "

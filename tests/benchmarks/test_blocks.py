@@ -305,3 +305,35 @@ def test_report_header_says_which_uncommitted_files_it_was_measured_with():
     md, doc = report.build(raw, "cmd", 0)
     assert "commit aaaaaaaaaa (uncommitted changes in results/benchmarks.md only" in md
     assert doc["changed_files"] == ["results/benchmarks.md"]
+
+
+def test_report_orders_checks_by_module_then_label():
+    """The table's order comes from CHECK_ORDER and the labels, whatever the labels say:
+    every benchmark module is placed, and a module not named comes after the named ones."""
+    from benchmarks import report
+
+    assert sorted(report.CHECK_ORDER) == sorted(m.stem for m in report.modules())
+
+    def bench(module: str, test: str, label: str) -> dict:
+        info = dict(target=label, ratio=1.0, limit=2.0, better="lower", n=1, what="w", met=True)
+        return {"fullname": f"benchmarks/{module}.py::{test}", "extra_info": info}
+
+    raw = {
+        "benchmarks": [
+            bench("bench_tenyear", "test_ten_year_stream_runs_to_the_end[keep-all]", "ten-year"),
+            bench("bench_new", "test_new", "a new check"),
+            bench("bench_kernels", "test_topk_vs_scalar", "kernel topk"),
+            bench("bench_recall", "test_pai_policy_recall", "pai policy recall"),
+            bench("bench_kernels", "test_kernel_vs_scalar[exp_decay-chunked]", "kernel exp_decay"),
+            bench("bench_recall", "test_fused_vs_bare_matvec", "exact recall (fused)"),
+        ]
+    }
+    _, doc = report.build(raw, "cmd", 0)
+    assert [t["target"] for t in doc["targets"]] == [
+        "exact recall (fused)",
+        "pai policy recall",
+        "kernel exp_decay",
+        "kernel topk",
+        "ten-year",
+        "a new check",
+    ]

@@ -367,7 +367,7 @@ def test_calibration_document_says_what_the_runs_say(tmp_path):
     assert f"| keep-all | {q.recall.mean():.3f} | {q.recall.mean():.3f} |" in text
     _, q = memsim.compare(["keep-all"], [TINY], seeds=[0])
     assert f"| keep-all | {q.recall.mean():.3f} / {q.bound.mean():.3f} (" in text
-    assert "Expectation of issue 13, the clairvoyant" in text and "**met**" in text
+    assert "Expected: the clairvoyant" in text and "**met**" in text
 
     repo = Path(__file__).resolve().parents[2]
     std = pd.read_parquet(repo / "results" / "standard" / "per_query.parquet")
