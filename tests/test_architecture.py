@@ -334,7 +334,7 @@ def test_policies_and_scenarios_import_only_the_engine_from_memsim(folder):
     ("source", "above"),
     [
         ("from memsim.workbench.studies.claims import register_claim", True),
-        ("def f():\n    from memsim.workbench.studies.curves import main_curve", True),
+        ("def f():\n    from memsim.workbench.cli.curve import run", True),
         ("import importlib\nimportlib.import_module('memsim.workbench.runs.execution')", True),
         ("import memsim", True),
         ("from memsim.engine.claims import register_claim", False),

@@ -46,18 +46,10 @@ ALLOWED_PROBES = {
     ("memsim/workbench/runs/results.py", "hasattr(pkg, '__path__')"): (
         "a plug-in that is a package or a single module"
     ),
-    ("memsim/workbench/studies/claims.py", "getattr(args, 'root', None)"): (
-        "an argparse namespace of a parser that may lack --root"
-    ),
     (
         "memsim/workbench/present/figures.py",
         "getattr(importlib.import_module(spec_.claims), attr, None)",
     ): "a seed document's claims module, which may not set the attribute",
-    ("memsim/workbench/cli/figures.py", "getattr(args, 'only', None)"): "an argparse namespace",
-    ("memsim/workbench/cli/figures.py", "getattr(args, 'claims', None)"): "an argparse namespace",
-    ("memsim/workbench/cli/figures.py", "getattr(args, 'no_curves', False)"): (
-        "an argparse namespace"
-    ),
 }
 
 

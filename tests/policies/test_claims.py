@@ -8,12 +8,12 @@ import math
 import pytest
 
 from memsim.engine.claims import DocClaim, register_claim
+from memsim.workbench.cli.main import main
 from memsim.workbench.studies.claims import (
     COLUMNS,
     all_claims,
     claims_table,
     evaluate,
-    main_claims,
 )
 
 CLAIMS = all_claims()
@@ -70,7 +70,7 @@ def test_table_and_files(tmp_path):
         0.9 * math.exp(-0.3)
     )
     assert bool(row["agrees"])
-    assert main_claims(["--root", str(tmp_path)]) == 0
+    assert main(["claims", "--root", str(tmp_path)]) == 0
     md = (tmp_path / "docs" / "claims.md").read_text()
     assert "kernle.never_accessed_salience" in md and "| id | policy |" in md
     csv = (tmp_path / "results" / "claims.csv").read_text()

@@ -465,7 +465,14 @@ def test_cli_unknown_figure_and_bad_json(tmp_path, capsys):
     assert "not JSON" in capsys.readouterr().err
     with pytest.raises(UnknownIdError):
         figures_command.run(
-            argparse.Namespace(out=str(tmp_path), results="x", benchmarks="y", only="pie")
+            argparse.Namespace(
+                out=str(tmp_path),
+                results="x",
+                benchmarks="y",
+                claims="z",
+                only="pie",
+                no_curves=True,
+            )
         )
 
 

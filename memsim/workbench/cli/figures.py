@@ -37,11 +37,7 @@ def run(args: argparse.Namespace) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    only = (
-        [t.strip() for t in args.only.split(",") if t.strip()]
-        if getattr(args, "only", None)
-        else None
-    )
+    only = [t.strip() for t in args.only.split(",") if t.strip()] if args.only else None
     unknown = [o for o in only or () if o not in FIGURES]
     if unknown:
         raise UnknownIdError(f"unknown figure {unknown[0]!r}; known: {', '.join(FIGURES)}")
@@ -57,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
         args.out,
         results=args.results,
         benchmarks=args.benchmarks,
-        claims=getattr(args, "claims", None),
-        curves=not getattr(args, "no_curves", False),
+        claims=args.claims,
+        curves=not args.no_curves,
         only=only,
     )
     for path in written:

@@ -78,16 +78,16 @@ VERBS: tuple[tuple[str, str, str, str, str], ...] = (
     (
         "curve",
         "decay curve of one memory under an access pattern (CSV)",
-        "studies.curves",
-        "add_curve_arguments",
-        "run_curve_command",
+        "cli.curve",
+        "add_arguments",
+        "run",
     ),
     (
         "claims",
         "regenerate the table of the seed documents' worked examples",
-        "studies.claims",
-        "add_claims_arguments",
-        "main_claims",
+        "cli.claims",
+        "add_arguments",
+        "run",
     ),
     (
         "figures",

@@ -16,7 +16,6 @@ byte-identical wherever it is generated.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import math
 from collections.abc import Sequence
@@ -26,7 +25,6 @@ from typing import Any
 import pandas as pd
 
 from memsim.engine.claims import CLAIMS, KIND_FORMULA, KIND_READING, KIND_SELF, KINDS, DocClaim
-from memsim.engine.errors import ParamError
 
 COLUMNS = [
     "id",
@@ -169,37 +167,3 @@ def write_claims(out_dir: str | Path = ".") -> tuple[Path, Path]:
     md.write_text(to_markdown(table))
     table.to_csv(csv, index=False, float_format=f"%.{SIGNIFICANT_DIGITS}g")
     return md, csv
-
-
-def add_claims_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--out",
-        "--root",
-        dest="root",
-        default=None,
-        help="folder to write docs/claims.md and results/claims.csv under "
-        "(default: the memsim checkout, whatever the current directory)",
-    )
-
-
-def main_claims(args: argparse.Namespace | Sequence[str] | None = None) -> int:
-    """``memsim claims``: regenerate both files and print a one-line summary."""
-    if not isinstance(args, argparse.Namespace):
-        parser = argparse.ArgumentParser(prog="memsim claims")
-        add_claims_arguments(parser)
-        args = parser.parse_args(list(args) if args is not None else None)
-    root = getattr(args, "root", None)
-    if root is None:
-        from ..runs.results import project_root
-
-        root = project_root()
-    elif Path(root).exists() and not Path(root).is_dir():
-        raise ParamError(f"--out: {str(root)!r} is a file, not a folder")
-    md, csv = write_claims(root)
-    table = pd.read_csv(csv)
-    n_dis = int((table["agrees"].astype(str) == "False").sum())
-    print(
-        f"wrote {md} and {csv}: {len(table)} claims, {n_dis} where the document disagrees "
-        "with its formula"
-    )
-    return 0

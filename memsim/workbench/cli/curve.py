@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from memsim.engine.curve import curve
-from memsim.engine.errors import MemsimError
-
-# ---------------------------------------------------------------------------- CLI
 
 
-def add_curve_arguments(p: argparse.ArgumentParser) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("policy", help="policy id, e.g. izzie or kernle-v1")
     p.add_argument(
         "--pattern", default="never", help="never | every:N | at:D1,D2,... (default never)"
@@ -41,7 +37,7 @@ def add_curve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
 
 
-def run_curve_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Write the curve as CSV to stdout (floats in full precision)."""
     frame = curve(
         args.policy,
@@ -64,17 +60,3 @@ def _cell(v: Any) -> str:
     if isinstance(v, (float, np.floating)):
         return repr(float(v))
     return str(v)
-
-
-def main_curve(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="memsim curve")
-    add_curve_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run_curve_command(args)
-    except MemsimError as e:
-        print(f"memsim: error: {e}", file=sys.stderr)
-        return 2
-
-
-__all__ = ["add_curve_arguments", "run_curve_command", "main_curve"]
