@@ -10,7 +10,7 @@ import pandas as pd
 
 from memsim.engine.errors import ParamError
 
-from ..runs.results import project_root
+from ..runs import results
 from ..studies.claims import write_claims
 
 
@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    root = project_root() if args.root is None else Path(args.root)
+    root = results.project_root() if args.root is None else Path(args.root)
     if root.exists() and not root.is_dir():
         raise ParamError(f"--out: {str(root)!r} is a file, not a folder")
     md, csv = write_claims(root)
