@@ -148,7 +148,7 @@ class Policy(abc.ABC, Generic[P]):
     # (memsim.workbench.runs.execution.check_index), and a run whose reading searches none says so.
     index_modes: ClassVar[frozenset[str]] = frozenset()
     # A reference whose run with ``budget=B`` and these Params overrides is a point of the
-    # workbench's retention frontier (memsim.workbench.calibrate); None: not one.
+    # workbench's retention frontier (memsim.workbench.studies.calibrate); None: not one.
     at_budget: ClassVar[Mapping[str, Any] | None] = None
     # The registry entry a policy was made from (PolicySpec.make sets it); None for a policy
     # built directly from its class (a test's, a notebook's).
