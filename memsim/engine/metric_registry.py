@@ -38,8 +38,8 @@ class Metric:
 GROUPS = {
     "scored": "computed by evaluate (per query) or summarize_run (per run)",
     "query": "per-query metrics of the comparison summary (summary.csv)",
-    "calibration": "workbench-level query metrics (calibrate.py), a reference, not a result",
-    "index_audit": "the candidate index's exactness audit in a run's summary (api.execute)",
+    "calibration": "workbench-level query metrics (studies/calibrate.py): a reference",
+    "index_audit": "the candidate index's exactness audit in a run's summary (runs.execution)",
     "shown": "columns of the readable comparison table (summary.md)",
     "console": "columns of the terminal's compact table",
     "objective": "what a tuning may optimize",
