@@ -106,7 +106,7 @@ EBISU = PolicySpec(
 )
 MEMORYBANK = PolicySpec(
     "memorybank",
-    3,
+    4,
     "policies.memorybank:MemoryBank",
     seed_document="",
     description="reference: MemoryBank (Zhong et al. AAAI 2024), Ebbinghaus R = exp(-t/S), "
@@ -138,11 +138,12 @@ ACTR_SPACING = PolicySpec(
 )
 MEMORYBANK_CODE = PolicySpec(
     "memorybank-code",
-    1,
+    2,
     "policies.memorybank:MemoryBankCode",
     seed_document="",
-    description="reference: MemoryBank as its released code behaves (S in 1, 2, 3 days; kept "
-    "with probability R, seeded; 30-day cut-off)",
+    description="reference: MemoryBank as its released code behaves (forget_memory.py@3869efc: "
+    "R = exp(-(t / 5) x S), S + 1 per recall uncapped, kept with probability R at each load, "
+    "seeded; every turn its own memory; ranked by similarity)",
     claims="policies.reference_claims",
     capabilities=frozenset({"forget"}),
     variant_of="memorybank",

@@ -72,7 +72,6 @@ PROPERTIES = [
     ("fsrs", "forget_below", 0.0, 1.0, footprint, "down"),
     ("ebisu", "forget_below", 0.0, 1.0, footprint, "down"),
     ("memorybank", "forget_below", 0.0, 1.0, footprint, "down"),
-    ("memorybank-code", "cutoff_days", 1.0, 60.0, footprint, "up"),
     ("actr-spacing", "forget_below", 0.0, 1.0, footprint, "down"),
     ("actr-spacing", "tau", -2.0, 1.0, footprint, "down"),
     ("actr", "reinforce_cosine", 0.5, 1.0, count("reinforce"), "down"),
