@@ -184,11 +184,11 @@ IZZIE_CODE = PolicySpec(
 )
 KERNLE_CODE = PolicySpec(
     "kernle-code",
-    1,
+    2,
     "policies.kernle:KernleCode",
     seed_document="004_e8e020057e4a0858.txt",
-    description="Kernle as built: forgets by a separate strength (unaccessed floor 0.5); "
-    "log term + 0.1",
+    description="Kernle as built (kernle@7345648): salience with log term + 0.1, at most 10 "
+    "forgotten per cycle from the 40 oldest of each type; lessons repeated twice consolidate",
     capabilities=frozenset({"forget", "protect", "recover"}),
     variant_of="kernle",
 )

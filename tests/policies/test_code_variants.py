@@ -82,7 +82,15 @@ def test_variants_differ_from_the_documented_params_only_in_the_facts_fields():
         "engram-code": ["never_accessed_strength", "stability_on_recall"],
         "cosmo-code": ["decay_mode", "nightly_spacing"],
         "izzie-code": ["limit_before_filter", "strength_form"],
-        "kernle-code": ["forget_by", "log_offset"],
+        "kernle-code": [
+            "candidate_pool",
+            "consolidation_window",
+            "forget_kinds",
+            "forget_limit",
+            "log_offset",
+            "oldest_per_kind",
+            "pattern_rule",
+        ],
     }
 
 
@@ -226,40 +234,7 @@ def test_izzie_code_applies_the_result_limit_before_the_strength_filter():
 # ---------------------------------------------------------------------------- Kernle
 
 
-def test_kernle_code_adds_0_1_inside_the_log_term():
-    memory = {"confidence": "0.9"}
-    doc = curve("kernle", "never", [0.0], memory=memory)["strength"].iloc[0]
-    code = curve("kernle-code", "never", [0.0], memory=memory)["strength"].iloc[0]
-    assert doc == 0.0  # 004 §Salience Formula: ln(0 + 1) = 0
-    assert code == pytest.approx(0.9 * (math.log(1) + 0.1))
-
-
-def test_kernle_code_forgets_by_a_separate_strength_not_salience():
-    """A never-accessed memory has salience 0.09 < 0.3: the document forgets it at the first
-    cycle, the code keeps it (its strength stays >= 0.5). An often-accessed memory with a
-    high salience but a spent strength is forgotten by the code only."""
-    out = {}
-    for policy_id in ("kernle", "kernle-code"):
-        p = make(policy_id, llm=LineLLM())
-        quiet = plant(p, "a.quiet", 0.0, category="event", confidence=0.9)
-        busy = plant(p, "b.busy", 0.0, category="event", confidence=0.9, attrs=(("slot", 2),))
-        p.store["access_count"][busy] = 50
-        p.store["last_access"][busy] = 7.0
-        p.store["forget_strength"][busy] = 0.0
-        assert p.strength(7.0)[busy] > 0.3
-        p.maintain(7.0, ["forget"])
-        names = p.store.statuses.names
-        out[policy_id] = (names[p.store["status"][quiet]], names[p.store["status"][busy]])
-    assert out == {"kernle": ("forgotten", "active"), "kernle-code": ("active", "forgotten")}
-
-
-def test_kernle_code_gives_an_unaccessed_memory_a_strength_floor_of_0_5():
-    from policies.kernle import next_strength
-
-    p = registry.spec("kernle-code").load().Params()
-    s = next_strength(np.array([1.0, 1.0]), np.array([0, 3]), np.array([3000.0, 3000.0]), p)
-    assert s[0] == 0.5  # never accessed: floor
-    assert s[1] == pytest.approx(max(0.0, 1.0 - 0.01 * 100 + 0.001 * math.log(4)))
+# kernle-code's facts: tests/policies/test_kernle_code.py
 
 
 # ---------------------------------------------------------------------------- memsim drift
