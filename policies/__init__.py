@@ -150,12 +150,12 @@ MEMORYBANK_CODE = PolicySpec(
 )
 GENERATIVE_AGENTS_CODE = PolicySpec(
     "generative-agents-code",
-    2,
+    3,
     "policies.generative_agents:GenerativeAgentsCode",
     seed_document="",
-    description="reference: Generative Agents as its released code scores (0.99 ^ rank "
-    "recency, rank 1 the least recently accessed as retrieve.py sorts; weights 0.5 recency, "
-    "3 relevance, 2 importance)",
+    description="reference: Generative Agents as its released code scores (0.995 ^ rank "
+    "recency, the shipped personas' scratch.json value; rank 1 the least recently accessed "
+    "as retrieve.py sorts; weights 0.5 recency, 3 relevance, 2 importance)",
     claims="policies.reference_claims",
     capabilities=frozenset({"forget"}),
     variant_of="generative-agents",
