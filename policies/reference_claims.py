@@ -310,7 +310,7 @@ MEMORYBANK_UPLOAD_DOC = "MemoryBank-SiliconFriend forget_memory.py @0cc7111 (sup
 def _memorybank_recalled(policy_id: str, recalls: int, **params: object):
     """``policy_id`` with one memory made on day 0 and retrieved on days 1..``recalls``
     (each retrieval is a recall: forget_memory.py ``update_memory_when_searched``)."""
-    pol = _planted(policy_id, **params)
+    pol = _planted(policy_id, (0.0,), **params)
     for d in range(1, recalls + 1):
         pol.recall([Query(f"q{d}", float(d), "where?", keys=("owner.city",), k=1)], float(d))
     return pol
