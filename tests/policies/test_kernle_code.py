@@ -85,22 +85,24 @@ def test_the_lowest_salience_goes_first():
     assert statuses(pol) == ["forgotten"] * 10 + ["active"] * 2
 
 
+def _weak_after(n_kept: int, **params) -> str:
+    """``n_kept`` strong episodes, then one weak one (conf 0.1, a day newer): its status
+    after the first cycle."""
+    pol = code(**params)
+    pol.ingest([ep(i, 0.0, f"k{i}.x") for i in range(n_kept)], 0.0)
+    pol.store["access_count"][:n_kept] = 1000  # well above the threshold
+    pol.ingest([ep(n_kept, 1.0, "weak.x", conf=0.1)], 1.0)
+    pol.maintain(7.0, ["forget"])
+    return pol.store.status_of(n_kept)
+
+
 def test_the_storage_scores_only_the_40_oldest_of_a_type():
     """sqlite.py@7345648 get_forgetting_candidates: per type ``ORDER BY created_at ASC LIMIT
     ?`` with limit * 2 = 40 (forgetting.py asks for limit * 2 = 20): a weak memory newer than
-    40 kept ones is never scored, however low its salience."""
-    pol = code()
-    pol.ingest([ep(i, 0.0, f"k{i}.x") for i in range(40)], 0.0)
-    pol.store["access_count"][:40] = 1000  # well above the threshold
-    pol.ingest([ep(40, 1.0, "weak.x", conf=0.1)], 1.0)
-    pol.maintain(7.0, ["forget"])
-    assert pol.store.status_of(40) == "active"
-    pol2 = code(oldest_per_kind=41)
-    pol2.ingest([ep(i, 0.0, f"k{i}.x") for i in range(40)], 0.0)
-    pol2.store["access_count"][:40] = 1000
-    pol2.ingest([ep(40, 1.0, "weak.x", conf=0.1)], 1.0)
-    pol2.maintain(7.0, ["forget"])
-    assert pol2.store.status_of(40) == "forgotten"
+    40 kept ones is never scored, however low its salience; as the 40th it is."""
+    assert _weak_after(40) == "active"
+    assert _weak_after(39) == "forgotten"
+    assert _weak_after(40, oldest_per_kind=41) == "forgotten"
 
 
 def test_the_storage_returns_20_candidates():
@@ -150,17 +152,23 @@ def test_consolidation_counts_repeated_lessons():
     assert out == {"code": [["e0", "e1"]], "doc": [["e0", "e1", "e2"]]}
 
 
+def _finds_the_old_lesson(others: int, **params) -> bool:
+    """Two episodes with one lesson, then ``others`` with lessons of their own: does the
+    first consolidation make a belief?"""
+    pol = code(**params)
+    eps = [ep(0, 0.0, "old.lesson", "same"), ep(1, 0.0, "old.lesson", "same")]
+    eps += [ep(i, 0.0, f"k{i}.x", f"v{i}") for i in range(2, 2 + others)]
+    pol.ingest(eps, 0.0)
+    return any(o.action == "create" for o in pol.maintain(1.0, ["consolidate"]))
+
+
 def test_consolidation_reads_the_50_most_recent_episodes():
     """stack/components/consolidation.py@4ef01db: ``get_episodes(limit=50)``: a lesson
-    repeated only by the oldest of 52 waiting episodes falls out of the window."""
-    pol = code()
-    eps = [ep(0, 0.0, "old.lesson", "same"), ep(1, 0.0, "old.lesson", "same")]
-    eps += [ep(i, 0.0, f"k{i}.x", f"v{i}") for i in range(2, 52)]
-    pol.ingest(eps, 0.0)
-    assert not [o for o in pol.maintain(1.0, ["consolidate"]) if o.action == "create"]
-    wide = code(consolidation_window=52)
-    wide.ingest(eps, 0.0)
-    assert [o for o in wide.maintain(1.0, ["consolidate"]) if o.action == "create"]
+    repeated only by the two oldest of 52 waiting episodes falls out of the window; among
+    50 it is found."""
+    assert not _finds_the_old_lesson(50)
+    assert _finds_the_old_lesson(48)
+    assert _finds_the_old_lesson(50, consolidation_window=52)
 
 
 def test_the_stack_revision_strength_has_no_unaccessed_floor():
