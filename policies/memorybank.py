@@ -7,16 +7,17 @@ Sources:
   has fallen low are forgotten (the threshold is not given: ``forget_below``).
 - released code (``variant="code"``): github.com/zhongwanjun/MemoryBank-SiliconFriend,
   ``memory_bank/memory_retrieval/forget_memory.py`` as stored at commit
-  3869efcc2c5847e78353b4c53056903f5d1730a6, the file's last change (the repository's
-  HEAD, cf61c41, leaves it unchanged). Line 36 ``return math.exp(-t / 5*S)``, which Python
-  reads as exp(-(t / 5) x S): a stronger memory fades FASTER. Line 106 S = 1 for a new
-  memory; lines 69-70 each recalled memory gets S += 1 (no cap) and its last recall date
-  reset; line 60 t counts whole calendar days; line 119 at every load a memory is forgotten
-  when ``random.random() > retention_probability`` (kept with probability R; memsim draws
-  from the policy's seeded identity-keyed numbers); lines 49-50 ``memory_level = 3`` and
-  ``total_date = 30`` are set and never read. Every dialog turn is its own memory (lines
-  98-120): a repeated statement is a new memory, not a recall. Search ranks by embedding
-  similarity alone (``similarity_search_with_score``), and every returned memory is recalled.
+  3869efcc2c5847e78353b4c53056903f5d1730a6, the newer of the file's two stored versions
+  (HEAD, cf61c41 per the issue, does not change it). Line 36 ``return math.exp(-t / 5*S)``,
+  which Python reads as exp(-(t / 5) x S): a stronger memory fades FASTER. Line 106 S = 1
+  for a new memory; lines 69-70 each recalled memory gets S += 1 (no cap) and its last
+  recall date reset; line 60 t counts whole calendar days; line 119 at every load a memory
+  is forgotten when ``random.random() > retention_probability`` (kept with probability R;
+  memsim draws from the policy's seeded identity-keyed numbers); lines 49-50 ``memory_level
+  = 3`` and ``total_date = 30`` are set and never read. Every dialog turn is its own memory
+  (lines 98-120): a repeated statement is a new memory, not a recall. Search ranks by
+  embedding similarity alone (``similarity_search_with_score``), and every returned memory
+  is recalled.
 - superseded upload (``variant="upload-0cc7111"``): commit
   0cc7111a267464964a008255d509c96ffdb636e4 of the same file, replaced the same day: line 36
   ``math.exp(-t / S)``, three strength levels S = 1, 2, 3 (lines 49, 52-55; a recall moves a

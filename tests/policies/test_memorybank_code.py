@@ -1,8 +1,8 @@
 """memorybank-code follows github.com/zhongwanjun/MemoryBank-SiliconFriend,
 memory_bank/memory_retrieval/forget_memory.py at commit
-3869efcc2c5847e78353b4c53056903f5d1730a6 (the file's last change; HEAD cf61c41 leaves it
-as is). One test per rule, each naming its line; the superseded upload 0cc7111 is the
-parameter value ``variant="upload-0cc7111"``."""
+3869efcc2c5847e78353b4c53056903f5d1730a6 (the newer of the file's two stored versions;
+HEAD cf61c41, per the issue, does not change it). One test per rule, each naming its
+line; the superseded upload 0cc7111 is the parameter value ``variant="upload-0cc7111"``."""
 
 from __future__ import annotations
 
