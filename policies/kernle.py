@@ -831,9 +831,10 @@ def _as_count(name: str, v: Any) -> int:
 class KernleCodeParams(KernleParams):
     """kernle-code: Kernle as its public code is built, github.com/Emergent-Instruments/kernle
     at commit 7345648dbe2ae94324d0240799bcccb904b7aa25 (kernle/features/forgetting.py,
-    kernle/storage/sqlite.py), the newest stored revision of the salience forgetting cycle 004
-    describes; consolidation as kernle/stack/components/consolidation.py@4ef01db counts
-    lessons. Every other constant is the document's."""
+    kernle/storage/sqlite.py), the revision of forgetting.py the index lists, whose salience
+    forgetting cycle is the one 004 describes; consolidation counts lessons as
+    kernle/stack/components/consolidation.py@4ef01db does. Every other constant is the
+    document's."""
 
     log_offset: float = param(
         0.1,
