@@ -78,8 +78,18 @@ def test_variants_differ_from_the_documented_params_only_in_the_facts_fields():
         assert a.keys() == b.keys()
         changed[variant] = sorted(k for k in a if a[k] != b[k])
     assert changed == {
-        "pai-code": ["insight_multiplier"],
-        "engram-code": ["never_accessed_strength", "stability_on_recall"],
+        "pai-code": ["grey_zone", "insight_multiplier", "recency_from"],
+        "engram-code": [
+            "archive_long_stale_days",
+            "evidence_per_episode",
+            "gate_scope",
+            "match_first",
+            "merge_cooldown_from",
+            "never_accessed_strength",
+            "recall_confidence_strict",
+            "stability_on_recall",
+            "strict_day_gates",
+        ],
         "cosmo-code": ["decay_mode", "nightly_spacing"],
         "izzie-code": ["limit_before_filter", "strength_form"],
         "kernle-code": ["forget_by", "log_offset"],
