@@ -55,7 +55,7 @@ KERNLE = PolicySpec(
 )
 ENGRAM = PolicySpec(
     "engram",
-    2,
+    3,
     "policies.engram:Engram",
     seed_document="001_aacff6f19feabb69.txt",
     description="Engram: Beta-Bernoulli beliefs from cold consolidation, spaced-repetition "
@@ -164,10 +164,12 @@ GENERATIVE_AGENTS_CODE = PolicySpec(
 # behaves where that departs from its document; only the constants the facts name differ.
 PAI_CODE = PolicySpec(
     "pai-code",
-    2,
+    3,
     "policies.pai:PersonalAICode",
     seed_document="000_ec17278fb0252727.txt",
-    description="Personal AI as built: insight-type beliefs weighted x0.8 (document: x0.5)",
+    description="Personal AI as built (devjarus/pai 113345d): the grey zone classifies "
+    "REINFORCEMENT / CONTRADICTION and weakens by min(0.2, 1/(n+1)); recency of a "
+    "never-accessed belief from updated_at; insights x0.8",
     capabilities=frozenset({"forget"}),
     variant_of="pai",
 )
@@ -193,10 +195,12 @@ KERNLE_CODE = PolicySpec(
 )
 ENGRAM_CODE = PolicySpec(
     "engram-code",
-    1,
+    2,
     "policies.engram:EngramCode",
     seed_document="001_aacff6f19feabb69.txt",
-    description="Engram as built: R = 0.5 until first access; stability changes only on expand",
+    description="Engram as built (EthanGabis/claude-memory acac56b): evidence counts every "
+    "episode of a cluster; first-match classification; R = 0.5 until first access; "
+    "stability changes only on expand; the code's archive and merge scans",
     capabilities=frozenset({"forget"}),
     variant_of="engram",
 )
