@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -216,6 +216,18 @@ class PaiParams(Params):
     )
     grey_candidates: int = param(
         3, lo=1, doc="remember.ts: the grey zone classifies the top 3 candidates (pai-code)"
+    )
+    neighbours_after: bool = param(
+        False,
+        doc="000 §2 'Combine results + neighbors, limit to N': one list by score (memsim's "
+        "reading); True: memory.ts semanticSearch appends the neighbours after the direct "
+        "results, so they only fill places the results leave (pai-code)",
+    )
+    type_cap_divisor: int = param(
+        0,
+        lo=0,
+        doc="not in 000 (0 = off); pai-code: memory.ts prioritizeRecallTypes returns at most "
+        "max(1, floor(limit / 3)) insight or meta beliefs",
     )
     challenger_base: float = param(
         0.4,
@@ -1009,6 +1021,12 @@ class PersonalAI(Policy[PaiParams]):
         top, top_scores = pai_topk_from_cos(
             cos, cols, now, self.subject_codes(query), p, query.k, tiebreak=tb
         )
+        if p.type_cap_divisor > 0:  # the code's prioritizeRecallTypes
+            top, top_scores = self._cap_types(top, top_scores, query.k, cos, cols, now, query, tb)
+        if p.neighbours_after:
+            ids, scores = self._neighbours_after(top, top_scores, query.k, tb)
+            self._record_access(ids, now)
+            return Ranking(ids, scores)
         score = dict(zip(top.tolist(), top_scores.tolist()))
         best: dict[int, float] = dict(score)
         status = s["status"]
@@ -1025,6 +1043,78 @@ class PersonalAI(Policy[PaiParams]):
         scores = np.minimum.accumulate(vals[order])
         self._record_access(ids, now)
         return Ranking(ids, scores)
+
+    def _is_capped_type(self, rows: np.ndarray) -> np.ndarray:
+        types = self.store["type"][rows]
+        return (types == TYPE_CODE["insight"]) | (types == TYPE_CODE["meta"])
+
+    def _prioritize_types(
+        self, rows: np.ndarray, scores: np.ndarray, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """memory.ts prioritizeRecallTypes: ``rows`` (best first) taken in order, at most
+        max(1, k // type_cap_divisor) of them insight or meta; when fewer than k are taken,
+        the passed-over rows follow, in order."""
+        if len(rows) <= k:
+            return rows, scores
+        cap = max(1, k // self.params.type_cap_divisor)
+        capped = self._is_capped_type(rows)
+        keep = capped.cumsum() <= cap
+        keep |= ~capped
+        order = np.concatenate([np.flatnonzero(keep), np.flatnonzero(~keep)])[:k]
+        return rows[order], scores[order]
+
+    def _cap_types(
+        self,
+        top: np.ndarray,
+        top_scores: np.ndarray,
+        k: int,
+        cos: np.ndarray,
+        cols: PaiColumns,
+        now: float,
+        query: Query,
+        tb: Callable[[np.ndarray], np.ndarray],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The top k under the code's type cap: the fused top k when it holds no more
+        insight or meta rows than the cap, else the cap applied to the full ranking."""
+        if int(self._is_capped_type(top).sum()) <= max(1, k // self.params.type_cap_divisor):
+            return top, top_scores
+        n = int(np.count_nonzero(np.isfinite(cos)))
+        rows, scores = pai_topk_from_cos(
+            cos, cols, now, self.subject_codes(query), self.params, n, tiebreak=tb
+        )
+        return self._prioritize_types(rows, scores, k)
+
+    def _neighbours_after(
+        self,
+        top: np.ndarray,
+        top_scores: np.ndarray,
+        k: int,
+        tb: Callable[[np.ndarray], np.ndarray],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """memory.ts semanticSearch's graph step as the code runs it: the active linked
+        neighbours of the top ``graph_parents`` results that are not results themselves,
+        each at 0.8 x its parent's score (its best parent), follow the results (best first,
+        ties by the seeded keys), then the type cap and the limit; scores made
+        non-increasing down the list."""
+        p = self.params
+        s = self.store
+        status, active = s["status"], s.statuses.code("active")
+        results = set(top.tolist())
+        near: dict[int, float] = {}
+        for parent, score in zip(top[: p.graph_parents].tolist(), top_scores.tolist()):
+            ns = float(score) * p.neighbour_factor
+            for nb in self.links.get(parent, ()):
+                if nb not in results and status[nb] == active and ns > near.get(nb, -np.inf):
+                    near[nb] = ns
+        rows = np.fromiter(near.keys(), dtype=np.int64, count=len(near))
+        vals = np.fromiter(near.values(), dtype=np.float64, count=len(near))
+        order = ranking.topk(vals, len(rows), tb(rows))
+        ids = np.concatenate([top, rows[order]])
+        scores = np.concatenate([top_scores, vals[order]])
+        if p.type_cap_divisor > 0:
+            ids, scores = self._prioritize_types(ids, scores, k)
+        ids, scores = ids[:k], scores[:k]
+        return ids, np.minimum.accumulate(scores)
 
     def _record_access(self, rows: np.ndarray, now: float) -> None:
         if not len(rows):
@@ -1283,6 +1373,15 @@ class PaiCodeParams(PaiParams):
         choices=("contradiction", "relationship"),
         doc="pai-code: remember.ts classifies each grey-zone candidate REINFORCEMENT / "
         "CONTRADICTION / INDEPENDENT and weakens by min(0.2, 1/(n+1))",
+    )
+    neighbours_after: bool = param(
+        True, doc="pai-code: memory.ts semanticSearch appends the neighbours after the results"
+    )
+    type_cap_divisor: int = param(
+        3,
+        lo=0,
+        doc="pai-code: memory.ts prioritizeRecallTypes, at most max(1, floor(limit / 3)) "
+        "insight or meta beliefs",
     )
 
 

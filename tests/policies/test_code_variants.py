@@ -78,7 +78,13 @@ def test_variants_differ_from_the_documented_params_only_in_the_facts_fields():
         assert a.keys() == b.keys()
         changed[variant] = sorted(k for k in a if a[k] != b[k])
     assert changed == {
-        "pai-code": ["grey_zone", "insight_multiplier", "recency_from"],
+        "pai-code": [
+            "grey_zone",
+            "insight_multiplier",
+            "neighbours_after",
+            "recency_from",
+            "type_cap_divisor",
+        ],
         "engram-code": [
             "archive_long_stale_days",
             "evidence_per_episode",

@@ -15,7 +15,7 @@ from memsim.engine import registry
 from memsim.engine.events import Claim, Episode, Query
 from memsim.engine.llm import CONTRADICTS, IRRELEVANT, NONE, PARTIAL, SUPPORTS, Embedded
 from memsim.engine.ranking import topk
-from policies.pai import PaiParams, PersonalAI
+from policies.pai import TYPE_CODE, PaiParams, PersonalAI
 
 COMMIT = "113345d79440597f761fc2933486169d07a3bc46"
 
@@ -236,3 +236,63 @@ def test_grey_zone_defaults_name_the_code_constants():
     assert (p.recency_from, d.recency_from) == ("updated", "created")
     assert p.grey_candidates == 3 and p.challenger_base == 0.4  # remember.ts
     assert p.weaken_step == 0.2 and p.support_threshold == 3 and p.default_confidence == 0.6
+
+
+# ------------------------------------------------------------ memory.ts semanticSearch output
+def code_with(**params) -> PersonalAI:
+    from policies.pai import PaiCodeParams
+
+    return PersonalAI(PaiCodeParams(**params), llm=GreyLLM(), seed=0)
+
+
+def at_cosine(pol: PersonalAI, key: str, c: float, axis: int) -> int:
+    """A belief at cosine ``c`` to the query (e0), its other part on its own axis."""
+    vec = np.zeros(GreyLLM.dim)
+    vec[0], vec[axis] = c, math.sqrt(1.0 - c * c)
+    claim = Claim(key, "v", attrs=(("vec", tuple(vec.tolist())),))
+    return remember(pol, f"e-{key}", claim, 0.0)[0].memory
+
+
+@pytest.mark.parametrize("after, want", [(False, ["a", "n"]), (True, ["a", "b"])])
+def test_linked_neighbours_follow_the_direct_results(after, want):
+    """memory.ts semanticSearch: ``[...results, ...neighbors]`` then the limit: a neighbour
+    only fills a place the direct results leave. 000 §2 "Combine results + neighbors, limit
+    to N" (memsim's reading, one list by score): a strong parent's neighbour displaces a
+    weaker direct hit."""
+    pol = code_with(neighbours_after=after)
+    assert registry.spec("pai-code").load().Params().neighbours_after
+    rows = {k: at_cosine(pol, k, c, ax) for k, c, ax in (("a", 0.95, 1), ("b", 0.35, 2))}
+    rows["n"] = at_cosine(pol, "n", 0.0, 3)  # below the cosine floor: only a neighbour
+    pol._link(rows["a"], rows["n"])
+    got = pol.recall([Query("q", 1.0, "q", keys=("a",), k=2)], 1.0)[0]
+    names = {r: k for k, r in rows.items()}
+    assert [names[r] for r in got.ids.tolist()] == want
+    assert np.all(np.diff(got.scores) <= 0)
+
+
+@pytest.mark.parametrize("divisor, want", [(0, ["m0", "m1", "m2"]), (3, ["m0", "f0", "f1"])])
+def test_recall_keeps_at_most_a_third_insight_or_meta(divisor, want):
+    """memory.ts prioritizeRecallTypes: at most max(1, floor(limit / 3)) insight or meta
+    beliefs, the passed-over ones filling what is left; 000 §2 has no such cap."""
+    assert registry.spec("pai-code").load().Params().type_cap_divisor == 3
+    pol = code_with(type_cap_divisor=divisor)
+    rows = {}
+    for i, c in enumerate((0.6, 0.59, 0.58, 0.57)):
+        rows[f"m{i}"] = at_cosine(pol, f"m{i}", c, 1 + i)
+        pol.store["type"][rows[f"m{i}"]] = TYPE_CODE["meta"]
+    for i, c in enumerate((0.5, 0.49)):
+        rows[f"f{i}"] = at_cosine(pol, f"f{i}", c, 5 + i)
+    got = pol.recall([Query("q", 1.0, "q", keys=("a",), k=3)], 1.0)[0]
+    names = {r: k for k, r in rows.items()}
+    assert [names[r] for r in got.ids.tolist()] == want
+
+
+def test_the_type_cap_fills_with_passed_over_rows():
+    """prioritizeRecallTypes' second loop: with too few other rows the passed-over insight
+    or meta rows fill the limit, in score order."""
+    pol = code_with(type_cap_divisor=3)
+    rows = [at_cosine(pol, f"m{i}", 0.6 - 0.01 * i, 1 + i) for i in range(3)]
+    pol.store["type"][rows] = TYPE_CODE["meta"]
+    f = at_cosine(pol, "f", 0.5, 5)
+    got = pol.recall([Query("q", 1.0, "q", keys=("a",), k=3)], 1.0)[0]
+    assert got.ids.tolist() == [rows[0], f, rows[1]]
