@@ -285,3 +285,41 @@ register_claim(
     "gained evidence in this cycle), so merge can never fire on them; memsim keeps this "
     "reading as merge_cooldown_from='update' and defaults to §Belief Lifecycle 6's",
 )
+
+
+def _stale_beliefs_archived(**params: object) -> float:
+    """Beliefs archived by one cycle's gates when a confident belief with one piece of
+    evidence has not been reinforced for 100 days and the cycle touched another belief."""
+    from memsim.engine.curve import memory_claim
+    from memsim.engine.events import Episode
+    from policies.engram import Engram, EngramParams
+
+    pol = Engram(EngramParams(**params), seed=0)  # type: ignore[arg-type]
+    stale, touched = (
+        pol.plant(Episode(f"plant{i}", 0.0, "planted", (memory_claim(Engram, {}),)), 0.0)
+        for i in range(2)
+    )
+    pol.store["alpha"][[stale, touched]] = 9.0
+    pol.store["last_reinforced"][touched] = 100.0  # reinforced in this cycle
+    out = pol._gates([touched], 100.0)
+    return float(sum(o.action == "archive" and o.memory == stale for o in out))
+
+
+register_claim(
+    id="engram.archive_unreinforced_beliefs",
+    policy="engram",
+    document=DOC,
+    section="§How It Works 6 (beliefs not reinforced in this cycle) and §Belief Lifecycle 8 "
+    "(90 days, evidence < 5)",
+    statement="a belief nobody mentions again is archived after 90 days with evidence < 5 "
+    "(archived: 1)",
+    documented=1.0,
+    measure=_stale_beliefs_archived,
+    formula=lambda: 1.0,
+    tol=0.0,
+    kind=KIND_SELF,
+    note="§How It Works 5 puts archival among the gates 'on affected beliefs', under which a "
+    "belief no cycle touches is never archived (gate_scope='affected', 0); §How It Works 6 "
+    "evaluates every belief not reinforced in the cycle, memsim's default "
+    "(gate_scope='unreinforced')",
+)
