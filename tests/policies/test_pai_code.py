@@ -296,3 +296,13 @@ def test_the_type_cap_fills_with_passed_over_rows():
     f = at_cosine(pol, "f", 0.5, 5)
     got = pol.recall([Query("q", 1.0, "q", keys=("a",), k=3)], 1.0)[0]
     assert got.ids.tolist() == [rows[0], f, rows[1]]
+
+
+def test_the_type_cap_is_a_third_of_the_limit():
+    """prioritizeRecallTypes: ``Math.max(1, Math.floor(limit / 3))``: 3 of a limit of 10."""
+    pol = code_with()
+    metas = [at_cosine(pol, f"m{i}", 0.6 - 0.005 * i, 1 + i) for i in range(6)]
+    pol.store["type"][metas] = TYPE_CODE["meta"]
+    facts = [at_cosine(pol, f"f{i}", 0.5 - 0.005 * i, 7 + i) for i in range(6)]
+    got = pol.recall([Query("q", 1.0, "q", keys=("a",), k=10)], 1.0)[0].ids.tolist()
+    assert got == metas[:3] + facts + metas[3:4]
