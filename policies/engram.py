@@ -861,9 +861,10 @@ class Engram(Policy[EngramParams]):
 
     def merge_pair(self, now: float, among: Sequence[int] | None = None) -> tuple[int, int] | None:
         """The most similar pair of active beliefs passing the merge gate, or None:
-        cosine > 0.92, same scope (subject) and project, both confidence > 0.6, both
-        unchanged for >= 7 days; with ``among``, one of the pair must be in it. Returns
-        (survivor, absorbed): the survivor has more evidence."""
+        cosine > 0.92, same scope (subject) and project, both confidence > 0.6, neither
+        revised in the last 7 days (or, merge_cooldown_from="update", both unchanged for 7
+        days); with ``among``, one of the pair must be in it. Returns (survivor, absorbed):
+        the survivor has more evidence."""
         p, s = self.params, self.store
         beliefs = s.rows_with(["active"], ["belief"])  # (not a pass over every episode)
         since = s["revised_at" if p.merge_cooldown_from == "revision" else "updated"][beliefs]
