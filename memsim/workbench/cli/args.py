@@ -14,6 +14,7 @@ from memsim.engine.llm import Modes
 from memsim.engine.params import coerce
 from memsim.engine.registry import spec
 
+from ..runs.execution import ENDPOINT, check_model_overrides
 from ..runs.executors import worker_count
 
 PROGRESS_HELP = "progress bar on stderr even when it is not a terminal (default: only on one)"
@@ -84,9 +85,18 @@ def key_values(items: Sequence[str] | None, flag: str) -> dict[str, str]:
 
 def llm_overrides(items: Sequence[str] | None) -> dict:
     """--llm KEY=VALUE: numbers for bands.* / faults.*, typed modes.*, a name for
-    text_embedder."""
+    text_embedder; or --llm openai:BASE_URL,... / replay:PATH, a real model in place of
+    the mock (memsim.engine.openai_llm; no mock option beside it)."""
     out: dict = {}
-    for k, v in key_values(items, "--llm").items():
+    mock_items = []
+    for item in items or ():
+        if not item.startswith(("openai:", "replay:")):
+            mock_items.append(item)
+        elif ENDPOINT in out:
+            raise ParamError(f"--llm {item}: a second model; give one openai: or replay:")
+        else:
+            out[ENDPOINT] = item
+    for k, v in key_values(mock_items, "--llm").items():
         if k == "text_embedder":
             out[k] = v
             continue
@@ -97,6 +107,7 @@ def llm_overrides(items: Sequence[str] | None) -> dict:
             out[k] = float(v)
         except ValueError:
             raise ParamError(f"--llm {k}: cannot read {v!r} as a number") from None
+    check_model_overrides(out)
     return out
 
 

@@ -17,7 +17,12 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("scenario", help="scripted/NAME or a YAML path")
     s.add_argument("--policies", default="all", help="comma list of policy ids (default: all)")
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--llm", action="append", metavar="KEY=VALUE", help="mock LLM override")
+    s.add_argument(
+        "--llm",
+        action="append",
+        metavar="KEY=VALUE",
+        help="mock LLM override, or openai:BASE_URL,model=NAME / replay:PATH (docs/real-models.md)",
+    )
     s.add_argument("--jobs", type=worker_count, default=1, help="parallel processes")
     add_progress(s)
 

@@ -51,7 +51,8 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         action="append",
         metavar="KEY=VALUE",
         help="mock LLM override for every run: bands.X, faults.X, modes.X (docs/mock-llm.md), "
-        "text_embedder=wordllama|hashed|minilm",
+        "text_embedder=wordllama|hashed|minilm; or a real model: openai:BASE_URL,model=NAME "
+        "or replay:PATH (docs/real-models.md)",
     )
     s.add_argument("--dask", metavar="local:N|tcp://HOST:PORT", help=DASK_HELP)
     s.add_argument(

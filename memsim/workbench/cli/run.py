@@ -38,7 +38,8 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         "--llm",
         action="append",
         metavar="KEY=VALUE",
-        help="mock LLM override, e.g. faults.embed_fail=0.1",
+        help="mock LLM override, e.g. faults.embed_fail=0.1; or a real model: "
+        "openai:BASE_URL,model=NAME or replay:PATH (docs/real-models.md)",
     )
     add_index(s)
     s.add_argument("--out", help="write the run's files under this results root")

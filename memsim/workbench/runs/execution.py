@@ -26,8 +26,9 @@ from memsim.engine import metrics, registry, runner, sources, truth
 from memsim.engine.candidate_index import check_settings
 from memsim.engine.embed import DEFAULT_TEXT_EMBEDDER
 from memsim.engine.errors import MemsimError, ParamError
-from memsim.engine.llm import Bands, Configurable, Faults, Modes, TruthBound
+from memsim.engine.llm import Bands, Configurable, Faults, Metered, Modes, TruthBound
 from memsim.engine.mockllm import MockLLM
+from memsim.engine.openai_llm import ModelLLM, is_model_spec, parse_spec
 
 from .executors import map_in_order
 from .results import (
@@ -66,10 +67,37 @@ def list_scenarios() -> pd.DataFrame:
 
 
 def as_overrides(
-    pairs: Mapping[str, Any] | Iterable[tuple[str, Any]] | None,
+    pairs: Mapping[str, Any] | Iterable[tuple[str, Any]] | str | None,
 ) -> tuple[tuple[str, Any], ...]:
+    """Sorted (name, value) pairs; a real model's spec (``"openai:..."``, ``"replay:..."``,
+    see memsim.engine.openai_llm) stands for ``{"endpoint": spec}``."""
+    if isinstance(pairs, str):
+        if not is_model_spec(pairs):
+            raise ParamError(f"llm={pairs!r}: expected overrides or openai:... / replay:...")
+        pairs = {ENDPOINT: pairs}
     items = dict(pairs.items() if isinstance(pairs, Mapping) else (pairs or ()))
     return tuple(sorted(items.items()))
+
+
+# The LLM override naming a real model (openai:... or replay:...) in place of the mock.
+ENDPOINT = "endpoint"
+
+
+def check_model_overrides(overrides: Mapping[str, Any]) -> None:
+    """A real model's spec parses, and comes with no option of the mock (bands.*,
+    faults.*, modes.*, text_embedder): those set what only the mock does."""
+    if ENDPOINT not in overrides:
+        return
+    spec = overrides[ENDPOINT]
+    if not is_model_spec(spec):
+        raise ParamError(f"--llm endpoint={spec!r}: expected openai:BASE_URL,... or replay:PATH")
+    parse_spec(str(spec))
+    mock_only = sorted(k for k in overrides if k != ENDPOINT)
+    if mock_only:
+        raise ParamError(
+            f"--llm {mock_only[0]}={overrides[mock_only[0]]}: an option of the mock LLM; "
+            f"{str(spec).partition(':')[0]}: replaces the mock, so it does not apply"
+        )
 
 
 @functools.lru_cache(maxsize=8)
@@ -79,7 +107,11 @@ def load_stream(spec: str, seed: int):
 
 def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str, Any]):
     """The MockLLM for a run: the stream's own bands/faults (synthetic profiles carry them),
-    then ``bands.X`` / ``faults.X`` overrides from the run definition."""
+    then ``bands.X`` / ``faults.X`` overrides from the run definition; with an ``endpoint``
+    override, the real model it names instead (memsim.engine.openai_llm)."""
+    if ENDPOINT in overrides:
+        check_model_overrides(overrides)
+        return ModelLLM(str(overrides[ENDPOINT]), seed=seed)
     bands = dict(stream_meta.get("bands", {}) or {})
     faults = dict(stream_meta.get("faults", {}) or {})
     modes: dict[str, Any] = {}
@@ -197,15 +229,35 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
         summary["index_decision_differ_share"] = audit["decision_differ_share"]
     footprint = trace.footprint_frame()
     llm_config = llm.config() if isinstance(llm, Configurable) else {"seed": d.seed}
+    manifest = manifest_for(d, policy=policy, llm_config=llm_config, stream=stream)
+    if isinstance(llm, Metered):  # a real model: what its calls cost, from its usage fields
+        usage = llm.usage()
+        manifest["llm_usage"] = usage
+        summary.update(usage_columns(usage))
     return RunResult(
         d,
         queries,
         footprint,
         summary,
-        manifest=manifest_for(d, policy=policy, llm_config=llm_config, stream=stream),
+        manifest=manifest,
         timings=dict(trace.timings),
         expectations=verdicts,
     )
+
+
+def usage_columns(usage: Mapping[str, Any]) -> dict[str, int]:
+    """A real model's costs as summary columns: ``llm_calls``, ``llm_tokens_in``,
+    ``llm_tokens_out``, ``llm_latency_ms`` (summed over the run's calls) and
+    ``llm_faults`` (invalid or failed replies; the manifest's ``llm_usage`` breaks all of
+    them down per protocol method and fault kind)."""
+    total = usage["total"]
+    return {
+        "llm_calls": int(total["calls"]),
+        "llm_tokens_in": int(total["tokens_in"]),
+        "llm_tokens_out": int(total["tokens_out"]),
+        "llm_latency_ms": int(total["latency_ms"]),
+        "llm_faults": int(sum(usage["faults"].values())),
+    }
 
 
 def matched_clairvoyant(result: RunResult, reference: str = "clairvoyant") -> RunResult:
