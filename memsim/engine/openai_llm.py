@@ -43,7 +43,6 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -235,11 +234,12 @@ class Prompt:
 @cache
 def prompt(name: str) -> Prompt:
     """The prompt file ``memsim/engine/prompts/NAME.json``."""
-    text = resources.files("memsim.engine").joinpath("prompts", f"{name}.json").read_text("utf-8")
+    text = (PROMPT_DIR / f"{name}.json").read_text("utf-8")
     d = json.loads(text)
     return Prompt(d["name"], int(d["version"]), d["system"], d["instructions"], d["schema"])
 
 
+PROMPT_DIR = Path(__file__).resolve().parent / "prompts"  # (package data)
 PROMPTS = ("extract", "classify_index", "classify_relation", "summarize", "synthesize")
 
 
@@ -320,7 +320,7 @@ class _Transport:
             except (ConnectionResetError, http.client.RemoteDisconnected, BrokenPipeError) as e:
                 error = f"connection dropped ({type(e).__name__})"
             except (urllib.error.URLError, ConnectionError, OSError) as e:
-                reason = getattr(e, "reason", e)
+                reason = e.reason if isinstance(e, urllib.error.URLError) else e
                 if isinstance(reason, TimeoutError):
                     error = f"no reply within {self.opts.timeout:g} s"
                 else:
@@ -498,7 +498,6 @@ def valid_extraction(doc: Any) -> list[dict[str, Any]]:
         where = f"claims[{i}]"
         if not isinstance(c, dict):
             raise Invalid(f"{where}: expected an object, got {c!r:.60}")
-        subject = _get(c, "subject", str, where).strip().lower() or "owner"
         out.append(
             {
                 "key": _claim_key(c, where),
@@ -506,7 +505,7 @@ def valid_extraction(doc: Any) -> list[dict[str, Any]]:
                 "category": _category(c, where, CATEGORIES),
                 "importance": _unit(c, "importance", where, nullable=True),
                 "confidence": _unit(c, "confidence", where),
-                "subject": subject,
+                "subject": _get(c, "subject", str, where).strip().lower() or "owner",
                 "noise": _get(c, "noise", bool, where),
                 "attrs": _attrs(c, where),
             }

@@ -67,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
     if "index_audit" in r.manifest:
         print()
         print(index_lines(r.manifest["index_audit"]))
+    if "llm_usage" in r.manifest:
+        print()
+        print(usage_lines(r.manifest["llm_usage"]))
     if r.expectations:
         print()
         print_verdicts(r.expectations, f"expectations stated for {r.summary['policy']}")
@@ -104,6 +107,26 @@ def metric_lines(queries: Any, summary: dict[str, Any]) -> str:
         shown = f"{value:8.4f}" if math.isfinite(value) else f"{'n/a':>8}"
         meaning = m.description + extra if math.isfinite(value) else f"n/a: {why}"
         lines.append(f"  {name:<18} {shown}  {m.better:<7}{meaning}")
+    return "\n".join(lines)
+
+
+def usage_lines(usage: dict[str, Any]) -> str:
+    """A real model's calls, tokens and latency per protocol method, and its faults (the
+    invalid or failed replies, each counted as the mock's fault of that kind)."""
+    lines = [f"  {'model calls':<18} {'calls':>7} {'tokens in':>10} {'tokens out':>10} {'ms':>9}"]
+    rows = [*usage["methods"].items(), ("total", usage["total"])]
+    for name, m in rows:
+        lines.append(
+            f"  {name:<18} {m['calls']:>7,} {m['tokens_in']:>10,} {m['tokens_out']:>10,} "
+            f"{m['latency_ms']:>9,}"
+        )
+    faults = {k: n for k, n in usage["faults"].items() if n}
+    if not faults:
+        lines.append("  faults: none (every reply valid)")
+        return "\n".join(lines)
+    counted = ", ".join(f"{k} {n}" for k, n in faults.items())
+    lines.append(f"  faults: {counted} (invalid or failed replies; the first ones:)")
+    lines += [f"    {m}" for m in usage["fault_messages"][:5]]
     return "\n".join(lines)
 
 
