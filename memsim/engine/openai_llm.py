@@ -293,8 +293,7 @@ class _Transport:
             if not self._profiled:
                 self.cache.add_profile(self.opts.profile())
                 self._profiled = True
-            entry = self._post(kind, body)
-            self.cache.put(key, entry)
+            entry = self.cache.put(key, self._post(kind, body))
         usage = entry.get("usage") or {}
         return _Reply(
             body=entry.get("reply"),
@@ -462,8 +461,12 @@ def reply_json(body: Any) -> Any:
         raise Invalid(f"content is not JSON ({e.msg} at column {e.colno}): {text[:60]!r}") from None
 
 
-def _claim_key(obj: Any, where: str) -> str:
+def _claim_key(obj: Any, where: str, text_only: bool = False) -> str:
+    """A claim's key as dotted lowercase words (spaces become ``_``); "" only where a
+    text-only claim may come back (``text_only``)."""
     key = " ".join(_get(obj, "key", str, where).strip().lower().split()).replace(" ", "_")
+    if key == "" and text_only:
+        return key
     if not _KEY.fullmatch(key):
         raise Invalid(f"{where}.key: {obj['key']!r:.60} is not dotted lowercase words")
     return key
@@ -542,7 +545,7 @@ def valid_summary(doc: Any) -> str:
 def valid_synthesis(doc: Any) -> dict[str, Any]:
     c = _get(doc, "claim", dict, "claim document")
     return {
-        "key": _claim_key(c, "claim"),
+        "key": _claim_key(c, "claim", text_only=True),
         "value": _get(c, "value", str, "claim").strip(),
         "category": _category(c, "claim", (*CATEGORIES, "meta")),
         "subject": _get(c, "subject", str, "claim").strip().lower() or "owner",

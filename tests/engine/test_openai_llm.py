@@ -356,3 +356,19 @@ def test_cache_entries_are_content_addressed(tmp_path):
     same = {"request": {"a": [2], "b": 1}, "prompt": "extract@1", "model": "m", "kind": "chat"}
     got = LLMCache(tmp_path).get(same)
     assert got is not None and got["reply"] == {"x": 1}
+
+
+def test_the_first_reply_recorded_wins_across_processes(tmp_path):
+    """Two runs that asked the same request at once (two processes, each its own cache
+    object) both use the reply recorded first, the one a replay gives."""
+    key = {"kind": "embeddings", "model": "m", "prompt": "", "request": {"input": "x"}}
+    first, second = LLMCache(tmp_path), LLMCache(tmp_path)
+    assert first.get(key) is None and second.get(key) is None
+    a = first.put(key, {"reply": {"v": 1}, "latency_ms": 5})
+    b = second.put(key, {"reply": {"v": 1}, "latency_ms": 9})
+    assert a == b and b["latency_ms"] == 5
+    assert LLMCache(tmp_path).get(key) == a
+    failed = {"kind": "chat", "model": "m", "prompt": "p@1", "request": {}}
+    first.put(failed, {"error": "HTTP 500: down", "latency_ms": 1})
+    assert second.put(failed, {"reply": {"ok": True}, "latency_ms": 2})["reply"] == {"ok": True}
+    assert not list(tmp_path.rglob("*.tmp"))

@@ -257,7 +257,7 @@ def usage_columns(usage: Mapping[str, Any]) -> dict[str, int]:
         "llm_tokens_out": int(total["tokens_out"]),
         "llm_latency_ms": int(total["latency_ms"]),
         "llm_faults": int(sum(usage["faults"].values())),
-    }
+    }  # (the metric registry's "llm_usage" group names these, in this order)
 
 
 def matched_clairvoyant(result: RunResult, reference: str = "clairvoyant") -> RunResult:
