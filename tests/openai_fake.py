@@ -135,6 +135,7 @@ class FakeOpenAI(ThreadingHTTPServer):
         self.plan: list[dict[str, Any]] = []
         self.requests: Counter[str] = Counter()
         self.authorization: set[str] = set()
+        self.bodies: list[dict[str, Any]] = []  # every request body, in arrival order
         self.lock = threading.Lock()
         self.thread = threading.Thread(target=self.serve_forever, daemon=True)
 
@@ -169,6 +170,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.authorization.add(self.headers.get("Authorization", ""))
+        self.server.bodies.append(request)
         task = task_of(self.path, request)
         step = self.server.take(task)
         if "delay" in step:

@@ -22,7 +22,7 @@ Spec (``--llm`` on the command line, ``llm={"endpoint": ...}`` in the API)::
 
     openai:BASE_URL,model=NAME[,embed_model=NAME][,cache=PATH][,dim=N][,timeout=S]
         [,retries=N][,backoff=S][,concurrency=N][,response_format=json_schema|json_object|none]
-        [,key_env=VAR]
+        [,key_env=VAR][,known_keys=N]
     replay:PATH[,model=NAME]
 """
 
@@ -109,6 +109,7 @@ class ModelOptions:
     concurrency: int = 4
     response_format: str = "json_schema"
     key_env: str = ""
+    known_keys: int = 100
 
     def profile(self) -> dict[str, Any]:
         """The settings a replay needs to ask the same requests."""
@@ -116,10 +117,11 @@ class ModelOptions:
             "model": self.model,
             "embed_model": self.embed_model,
             "response_format": self.response_format,
+            "known_keys": self.known_keys,
         }
 
 
-_INT_OPTIONS = {"dim": 1, "retries": 0, "concurrency": 1}  # name -> least value
+_INT_OPTIONS = {"dim": 1, "retries": 0, "concurrency": 1, "known_keys": 0}  # -> least value
 _FLOAT_OPTIONS = {"timeout", "backoff"}
 _TEXT_OPTIONS = {"model", "embed_model", "cache", "response_format", "key_env"}
 
@@ -209,6 +211,7 @@ def _replay_options(path: str, model: str | None) -> ModelOptions:
             model=str(p["model"]),
             embed_model=str(p["embed_model"]),
             response_format=str(p["response_format"]),
+            known_keys=int(p["known_keys"]),
             cache=str(root),
         )
     except KeyError as e:
@@ -627,6 +630,9 @@ class ModelLLM(Configurable):
         self.meters = {m: _Meter() for m in METHODS}
         self.faults = dict.fromkeys(FAULT_KINDS, 0)
         self.fault_messages: list[str] = []
+        # the keys extraction has returned so far, in order of first use (entity resolution:
+        # the extract prompt lists the latest ``known_keys`` of them to reuse)
+        self.keys_seen: dict[str, None] = {}
 
     # -- bookkeeping -------------------------------------------------------------------
     def config(self) -> dict[str, Any]:
@@ -639,6 +645,7 @@ class ModelLLM(Configurable):
             "model": o.model,
             "embed_model": o.embed_model,
             "response_format": o.response_format,
+            "known_keys": o.known_keys,
             "prompts": {p: prompt(p).tag for p in PROMPTS},
         }
 
@@ -735,13 +742,19 @@ class ModelLLM(Configurable):
         a text-only claim when it finds none (as the mock); None on a failed reply."""
         speaker = episode.speaker.strip().lower()
         subject = "owner" if speaker in ("", "user") else speaker
-        payload = {"speaker": episode.speaker, "text": episode.text}
+        payload: dict[str, Any] = {"speaker": episode.speaker, "text": episode.text}
+        n = self.options.known_keys
+        if n and self.keys_seen:
+            payload["known_keys"] = sorted(list(self.keys_seen)[-n:])
         fields, why = self._answer("extract", "extract", payload, valid_extraction)
         if fields is None:
             self._fault("extract_fail", "extract", f"episode {episode.id!r}", why)
             return None
         if not fields:
             return (Claim(key="", value=episode.text, category="fact", subject=subject),)
+        for f in fields:
+            self.keys_seen.pop(f["key"], None)  # (the most recently used last)
+            self.keys_seen[f["key"]] = None
         return tuple(Claim(**f) for f in fields)
 
     def embed(self, items: Sequence[Claim | str], keys: Sequence[str]) -> Embedded:

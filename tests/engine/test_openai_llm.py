@@ -297,7 +297,12 @@ def test_recording_twice_writes_each_entry_once(server, tmp_path):
     doc = json.loads(entries[0].read_text())
     assert doc["format"] == 1 and set(doc) >= {"key", "latency_ms", "usage"}
     assert json.loads((tmp_path / "profiles.json").read_text()) == [
-        {"embed_model": "fake", "model": "fake", "response_format": "json_schema"}
+        {
+            "embed_model": "fake",
+            "known_keys": 100,
+            "model": "fake",
+            "response_format": "json_schema",
+        }
     ]
 
 
@@ -372,3 +377,31 @@ def test_the_first_reply_recorded_wins_across_processes(tmp_path):
     first.put(failed, {"error": "HTTP 500: down", "latency_ms": 1})
     assert second.put(failed, {"reply": {"ok": True}, "latency_ms": 2})["reply"] == {"ok": True}
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_extraction_is_shown_the_keys_it_returned_before(server, tmp_path):
+    """Entity resolution: the extract prompt lists the latest ``known_keys`` keys the model
+    returned (sorted), so it can name a fact as it did before."""
+
+    def inputs():
+        chats = [b for b in server.bodies if "messages" in b]
+        return [json.loads(b["messages"][-1]["content"].partition("INPUT:\n")[2]) for b in chats]
+
+    llm = make(server, tmp_path, known_keys="2")
+    for i, text in enumerate(
+        ["My owner city is Boston.", "My owner name is Dana.", "hi", "My pets dog is Rex."]
+    ):
+        llm.extract(ep(text, f"e{i}"))
+    seen = [x.get("known_keys") for x in inputs()]
+    assert seen == [
+        None,
+        ["owner.city"],
+        ["owner.city", "owner.name"],
+        ["owner.city", "owner.name"],
+    ]
+    llm.extract(ep("My owner city is Denver.", "e9"))
+    assert inputs()[-1]["known_keys"] == ["owner.name", "pets.dog"]
+    off = make(server, tmp_path / "off", known_keys="0")
+    off.extract(ep("My owner city is Boston."))
+    off.extract(ep("My owner name is Dana.", "e2"))
+    assert "known_keys" not in inputs()[-1]
