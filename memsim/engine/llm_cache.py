@@ -34,8 +34,9 @@ MEMO_ENTRIES = 4096
 
 
 def canonical_json(obj: Any) -> str:
-    """One text per JSON value: sorted keys, no spaces, non-ASCII kept."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """One text per JSON value: sorted keys, no spaces, non-ASCII kept (a value JSON has
+    no type for, such as a policy's own claim attribute, as its ``str``)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def entry_key(kind: str, model: str, prompt: str, request: Mapping[str, Any]) -> dict[str, Any]:

@@ -80,6 +80,7 @@ CATEGORIES = (
     "value",
     "drive",
 )
+_NUMBER = re.compile(r"[0-9]+")  # (str.isdigit also takes digits int() refuses, like "²")
 _KEY = re.compile(r"[a-z0-9_\-]+(?:\.[a-z0-9_\-]+)*")
 FAULT_KINDS = ("extract_fail", "embed_fail", "invalid_answer")
 MAX_FAULT_MESSAGES = 50  # the first ones go to the manifest; every one is counted
@@ -326,14 +327,14 @@ class _Transport:
                 if isinstance(reason, TimeoutError):
                     error = f"no reply within {self.opts.timeout:g} s"
                 else:
-                    error = f"cannot connect ({_safe(str(reason))})"
+                    error = f"cannot connect ({_safe(str(reason), self.opts.key_env)})"
                     if attempt == self.opts.retries:
                         raise Unreachable(f"--llm openai: {url}: {error}") from None
             else:
                 if status == 200:
                     latency = round((time.monotonic() - start) * 1000)
-                    return _recorded(kind, text, latency)
-                message = _safe(" ".join(text.split())[:200])
+                    return _recorded(text, latency)
+                message = _safe(" ".join(text.split())[:200], self.opts.key_env)
                 if status in _REFUSED:
                     raise Unreachable(f"--llm openai: {url} answered HTTP {status}: {message}")
                 error = f"HTTP {status}: {message}"
@@ -352,8 +353,12 @@ class _Transport:
         if key:
             headers["Authorization"] = f"Bearer {key}"
         req = urllib.request.Request(url, data=data, headers=headers, method="POST")
+        # a server on this machine is asked directly, never through a proxy of the
+        # environment (a remote one honours http(s)_proxy as urllib does)
+        local = urllib.parse.urlsplit(url).hostname in ("127.0.0.1", "localhost", "::1")
+        opener = urllib.request.build_opener(*([urllib.request.ProxyHandler({})] if local else []))
         try:
-            with urllib.request.urlopen(req, timeout=self.opts.timeout) as resp:  # noqa: S310
+            with opener.open(req, timeout=self.opts.timeout) as resp:
                 return resp.status, resp.read().decode("utf-8", "replace"), None
         except urllib.error.HTTPError as e:
             text = e.read().decode("utf-8", "replace") if e.fp is not None else ""
@@ -368,9 +373,9 @@ def api_key(key_env: str = "") -> str:
     return ""
 
 
-def _safe(text: str) -> str:
+def _safe(text: str, key_env: str = "") -> str:
     """``text`` with any API key in the environment blanked out (a server may echo it)."""
-    for name in KEY_ENVS:
+    for name in (*KEY_ENVS, key_env) if key_env else KEY_ENVS:
         key = os.environ.get(name, "")
         if key:
             text = text.replace(key, "***")
@@ -386,7 +391,7 @@ def _retry_after(value: str | None) -> float | None:
     return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
-def _recorded(kind: str, text: str, latency_ms: int) -> dict[str, Any]:
+def _recorded(text: str, latency_ms: int) -> dict[str, Any]:
     """A 200 reply as recorded: the parsed body (the raw text when it is not JSON), usage
     and latency."""
     try:
@@ -525,7 +530,7 @@ def valid_index(doc: Any, n: int) -> str:
     text = str(answer).strip().upper()
     if text == NONE:
         return NONE
-    if not text.isdigit() or not 1 <= int(text) <= n:
+    if not _NUMBER.fullmatch(text) or not 1 <= int(text) <= n:
         raise Invalid(f"answer: {answer!r:.40} is neither NONE nor a candidate in 1..{n}")
     return str(int(text))
 

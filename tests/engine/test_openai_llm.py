@@ -145,7 +145,7 @@ def test_invalid_classifications_pass_on_as_invalid_answers(server, tmp_path):
     llm = make(server, tmp_path)
     new, old = Claim("owner.city", "Boston"), [Claim("owner.city", "Denver")]
     server.plan += [
-        {"task": "classify", "doc": {"answer": "7"}},
+        {"task": "classify", "doc": {"answer": "²"}},
         {"task": "classify", "content": "CONTRADICTS?"},
         {"task": "classify", "doc": {"relations": ["SUPPORTS", "CONTRADICTS"]}},
         {"task": "classify", "doc": {"relations": ["maybe"]}},
@@ -156,7 +156,7 @@ def test_invalid_classifications_pass_on_as_invalid_answers(server, tmp_path):
     assert llm.classify(new, old, answer="relation", key="c") == [""]
     assert llm.classify(other, old, answer="relation", key="d") == ["MAYBE"]
     assert llm.faults == {"extract_fail": 0, "embed_fail": 0, "invalid_answer": 4}
-    assert "neither NONE nor a candidate in 1..1" in llm.fault_messages[0]
+    assert "'²' is neither NONE nor a candidate in 1..1" in llm.fault_messages[0]
     assert "2 given for 1 candidates" in llm.fault_messages[2]
 
 
