@@ -164,3 +164,21 @@ def test_invalid_replies_are_counted_and_reported(server, scenario, tmp_path, ca
     assert summary["llm_faults"] == 2
     usage = json.loads((run / "manifest.json").read_text())["llm_usage"]
     assert usage["faults"]["extract_fail"] == 2 and len(usage["fault_messages"]) == 2
+
+
+def test_compare_and_check_take_a_model_and_replay_it(server, scenario, tmp_path, capsys):
+    """compare (two processes asking the same requests at once: the reply recorded first
+    serves both) and check take the same --llm; the replayed comparison's tables are the
+    live one's bytes."""
+    cache = tmp_path / "cache"
+    live = f"openai:{server.base_url},model=fake,cache={cache}"
+    args = ["compare", "--policies", "keep-all,pai", "--scenarios", scenario, "--quiet"]
+    args += ["--cache", str(tmp_path / "runs")]
+    assert main([*args, "--jobs", "2", "--llm", live, "--out", str(tmp_path / "a")]) == 0
+    assert main([*args, "--llm", f"replay:{cache}", "--out", str(tmp_path / "b")]) == 0
+    a, b = ((tmp_path / d / "summary.csv").read_text() for d in "ab")
+    assert a == b and "llm_tokens_in" in a
+    capsys.readouterr()
+    check = ["check", "scripted/name-preference", "--policies", "keep-all", "--quiet"]
+    assert main([*check, "--llm", live]) in (0, 1)  # (judged: 1 when an expectation fails)
+    assert "expectations hold" in capsys.readouterr().out
