@@ -353,7 +353,7 @@ class _Transport:
         if key:
             headers["Authorization"] = f"Bearer {key}"
         req = urllib.request.Request(url, data=data, headers=headers, method="POST")
-        # a server on this machine is asked directly, never through a proxy of the
+        # a local server (loopback address) is asked directly, never through a proxy of the
         # environment (a remote one honours http(s)_proxy as urllib does)
         local = urllib.parse.urlsplit(url).hostname in ("127.0.0.1", "localhost", "::1")
         opener = urllib.request.build_opener(*([urllib.request.ProxyHandler({})] if local else []))
