@@ -405,3 +405,21 @@ def test_extraction_is_shown_the_keys_it_returned_before(server, tmp_path):
     off.extract(ep("My owner city is Boston."))
     off.extract(ep("My owner name is Dana.", "e2"))
     assert "known_keys" not in inputs()[-1]
+
+
+def test_an_interrupted_write_leaves_no_entry_and_no_temporary_file(tmp_path, monkeypatch):
+    """A run killed while recording leaves whole entries only: the next run asks again."""
+    import os
+
+    key = {"kind": "embeddings", "model": "m", "prompt": "", "request": {"input": "x"}}
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "link", killed)
+    with pytest.raises(KeyboardInterrupt):
+        LLMCache(tmp_path).put(key, {"reply": {"v": 1}})
+    monkeypatch.undo()
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+    assert LLMCache(tmp_path).get(key) is None
+    assert LLMCache(tmp_path).put(key, {"reply": {"v": 1}})["reply"] == {"v": 1}
