@@ -182,3 +182,23 @@ def test_compare_and_check_take_a_model_and_replay_it(server, scenario, tmp_path
     check = ["check", "scripted/name-preference", "--policies", "keep-all", "--quiet"]
     assert main([*check, "--llm", live]) in (0, 1)  # (judged: 1 when an expectation fails)
     assert "expectations hold" in capsys.readouterr().out
+
+
+def test_the_cost_columns_are_the_registrys_llm_usage_group():
+    from memsim.engine.metric_registry import METRICS, metric_names
+    from memsim.workbench.runs.execution import usage_columns
+
+    usage = {
+        "total": {"calls": 3, "tokens_in": 40, "tokens_out": 5, "latency_ms": 7},
+        "faults": {"extract_fail": 1, "embed_fail": 0, "invalid_answer": 2},
+    }
+    columns = usage_columns(usage)
+    assert tuple(columns) == metric_names("llm_usage")
+    assert columns == {
+        "llm_calls": 3,
+        "llm_tokens_in": 40,
+        "llm_tokens_out": 5,
+        "llm_latency_ms": 7,
+        "llm_faults": 3,
+    }
+    assert {METRICS[c].level for c in columns} == {"run"}
