@@ -572,7 +572,10 @@ def valid_embedding(body: Any, dim: int | None) -> np.ndarray:
         raise Invalid("reply.data[0].embedding: not a list of numbers")
     if dim is not None and len(vec) != dim:
         raise Invalid(f"reply.data[0].embedding: {len(vec)} numbers, expected {dim}")
-    row = np.asarray(vec, dtype=np.float64)
+    try:
+        row = np.asarray(vec, dtype=np.float64)
+    except OverflowError:  # (an integer past float range)
+        raise Invalid("reply.data[0].embedding: a number out of float range") from None
     norm = float(np.linalg.norm(row))
     if not math.isfinite(norm) or norm == 0.0:
         raise Invalid("reply.data[0].embedding: zero or not finite")

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memsim.engine.errors import MemsimError, ParamError
 from memsim.engine.events import Claim, Episode, Query
@@ -18,10 +20,18 @@ from memsim.engine.llm import LLM, NONE, Configurable, Metered
 from memsim.engine.llm_cache import CacheMiss, LLMCache
 from memsim.engine.openai_llm import (
     PROMPTS,
+    Invalid,
     ModelLLM,
     Unreachable,
     parse_spec,
     prompt,
+    reply_json,
+    valid_embedding,
+    valid_extraction,
+    valid_index,
+    valid_relations,
+    valid_summary,
+    valid_synthesis,
 )
 from tests.openai_fake import DIM, FakeOpenAI
 
@@ -423,3 +433,56 @@ def test_an_interrupted_write_leaves_no_entry_and_no_temporary_file(tmp_path, mo
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
     assert LLMCache(tmp_path).get(key) is None
     assert LLMCache(tmp_path).put(key, {"reply": {"v": 1}})["reply"] == {"v": 1}
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=8)
+    | st.sampled_from([10**400, -(10**400)]),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_FIELDS = ("claims", "key", "value", "category", "importance", "confidence", "subject", "noise")
+_SHAPED = st.dictionaries(
+    st.sampled_from((*_FIELDS, "attributes", "answer", "relations", "summary", "claim", "data")),
+    _JSON | st.lists(st.dictionaries(st.sampled_from((*_FIELDS, "attributes")), _JSON), max_size=3),
+    max_size=6,
+)
+
+
+@given(doc=_JSON | _SHAPED, n=st.integers(0, 4))
+def test_no_reply_crashes_a_validator(doc, n):
+    """Whatever JSON a model writes, each validator answers or raises Invalid (a counted
+    fault), never another exception."""
+    body = {"choices": [{"message": {"content": json.dumps(doc)}}]}
+    for check in (
+        valid_extraction,
+        lambda d: valid_index(d, n),
+        lambda d: valid_relations(d, n),
+        valid_summary,
+        valid_synthesis,
+    ):
+        try:
+            fields = check(reply_json(body))
+        except Invalid:
+            continue
+        if check is valid_extraction:
+            for f in fields:
+                Claim(**f)  # (a valid reply makes valid claims)
+    try:
+        valid_embedding(doc, 3)
+    except Invalid:
+        pass
+
+
+@pytest.mark.parametrize(
+    "row", [[10**400, 1.0, 2.0], [float("nan"), 1.0, 0.0], [0, 0, 0], [True, 1, 2]]
+)
+def test_an_embedding_out_of_range_is_invalid(row):
+    with pytest.raises(Invalid):
+        valid_embedding({"data": [{"embedding": row}]}, 3)
