@@ -227,12 +227,12 @@ def test_500s_are_retried_with_backoff_then_counted(server, tmp_path):
 
 
 def test_a_timeout_is_counted_and_a_slow_reply_within_it_is_not(server, tmp_path):
-    llm = make(server, tmp_path, retries="0", timeout="0.3")
+    llm = make(server, tmp_path, retries="0", timeout="1")  # (a margin for a busy machine)
     llm.dim  # noqa: B018
-    server.plan.append({"task": "extract", "delay": 1.0})
+    server.plan.append({"task": "extract", "delay": 3.0})
     assert llm.extract(ep("My owner city is Boston.")) is None
-    assert "no reply within 0.3 s" in llm.fault_messages[0]
-    server.plan.append({"task": "extract", "delay": 0.1})
+    assert "no reply within 1 s" in llm.fault_messages[0]
+    server.plan.append({"task": "extract", "delay": 0.2})
     (claim,) = llm.extract(ep("My owner name is Dana.", "e2"))
     assert claim.value == "Dana"
 
