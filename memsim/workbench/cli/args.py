@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from memsim.engine.errors import ParamError
@@ -65,12 +64,6 @@ def parse_seeds(text: str) -> list[int]:
     if not seeds:
         raise ParamError(f"--seeds: {text!r} names no seed (use 0,1,2 or START:STOP, STOP > START)")
     return seeds
-
-
-def check_out_dir(out: str | None, flag: str = "--out") -> None:
-    """An output folder must not be an existing file."""
-    if out and Path(out).exists() and not Path(out).is_dir():
-        raise ParamError(f"{flag}: {out!r} is a file, not a folder")
 
 
 def key_values(items: Sequence[str] | None, flag: str) -> dict[str, str]:

@@ -19,7 +19,6 @@ from .args import (
     DASK_HELP,
     add_index,
     add_progress,
-    check_out_dir,
     csv_list,
     index_settings,
     llm_overrides,
@@ -27,6 +26,7 @@ from .args import (
     policy_params,
     split_specs,
 )
+from .outputs import writable_folder
 
 DEFAULT_CACHE = "results"  # compare keeps per-run results in DEFAULT_CACHE/runs (gitignored)
 
@@ -98,8 +98,8 @@ def run(args: argparse.Namespace) -> int:
         raise ParamError("compare: give --suite NAME and/or --scenarios SPEC[,SPEC...]")
     seeds = parse_seeds(args.seeds)
     out = Path(args.out) if args.out else Path("results") / (args.suite or "compare")
-    check_out_dir(str(out))
-    check_out_dir(args.cache, "--cache")
+    writable_folder(out)
+    writable_folder(args.cache or DEFAULT_CACHE, "--cache")
     cache = Path(args.cache or DEFAULT_CACHE)
     params = policy_params(policies, args.param)
     index = index_settings(args.index)

@@ -12,6 +12,7 @@ from ..runs.execution import grid, run_grid
 from ..runs.executors import worker_count
 from ..studies.drift import DEFAULT_OUT, KINDS, reference_ids, render, run_table, variant_pairs
 from .args import parse_seeds
+from .outputs import writable_file, writable_folder
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -60,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
     if args.kind == "all" and args.out:
         print("drift: --out: --kind all writes both default reports, got --out", file=sys.stderr)
         return 2
+    for k in kinds:
+        writable_file(args.out or DEFAULT_OUT[k])
+    writable_folder(args.cache, "--cache")
     plan = {k: variant_pairs(k) for k in kinds}
     if not any(plan.values()):
         print(f"drift: no registered {args.kind} policy declares variant_of", file=sys.stderr)

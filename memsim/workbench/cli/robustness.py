@@ -16,6 +16,7 @@ from ..studies.robustness import (
     small_grid,
 )
 from .args import add_index, add_progress, csv_list, index_settings, parse_seeds, split_specs
+from .outputs import writable_file, writable_folder
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
@@ -36,6 +37,10 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    for path in (out, out.with_suffix(".csv"), out.with_suffix(".png")):  # all written
+        writable_file(path)
+    writable_folder(args.cache, "--cache")
     policies = csv_list(args.policies) if args.policies and args.policies != "all" else None
     scenarios = split_specs(args.scenarios) if args.scenarios else list(DEFAULT_SCENARIOS)
     table = robustness(
@@ -48,7 +53,6 @@ def run(args: argparse.Namespace) -> int:
         progress="always" if args.progress else not args.quiet,
         index=index_settings(args.index),
     )
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig = out.with_suffix(".png")
     plot(table, fig)

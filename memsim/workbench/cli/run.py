@@ -17,12 +17,12 @@ from ..runs.results import RunDef, save
 from .args import (
     add_index,
     add_progress,
-    check_out_dir,
     index_settings,
     key_values,
     llm_overrides,
     typed_params,
 )
+from .outputs import writable_folder
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
@@ -49,7 +49,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     params = typed_params(args.policy, key_values(args.param, "--param"))
     llm = llm_overrides(args.llm)
-    check_out_dir(args.out)
+    writable_folder(args.out)
     d = RunDef(
         resolve_policy(args.policy),
         args.scenario,

@@ -11,6 +11,7 @@ from memsim.engine.errors import ParamError
 from ..runs.executors import dask_executor
 from ..studies.sweep import METHODS, SweepSpec, is_number_text, load_sweep_file, sweep, wide
 from .args import add_progress, add_study, index_settings, parse_seeds, split_specs
+from .outputs import writable_folder
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
@@ -64,8 +65,8 @@ def run(args: Any) -> int:
     if args.scenarios and args.file:
         scenarios = split_specs(args.scenarios)
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ParamError(f"--out {str(out)!r} is a file, not a folder")
+    writable_folder(out)
+    writable_folder(args.cache, "--cache")
     index = index_settings(args.index)
     with dask_executor(args.dask) as executor:
         table = sweep(

@@ -11,6 +11,7 @@ from ..runs.execution import index_of
 from ..runs.executors import dask_executor
 from ..studies.tune import DIRECTIONS, tune
 from .args import FIELDS_HELP, add_study, csv_list, index_settings, parse_seeds, split_specs
+from .outputs import writable_folder
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
@@ -30,6 +31,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
 
 def run(args: Any) -> int:
     out = Path(args.out)
+    writable_folder(out)
     index = index_settings(args.index)
     for policy in csv_list(args.policies):  # (refused before any study starts)
         index_of(policy, index)
