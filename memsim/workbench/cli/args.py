@@ -32,6 +32,15 @@ def csv_list(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
+def policy_list(text: str, flag: str = "--policies") -> list[str]:
+    """A comma list of policy ids; one that names none (``''``, ``','``) is refused, never
+    read as "every policy"."""
+    ids = csv_list(text)
+    if not ids:
+        raise ParamError(f"{flag} {text!r}: names no policy (give a comma list of ids)")
+    return ids
+
+
 def split_specs(texts: Sequence[str] | str | None) -> list[str]:
     """Scenario specs from comma lists, keeping each spec's own ``,key=value`` options:
     ``"synthetic:steady,episodes=200,scripted/x"`` -> ``["synthetic:steady,episodes=200",

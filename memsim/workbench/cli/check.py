@@ -9,7 +9,7 @@ from memsim.engine.errors import ParamError
 from ..runs.execution import as_overrides, list_policies, resolve_policy, run_grid
 from ..runs.executors import worker_count
 from ..runs.results import RunDef
-from .args import add_progress, csv_list, llm_overrides
+from .args import add_progress, llm_overrides, policy_list
 from .run import print_verdicts
 
 
@@ -29,11 +29,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run policies on one scenario and judge its ``expect:`` block: exit 1 when one fails."""
-    policies = (
-        csv_list(args.policies)
-        if args.policies and args.policies != "all"
-        else list(list_policies()["id"])
-    )
+    policies = list(list_policies()["id"]) if args.policies == "all" else policy_list(args.policies)
     llm = as_overrides(llm_overrides(args.llm))
     defs = [RunDef(resolve_policy(p), args.scenario, args.seed, (), llm) for p in policies]
     results = run_grid(defs, jobs=args.jobs, progress="always" if args.progress else not args.quiet)

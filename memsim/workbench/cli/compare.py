@@ -19,10 +19,10 @@ from .args import (
     DASK_HELP,
     add_index,
     add_progress,
-    csv_list,
     index_settings,
     llm_overrides,
     parse_seeds,
+    policy_list,
     policy_params,
     split_specs,
 )
@@ -83,17 +83,13 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    policies = (
-        csv_list(args.policies)
-        if args.policies and args.policies != "all"
-        else list(list_policies()["id"])
-    )
+    policies = list(list_policies()["id"]) if args.policies == "all" else policy_list(args.policies)
     specs: list[str] = []
     if args.suite:
         specs += suite(args.suite, locomo_path=args.locomo)
     specs += split_specs(args.scenarios)
-    if args.locomo and not args.suite:
-        specs.append(f"locomo:{args.locomo}")
+    if args.locomo and not any(s.startswith("locomo:") for s in specs):
+        specs.append(f"locomo:{args.locomo}")  # a suite without LoCoMo streams gains the file
     if not specs:
         raise ParamError("compare: give --suite NAME and/or --scenarios SPEC[,SPEC...]")
     seeds = parse_seeds(args.seeds)

@@ -15,7 +15,7 @@ from ..studies.robustness import (
     robustness,
     small_grid,
 )
-from .args import add_index, add_progress, csv_list, index_settings, parse_seeds, split_specs
+from .args import add_index, add_progress, index_settings, parse_seeds, policy_list, split_specs
 from .outputs import writable_file, writable_folder
 
 
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     for path in (out, out.with_suffix(".csv"), out.with_suffix(".png")):  # all written
         writable_file(path)
     writable_folder(args.cache, "--cache")
-    policies = csv_list(args.policies) if args.policies and args.policies != "all" else None
+    policies = None if args.policies == "all" else policy_list(args.policies)
     scenarios = split_specs(args.scenarios) if args.scenarios else list(DEFAULT_SCENARIOS)
     table = robustness(
         policies,

@@ -7,10 +7,17 @@ from pathlib import Path
 from typing import Any
 
 from ..present.tune import tuning_markdown
-from ..runs.execution import index_of
 from ..runs.executors import dask_executor
-from ..studies.tune import DIRECTIONS, tune
-from .args import FIELDS_HELP, add_study, csv_list, index_settings, parse_seeds, split_specs
+from ..studies.tune import DIRECTIONS, tune, tune_plan
+from .args import (
+    FIELDS_HELP,
+    add_study,
+    csv_list,
+    index_settings,
+    parse_seeds,
+    policy_list,
+    split_specs,
+)
 from .outputs import writable_folder
 
 
@@ -33,20 +40,24 @@ def run(args: Any) -> int:
     out = Path(args.out)
     writable_folder(out)
     index = index_settings(args.index)
-    for policy in csv_list(args.policies):  # (refused before any study starts)
-        index_of(policy, index)
+    objectives = csv_list(args.objectives)
+    fields = csv_list(args.fields) if args.fields else None
+    train, test = parse_seeds(args.train_seeds), parse_seeds(args.test_seeds)
+    policies = policy_list(args.policies)
+    for policy in policies:  # (refused before any study starts)
+        tune_plan(policy, objectives, fields, args.trials, train, test, index)
     results = []
     with dask_executor(args.dask) as executor:
-        for policy in csv_list(args.policies):
+        for policy in policies:
             results.append(
                 tune(
                     policy,
                     split_specs(args.scenarios),
-                    objectives=csv_list(args.objectives),
-                    fields=csv_list(args.fields) if args.fields else None,
+                    objectives=objectives,
+                    fields=fields,
                     trials=args.trials,
-                    train_seeds=parse_seeds(args.train_seeds),
-                    test_seeds=parse_seeds(args.test_seeds),
+                    train_seeds=train,
+                    test_seeds=test,
                     out=out / policy,
                     jobs=args.jobs,
                     executor=executor,

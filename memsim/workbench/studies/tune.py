@@ -61,6 +61,42 @@ def _suggest(trial: Any, ranges: Mapping[str, tuple[float, float, type]]) -> dic
     return out
 
 
+def tune_plan(
+    policy: str,
+    objectives: Sequence[str],
+    fields: Sequence[str] | None,
+    trials: int,
+    train_seeds: Sequence[int],
+    test_seeds: Sequence[int],
+    index: Mapping[str, Any] | None = None,
+) -> tuple[Any, dict[str, Any]]:
+    """What :func:`tune` would search, checked before anything runs or is written: the
+    index settings and each field's range (``memsim tune`` checks every policy first)."""
+    if not objectives:
+        raise ParamError(f"tune: no objective given; known: {', '.join(DIRECTIONS)}")
+    for o in objectives:
+        if o not in DIRECTIONS:
+            raise ParamError(f"tune: unknown objective {o!r}; known: {', '.join(DIRECTIONS)}")
+    if set(train_seeds) & set(test_seeds):
+        raise ParamError("tune: training and held-out seeds must differ")
+    if trials < 1:
+        raise ParamError(f"tune: trials must be >= 1, got {trials}")
+    settings = index_of(policy, index)  # (refused before anything is written)
+    # a field named without a finite declared range is searched from half to twice its default
+    all_ranges = sensitivity_ranges(policy) if fields else declared_ranges(policy)
+    names = list(fields) if fields else list(all_ranges)
+    for n in names:
+        if n not in all_ranges:
+            raise ParamError(f"tune {policy}: {n!r} is not a numeric field it can search")
+    if not names:
+        raise ParamError(
+            f"tune {policy}: it has no numeric field with a finite declared range to tune "
+            f"(memsim params {policy}); name fields with --fields"
+        )
+    ranges = {n: all_ranges[n] for n in names}
+    return settings, ranges
+
+
 def tune(
     policy: str,
     scenarios: Sequence[str],
@@ -84,21 +120,8 @@ def tune(
         warnings.filterwarnings("ignore", message="IProgress not found")
         import optuna
 
-    for o in objectives:
-        if o not in DIRECTIONS:
-            raise ParamError(f"tune: unknown objective {o!r}; known: {', '.join(DIRECTIONS)}")
-    if set(train_seeds) & set(test_seeds):
-        raise ParamError("tune: training and held-out seeds must differ")
-    if trials < 1:
-        raise ParamError(f"tune: trials must be >= 1, got {trials}")
-    settings = index_of(policy, index)  # (refused before anything is written)
-    # a field named without a finite declared range is searched from half to twice its default
-    all_ranges = sensitivity_ranges(policy) if fields else declared_ranges(policy)
-    names = list(fields) if fields else list(all_ranges)
-    for n in names:
-        if n not in all_ranges:
-            raise ParamError(f"tune {policy}: {n!r} is not a numeric field it can search")
-    ranges = {n: all_ranges[n] for n in names}
+    settings, ranges = tune_plan(policy, objectives, fields, trials, train_seeds, test_seeds, index)
+    names = list(ranges)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     storage = f"sqlite:///{(out / 'optuna.db').resolve()}"
