@@ -41,6 +41,17 @@ def policy_list(text: str, flag: str = "--policies") -> list[str]:
     return ids
 
 
+def one_policy(text: str, command: str) -> str:
+    """The one policy id ``run`` and ``sweep`` take (``--policies`` or ``--policy``)."""
+    ids = policy_list(text)
+    if len(ids) > 1:
+        raise ParamError(
+            f"--policies {text!r}: {command} takes one policy (compare runs several; a sweep "
+            "file sweeps several)"
+        )
+    return ids[0]
+
+
 def split_specs(texts: Sequence[str] | str | None) -> list[str]:
     """Scenario specs from comma lists, keeping each spec's own ``,key=value`` options:
     ``"synthetic:steady,episodes=200,scripted/x"`` -> ``["synthetic:steady,episodes=200",

@@ -16,7 +16,13 @@ from .run import print_verdicts
 def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("scenario", help="scripted/NAME or a YAML path")
     s.add_argument("--policies", default="all", help="comma list of policy ids (default: all)")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the stream's draws, the mock LLM's noise and ties (default 0; same seed, "
+        "same results)",
+    )
     s.add_argument(
         "--llm",
         action="append",

@@ -20,19 +20,32 @@ from .args import (
     index_settings,
     key_values,
     llm_overrides,
+    one_policy,
     typed_params,
 )
 from .outputs import writable_folder
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--policy", required=True, help="policy id, e.g. pai or pai-v1")
+    s.add_argument(
+        "--policies",
+        "--policy",
+        dest="policy",
+        required=True,
+        help="one policy id, e.g. pai or pai-code (memsim list; compare runs several)",
+    )
     s.add_argument(
         "--scenario",
         required=True,
         help="scripted/NAME, a YAML path, synthetic:PROFILE[,k=v], locomo:PATH",
     )
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the stream's draws, the mock LLM's noise and ties (default 0; same seed, "
+        "same results)",
+    )
     s.add_argument("--param", action="append", metavar="KEY=VALUE", help="override a Params field")
     s.add_argument(
         "--llm",
@@ -47,6 +60,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.policy = one_policy(args.policy, "run")
     params = typed_params(args.policy, key_values(args.param, "--param"))
     llm = llm_overrides(args.llm)
     writable_folder(args.out)

@@ -11,6 +11,7 @@ from ..runs.executors import dask_executor
 from ..studies.tune import DIRECTIONS, tune, tune_plan
 from .args import (
     FIELDS_HELP,
+    add_progress,
     add_study,
     csv_list,
     index_settings,
@@ -31,9 +32,16 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument("--objectives", default="recall", help=f"comma list of {', '.join(DIRECTIONS)}")
     s.add_argument("--fields", help=FIELDS_HELP)
-    s.add_argument("--trials", type=int, default=20)
+    s.add_argument(
+        "--trials",
+        type=int,
+        default=20,
+        help="Optuna trials per policy, the documented parameters first (default 20; a "
+        "resumed study runs only the missing ones)",
+    )
     s.add_argument("--train-seeds", default="0:5", help="seeds tuned on (default 0:5)")
     s.add_argument("--test-seeds", default="5:10", help="held-out seeds reported on (default 5:10)")
+    add_progress(s)
 
 
 def run(args: Any) -> int:
@@ -62,6 +70,7 @@ def run(args: Any) -> int:
                     jobs=args.jobs,
                     executor=executor,
                     index=index,
+                    progress="always" if args.progress else not args.quiet,
                 )
             )
     text = tuning_markdown(results)

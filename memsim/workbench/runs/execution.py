@@ -15,6 +15,7 @@ import concurrent.futures as cf
 import dataclasses
 import functools
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -408,12 +409,58 @@ def show_progress(flag: bool | str) -> bool:
     return bool(flag) and sys.stderr.isatty()
 
 
-def progress_bar(total: int, enabled: bool | str, initial: int = 0):
-    if not show_progress(enabled):
+PROGRESS_LINE_EVERY_S = 10.0  # plain progress lines: at most one per this many seconds
+
+
+class ProgressLines:
+    """Progress on a stderr that is no terminal (a log file, a pipe): plain lines, the phase
+    and the count, ``runs: 40/420, 2 min``, at most one per ``every`` seconds and only once
+    the phase has lasted that long (a short phase stays silent), then one when a phase that
+    printed ends. Nothing of it reaches a result file."""
+
+    def __init__(
+        self,
+        total: int,
+        initial: int = 0,
+        what: str = "runs",
+        every: float = PROGRESS_LINE_EVERY_S,
+        clock: Any = time.monotonic,
+        stream: Any = None,
+    ) -> None:
+        self.total, self.n, self.what, self.every = total, initial, what, every
+        self.clock, self.stream = clock, stream if stream is not None else sys.stderr
+        self.start = self.last = clock()
+        self.printed, self.shown = False, initial
+
+    def _line(self) -> None:
+        elapsed = self.clock() - self.start
+        took = f"{elapsed:.0f} s" if elapsed < 120 else f"{elapsed / 60:.0f} min"
+        print(f"{self.what}: {self.n}/{self.total}, {took}", file=self.stream, flush=True)
+        self.last, self.printed, self.shown = self.clock(), True, self.n
+
+    def update(self, n: int) -> None:
+        self.n += n
+        if self.clock() - self.last >= self.every:
+            self._line()
+
+    def close(self) -> None:
+        if self.printed and self.shown != self.n:
+            self._line()
+        self.printed = False
+
+
+def progress_bar(total: int, enabled: bool | str, initial: int = 0, what: str = "runs"):
+    """A bar on a terminal (or with ``"always"``), plain lines on any other stderr, nothing
+    when ``enabled`` is False (``--quiet``); ``what`` names the phase and its unit."""
+    if not enabled:
         return _NoBar()
+    if not show_progress(enabled):
+        return ProgressLines(total, initial, what)
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, initial=initial, desc="runs", unit="run", file=sys.stderr, delay=1.0)
+    return tqdm(
+        total=total, initial=initial, desc=what, unit=what.rstrip("s"), file=sys.stderr, delay=1.0
+    )
 
 
 # ---------------------------------------------------------------------------- the matched bound

@@ -27,7 +27,14 @@ from memsim.engine.errors import ParamError
 from memsim.engine.metric_registry import metric_direction, metric_names
 from memsim.engine.registry import spec
 
-from ..runs.execution import as_overrides, index_of, matched_clairvoyant, resolve_policy, run_grid
+from ..runs.execution import (
+    as_overrides,
+    index_of,
+    matched_clairvoyant,
+    progress_bar,
+    resolve_policy,
+    run_grid,
+)
 from ..runs.results import RunDef
 from ..stats import bootstrap_ci
 from .sweep import SweepSpec, declared_ranges, run_metrics, sensitivity_ranges, sweep, wide
@@ -111,6 +118,7 @@ def tune(
     jobs: int = 1,
     executor: Any = None,
     index: Mapping[str, Any] | None = None,
+    progress: bool | str = False,
 ) -> TuneResult:
     """Tune ``fields`` (default: every declared-range field) of ``policy``; see the module.
     ``index``: candidate index settings for every run (the study's name carries them)."""
@@ -174,7 +182,13 @@ def tune(
         study.enqueue_trial(documented, skip_if_exists=True)
     done = len([t for t in study.trials if t.state.is_finished()])
     if trials > done:
-        study.optimize(objective, n_trials=trials - done)
+        bar = progress_bar(trials, progress, initial=done, what=f"{policy} trials")
+        try:
+            study.optimize(
+                objective, n_trials=trials - done, callbacks=[lambda _s, _t: bar.update(1)]
+            )
+        finally:
+            bar.close()
     best = study.best_trials
     pareto = pd.DataFrame(
         [{**t.params, **dict(zip(objectives, t.values))} for t in best]
