@@ -215,3 +215,20 @@ def test_sigterm_ends_a_parallel_compare_in_one_line_without_leaks(tmp_path: Pat
     assert p.wait(timeout=120) == TERMINATED == 143
     assert "leaked" not in err and "Traceback" not in err, err
     assert err.strip().splitlines()[-1] == "memsim: terminated"
+
+
+def test_progress_lines_reach_a_log_but_never_the_results(tmp_path, monkeypatch, capsys):
+    from memsim.workbench.runs import execution
+
+    monkeypatch.setattr(execution, "PROGRESS_LINE_EVERY_S", 0.0)  # a line per run
+    base = ["compare", "--policies", "keep-all,recency", "--scenarios", SCENARIO, "--seeds", "0:2"]
+    written = {}
+    for name, extra in (("logged", []), ("quiet", ["--quiet"])):
+        out = tmp_path / name
+        assert main([*base, "--out", str(out), "--cache", str(tmp_path / name / "c"), *extra]) == 0
+        err = capsys.readouterr().err
+        lines = [line for line in err.splitlines() if line.startswith("runs: ")]
+        assert bool(lines) == (name == "logged"), err
+        written[name] = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    for name in ("summary.csv", "per_query.parquet", "summary.md"):
+        assert written["logged"][name] == written["quiet"][name], name

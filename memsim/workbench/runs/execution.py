@@ -371,10 +371,12 @@ def run_grid(
     resume: bool = True,
     progress: bool | str = False,
     calibrate: bool = False,
+    what: str = "runs",
 ) -> list[RunResult]:
     """Execute definitions (skipping complete ones under ``root`` when ``resume``); results
     come back in the order of ``defs`` whatever the executor. ``calibrate``: each run's
-    queries gain ``bound``, the clairvoyant's recall at its footprint (:func:`with_bound`)."""
+    queries gain ``bound``, the clairvoyant's recall at its footprint (:func:`with_bound`);
+    ``what`` names the phase in progress lines."""
     root_s = None if root is None else str(root)
     results: dict[int, RunResult] = {}
     todo: list[int] = []
@@ -383,7 +385,7 @@ def run_grid(
             results[i] = _load_calibrated(root_s, d, calibrate)
         else:
             todo.append(i)
-    bar = progress_bar(len(defs), progress, initial=len(results))
+    bar = progress_bar(len(defs), progress, initial=len(results), what=what)
     done = map_in_order(
         _execute_and_save,
         [(defs[i], root_s, calibrate) for i in todo],
@@ -423,11 +425,12 @@ class ProgressLines:
         total: int,
         initial: int = 0,
         what: str = "runs",
-        every: float = PROGRESS_LINE_EVERY_S,
+        every: float | None = None,
         clock: Any = time.monotonic,
         stream: Any = None,
     ) -> None:
-        self.total, self.n, self.what, self.every = total, initial, what, every
+        self.total, self.n, self.what = total, initial, what
+        self.every = PROGRESS_LINE_EVERY_S if every is None else every
         self.clock, self.stream = clock, stream if stream is not None else sys.stderr
         self.start = self.last = clock()
         self.printed, self.shown = False, initial
