@@ -1,8 +1,9 @@
 """The ``memsim`` command line: its verbs (``VERBS``, one module each) and the exit codes.
 
-A user mistake (unknown id, malformed file, impossible parameter) prints one line,
-``memsim: error: ...``, and exits with status 2. Anything else is a bug and keeps its
-traceback.
+A user mistake (unknown id, malformed file, impossible parameter, an output target that
+cannot be written) prints one line, ``memsim: error: ...``, and exits with status 2; so
+does a write that fails later (a full disk, a file-size limit). Ctrl-C exits 130, SIGTERM
+143, both in one line. Anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
