@@ -132,6 +132,19 @@ def test_an_output_target_that_cannot_be_written_is_refused_before_any_work(
     assert (tmp / "a-file.txt").read_text() == "kept\n"
 
 
+@pytest.mark.parametrize(
+    ("command", "flag"), [(c, f) for c, (_, targets) in sorted(WRITERS.items()) for f in targets]
+)
+def test_an_empty_output_target_names_nothing(command, flag, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # an empty path must not mean this folder
+    args, targets = WRITERS[command]
+    others = [x for f in targets if f != flag for x in (f, str(tmp_path / f"ok{f}"))]
+    assert main([*args, *others, flag, ""]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"memsim: error: {flag} '': names no path"]
+    assert not any(tmp_path.iterdir())
+
+
 def memsim(*args: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "memsim", *args], capture_output=True, text=True, timeout=120, **kw

@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     root = results.project_root() if args.root is None else Path(args.root)
-    writable_folder(root)
+    writable_folder(args.root if args.root is not None else root)
     md, csv = write_claims(root)
     table = pd.read_csv(csv)
     n_dis = int((table["agrees"].astype(str) == "False").sum())

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         print("drift: --out: --kind all writes both default reports, got --out", file=sys.stderr)
         return 2
     for k in kinds:
-        writable_file(args.out or DEFAULT_OUT[k])
+        writable_file(args.out if args.out is not None else DEFAULT_OUT[k])
     writable_folder(args.cache, "--cache")
     plan = {k: variant_pairs(k) for k in kinds}
     if not any(plan.values()):

@@ -45,11 +45,19 @@ def _check_parent(path: Path, flag: str, shown: str) -> None:
     _probe(base, flag, shown)
 
 
+def _given(path: str | Path | None, flag: str) -> bool:
+    """Whether there is a target to check: None is a flag not given; an empty text names
+    nothing (it never means the current folder)."""
+    if isinstance(path, str) and not path.strip():
+        raise ParamError(f"{flag} {path!r}: names no path")
+    return path is not None
+
+
 def writable_folder(path: str | Path | None, flag: str = "--out") -> None:
     """``path`` is (or can be made as) a folder this process can write files in."""
-    if path is None or str(path) == "":
+    if not _given(path, flag):
         return
-    p, shown = Path(path), repr(str(path))
+    p, shown = Path(str(path)), repr(str(path))
     if p.exists():
         if not p.is_dir():
             raise ParamError(f"{flag} {shown}: is a file, not a folder")
@@ -60,9 +68,9 @@ def writable_folder(path: str | Path | None, flag: str = "--out") -> None:
 
 def writable_file(path: str | Path | None, flag: str = "--out") -> None:
     """``path`` is (or can be made as) a regular file this process can write."""
-    if path is None or str(path) == "":
+    if not _given(path, flag):
         return
-    p, shown = Path(path), repr(str(path))
+    p, shown = Path(str(path)), repr(str(path))
     if p.is_dir():
         raise ParamError(f"{flag} {shown}: is a folder, not a file")
     if p.exists():

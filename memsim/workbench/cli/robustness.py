@@ -37,6 +37,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    writable_file(args.out)
     out = Path(args.out)
     for path in (out, out.with_suffix(".csv"), out.with_suffix(".png")):  # all written
         writable_file(path)

@@ -56,7 +56,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
 
 def run(args: Any) -> int:
     out = Path(args.out)
-    writable_folder(out)
+    writable_folder(args.out)
     if args.sobol is not None:
         if args.n is not None:
             raise ParamError(

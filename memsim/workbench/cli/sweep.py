@@ -74,7 +74,7 @@ def run(args: Any) -> int:
     if args.scenarios and args.file:
         scenarios = split_specs(args.scenarios)
     out = Path(args.out)
-    writable_folder(out)
+    writable_folder(args.out)
     writable_folder(args.cache, "--cache")
     index = index_settings(args.index)
     with dask_executor(args.dask) as executor:

@@ -46,7 +46,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
 
 def run(args: Any) -> int:
     out = Path(args.out)
-    writable_folder(out)
+    writable_folder(args.out)
     index = index_settings(args.index)
     objectives = csv_list(args.objectives)
     fields = csv_list(args.fields) if args.fields else None
