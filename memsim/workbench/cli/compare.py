@@ -41,7 +41,12 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         help="scenario specs (comma list; repeatable); a spec keeps its own ,key=value options",
     )
     s.add_argument("--suite", help="a named suite of scenarios, e.g. standard")
-    s.add_argument("--locomo", metavar="PATH", help="add LoCoMo from this JSON file")
+    s.add_argument(
+        "--locomo",
+        metavar="PATH",
+        help="add LoCoMo from this JSON file, to --scenarios or to any suite (the standard "
+        "suite runs one stream per sample)",
+    )
     s.add_argument("--seeds", default="0", help="comma list or START:STOP (default 0)")
     s.add_argument(
         "--jobs", type=worker_count, default=1, help="parallel processes (results are identical)"
