@@ -16,7 +16,10 @@ from memsim.engine.registry import spec
 from ..runs.execution import ENDPOINT, check_model_overrides
 from ..runs.executors import worker_count
 
-PROGRESS_HELP = "progress bar on stderr even when it is not a terminal (default: only on one)"
+PROGRESS_HELP = (
+    "a progress bar on stderr even when it is not a terminal (default: a bar on a terminal, "
+    "elsewhere a plain line at most every 10 s)"
+)
 
 
 DASK_HELP = "run on Dask: local:N starts a local cluster of N workers, an address joins one"
@@ -180,7 +183,7 @@ def index_settings(items: list[str] | None) -> dict[str, Any]:
 
 
 def add_progress(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--quiet", action="store_true", help="no progress: no bar, no progress lines")
     s.add_argument("--progress", action="store_true", help=PROGRESS_HELP)
 
 
