@@ -63,6 +63,13 @@ NOT_RUN = {
         "40 Optuna trials of five runs each (many minutes)"
     ),
     "memsim sweep my-sweep.yaml --dask local:2": "a sweep file the page does not give",
+    "memsim run --policy pai --scenario scripted/name-preference "
+    "--llm openai:http://127.0.0.1:8080/v1,model=local,cache=llm-cache": (
+        "needs a model server on 127.0.0.1:8080 (tests/engine/test_openai_llm.py fakes one)"
+    ),
+    "memsim run --policy pai --scenario scripted/name-preference --llm replay:llm-cache": (
+        "replays the cache the model-server example above records"
+    ),
     "memsim compare --policies keep-all,pai,kernle --scenarios my.yaml,synthetic:churn": (
         "a full-size stream with calibration (a minute and more)"
     ),
