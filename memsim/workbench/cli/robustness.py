@@ -39,8 +39,8 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     writable_file(args.out)
     out = Path(args.out)
-    for path in (out, out.with_suffix(".csv"), out.with_suffix(".png")):  # all written
-        writable_file(path)
+    for sibling in (out.with_suffix(".csv"), out.with_suffix(".png")):  # written beside it
+        writable_file(sibling)
     writable_folder(args.cache, "--cache")
     policies = None if args.policies == "all" else policy_list(args.policies)
     scenarios = split_specs(args.scenarios) if args.scenarios else list(DEFAULT_SCENARIOS)
