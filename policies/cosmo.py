@@ -1349,7 +1349,7 @@ class Cosmo(Policy[CosmoParams]):
 class CosmoCodeParams(CosmoParams):
     """cosmo-code: Cosmo's public code where it departs from 002 ("each system as built"),
     every other constant the document's. Repository CaptainCrouton89/Saturn (the backend
-    whose docs 002 is), commit 4be0950d494294e4dbaa4488eed0835973d777ec, file
+    that implements 002's model), commit 4be0950d494294e4dbaa4488eed0835973d777ec, file
     backend/src/services/decayService.ts (the nightly decay job, runNightlyDecay); the
     retrieval boost from backend/src/repositories/ConceptRepository.ts (incrementAccess),
     which the index holds at 77ad7c1fb7c980ba57a12a29b2c1930d3d73d138 only. Facts and lines:
