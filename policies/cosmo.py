@@ -1372,7 +1372,8 @@ class CosmoCodeParams(CosmoParams):
         "interval, floored at 0.5 (decayService.ts:82-87, 94)",
     )
     recall_spacing: bool = param(
-        False, doc="cosmo-code: a retrieval leaves the gradient alone (incrementAccess)"
+        False,
+        doc="cosmo-code: a retrieval leaves the gradient alone (ConceptRepository.ts:598-619)",
     )
     penalize_missing_confidence: bool = param(
         True,
@@ -1390,7 +1391,7 @@ class CosmoCodeParams(CosmoParams):
         lo=0.05,
         hi=0.1,
         doc="cosmo-code: salienceBoost = 0.075, 'Mid-point of [0.05, 0.1] range' "
-        "(ConceptRepository.ts incrementAccess)",
+        "(ConceptRepository.ts:599, incrementAccess at 77ad7c1)",
     )
 
 

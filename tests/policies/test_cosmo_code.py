@@ -88,9 +88,9 @@ def test_a_node_never_accessed_keeps_its_gradient():
 
 
 def test_a_retrieval_leaves_the_gradient_alone():
-    """ConceptRepository.ts incrementAccess sets access_count, recall_frequency,
-    last_accessed_at, salience and state, never decay_gradient or last_recall_interval;
-    002 (and cosmo) apply the spacing rule at the recall."""
+    """ConceptRepository.ts:598-619 (at 77ad7c1): incrementAccess sets access_count,
+    recall_frequency, last_accessed_at, salience and state, never decay_gradient or
+    last_recall_interval; 002 (and cosmo) apply the spacing rule at the recall."""
     doc, code = make("cosmo"), make("cosmo-code")
     rd, rc = plant(doc, state="active"), plant(code, state="active")
     doc.access(np.array([rd]), 10.0)
@@ -101,7 +101,7 @@ def test_a_retrieval_leaves_the_gradient_alone():
 
 
 def test_a_retrieval_adds_0_075_salience():
-    """ConceptRepository.ts incrementAccess: salienceBoost = 0.075 ('Mid-point of [0.05,
+    """ConceptRepository.ts:599 (at 77ad7c1): salienceBoost = 0.075 ('Mid-point of [0.05,
     0.1] range'); 002 leaves alpha in [0.05, 0.1] and cosmo takes 0.1."""
     doc, code = make("cosmo"), make("cosmo-code")
     rd, rc = plant(doc, state="active"), plant(code, state="active")
