@@ -552,15 +552,20 @@ class Izzie(Policy[IzzieParams]):
         names = [m.lower() for m in re.findall(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b", text)]
         return " ".join(dict.fromkeys(words + names)) or text
 
-    def _keyword_search(self, text: str, limit: int, salt: str) -> np.ndarray:
-        """Weaviate's bm25 over every stored memory's content (deleted ones included: the
-        code drops them after the limit, retrieval.ts:92): the ``limit`` best rows with a
-        positive score, best first, ties in the seeded order of memory identity."""
+    def keyword_scores(self, text: str) -> np.ndarray:
+        """Every stored memory's BM25 score for ``text`` (bm25_k1, bm25_b; 0: no shared
+        word), the index brought up to the store's rows first."""
         if self._bm25 is None:
             self._bm25 = BM25Index()
         index, s = self._bm25, self.store
         index.add(s.text[index.n : s.n])
-        scores = index.scores(tokens(text), self.params.bm25_k1, self.params.bm25_b)
+        return index.scores(tokens(text), self.params.bm25_k1, self.params.bm25_b)
+
+    def _keyword_search(self, text: str, limit: int, salt: str) -> np.ndarray:
+        """Weaviate's bm25 over every stored memory's content (deleted ones included: the
+        code drops them after the limit, retrieval.ts:92): the ``limit`` best rows with a
+        positive score, best first, ties in the seeded order of memory identity."""
+        scores = self.keyword_scores(text)
         hit = np.flatnonzero(scores > 0)
         if not len(hit):
             return hit

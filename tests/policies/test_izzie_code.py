@@ -56,6 +56,22 @@ def test_bm25_is_exact():
     assert got == pytest.approx([term(1, 2), term(2, 4), 0.0])
 
 
+def test_the_policy_scores_with_weaviates_k1_and_b():
+    """retrieval.ts:78 sets no BM25 parameters, so Weaviate's defaults k1 = 1.2 and b = 0.75
+    apply: the policy's scores are the hand formula's with those."""
+    p = make()
+    rows = [add(p, 0, "cobalt harbor"), add(p, 1, "cobalt cobalt tower river"), add(p, 2, "x")]
+    texts = [p.store.text[r] for r in rows]  # "k0: cobalt harbor", ...
+    lengths = [len(tokens(t)) for t in texts]
+    avgdl = sum(lengths) / 3
+    idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
+    want = [
+        idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / avgdl)) if tf else 0.0
+        for tf, dl in zip((1, 2, 0), lengths)
+    ]
+    assert p.keyword_scores("cobalt") == pytest.approx(want)
+
+
 def test_the_search_is_by_keyword_not_by_embedding():
     """retrieval.ts:78-79: the search is BM25 over the memory's content; a memory that
     shares no word with the message is never found, however close its embedding (the
@@ -74,6 +90,7 @@ def test_query_terms_drop_stop_words_and_short_words():
     assert p.query_terms("What is my cobalt harbor?") == "cobalt harbor? what"
     assert p.query_terms("Where does Maria Lopez live") == "maria lopez live where maria lopez"
     assert p.query_terms("is it") == "is it"  # nothing left: the message itself
+    assert p.query_terms("who owns the red car") == "owns red car"  # 3 letters are enough
     assert p.params.query_min_term_length == 3
 
 
@@ -93,6 +110,11 @@ def test_strength_below_0_3_is_dropped_after_the_limit():
         p = make(min_strength=min_strength, preference_limit=0)
         add(p, 0, "cobalt harbor", category="event", importance=0.0)  # exp(-0.05 x 30) = 0.22
         assert ask(p, "cobalt harbor", 30.0) == want
+    # either side of 0.3: exp(-0.05 x 23.4) = 0.310 is kept, exp(-0.05 x 24.8) = 0.289 not
+    for day, want in ((23.4, [0]), (24.8, [])):
+        p = make(preference_limit=0)
+        add(p, 0, "cobalt harbor", category="event", importance=0.0)
+        assert ask(p, "cobalt harbor", day) == want
     # a strong memory found only beyond the limit stays out: the limit comes first
     p = make(preference_limit=0)
     weak = [add(p, i, "cobalt harbor cobalt", category="event", importance=0.0) for i in range(10)]
@@ -135,10 +157,15 @@ def test_the_preference_search_comes_first():
     for limit in (5, 0):
         p = make(preference_limit=limit)
         own = add(p, 0, "cobalt harbor", category="fact")
-        name = add(p, 1, "user name is Bob", importance=0.9)
-        add(p, 2, "user name nickname", importance=0.5)  # below 0.8: not a preference hit
+        name = add(p, 1, "user name is Bob", importance=0.8)  # 0.8: in (>=)
+        add(p, 2, "user name nickname", importance=0.75)  # below 0.8: out
         got[limit] = ask(p, "cobalt harbor", 1.0)
     assert got == {5: [name, own], 0: [own]}
+    # the preference search returns at most 5, however many match
+    p = make()
+    for i in range(7):
+        add(p, i, f"user name {i}")
+    assert len(ask(p, "nothing matches this", 1.0)) == 5
 
 
 def test_forgotten_memories_take_places_in_the_limit():
