@@ -535,8 +535,9 @@ class Izzie(Policy[IzzieParams]):
                 self.candidates.record(not np.array_equal(exact, ids))
             out.append(Ranking(ids, scores))
             if len(ids):
-                s["last_access"][ids] = now
-                s["access_count"][ids] += 1
+                touched = self.refreshed(ids)
+                s["last_access"][touched] = now
+                s["access_count"][touched] += 1
         return out
 
     # -- izzie-code: keyword search (retrieval.ts searchMemories, context-retrieval.ts) ------
@@ -636,7 +637,7 @@ class Izzie(Policy[IzzieParams]):
             ids, sc = rows[: q.k], scores[: q.k].astype(np.float64)
             out.append(Ranking(ids, np.minimum.accumulate(sc) if len(sc) else sc))
             for found in searches:  # (both searches ranked before either refreshes)
-                top = found[: p.refresh_top] if p.refresh_top else found
+                top = self.refreshed(found)
                 if len(top):
                     s["last_access"][top] = now
                     s["access_count"][top] += 1
@@ -648,7 +649,13 @@ class Izzie(Policy[IzzieParams]):
             return np.ones(len(rows))
         return np.asarray(self.store["importance"][rows], dtype=np.float64)
 
+    def refreshed(self, ids: np.ndarray) -> np.ndarray:
+        """The returned memories a retrieval refreshes: all of them, or the first
+        ``refresh_top`` (izzie-code)."""
+        return ids[: self.params.refresh_top] if self.params.refresh_top else ids
+
     def _touch(self, ids: np.ndarray, now: float, strength: np.ndarray | _RowStrength) -> None:
+        ids = self.refreshed(ids)
         if len(ids):
             s = self.store
             s["last_access"][ids] = now

@@ -125,8 +125,8 @@ def test_a_source_candidate_is_penalized_at_confidence_0_5():
 def test_the_nightly_job_counts_whole_days():
     """decayService.ts:42-48: days_unused = duration.between(...).days (+ months x 30), whole
     days: a node created at day 0.5 has 0 days unused at the night of day 1 and does not
-    decay; fractional days (whole_days False) decay it by half a day."""
-    code, frac = make("cosmo-code"), make("cosmo-code", whole_days=False)
+    decay; 002's literal job (cosmo, decay_mode nightly) decays it by half a day."""
+    code, frac = make("cosmo-code"), make("cosmo", decay_mode="nightly")
     rc, rf = plant(code, 0.5, state="active"), plant(frac, 0.5, state="active")
     code.maintain(1.0, ["nightly"])
     frac.maintain(1.0, ["nightly"])

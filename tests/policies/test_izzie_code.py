@@ -147,6 +147,11 @@ def test_a_search_refreshes_its_top_5_only():
     assert sorted(got) == rows
     refreshed = p.store["last_access"][got] == 2.0
     assert refreshed.tolist() == [True] * 5 + [False] * 3
+    doc = registry.make("izzie", llm=LineLLM(), seed=0)  # 003: every one returned
+    for i in range(8):
+        add(doc, i, f"cobalt harbor {i}")
+    got = ask(doc, "cobalt harbor", 2.0)
+    assert len(got) == 8 and np.all(doc.store["last_access"][got] == 2.0)
 
 
 def test_the_preference_search_comes_first():
