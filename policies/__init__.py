@@ -65,7 +65,7 @@ ENGRAM = PolicySpec(
 )
 COSMO = PolicySpec(
     "cosmo",
-    3,
+    4,
     "policies.cosmo:Cosmo",
     seed_document="002_79c73a48129ece5d.txt",
     description="Cosmo: salience decay with recall frequency and spacing effect, "
@@ -175,11 +175,11 @@ PAI_CODE = PolicySpec(
 )
 IZZIE_CODE = PolicySpec(
     "izzie-code",
-    2,
+    3,
     "policies.izzie:IzzieCode",
     seed_document="003_29547c4578628b7b.txt",
-    description="Izzie as built: importance slows the decay rate; result limit before the "
-    "strength filter",
+    description="Izzie as built (izzie2 1604fd6): BM25 search limited to 10, strength >= 0.3, "
+    "ranked by strength, confidence and importance",
     capabilities=frozenset({"forget"}),
     variant_of="izzie",
 )
@@ -206,10 +206,11 @@ ENGRAM_CODE = PolicySpec(
 )
 COSMO_CODE = PolicySpec(
     "cosmo-code",
-    3,
+    4,
     "policies.cosmo:CosmoCode",
     seed_document="002_79c73a48129ece5d.txt",
-    description="Cosmo as built: nightly compounding decay; the gradient drifts up every night",
+    description="Cosmo as built (Saturn 4be0950d): nightly compounding decay in whole days; "
+    "the spacing boost moves the gradient of accessed nodes nightly",
     capabilities=frozenset({"forget"}),
     variant_of="cosmo",
 )

@@ -23,6 +23,7 @@ from memsim.engine import decay, ranking, similarity
 from memsim.engine.batch_reach import BatchReach
 from memsim.engine.batch_screen import BatchScreen
 from memsim.engine.candidate_index import INGEST_INDEX, REPETITION_INDEX, CandidateIndex
+from memsim.engine.errors import MemsimError
 from memsim.engine.events import Claim, Episode, Forget, Query
 from memsim.engine.llm import CONTRADICTS, NONE, SUPPORTS
 from memsim.engine.params import Params, param
@@ -1326,13 +1327,28 @@ class PersonalAI(Policy[PaiParams]):
 
     def plant(self, episode: Episode, now: float) -> int:
         """Ingest one episode; a ``stability`` attr on its first claim sets the row's stability
-        (decay-curve tool, §7)."""
-        row = super().plant(episode, now)
+        (decay-curve tool, §7), within the range a row's stability has: above 0 (a half-life
+        of 30 x stability days) and at most ``stability_cap`` (§2, §6)."""
+        stability = None
         for c in episode.claims:
             st = c.attr("stability")
             if st is not None:
-                self.store["stability"][row] = float(st)
+                try:
+                    stability = float(st)
+                except (TypeError, ValueError):
+                    raise MemsimError(
+                        f"pai: memory attribute stability={st!r} is not a number"
+                    ) from None
+                cap = self.params.stability_cap
+                if not (0.0 < stability <= cap):  # (NaN fails too)
+                    raise MemsimError(
+                        f"pai: memory attribute stability={st!r} is outside (0, {cap:g}] "
+                        "(stability_cap)"
+                    )
                 break
+        row = super().plant(episode, now)
+        if stability is not None:
+            self.store["stability"][row] = stability
         return row
 
 
