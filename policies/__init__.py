@@ -55,7 +55,7 @@ KERNLE = PolicySpec(
 )
 ENGRAM = PolicySpec(
     "engram",
-    2,
+    3,
     "policies.engram:Engram",
     seed_document="001_aacff6f19feabb69.txt",
     description="Engram: Beta-Bernoulli beliefs from cold consolidation, spaced-repetition "
@@ -65,7 +65,7 @@ ENGRAM = PolicySpec(
 )
 COSMO = PolicySpec(
     "cosmo",
-    3,
+    4,
     "policies.cosmo:Cosmo",
     seed_document="002_79c73a48129ece5d.txt",
     description="Cosmo: salience decay with recall frequency and spacing effect, "
@@ -165,20 +165,22 @@ GENERATIVE_AGENTS_CODE = PolicySpec(
 # behaves where that departs from its document; only the constants the facts name differ.
 PAI_CODE = PolicySpec(
     "pai-code",
-    2,
+    3,
     "policies.pai:PersonalAICode",
     seed_document="000_ec17278fb0252727.txt",
-    description="Personal AI as built: insight-type beliefs weighted x0.8 (document: x0.5)",
+    description="Personal AI as built (devjarus/pai 113345d): the grey zone classifies "
+    "REINFORCEMENT / CONTRADICTION and weakens by min(0.2, 1/(n+1)); recency of a "
+    "never-accessed belief from updated_at; insights x0.8",
     capabilities=frozenset({"forget"}),
     variant_of="pai",
 )
 IZZIE_CODE = PolicySpec(
     "izzie-code",
-    2,
+    3,
     "policies.izzie:IzzieCode",
     seed_document="003_29547c4578628b7b.txt",
-    description="Izzie as built: importance slows the decay rate; result limit before the "
-    "strength filter",
+    description="Izzie as built (izzie2 1604fd6): BM25 search limited to 10, strength >= 0.3, "
+    "ranked by strength, confidence and importance",
     capabilities=frozenset({"forget"}),
     variant_of="izzie",
 )
@@ -194,19 +196,22 @@ KERNLE_CODE = PolicySpec(
 )
 ENGRAM_CODE = PolicySpec(
     "engram-code",
-    1,
+    2,
     "policies.engram:EngramCode",
     seed_document="001_aacff6f19feabb69.txt",
-    description="Engram as built: R = 0.5 until first access; stability changes only on expand",
+    description="Engram as built (EthanGabis/claude-memory acac56b): evidence counts every "
+    "episode of a cluster; first-match classification; R = 0.5 until first access; "
+    "stability changes only on expand; the code's archive and merge scans",
     capabilities=frozenset({"forget"}),
     variant_of="engram",
 )
 COSMO_CODE = PolicySpec(
     "cosmo-code",
-    3,
+    4,
     "policies.cosmo:CosmoCode",
     seed_document="002_79c73a48129ece5d.txt",
-    description="Cosmo as built: nightly compounding decay; the gradient drifts up every night",
+    description="Cosmo as built (Saturn 4be0950d): nightly compounding decay in whole days; "
+    "the spacing boost moves the gradient of accessed nodes nightly",
     capabilities=frozenset({"forget"}),
     variant_of="cosmo",
 )

@@ -25,6 +25,7 @@ from .args import (
     parse_seeds,
     split_specs,
 )
+from .outputs import writable_folder
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
@@ -55,8 +56,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
 
 def run(args: Any) -> int:
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ParamError(f"--out {str(out)!r} is a file, not a folder")
+    writable_folder(args.out)
     if args.sobol is not None:
         if args.n is not None:
             raise ParamError(

@@ -10,12 +10,15 @@ from memsim.engine.errors import ParamError
 
 from ..runs.executors import dask_executor
 from ..studies.sweep import METHODS, SweepSpec, is_number_text, load_sweep_file, sweep, wide
-from .args import add_progress, add_study, index_settings, parse_seeds, split_specs
+from .args import add_progress, add_study, index_settings, one_policy, parse_seeds, split_specs
+from .outputs import writable_folder
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("file", nargs="?", help="a sweep file (YAML); or give --policy and --field")
-    s.add_argument("--policy", help="the policy to sweep (with --field)")
+    s.add_argument(
+        "--policies", "--policy", dest="policy", help="the one policy to sweep (with --field)"
+    )
     s.add_argument(
         "--field",
         action="append",
@@ -23,7 +26,13 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         help="a Params field: its declared range, a sub-range LO:HI, or a list of values "
         "(repeatable)",
     )
-    s.add_argument("--method", default="grid", choices=METHODS)
+    s.add_argument(
+        "--method",
+        default="grid",
+        choices=METHODS,
+        help="how points are drawn: grid (--n per field, every combination), random or lhs "
+        "(--n samples, Latin hypercube for lhs); default grid",
+    )
     s.add_argument("--n", type=int, default=5, help="points per field (grid) or samples")
     s.add_argument("--sample-seed", type=int, default=0, help="seed of random / lhs samples")
     add_study(
@@ -57,6 +66,7 @@ def run(args: Any) -> int:
     else:
         if not args.policy or not args.field:
             raise ParamError("sweep: give a sweep file, or --policy and at least one --field")
+        args.policy = one_policy(args.policy, "sweep")
         fields = dict(_field_arg(args.policy, f) for f in args.field)
         specs = [SweepSpec(args.policy, fields, args.method, args.n, args.sample_seed)]
         scenarios = split_specs(args.scenarios)
@@ -64,8 +74,8 @@ def run(args: Any) -> int:
     if args.scenarios and args.file:
         scenarios = split_specs(args.scenarios)
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ParamError(f"--out {str(out)!r} is a file, not a folder")
+    writable_folder(args.out)
+    writable_folder(args.cache, "--cache")
     index = index_settings(args.index)
     with dask_executor(args.dask) as executor:
         table = sweep(

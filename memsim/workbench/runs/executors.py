@@ -102,6 +102,11 @@ def map_in_order(
                 results[futures[fut]] = fut.result()
                 if bar is not None:
                     bar.update(1)
+    except BaseException:
+        if own is not None:  # an error or a signal: the queued calls need not run
+            own.shutdown(cancel_futures=True)
+            own = None
+        raise
     finally:
         if bar is not None:
             bar.close()

@@ -86,6 +86,11 @@ class RunDef:
         )
 
 
+# What makes results among a package's files: its code, its scripted scenarios and the
+# model prompts (memsim/engine/prompts/*.json).
+SOURCE_SUFFIXES = (".py", ".yaml", ".json")
+
+
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
     """sha256 over the source files of the packages that make results, read once per process:
@@ -99,7 +104,7 @@ def code_fingerprint() -> str:
         pkg = importlib.import_module(name)
         base = Path(pkg.__file__ or "").resolve().parent
         files = (  # a plug-in that is one module, not a package: that file (not its folder)
-            sorted(p for p in base.rglob("*") if p.suffix in (".py", ".yaml") and p.is_file())
+            sorted(p for p in base.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file())
             if hasattr(pkg, "__path__")
             else [Path(pkg.__file__ or "").resolve()]
         )
