@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from memsim.engine import limits
 from memsim.engine.errors import ParamError, ScenarioError, UnknownIdError
 from memsim.engine.events import Claim, Episode, Query, Stream
 from memsim.engine.llm import Bands, Faults
@@ -63,10 +64,14 @@ class SyntheticParams(Params):
     """Parameters of a synthetic stream (defaults: the ``steady`` profile's base)."""
 
     horizon: float = param(180.0, lo=1.0, doc="simulated days")
-    episodes: int = param(2000, lo=1, doc="episodes in total, chatter included")
-    queries: int = param(200, lo=0, doc="queries in total")
-    facts: int = param(150, lo=1, doc="distinct fact keys")
-    topics: int = param(15, lo=1, doc="topics the facts are grouped in (related facts)")
+    episodes: int = param(
+        2000, lo=1, hi=limits.MAX_EPISODES, doc="episodes in total, chatter included"
+    )
+    queries: int = param(200, lo=0, hi=limits.MAX_QUERIES, doc="queries in total")
+    facts: int = param(150, lo=1, hi=limits.MAX_FACTS, doc="distinct fact keys")
+    topics: int = param(
+        15, lo=1, hi=limits.MAX_TOPICS, doc="topics the facts are grouped in (related facts)"
+    )
     people: int = param(4, lo=0, hi=len(PEOPLE), doc="other people facts can be about")
     other_subject_share: float = param(0.2, lo=0.0, hi=1.0, doc="share of facts about other people")
     noise_share: float = param(
@@ -77,7 +82,7 @@ class SyntheticParams(Params):
     )
     burst_share: float = param(0.2, lo=0.0, hi=1.0, doc="share of facts mentioned in bursts")
     spaced_share: float = param(0.1, lo=0.0, hi=1.0, doc="share of facts mentioned at growing gaps")
-    bursts: int = param(3, lo=1, doc="bursts per bursty fact")
+    bursts: int = param(3, lo=1, hi=limits.MAX_BURSTS, doc="bursts per bursty fact")
     burst_days: float = param(2.0, lo=0.0, lo_open=True, doc="mean spread of a burst (days)")
     spacing_growth: float = param(
         2.0, lo=1.0, lo_open=True, doc="gap growth factor of spaced facts"
@@ -106,7 +111,7 @@ class SyntheticParams(Params):
     ask_changed: float = param(
         0.2, lo=0.0, hi=1.0, doc="share of queries about a fact whose value changed"
     )
-    k: int = param(10, lo=1, doc="results asked of each query")
+    k: int = param(10, lo=1, hi=limits.MAX_K, doc="results asked of each query")
     chatter_confidence: float = param(
         0.5,
         lo=0.0,
@@ -519,7 +524,10 @@ def _assemble(
 
 
 def _load_spec(target: str, options: dict[str, Any], seed: int, name: str) -> Stream:
-    params, bands, faults = from_options(target, options)
+    try:
+        params, bands, faults = from_options(target, options)
+    except ParamError as e:  # name the spec: the option's value is in the message
+        raise ScenarioError(f"{name}: {e}") from None
     return generate(params, seed, bands=bands, faults=faults, name=name, profile_name=target)
 
 
