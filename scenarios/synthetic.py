@@ -63,7 +63,7 @@ def surface_form(topic: int, fact: int) -> str:
 class SyntheticParams(Params):
     """Parameters of a synthetic stream (defaults: the ``steady`` profile's base)."""
 
-    horizon: float = param(180.0, lo=1.0, doc="simulated days")
+    horizon: float = param(180.0, lo=1.0, hi=limits.MAX_DAYS, doc="simulated days")
     episodes: int = param(
         2000, lo=1, hi=limits.MAX_EPISODES, doc="episodes in total, chatter included"
     )
@@ -526,8 +526,8 @@ def _assemble(
 def _load_spec(target: str, options: dict[str, Any], seed: int, name: str) -> Stream:
     try:
         params, bands, faults = from_options(target, options)
-    except ParamError as e:  # name the spec: the option's value is in the message
-        raise ScenarioError(f"{name}: {e}") from None
+    except ParamError as e:  # name the spec (unless the message does): the value is in it
+        raise ScenarioError(str(e) if str(e).startswith("synthetic:") else f"{name}: {e}") from None
     return generate(params, seed, bands=bands, faults=faults, name=name, profile_name=target)
 
 
