@@ -117,7 +117,9 @@ def parse_int(
     t = text.strip()
     if len(t) > MAX_NUMBER_TEXT or not _INT.fullmatch(t):
         raise ParamError(f"{where}: cannot read {shown(text)} as {what or 'an integer'}")
-    return check_number(int(t), where, lo, hi, integer=True)
+    value = int(t)
+    check_number(value, where, lo, hi, integer=True)
+    return value
 
 
 def parse_float(text: str, where: str, lo: float | None = None, hi: float | None = None) -> float:
@@ -281,7 +283,7 @@ class _StrictLoader(yaml.SafeLoader):
     error: type[MemsimError] = ParamError
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
+        event = self.peek_event()  # type: ignore[no-untyped-call]
         if isinstance(event, yaml.NodeEvent) and (
             isinstance(event, yaml.AliasEvent) or event.anchor
         ):

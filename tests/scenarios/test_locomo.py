@@ -218,7 +218,8 @@ def test_missing_file_unknown_sample_and_options(tmp_path):
         with pytest.raises(ScenarioError, match="query_time"):
             scenarios.load(f"locomo:{MINI},query_time={bad}")
     for k in ("0", "1000000000000", "1e3", "9" * 5000):  # k is capped as in YAML files
-        with pytest.raises(ScenarioError, match=r"k: (must be an integer in \[1, 1000000\]|cannot)"):
+        refusal = r"k: (must be an integer in \[1, 1000000\]|cannot)"
+        with pytest.raises(ScenarioError, match=refusal):
             scenarios.load(f"locomo:{MINI},k={k}")
 
 

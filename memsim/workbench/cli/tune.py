@@ -50,7 +50,8 @@ def run(args: Any) -> int:
     index = index_settings(args.index)
     objectives = csv_list(args.objectives)
     fields = csv_list(args.fields) if args.fields else None
-    train, test = parse_seeds(args.train_seeds), parse_seeds(args.test_seeds)
+    train = parse_seeds(args.train_seeds, "--train-seeds")
+    test = parse_seeds(args.test_seeds, "--test-seeds")
     policies = policy_list(args.policies)
     for policy in policies:  # (refused before any study starts)
         tune_plan(policy, objectives, fields, args.trials, train, test, index)

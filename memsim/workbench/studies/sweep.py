@@ -229,15 +229,12 @@ def definitions(
         raise ParamError("sweep: no seeds")
     out: list[tuple[int, RunDef]] = []
     for s in specs:
-        limits.at_most(
-            "sweep",
-            "runs",
-            len(out) + len(points(s)) * len(scenarios) * len(seeds),
-            limits.MAX_STUDY_RUNS,
-        )
+        pts = points(s)
+        runs = len(out) + len(pts) * len(scenarios) * len(seeds)
+        limits.at_most("sweep", "runs", runs, limits.MAX_STUDY_RUNS)
         full = resolve_policy(s.policy)
         settings = index_of(full, index)
-        for i, p in enumerate(points(s)):
+        for i, p in enumerate(pts):
             for scenario in scenarios:
                 for seed in seeds:
                     d = RunDef(
