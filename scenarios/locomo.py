@@ -155,7 +155,8 @@ def parse_query_time(value: Any) -> float | None:
     m = re.fullmatch(r"evidence\+(\d+(?:\.\d*)?|\.\d+)", str(value).strip())
     if not m:
         raise ScenarioError(
-            f"locomo: query_time must be 'after' or 'evidence+DAYS' (DAYS >= 0), got {value!r}"
+            "locomo: query_time must be 'after' or 'evidence+DAYS' (DAYS >= 0), "
+            f"got {limits.shown(value)}"
         )
     return float(m.group(1))
 
@@ -374,7 +375,9 @@ def load(
         dup = next(x for x in ids if ids.count(x) > 1)
         raise _fail(file, "sample_id", "is used by two samples", dup)
     if sample is not None and sample not in ids:
-        raise ScenarioError(f"{file}: unknown sample {sample!r}; samples: {', '.join(ids)}")
+        raise ScenarioError(
+            f"{file}: unknown sample {limits.shown(sample)}; samples: {', '.join(ids)}"
+        )
     report = LoadReport(file=file)
     events: list = []
     unanswerable: list[Unanswerable] = []
@@ -419,7 +422,9 @@ def load_stream(path: str | Path, *, name: str | None = None, **options: Any) ->
     for key in options:
         if key not in _OPTIONS:
             known = ", ".join(f"{k} ({v})" for k, v in _OPTIONS.items())
-            raise ScenarioError(f"locomo:{path}: unknown option {key!r}; known options: {known}")
+            raise ScenarioError(
+                f"locomo:{path}: unknown option {limits.shown(key)}; known options: {known}"
+            )
     return load(path, name=name, **options).stream
 
 
