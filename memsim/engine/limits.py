@@ -39,6 +39,7 @@ MAX_DAYS = 10**9  # horizon of a synthetic stream, in days (its arrays of times 
 MAX_STREAM_EVENTS = 2_000_000  # events of any stream (episodes, queries and actions)
 MAX_REPEAT = 100_000  # items one ``repeat:`` of a scenario file expands to
 MAX_SCRIPTED_EVENTS = 200_000  # events of a scenario file after every ``repeat:`` expanded
+MAX_WORKERS = 256  # worker processes of --jobs N or --dask local:N, each started at once
 MAX_SOBOL = 2**16  # base samples of a Sobol' analysis (each costs fields + 2 points)
 MAX_SWEEP_POINTS = 10_000  # parameter points of one policy in a sweep
 MAX_STUDY_RUNS = 1_000_000  # runs of one study (points x scenarios x seeds)

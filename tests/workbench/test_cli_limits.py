@@ -61,6 +61,8 @@ def _compare(tmp: Path, *more: str) -> list[str]:
         "--quiet",
         "--out",
         str(tmp / "c"),
+        "--cache",
+        str(tmp / "cache"),
         *more,
     ]
 
@@ -287,3 +289,19 @@ def test_a_sweep_whose_every_run_failed_exits_2(tmp_path, capsys):
         "nosuch",
     )
     assert (tmp_path / "o" / "sweep.parquet").exists(), line  # nothing lost
+
+
+# -- workers ----------------------------------------------------------------------------------
+def test_worker_counts_are_bounded(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:  # argparse's type: usage and one error line
+        main(_compare(tmp_path, "--jobs", "1000000000"))
+    assert e.value.code == 2
+    assert "at most 256 worker processes" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(_compare(tmp_path, "--jobs", "9" * 5000))
+    assert len(capsys.readouterr().err) < 1000
+    # (compare says where runs are cached before it starts the executor: the last line)
+    for dask, part in (("local:100000", "100,000 workers asked"), ("local:" + "9" * 5000, "5000")):
+        assert main(_compare(tmp_path, "--dask", dask)) == 2
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        assert last.startswith("memsim: error: --dask") and part in last and len(last) < 300
