@@ -158,7 +158,10 @@ def parse_query_time(value: Any) -> float | None:
             "locomo: query_time must be 'after' or 'evidence+DAYS' (DAYS >= 0), "
             f"got {limits.shown(value)}"
         )
-    return float(m.group(1))
+    try:
+        return limits.parse_float(m.group(1), "locomo: query_time DAYS", 0.0)
+    except ParamError as e:  # 400 digits: beyond float range
+        raise ScenarioError(str(e)) from None
 
 
 def normalize_evidence(raw: Any) -> tuple[list[str], list[tuple[str, str]]]:

@@ -341,6 +341,8 @@ def read_yaml(text: str, file: str, error: type[MemsimError] = ParamError) -> An
         raise error(f"{file}: not valid YAML: {clip(' '.join(str(e).split()))}") from None
     except RecursionError:  # deep nesting inside one scalar-free flow collection
         raise error(f"{file}: nested more than {MAX_DEPTH} levels deep") from None
+    except ValueError as e:  # an integer of more than 4300 digits (int()'s own limit)
+        raise error(f"{file}: a number cannot be read: {clip(str(e), 120)}") from None
     finally:
         if loader is not None:
             loader.dispose()
@@ -357,6 +359,8 @@ def read_json(text: str, file: str, error: type[MemsimError] = ParamError) -> An
         raise error(f"{file}: not valid JSON: {clip(str(e))}") from None
     except RecursionError:
         raise error(f"{file}: nested more than {MAX_DEPTH} levels deep") from None
+    except ValueError as e:  # an integer of more than 4300 digits (int()'s own limit)
+        raise error(f"{file}: a number cannot be read: {clip(str(e), 120)}") from None
     return check_tree(data, file, error)
 
 

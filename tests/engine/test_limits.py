@@ -178,6 +178,7 @@ BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
         ("a: " + "9" * 400 + "\n", "must be a finite number within float range"),
         ("a: 1e400\n", "must be a finite number within float range, got inf"),
         ("a: [1, 2\n", "not valid YAML"),
+        ("a: " + "1" * 5000 + "\n", "a number cannot be read: Exceeds the limit"),
     ],
 )
 def test_read_yaml_is_strict_and_bounded(text, match):
@@ -201,6 +202,7 @@ def test_read_yaml_reads_yaml12_floats():
         ("[1e400]", "within float range"),
         ("[NaN]", "within float range"),
         ("[1, ", "not valid JSON"),
+        ("[" + "1" * 5000 + "]", "a number cannot be read: Exceeds the limit"),
     ],
 )
 def test_read_json_is_bounded_as_yaml_is(text, match):

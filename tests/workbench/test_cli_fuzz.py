@@ -140,6 +140,20 @@ SCENARIO_CORPUS: dict[str, str] = {
     "yaml12-float": yaml.safe_dump({**BASE}).replace("horizon: 12", "horizon: 1e300"),
     "empty": "",
     "top-list": "- 1\n- 2\n",
+    "int-400-digits": yaml.safe_dump(BASE).replace("horizon: 12", "horizon: " + "9" * 400),
+    "int-5000-digits": yaml.safe_dump(BASE).replace("horizon: 12", "horizon: " + "9" * 5000),
+    "float-1e400": yaml.safe_dump(BASE).replace("horizon: 12", "horizon: 1e400"),
+    "nul": yaml.safe_dump(BASE).replace("Call me Masa", "Call me\x00Masa"),
+    "escaped-control": yaml.safe_dump(BASE).replace("Call me Masa", '"Call me\\x01Masa"'),
+    "lone-surrogate": yaml.safe_dump(BASE).replace("id: e1", 'id: "e\\ud800"'),
+    "note-2mb": yaml.safe_dump(BASE).replace("Call me Masa", "x" * 2_000_000),
+    "repeat-21x100000": yaml.safe_dump(
+        {
+            **BASE,
+            "episodes": BASE["episodes"]
+            + [{"id": f"r{j}_{{i}}", "time": 0, "text": "x", "repeat": 100_000} for j in range(21)],
+        }
+    ),
 }
 BAD_SCENARIOS = set(SCENARIO_CORPUS) - {
     "yaml12-float",
@@ -495,7 +509,7 @@ def damaged_files(draw: st.DrawFn, doc: Any, kind: str) -> bytes:
     text = (yaml.safe_dump if kind == "yaml" else json.dumps)(_mutate(doc, path, marker))
     how = draw(st.sampled_from(["number", "escaped", "raw"]))
     if how == "number":
-        leaf = draw(NUMBER_TEXT)
+        leaf = draw(st.one_of(st.sampled_from(BEYOND), NUMBER_TEXT))
         text = text.replace(repr(marker) if kind == "yaml" else f'"{marker}"', leaf or "0")
         text = text.replace(marker, leaf)
     else:

@@ -231,6 +231,9 @@ def test_locomo_nesting_and_encodings(tmp_path, capsys):
     surrogate.write_text('[{"sample_id": "s\\ud800"}]')
     refused(_run(f"locomo:{surrogate}"), capsys, "surrogate.json", "lone surrogate")
     refused(_run(f"locomo:{deep},k=1000000000000"), capsys, "k", "[1, 1000000]")
+    mini = Path(__file__).resolve().parents[1] / "data" / "locomo-mini.json"
+    days = "9" * 400
+    refused(_run(f"locomo:{mini},query_time=evidence+{days}"), capsys, "query_time", "400")
 
 
 # -- sweep files ------------------------------------------------------------------------------
