@@ -277,7 +277,8 @@ def generate(
 
 def _zipf_weights(n: int, s: float, rng: np.random.Generator) -> np.ndarray:
     """Zipf weights over n items in a random order (which fact is popular is random)."""
-    w = 1.0 / np.arange(1, n + 1, dtype=np.float64) ** s
+    with np.errstate(over="ignore"):  # a huge exponent: every weight but the first is 0
+        w = 1.0 / np.arange(1, n + 1, dtype=np.float64) ** s
     w = w[rng.permutation(n)]
     return w / w.sum()
 
@@ -293,7 +294,8 @@ def _world(p: SyntheticParams, rng: np.random.Generator) -> dict[str, np.ndarray
     popularity = _zipf_weights(F, p.mention_skew, rng)
     # popularity of queries follows the same order (what is talked about is asked about)
     rank = np.argsort(np.argsort(-popularity, kind="stable"), kind="stable")
-    ask_weight = 1.0 / (rank + 1.0) ** p.query_skew
+    with np.errstate(over="ignore"):  # as in _zipf_weights
+        ask_weight = 1.0 / (rank + 1.0) ** p.query_skew
     pattern = rng.choice(
         3, size=F, p=[1 - p.burst_share - p.spaced_share, p.burst_share, p.spaced_share]
     )
@@ -338,7 +340,12 @@ def _mentions(
     # mentioned very often grows its gaps more gently (at most growth**30 overall)
     c = counts[fact].astype(np.float64)
     log_g = np.log(p.spacing_growth) * np.minimum(1.0, 30.0 / c)
-    t_spaced = intro + room * np.expm1(j * log_g) / np.expm1(c * log_g)
+    with np.errstate(over="ignore", invalid="ignore"):
+        t_spaced = intro + room * np.expm1(j * log_g) / np.expm1(c * log_g)
+        steep = ~np.isfinite(t_spaced)
+        if steep.any():  # growth**count beyond float range: the same share, scaled down first
+            share = np.exp((j - c) * log_g) * np.expm1(-j * log_g) / np.expm1(-c * log_g)
+            t_spaced = np.where(steep, intro + room * share, t_spaced)
     t = np.select([pattern == 0, pattern == 1], [t_poisson, t_burst], t_spaced)
     t = np.where(j == 0, intro, np.minimum(t, end))
     t = np.round(t, 6)
