@@ -261,7 +261,7 @@ def parse(data: Any, *, file: str, name: str) -> Scripted:
         ctx.string(data["name"], "name", empty=False)
     horizon = ctx.number(data["horizon"], "horizon", lo=0) if "horizon" in data else None
     if "seed" in data:
-        ctx.integer(data["seed"], "seed")
+        ctx.integer(data["seed"], "seed", hi=limits.MAX_SEED)
 
     located: list[tuple[Any, str]] = []  # (event, path) in file order
     builders: list[tuple[str, Callable[[_Ctx, dict, str], Any], bool]] = [
