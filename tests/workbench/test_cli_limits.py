@@ -166,6 +166,10 @@ def test_llm_and_param_numbers(capsys):
     assert "5000 characters" in long
     # a period of 5e-324 days meets the maintenance budget, named
     refused(run + ["--param", "reflect_every=5e-324"], capsys, "maintenance ticks")
+    # a prior the ebisu package cannot update is named, not an assertion from inside it
+    ebisu = ["run", "--policy", "ebisu", "--scenario", "scripted/name-preference"]
+    for beta in ("1e-10", "5e-324"):
+        refused(ebisu + ["--param", f"beta={beta}"], capsys, "EbisuParams", "beta=")
 
 
 def test_a_huge_spread_runs_as_the_widest_one(tmp_path, capsys):
