@@ -469,6 +469,38 @@ def test_generated_numbers_in_key_value_flags(data: st.DataObject) -> None:
     assert kind in ("ok", "clean"), (kind, err[-300:], flag, key, value)
 
 
+def _numeric_params() -> list[tuple[str, str]]:
+    """(policy id, Params field) of every numeric field of every registered policy."""
+    import dataclasses
+
+    from memsim.engine.registry import specs
+
+    return [
+        (s.id, f.name)
+        for s in specs()
+        for f in dataclasses.fields(s.load().Params)
+        if isinstance(f.default, (int, float)) and not isinstance(f.default, bool)
+    ]
+
+
+@settings(FAST, max_examples=150)
+@given(data=st.data())
+def test_generated_param_values_on_every_policy(data: st.DataObject) -> None:
+    """Any policy's numeric parameter at any number (5e-324, 1e300, 2**64, 1e400): the run
+    either finishes or is refused in one line (a degenerate Ebisu prior, a maintenance
+    period of 5e-324 days), never a traceback from inside a formula or a package."""
+    policy, field = data.draw(st.sampled_from(_numeric_params()))
+    value = data.draw(
+        st.one_of(
+            st.sampled_from(["5e-324", "1e-10", "1e300", str(2**64), "1e400", "-1", "0"]),
+            NUMBER_TEXT,
+        )
+    )
+    argv = ["run", "--policy", policy, "--scenario", "scripted/name-preference"]
+    kind, err = outcome([*argv, "--param", f"{field}={value}"], limit=30)
+    assert kind in ("ok", "clean"), (kind, err[-300:], policy, field, value)
+
+
 @settings(FAST, max_examples=40)
 @given(data=st.data())
 def test_generated_seed_lists_beyond_the_limits_are_refused(data: st.DataObject) -> None:
