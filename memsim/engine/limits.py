@@ -40,6 +40,7 @@ MAX_STREAM_EVENTS = 2_000_000  # events of any stream (episodes, queries and act
 MAX_REPEAT = 100_000  # items one ``repeat:`` of a scenario file expands to
 MAX_SCRIPTED_EVENTS = 200_000  # events of a scenario file after every ``repeat:`` expanded
 MAX_WORKERS = 256  # worker processes of --jobs N or --dask local:N, each started at once
+MAX_TRIALS = 10_000  # Optuna trials per policy of `memsim tune`
 MAX_SOBOL = 2**16  # base samples of a Sobol' analysis (each costs fields + 2 points)
 MAX_SWEEP_POINTS = 10_000  # parameter points of one policy in a sweep
 MAX_STUDY_RUNS = 1_000_000  # runs of one study (points x scenarios x seeds)

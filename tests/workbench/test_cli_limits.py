@@ -138,6 +138,8 @@ def test_sobol_and_sweep_sizes_are_refused_before_sampling(tmp_path, capsys):
     refused(sweep + ["--n", "100000"] + out, capsys, "--n", "[1, 10000]")
     grid = sweep + ["--field", "grey_lo", "--field", "link_lo", "--n", "100"] + out
     refused(grid, capsys, "1,000,000 points asked; the limit is 10,000")
+    tune = ["tune", "--policies", "pai", "--scenarios", SMALL, "--trials", "1000000000"]
+    refused(tune + out, capsys, "--trials", "[1, 10000]")
 
 
 # -- numbers ----------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from memsim.engine import limits
+
 from ..present.tune import tuning_markdown
 from ..runs.executors import dask_executor
 from ..studies.tune import DIRECTIONS, tune, tune_plan
@@ -15,6 +17,7 @@ from .args import (
     add_study,
     csv_list,
     index_settings,
+    int_arg,
     parse_seeds,
     policy_list,
     split_specs,
@@ -34,7 +37,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--fields", help=FIELDS_HELP)
     s.add_argument(
         "--trials",
-        type=int,
+        type=int_arg("--trials", 1, limits.MAX_TRIALS),
         default=20,
         help="Optuna trials per policy, the documented parameters first (default 20; a "
         "resumed study runs only the missing ones)",
