@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from memsim.engine import limits
 from memsim.engine.errors import ParamError
 from memsim.engine.llm import Modes
 from memsim.engine.params import coerce
@@ -75,18 +76,21 @@ def split_specs(texts: Sequence[str] | str | None) -> list[str]:
     return out
 
 
-def parse_seeds(text: str) -> list[int]:
-    try:
-        if ":" in text:
-            lo, hi = text.split(":", 1)
-            seeds = list(range(int(lo), int(hi)))
-        else:
-            seeds = [int(t) for t in csv_list(text)]
-    except ValueError:
-        raise ParamError(f"--seeds: cannot read {text!r} (use 0,1,2 or 0:5)") from None
-    if not seeds:
-        raise ParamError(f"--seeds: {text!r} names no seed (use 0,1,2 or START:STOP, STOP > START)")
-    return seeds
+def parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
+    """``0,1,2`` or ``START:STOP``, each seed in [0, 2**63 - 1], at most
+    memsim.engine.limits.MAX_SEEDS of them (counted before any list is built)."""
+    return limits.parse_seeds(text, flag)
+
+
+def seed_arg(flag: str) -> Callable[[str], int]:
+    """An argparse ``type`` for one seed: an integer in [0, 2**63 - 1]. Its refusal is a
+    MemsimError, which ``main`` prints as one line (argparse would add its usage)."""
+    return lambda text: limits.parse_seed(text, flag)
+
+
+def int_arg(flag: str, lo: int, hi: int) -> Callable[[str], int]:
+    """An argparse ``type`` for an integer in [lo, hi], range checked before conversion."""
+    return lambda text: limits.parse_int(text, flag, lo, hi)
 
 
 def key_values(items: Sequence[str] | None, flag: str) -> dict[str, str]:
@@ -119,10 +123,7 @@ def llm_overrides(items: Sequence[str] | None) -> dict:
         if k.startswith("modes."):
             out[k] = _mode_value(k, v)
             continue
-        try:
-            out[k] = float(v)
-        except ValueError:
-            raise ParamError(f"--llm {k}: cannot read {v!r} as a number") from None
+        out[k] = limits.parse_float(v, f"--llm {k}")
     check_model_overrides(out)
     return out
 
@@ -173,10 +174,7 @@ def index_settings(items: list[str] | None) -> dict[str, Any]:
             raise ParamError(
                 f"--index {k}: unknown setting; known: mode, min_rows, nprobe, audit_every"
             )
-        try:
-            out[k] = int(v)
-        except ValueError:
-            raise ParamError(f"--index {k}: cannot read {v!r} as an integer") from None
+        out[k] = limits.parse_int(v, f"--index {k}")
     if out and "mode" not in out:
         raise ParamError("--index: give mode=ivf, cones or exact with the other settings")
     return out

@@ -16,6 +16,8 @@ import numpy as np
 
 from memsim.engine.curve import curve
 
+from .args import seed_arg
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("policy", help="policy id, e.g. izzie or kernle-code")
@@ -35,7 +37,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--param", action="append", metavar="KEY=VALUE", help="policy parameter, e.g. half_life=14"
     )
     p.add_argument(
-        "--seed", type=int, default=0, help="seed of the policy's random draws (default 0)"
+        "--seed",
+        type=seed_arg("--seed"),
+        default=0,
+        help="seed of the policy's random draws (default 0)",
     )
 
 

@@ -213,8 +213,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
     parser = build_parser()
-    args = parser.parse_args(argv)
-    return user_command("memsim", lambda: args.func(args) or 0)
+
+    def command() -> object:  # parsing too: a flag's type may refuse a value in one line
+        args = parser.parse_args(argv)
+        return args.func(args) or 0
+
+    return user_command("memsim", command)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from .args import (
     key_values,
     llm_overrides,
     one_policy,
+    seed_arg,
     typed_params,
 )
 from .outputs import writable_folder
@@ -41,7 +42,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument(
         "--seed",
-        type=int,
+        type=seed_arg("--seed"),
         default=0,
         help="seed of the stream's draws, the mock LLM's noise and ties (default 0; same seed, "
         "same results)",

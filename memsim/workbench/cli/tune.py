@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from memsim.engine import limits
+
 from ..present.tune import tuning_markdown
 from ..runs.executors import dask_executor
 from ..studies.tune import DIRECTIONS, tune, tune_plan
@@ -15,6 +17,7 @@ from .args import (
     add_study,
     csv_list,
     index_settings,
+    int_arg,
     parse_seeds,
     policy_list,
     split_specs,
@@ -34,7 +37,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--fields", help=FIELDS_HELP)
     s.add_argument(
         "--trials",
-        type=int,
+        type=int_arg("--trials", 1, limits.MAX_TRIALS),
         default=20,
         help="Optuna trials per policy, the documented parameters first (default 20; a "
         "resumed study runs only the missing ones)",
@@ -50,7 +53,8 @@ def run(args: Any) -> int:
     index = index_settings(args.index)
     objectives = csv_list(args.objectives)
     fields = csv_list(args.fields) if args.fields else None
-    train, test = parse_seeds(args.train_seeds), parse_seeds(args.test_seeds)
+    train = parse_seeds(args.train_seeds, "--train-seeds")
+    test = parse_seeds(args.test_seeds, "--test-seeds")
     policies = policy_list(args.policies)
     for policy in policies:  # (refused before any study starts)
         tune_plan(policy, objectives, fields, args.trials, train, test, index)

@@ -24,6 +24,7 @@ import hashlib
 import importlib
 import io
 import json
+import numbers
 import os
 import re
 import subprocess
@@ -38,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 import memsim
+from memsim.engine import limits
 from memsim.engine.errors import MemsimError, ParamError
 from memsim.engine.registry import ENTRY_POINT_GROUP
 from memsim.engine.sources import SOURCE_GROUP, SUITE_GROUP, parse
@@ -61,6 +63,16 @@ class RunDef:
     # policy's default (Policy.default_index: exact, or from 5,000 rows for the reference
     # models and Personal AI, whose ingest searches the store per claim)
     index: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:  # a seed is an int64 column of every result table
+        seed = self.seed
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+            raise ParamError(f"run {self.policy}: seed must be an integer, got {seed!r}")
+        if not 0 <= seed <= limits.MAX_SEED:
+            raise ParamError(
+                f"run {self.policy}: seed must be in [0, {limits.MAX_SEED}], "
+                f"got {limits.shown(int(seed))}"
+            )
 
     def canonical(self) -> str:
         d = asdict(self)
