@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-COPY = ("memsim", "policies", "scenarios", "tests", "pyproject.toml")
+COPY = ("memsim", "policies", "scenarios", "tests", "benchmarks", "pyproject.toml")
 FLIP = {ast.Lt: "<=", ast.LtE: "<", ast.Gt: ">=", ast.GtE: ">"}
 DEFAULTS_TABLE = "tests/policies/test_defaults.py"
 TOKEN = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
