@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-COPY = ("memsim", "policies", "scenarios", "tests", "benchmarks", "pyproject.toml")
+COPY = ("memsim", "policies", "scenarios", "tests", "benchmarks", "docs", "pyproject.toml")
 FLIP = {ast.Lt: "<=", ast.LtE: "<", ast.Gt: ">=", ast.GtE: ">"}
 DEFAULTS_TABLE = "tests/policies/test_defaults.py"
 TOKEN = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
@@ -414,15 +414,23 @@ def main(argv: list[str] | None = None) -> int:
     copies: queue.Queue[Path] = queue.Queue()
     for j in range(max(1, args.jobs)):
         copies.put(_make_copy(tmp / f"w{j}"))
+    def unmutated(stem: str) -> tuple[str, bool, float]:
+        copy = copies.get()
+        try:
+            return (stem, *run_tests(copy, tests[stem], timeout=1800))
+        finally:
+            copies.put(copy)
+
     baseline: dict[str, float] = {}
-    for stem in chosen:  # the unmutated tests must pass, and give the timeout
-        ok, secs = run_tests(tmp / "w0", tests[stem], timeout=1800)
-        if not ok:
-            print(f"mutation: the tests of {stem} fail without any mutant; fix them first")
-            shutil.rmtree(tmp, ignore_errors=True)
-            return 1
-        baseline[stem] = secs
-        print(f"{stem}: {len(tests[stem])} tests, {secs:.0f} s unmutated", flush=True)
+    with cf.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        # the unmutated tests must pass, and give the timeout
+        for stem, ok, secs in pool.map(unmutated, chosen):
+            if not ok:
+                print(f"mutation: the tests of {stem} fail without any mutant; fix them first")
+                shutil.rmtree(tmp, ignore_errors=True)
+                return 1
+            baseline[stem] = secs
+            print(f"{stem}: {len(tests[stem])} tests, {secs:.0f} s unmutated", flush=True)
 
     def one(m: Mutant) -> tuple[Mutant, bool]:
         copy = copies.get()
