@@ -95,7 +95,7 @@ def _number(node: ast.expr) -> float | int | bool | None:
     return None
 
 
-def _perturb(value: Any, meta: dict[str, Any]) -> Any:
+def perturb(value: Any, meta: dict[str, Any]) -> Any:
     """A nearby legal value, or None when the field has none.
 
     A bool flips; a number from a set of ``choices`` moves to the next choice (the previous
@@ -178,7 +178,7 @@ def mutants_of(path: Path, policy: str, comparisons: bool = True) -> list[Mutant
                 continue
             # the value the class really holds, so any expression (1 / 3, math.log(2)) counts
             value = fields[name].default
-            new = _perturb(value, dict(fields[name].metadata))
+            new = perturb(value, dict(fields[name].metadata))
             if new is None:
                 continue
             start = at(arg.lineno, arg.col_offset)
@@ -414,6 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     copies: queue.Queue[Path] = queue.Queue()
     for j in range(max(1, args.jobs)):
         copies.put(_make_copy(tmp / f"w{j}"))
+
     def unmutated(stem: str) -> tuple[str, bool, float]:
         copy = copies.get()
         try:
