@@ -41,7 +41,7 @@ class CosineLLM:
         return np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
 
 
-def _ep(i: int, t: float, cos: float = 1.0) -> Episode:
+def episode(i: int, t: float, cos: float = 1.0) -> Episode:
     return Episode(f"e{i}", t, "x", (Claim("a.b", "1", attrs=(("cos", cos),)),))
 
 
@@ -51,8 +51,8 @@ def test_a_claim_at_cosine_085_or_more_is_a_repetition(pid, cos, memories):
     """reference.py: a later claim at cosine >= reinforce_cosine (0.85) with a live memory
     reinforces it; one just under it is a new memory."""
     pol = make(pid, llm=CosineLLM(), seed=0)
-    pol.ingest([_ep(0, 0.0)], 0.0)
-    out = pol.ingest([_ep(1, 0.5, cos)], 0.5)
+    pol.ingest([episode(0, 0.0)], 0.0)
+    out = pol.ingest([episode(1, 0.5, cos)], 0.5)
     assert [o.action for o in out] == (["reinforce"] if memories == 1 else ["create"])
     assert pol.store.n == memories
 
@@ -63,7 +63,7 @@ def test_a_retrieval_is_a_review(pid):
     later its strength differs from a twin's that was never retrieved."""
     queried, twin = (make(pid, llm=CosineLLM(), seed=0) for _ in range(2))
     for pol in (queried, twin):
-        pol.ingest([_ep(0, 0.0)], 0.0)
+        pol.ingest([episode(0, 0.0)], 0.0)
     r = queried.recall([Query("q", 1.0, "a?", keys=("a.b",), k=1)], 1.0)[0]
     assert r.ids.tolist() == [0]
     assert queried.strength(8.0)[0] != pytest.approx(twin.strength(8.0)[0], rel=1e-9)
