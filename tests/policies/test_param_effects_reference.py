@@ -67,3 +67,29 @@ def test_a_retrieval_is_a_review(pid):
     r = queried.recall([Query("q", 1.0, "a?", keys=("a.b",), k=1)], 1.0)[0]
     assert r.ids.tolist() == [0]
     assert queried.strength(8.0)[0] != pytest.approx(twin.strength(8.0)[0], rel=1e-9)
+
+
+# each model's forgetting threshold on its recall probability: memsim's choice (0.05), FSRS's
+# desired retention (0.5)
+FORGET_BELOW = {"actr": 0.05, "actr-spacing": 0.05, "fsrs": 0.5, "ebisu": 0.05, "memorybank": 0.05}
+
+
+@pytest.mark.parametrize("pid", sorted(FORGET_BELOW))
+def test_the_decay_job_forgets_a_memory_once_its_retention_falls_under_the_threshold(pid):
+    """reference.py: the daily decay job marks ``decayed`` every memory whose retention fell
+    under ``forget_below``: kept while it is still a hair above the threshold, forgotten a
+    moment after it falls under it."""
+    threshold = FORGET_BELOW[pid]
+    probe = make(pid, llm=CosineLLM(), seed=0)
+    probe.ingest([episode(0, 0.0)], 0.0)
+    lo, hi = 0.0, 1.0
+    while probe.retention(hi)[0] >= threshold:
+        hi *= 2.0
+    for _ in range(60):  # bisection: retention(lo) >= threshold > retention(hi)
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if probe.retention(mid)[0] >= threshold else (lo, mid)
+    assert threshold <= probe.retention(lo)[0] < threshold * 1.01
+    for t, action in ((lo, "skip"), (hi, "prune")):
+        pol = make(pid, llm=CosineLLM(), seed=0)
+        pol.ingest([episode(0, 0.0)], 0.0)
+        assert [o.action for o in pol.maintain(t, ["decay"])] == [action], t
