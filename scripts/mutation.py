@@ -281,11 +281,12 @@ def collected_tests() -> list[str]:
 def behavioural_tests_for(stem: str, nodes: list[str]) -> list[str]:
     """Every test that exercises one policy module through its behaviour, not its table.
 
-    A test file counts when it is named after the module, imports it, or names one of its
-    policy ids in quotes; a parametrized case counts when its id names one of the module's
-    policies or classes (conformance ``pai:check_x``, claims ``pai.x``, ``KeepAll-None``),
-    or names no policy at all and sits in a file that counts. Own files run first, the
-    shared parametrized files (conformance, claims, properties) after them.
+    A test file counts when its name starts or ends with the module's, imports it, or names
+    one of its policy ids in quotes; a parametrized case counts when its id names one of the
+    module's policies or classes (conformance ``pai:check_x``, claims ``pai.x``,
+    ``KeepAll-None``), or names no policy at all and sits in a file that counts. The
+    ``test_param_effects_*`` files run first, then the module's own files, then the shared
+    parametrized ones (conformance, claims, properties).
     """
     from memsim.engine import registry
 
@@ -303,7 +304,8 @@ def behavioural_tests_for(stem: str, nodes: list[str]) -> list[str]:
         return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w])", text) is not None
 
     def counts(path: str) -> bool:
-        if Path(path).name.startswith(f"test_{stem}"):
+        name = Path(path).stem
+        if name.startswith(f"test_{stem}") or name.endswith(f"_{stem}"):
             return True
         text = (ROOT / path).read_text()
         if re.search(rf"\bpolicies(\.|\s+import\s+(\w+,\s*)*){stem}\b", text):

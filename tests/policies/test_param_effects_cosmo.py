@@ -6,7 +6,9 @@ Each test leaves the field it pins at its default, so moving that default
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from memsim.engine.events import Claim
 from tests.policies.test_cosmo import ep, make, node
 
 
@@ -24,3 +26,63 @@ def test_storyline_promotion_takes_at_most_100_anchors_a_night():
     got = pol.storyline_candidates(4.0).tolist()
     assert len(got) == 100 and got[0] == anchors[0]
     assert sorted(set(anchors) - set(got)) == [anchors[-1]]  # equal counts: by node order
+
+
+def test_a_candidate_at_confidence_08_does_not_decay():
+    """002 §Candidate Semantics: a candidate at confidence >= 0.8 does not decay; one just
+    under it decays faster than the base rate."""
+    pol = make()
+    pol.ingest([ep(0, 0.0, "topic.sure", confidence=0.8)], 0.0)
+    pol.ingest([ep(1, 0.0, "topic.unsure", confidence=0.79)], 0.0)
+    sure, unsure = node(pol, "topic.sure"), node(pol, "topic.unsure")
+    assert pol.store.status_of(sure) == pol.store.status_of(unsure) == "candidate"
+    rates = pol.rates(np.array([sure, unsure]))
+    assert rates[0] == 0.0 and rates[1] > pol.params.base_rate
+
+
+def test_a_structured_claim_counts_as_three_subpoints():
+    """memsim's choice for 002 §Phase 2 Step 1 (subpoints > 2): a claim with a key, value and
+    category counts as three subpoints, so it passes the filter just."""
+    pol = make()
+    assert pol.subpoints(Claim("topic.fact", "v")) == 3
+    assert pol.passes_extraction(Claim("topic.fact", "v", confidence=0.9))
+
+
+def _storyline(pol) -> int:
+    for j, day in enumerate([0.0, 1.0, 2.0, 2.5, 2.6]):
+        pol.ingest([ep(j, day)], day)
+    pol.access(np.array([node(pol)]), 3.0)
+    return pol.promote_storylines(4.0)[0].memory
+
+
+@pytest.mark.parametrize("days, attached", [(89.9, True), (90.1, False)])
+def test_a_source_attaches_to_a_storyline_with_a_source_in_the_last_90_days(days, attached):
+    """002 §Phase 2 Step 4.5: a new Source joins its anchor's storylines whose last source is
+    within 90 days."""
+    pol = make()
+    st = _storyline(pol)
+    last = float(pol.store["last_source_at"][st])
+    pol.ingest([ep(50, last + days)], last + days)
+    assert ("e50" in pol.store.provenance[st]) is attached
+
+
+def test_a_refresh_summarizes_the_storyline_with_its_last_10_sources():
+    """002 §Nightly Storyline Refresh: a dirty storyline is re-summarized from its summary and
+    its last 10 Source summaries."""
+    pol = make()
+    st = _storyline(pol)
+    for j in range(7):  # 5 + 7 = 12 sources
+        pol.ingest([ep(50 + j, 5.0 + j)], 5.0 + j)
+    assert pol.store["source_count"][st] == 12
+    asked: list[list[str]] = []
+    summarize = pol.llm.summarize
+
+    def recording(texts, *, key):
+        asked.append(list(texts))
+        return summarize(texts, key=key)
+
+    pol.llm.summarize = recording
+    before = pol.store.text[st]
+    pol.refresh_storylines(13.0)
+    recent = [pol.store.text[r] for r in pol.includes[st][-10:]]
+    assert asked == [[before, *recent]] and len(set(pol.includes[st])) == 12
