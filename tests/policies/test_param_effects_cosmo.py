@@ -86,3 +86,20 @@ def test_a_refresh_summarizes_the_storyline_with_its_last_10_sources():
     pol.refresh_storylines(13.0)
     recent = [pol.store.text[r] for r in pol.includes[st][-10:]]
     assert asked == [[before, *recent]] and len(set(pol.includes[st])) == 12
+
+
+def test_macro_promotion_takes_at_most_50_anchors_a_week():
+    """002 §Weekly Macro Promotion: "LIMIT 50". 51 anchors with two storylines each (the
+    second made by clearing has_meso, as the documented jobs never make one: see
+    test_cosmo's macro test) and a first mention over 30 days ago: 50 are found."""
+    pol = make()
+    keys = [f"topic{i}.fact" for i in range(51)]
+    for j, day in enumerate([0.0, 0.5, 1.0, 2.0, 2.5]):
+        pol.ingest([ep(j * 1000 + i, day, k) for i, k in enumerate(keys)], day)
+    anchors = np.array([node(pol, k) for k in keys])
+    pol.access(anchors, 3.0)
+    assert len(pol.promote_storylines(4.0)) == 51
+    pol.store["has_meso"][anchors] = False
+    assert len(pol.promote_storylines(5.0)) == 51
+    found = pol.macro_candidates(40.0)
+    assert len(found) == 50 and all(len(storylines) == 2 for _, storylines in found)
