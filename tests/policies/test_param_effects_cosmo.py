@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memsim.engine.events import Claim
+from memsim.engine.events import Claim, Query
 from tests.policies.test_cosmo import ep, make, node
 
 
@@ -103,3 +103,33 @@ def test_macro_promotion_takes_at_most_50_anchors_a_week():
     assert len(pol.promote_storylines(5.0)) == 51
     found = pol.macro_candidates(40.0)
     assert len(found) == 50 and all(len(storylines) == 2 for _, storylines in found)
+
+
+def test_recall_score_is_the_cosine_plus_a_tenth_of_the_salience():
+    """memsim's choice (002 names no ranking formula): score = cosine + 0.1 x salience."""
+    pol = make()
+    pol.ingest([ep(0, 0.0, "topic.fact"), ep(1, 0.0, "other.fact")], 0.0)
+    pol.ingest([ep(2, 3.0, "topic.fact")], 3.0)
+    q = Query("q", 5.0, "topic.fact", keys=("topic.fact",), k=3)
+    rows, scores = pol.score_rows(q, 5.0)
+    qv = np.asarray(pol.llm.embed_query(q), dtype=np.float32)
+    cos = (pol.store.embedding[rows] @ qv).astype(np.float64)
+    salience = pol.salience_at(5.0, rows)
+    assert len(rows) >= 2 and salience.min() > 0.1
+    assert scores == pytest.approx(cos + 0.1 * salience, abs=1e-6)
+
+
+@pytest.mark.parametrize("salience, archived", [(0.21, False), (0.19, True)])
+def test_a_week_old_source_is_consolidated_below_salience_02(salience, archived):
+    """002 §Memory Consolidation: a Source older than 7 days with salience < 0.2 is archived
+    into its nodes."""
+    pol = make()
+    pol.ingest([ep(0, 0.0)], 0.0)
+    src = int(np.flatnonzero(pol.store["kind"] == pol.store.kind_code("source"))[0])
+    pol.refresh_descriptions(0.5)
+    pol.store["salience0"][src] = 1.0
+    scale = salience / float(pol.salience_at(7.5, np.array([src]))[0])
+    pol.store["salience0"][src] = scale
+    assert float(pol.salience_at(7.5, np.array([src]))[0]) == pytest.approx(salience)
+    out = pol.consolidate_episodic(7.5)
+    assert ([o.memory for o in out] == [src]) is archived
