@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memsim.engine.events import Claim, Query
-from tests.policies.test_cosmo import ep, make, node
+from tests.policies.test_cosmo import ask, ep, make, node, plant
 
 
 def test_storyline_promotion_takes_at_most_100_anchors_a_night():
@@ -133,3 +133,12 @@ def test_a_week_old_source_is_consolidated_below_salience_02(salience, archived)
     assert float(pol.salience_at(7.5, np.array([src]))[0]) == pytest.approx(salience)
     out = pol.consolidate_episodic(7.5)
     assert ([o.memory for o in out] == [src]) is archived
+
+
+def test_the_default_search_leaves_archived_nodes_out():
+    """002 §Memory States: archived is "excluded from default searches"; the default recall
+    neither returns nor re-activates an archived node."""
+    pol = make()
+    n = plant(pol, state="archived", salience=0.005)
+    r = ask(pol, 1.0)
+    assert pol.store.status_of(n) == "archived" and n not in r.ids.tolist()
