@@ -1,22 +1,27 @@
 """Mutation check: how many small, plausible bugs in the policies do the tests catch?
 
     .venv/bin/python -m scripts.mutation                 # every policy, 2 workers
+    .venv/bin/python -m scripts.mutation --behavioural   # defaults, behavioural tests only
     .venv/bin/python -m scripts.mutation --policy pai --jobs 1 --list
 
 For every policy module named by a registered spec's entry point (policies/<module>.py), two
 kinds of mutant are made from the source, one at a time (AST-located, text-edited, so the
 rest of the file stays byte for byte):
 
-- every ``Params`` default declared with ``param(<number or bool>, ...)``: a number moves by
-  10% (0.01 when it is 0; an int by 1), inside the field's declared range; a bool flips;
+- every ``Params`` field whose default (read from the dataclass, whatever expression gives
+  it) is a number or a bool: a number moves by 10% (0.01 when it is 0; an int by 1; a number
+  with ``choices`` to the next choice), inside the field's declared range; a bool flips;
 - every threshold comparison ``<``, ``<=``, ``>``, ``>=`` whose other side is a Params field
   (``p.x``, ``self.params.x``, ``params.x``) or a number: ``<`` <-> ``<=``, ``>`` <-> ``>=``.
 
-Each mutant is written into a private copy of the repository (one per worker) and that
-policy's tests run there with ``pytest -x``: tests/policies/test_<module>*.py and the
-policy's row of tests/policies/test_defaults.py. A mutant is killed when the tests fail (or
-time out). The script prints each survivor and the kill rate per policy and overall. It is not
-part of the test command (it takes a while).
+Each mutant is written into a private copy of the repository (one per worker) and tests run
+there with ``pytest -x``. In the full mode, both kinds, judged by tests/policies/test_<module>*.py
+and the policy's rows of tests/policies/test_defaults.py (which notices any default by
+construction). In the behavioural mode (``--behavioural``), the default mutants only, judged
+without that table by every test exercising the module's policies (behavioural_tests_for). A
+mutant is killed when the tests fail (or time out); a default mutant declared in EQUIVALENT
+is counted apart. The script prints each survivor and the kill rate per policy and overall.
+It is not part of the test command (it takes a while).
 """
 
 from __future__ import annotations
