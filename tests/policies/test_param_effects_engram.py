@@ -1,0 +1,49 @@
+"""Defaults of ``engram`` (seed document 001) that only a behaviour at the default reveals.
+
+Each test leaves the field it pins at its default, so moving that default
+(``scripts/mutation.py --behavioural``) fails it."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.policies.test_engram import make, plant, unit
+
+
+def set_columns(pol, row: int, **cols) -> None:
+    for k, v in cols.items():
+        pol.store[k][row] = v
+
+
+def test_revision_needs_a_confidence_once_above_05():
+    """001 §Belief Lifecycle 4: a belief revises when its confidence fell under 0.4 after
+    being "previously above 0.5": a peak of 0.52 is enough."""
+    pol = make()
+    b = plant(pol)
+    # confidence 1 / 2.6 = 0.3846 < 0.4, three contradictions, five pieces of evidence
+    set_columns(pol, b, alpha=1.0, beta=1.6, peak_confidence=0.52, n_contra=3, evidence=5)
+    assert pol.should_revise(b)
+
+
+@pytest.mark.parametrize("cosine, merges", [(0.93, True), (0.90, False)])
+def test_merge_needs_a_cosine_above_092(cosine, merges):
+    """001 §Configuration MERGE_MIN_SIMILARITY 0.92: two confident, settled beliefs of one
+    scope merge only when their cosine is above it."""
+    pol = make()
+    plant(pol, 0, key="m0.x", alpha=4, beta=1, vec=unit(1.0))
+    plant(pol, 1, key="m1.x", alpha=4, beta=1, vec=unit(cosine))
+    assert (pol.merge_pair(10.0) is not None) is merges
+
+
+def test_a_cycle_merges_one_pair_even_when_two_could_merge():
+    """001 §Belief Lifecycle 6: "only one pair per cycle". Two disjoint pairs pass the gate
+    (each pair near-identical, the pairs orthogonal); the cycle merges one."""
+    pol = make()
+    near = {0: 1.0, 1: 0.999}
+    rows = [
+        plant(pol, i, key=f"m{i}.x", alpha=4, beta=1, vec=unit(near[i % 2], i // 2, i // 2 + 2))
+        for i in range(4)
+    ]
+    out = pol._gates(rows, 14.0)
+    assert sum(o.action == "merge" for o in out) == 1
+    assert pol.merge_pair(14.0) is not None  # the other pair waits for the next cycle
