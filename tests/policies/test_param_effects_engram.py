@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.policies.test_engram import make, plant, unit
+from memsim.engine.events import Query
+from tests.policies.test_engram import ep, make, plant, unit
 
 
 def set_columns(pol, row: int, **cols) -> None:
@@ -47,3 +48,15 @@ def test_a_cycle_merges_one_pair_even_when_two_could_merge():
     out = pol._gates(rows, 14.0)
     assert sum(o.action == "merge" for o in out) == 1
     assert pol.merge_pair(14.0) is not None  # the other pair waits for the next cycle
+
+
+def test_recall_returns_two_beliefs_when_more_would_rank():
+    """001 §Configuration MAX_BELIEF_BITES 2: four relevant beliefs outscore every episode
+    (of another topic), and the recall still holds two of them."""
+    pol = make()
+    for i in range(4):
+        plant(pol, i, key="topic.fact", value=f"v{i}")
+    pol.ingest([ep(10 + i, 0.0, "other.thing", f"w{i}") for i in range(6)], 0.0)
+    r = pol.recall([Query("q", 1.0, "topic fact", keys=("topic.fact",), k=6)], 1.0)[0]
+    kinds = pol.store["kind"][r.ids]
+    assert len(r.ids) == 6 and (kinds == pol.store.kind_code("belief")).sum() == 2
