@@ -5,6 +5,7 @@ Each test leaves the field it pins at its default, so moving that default
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from memsim.engine.events import Query
@@ -60,3 +61,18 @@ def test_recall_returns_two_beliefs_when_more_would_rank():
     r = pol.recall([Query("q", 1.0, "topic fact", keys=("topic.fact",), k=6)], 1.0)[0]
     kinds = pol.store["kind"][r.ids]
     assert len(r.ids) == 6 and (kinds == pol.store.kind_code("belief")).sum() == 2
+
+
+def test_an_episode_bite_scores_half_its_cosine_plus_three_tenths_of_its_strength():
+    """memsim's choice (001 leaves episode scoring to handleMemoryRecall): an episode bite
+    scores 0.5 x cosine + 0.3 x retrieval strength."""
+    pol = make()
+    pol.ingest([ep(i, 0.0, "topic.fact", f"v{i}") for i in range(2)], 0.0)
+    q = Query("q", 4.0, "topic fact", keys=("topic.fact",), k=1)
+    _, episode_scores = pol.score_query(q, 4.0)
+    rows = np.flatnonzero(np.isfinite(episode_scores))
+    assert len(rows) == 2
+    cos = pol.store.embedding[rows].astype(np.float64) @ np.asarray(pol.llm.embed_query(q))
+    r = pol.strength(4.0, rows)
+    assert 0.0 < r.min() < 1.0
+    assert episode_scores[rows] == pytest.approx(0.5 * cos + 0.3 * r, abs=1e-6)  # float32 cos
