@@ -54,6 +54,9 @@ TOKEN = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 # Default mutants no behaviour can reveal, "<module>:<Params class>.<field>" -> why. They are
 # run all the same (one that dies must leave the table) and counted apart from the kill rate.
 EQUIVALENT: dict[str, str] = {
+    "engram:EngramParams.never_accessed_strength": "-1 is the off switch: every negative "
+    "value (-0.9 too) leaves R decaying from creation (strength: >= 0 turns it on), and the "
+    "bound's max(1, value) is 1 either way",
     "generative_agents:GenerativeAgentsParams.reinforce_cosine": "2.0 and 2.2 both exceed "
     "every cosine (1 + the float32 screen margin): no claim is ever a repetition either way",
     "generative_agents:GenerativeAgentsParams.retrieval_is_review": "a retrieval sets the "
