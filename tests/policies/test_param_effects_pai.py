@@ -8,7 +8,8 @@ from __future__ import annotations
 from memsim.engine.events import Claim, Episode
 from memsim.engine.llm import Faults
 from memsim.engine.mockllm import MockLLM
-from policies.pai import PaiParams, PersonalAI
+from policies.pai import PaiParams, PersonalAI, importance_1_10
+from tests.policies.test_pai import C, FakeLLM
 
 
 def ep(eid: str, t: float, claim: Claim) -> Episode:
@@ -27,3 +28,24 @@ def test_s3_synthesize_makes_at_most_5_meta_beliefs_a_run():
         pol.ingest([ep(f"{t}2", 0, Claim(f"{t}.y", "2"))], 0.0)
     out = pol.maintain(1.0, ["synthesize"])
     assert [o.action for o in out] == ["synthesize"] * 5
+
+
+def test_s1_find_similar_beliefs_gives_the_classifier_at_most_5():
+    """000 §1 findSimilarBeliefs(embedding, limit=5): seven beliefs sit in the grey zone of a
+    new claim (cosine 0.81 each); the classifier is asked about five of them."""
+    llm = FakeLLM()
+    pol = PersonalAI(llm=llm)
+    for k in range(1, 8):
+        pol.ingest([ep(f"e{k}", 0, C(f"b{k}.x", "v", sim=0.9, slot=k))], 0.0)
+    llm.classify_calls.clear()
+    out = pol.ingest([ep("new", 0, C("n.x", "v", sim=0.9, slot=20))], 0.0)
+    assert [o.action for o in out][0] == "create"
+    assert [len(candidates) for _, candidates in llm.classify_calls] == [5]
+
+
+def test_s1_importance_is_clamped_to_10():
+    """000 §1 "clamp importance 1-10": a reply over the scale (1.06 -> 11) is stored as 10.
+    A claim's importance is validated into [0, 1] by the stream, so only the function that
+    reads the LLM's reply sees one (a direct call)."""
+    assert importance_1_10(1.06, PaiParams()) == 10
+    assert importance_1_10(1.0, PaiParams()) == 10
