@@ -5,7 +5,7 @@ names, so moving that default (``scripts/mutation.py --behavioural``) fails it."
 
 from __future__ import annotations
 
-from memsim.engine.events import Claim, Episode
+from memsim.engine.events import Claim, Episode, Query
 from memsim.engine.llm import Faults
 from memsim.engine.mockllm import MockLLM
 from policies.pai import PaiParams, PersonalAI, importance_1_10
@@ -49,3 +49,27 @@ def test_s1_importance_is_clamped_to_10():
     reads the LLM's reply sees one (a direct call)."""
     assert importance_1_10(1.06, PaiParams()) == 10
     assert importance_1_10(1.0, PaiParams()) == 10
+
+
+def test_s2_graph_traversal_starts_from_the_top_3_results():
+    """000 §2: the linked neighbours of the top-3 results join at 0.8 x their parent's
+    score; the fourth result's neighbour does not."""
+    pol = PersonalAI(llm=FakeLLM())
+    for i, sim in enumerate([0.6, 0.55, 0.5, 0.45]):  # found by the query, unlinked
+        pol.ingest([ep(f"p{i}", 0, C(f"p{i}.x", "v", sim, 1 + i))], 0.0)
+    for i in range(4):  # cosine 0 with the query: reached only through a link
+        pol.ingest([ep(f"n{i}", 0, C(f"n{i}.x", "v", 0.0, 10 + i))], 0.0)
+        pol._link(i, 4 + i)
+    r = pol.recall([Query("q", 0, "x", keys=("a",), k=8)], 0.0)[0]
+    assert sorted(r.ids.tolist()) == [0, 1, 2, 3, 4, 5, 6]
+
+
+def test_s3_reflect_loads_at_most_200_beliefs():
+    """000 §3 reflect "loads up to 200 active beliefs": of 201 stale beliefs, 200 are
+    flagged."""
+    pol = PersonalAI(llm=FakeLLM(dim=256))
+    for i in range(201):  # pairwise cosine 0.01: no two alike
+        pol.ingest([ep(f"e{i}", 0, C(f"k{i}.x", "v", 0.1, 1 + i))], 0.0)
+    assert pol.store.n == 201
+    _, stale = pol.reflect(100.0)  # 0.6 x 0.5 ^ (100 / 30) = 0.059 < 0.10
+    assert len(stale) == 200
