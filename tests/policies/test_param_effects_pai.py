@@ -5,6 +5,10 @@ names, so moving that default (``scripts/mutation.py --behavioural``) fails it."
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from memsim.engine.events import Claim, Episode, Query
 from memsim.engine.llm import Faults
 from memsim.engine.mockllm import MockLLM
@@ -73,3 +77,50 @@ def test_s3_reflect_loads_at_most_200_beliefs():
     assert pol.store.n == 201
     _, stale = pol.reflect(100.0)  # 0.6 x 0.5 ^ (100 / 30) = 0.059 < 0.10
     assert len(stale) == 200
+
+
+def test_s4_find_contradictions_pairs_beliefs_at_cosine_040_to_085():
+    """000 §4 findContradictions (curator plugin): pairs of active beliefs with cosine in
+    [0.40, 0.85]. Of a belief's pairs at 0.42, 0.38 and 0.90 only the first is reported
+    (0.90 set by hand: two beliefs that alike would have reinforced at ingest)."""
+    pol = PersonalAI(llm=FakeLLM())
+    pol.ingest([ep("a", 0, C("a.x", "v", 1.0, 1))], 0.0)
+    pol.ingest([ep("b", 0, C("b.x", "v", 0.42, 2))], 0.0)
+    pol.ingest([ep("c", 0, C("c.x", "v", 0.38, 3))], 0.0)
+    pol.ingest([ep("d", 0, C("d.x", "v", 0.0, 4))], 0.0)
+    v = np.zeros(32)
+    v[0], v[5] = 0.9, math.sqrt(1.0 - 0.81)
+    pol.store.set_embedding([3], v[None, :])
+    assert [{a, b} for a, b, _ in pol.find_contradictions(0.0)] == [{0, 1}]
+
+
+def test_s8_a_conversation_idle_for_a_day_offers_its_last_turns():
+    """000 §8 "every conversation chunk (when >= 4 turns)": memsim's choice, a conversation
+    with no turn for a day has ended; the next reflect run consolidates its four turns."""
+    pol = PersonalAI(llm=mock())
+    text = "We talked about the garden project and tomato plants number {}"
+    turns = [Episode(f"c{i}", 0.0, text.format(i), (), conversation="k") for i in range(4)]
+    pol.ingest(turns, 0.0)
+    assert pol.summaries == []
+    out = pol.maintain(1.05, ["reflect"])
+    assert [(o.event, o.action) for o in out][:1] == [("k#end", "consolidate")]
+
+
+def test_s4_episode_context_needs_a_cosine_above_030():
+    """000 §4 getMemoryContext: summary episodes with cosine > 0.30 to the query (a
+    summary's vector set by hand at 0.31, then 0.29)."""
+    pol = PersonalAI(llm=mock())
+    text = "We talked about the garden project and tomato plants number {}"
+    turns = [Episode(f"c{i}", 0.0, text.format(i), (), conversation="k") for i in range(5)]
+    pol.ingest(turns, 0.0)
+    (summary,) = pol.summaries
+    q = Query("q", 1.0, "garden project tomato plants", answers=("c0",))
+    qv = np.asarray(pol.llm.embed_query(q), dtype=np.float64)
+    qv /= np.linalg.norm(qv)
+    other = np.zeros_like(qv)
+    other[int(np.argmin(np.abs(qv)))] = 1.0
+    other -= (other @ qv) * qv
+    other /= np.linalg.norm(other)
+    for cos, found in ((0.31, True), (0.29, False)):
+        summary.embedding = (cos * qv + math.sqrt(1.0 - cos * cos) * other).astype(np.float32)
+        assert bool(pol.episode_context(q)) is found, cos
