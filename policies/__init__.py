@@ -55,7 +55,7 @@ KERNLE = PolicySpec(
 )
 ENGRAM = PolicySpec(
     "engram",
-    2,
+    3,
     "policies.engram:Engram",
     seed_document="001_aacff6f19feabb69.txt",
     description="Engram: Beta-Bernoulli beliefs from cold consolidation, spaced-repetition "
@@ -65,7 +65,7 @@ ENGRAM = PolicySpec(
 )
 COSMO = PolicySpec(
     "cosmo",
-    3,
+    4,
     "policies.cosmo:Cosmo",
     seed_document="002_79c73a48129ece5d.txt",
     description="Cosmo: salience decay with recall frequency and spacing effect, "
@@ -106,7 +106,7 @@ EBISU = PolicySpec(
 )
 MEMORYBANK = PolicySpec(
     "memorybank",
-    3,
+    4,
     "policies.memorybank:MemoryBank",
     seed_document="",
     description="reference: MemoryBank (Zhong et al. AAAI 2024), Ebbinghaus R = exp(-t/S), "
@@ -138,23 +138,24 @@ ACTR_SPACING = PolicySpec(
 )
 MEMORYBANK_CODE = PolicySpec(
     "memorybank-code",
-    1,
+    2,
     "policies.memorybank:MemoryBankCode",
     seed_document="",
-    description="reference: MemoryBank as its released code behaves (S in 1, 2, 3 days; kept "
-    "with probability R, seeded; 30-day cut-off)",
+    description="reference: MemoryBank as its released code behaves (forget_memory.py@3869efc: "
+    "R = exp(-(t / 5) x S), S + 1 per recall uncapped, kept with probability R at each load, "
+    "seeded; every turn its own memory; ranked by similarity)",
     claims="policies.reference_claims",
     capabilities=frozenset({"forget"}),
     variant_of="memorybank",
 )
 GENERATIVE_AGENTS_CODE = PolicySpec(
     "generative-agents-code",
-    2,
+    3,
     "policies.generative_agents:GenerativeAgentsCode",
     seed_document="",
-    description="reference: Generative Agents as its released code scores (0.99 ^ rank "
-    "recency, rank 1 the least recently accessed as retrieve.py sorts; weights 0.5 recency, "
-    "3 relevance, 2 importance)",
+    description="reference: Generative Agents as its released code scores (0.995 ^ rank "
+    "recency, the shipped personas' scratch.json value; rank 1 the least recently accessed "
+    "as retrieve.py sorts; weights 0.5 recency, 3 relevance, 2 importance)",
     claims="policies.reference_claims",
     capabilities=frozenset({"forget"}),
     variant_of="generative-agents",
@@ -164,48 +165,53 @@ GENERATIVE_AGENTS_CODE = PolicySpec(
 # behaves where that departs from its document; only the constants the facts name differ.
 PAI_CODE = PolicySpec(
     "pai-code",
-    2,
+    3,
     "policies.pai:PersonalAICode",
     seed_document="000_ec17278fb0252727.txt",
-    description="Personal AI as built: insight-type beliefs weighted x0.8 (document: x0.5)",
+    description="Personal AI as built (devjarus/pai 113345d): the grey zone classifies "
+    "REINFORCEMENT / CONTRADICTION and weakens by min(0.2, 1/(n+1)); recency of a "
+    "never-accessed belief from updated_at; insights x0.8",
     capabilities=frozenset({"forget"}),
     variant_of="pai",
 )
 IZZIE_CODE = PolicySpec(
     "izzie-code",
-    2,
+    3,
     "policies.izzie:IzzieCode",
     seed_document="003_29547c4578628b7b.txt",
-    description="Izzie as built: importance slows the decay rate; result limit before the "
-    "strength filter",
+    description="Izzie as built (izzie2 1604fd6): BM25 search limited to 10, strength >= 0.3, "
+    "ranked by strength, confidence and importance",
     capabilities=frozenset({"forget"}),
     variant_of="izzie",
 )
 KERNLE_CODE = PolicySpec(
     "kernle-code",
-    1,
+    2,
     "policies.kernle:KernleCode",
     seed_document="004_e8e020057e4a0858.txt",
-    description="Kernle as built: forgets by a separate strength (unaccessed floor 0.5); "
-    "log term + 0.1",
+    description="Kernle as built (kernle@7345648): salience with log term + 0.1, at most 10 "
+    "forgotten per cycle from the 40 oldest of each type; lessons repeated twice consolidate",
     capabilities=frozenset({"forget", "protect", "recover"}),
     variant_of="kernle",
 )
 ENGRAM_CODE = PolicySpec(
     "engram-code",
-    1,
+    2,
     "policies.engram:EngramCode",
     seed_document="001_aacff6f19feabb69.txt",
-    description="Engram as built: R = 0.5 until first access; stability changes only on expand",
+    description="Engram as built (EthanGabis/claude-memory acac56b): evidence counts every "
+    "episode of a cluster; first-match classification; R = 0.5 until first access; "
+    "stability changes only on expand; the code's archive and merge scans",
     capabilities=frozenset({"forget"}),
     variant_of="engram",
 )
 COSMO_CODE = PolicySpec(
     "cosmo-code",
-    3,
+    4,
     "policies.cosmo:CosmoCode",
     seed_document="002_79c73a48129ece5d.txt",
-    description="Cosmo as built: nightly compounding decay; the gradient drifts up every night",
+    description="Cosmo as built (Saturn 4be0950d): nightly compounding decay in whole days; "
+    "the spacing boost moves the gradient of accessed nodes nightly",
     capabilities=frozenset({"forget"}),
     variant_of="cosmo",
 )

@@ -12,6 +12,7 @@ Choices the document leaves open are Params fields, explained in docs/policies/c
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -135,6 +136,32 @@ def spaced_gradient(
     )
 
 
+def spacing_boost(interval: np.ndarray, p: CosmoParams) -> np.ndarray:
+    """cosmo-code's spacing boost of a recall interval (days), in [spacing_boost_floor, 1]:
+    ``floor + (1 - floor) x min(1, (1 - exp(-d / tau)) / (1 - exp(-horizon / tau)))``
+    (Saturn decayService.ts, see CosmoCodeParams)."""
+    d = np.asarray(interval, dtype=np.float64)
+    tau = p.spacing_boost_tau
+    grown = (1.0 - np.exp(-d / tau)) / (1.0 - math.exp(-p.spacing_boost_horizon / tau))
+    return p.spacing_boost_floor + (1.0 - p.spacing_boost_floor) * np.minimum(1.0, grown)
+
+
+def code_spaced_gradient(
+    gradient: np.ndarray, interval: np.ndarray, last_interval: np.ndarray, p: CosmoParams
+) -> np.ndarray:
+    """cosmo-code's spacing rule: a longer interval than the last raises the gradient by
+    ``spacing_longer x boost``; an equal or shorter one lowers it by
+    ``spacing_shorter x (1 - boost)``; the result is never below ``gradient_floor``."""
+    g = np.asarray(gradient, dtype=np.float64)
+    boost = spacing_boost(interval, p)
+    moved = np.where(
+        interval > last_interval,
+        g + p.spacing_longer * boost,
+        g - p.spacing_shorter * (1.0 - boost),
+    )
+    return np.maximum(p.gradient_floor, moved)
+
+
 @dataclass(frozen=True)
 class CosmoParams(Params):
     """Every constant of 002 (§Memory Lifecycle & Decay, §Hierarchical Memory Promotion,
@@ -177,6 +204,76 @@ class CosmoParams(Params):
         doc="cosmo-code: the nightly job also applies the spacing rule (002 §Offline/Nightly "
         "Decay Job 4) with the interval since the last access, so the gradient drifts up "
         "every night without a recall; False = the rule runs on recall only",
+    )
+    # -- cosmo-code (CaptainCrouton89/Saturn @ 4be0950d, backend/src/services/decayService.ts;
+    # see CosmoCodeParams): inert in the documented defaults -----------------------------
+    spacing_form: str = param(
+        "document",
+        choices=("document", "code"),
+        doc="002 §Offline/Nightly Decay Job 4 flat +0.1 / -0.05 ('document'); cosmo-code "
+        "('code'): +0.1 x spacing boost for a longer interval, -0.05 x (1 - boost) for an "
+        "equal or shorter one, floored at gradient_floor (decayService.ts:82-87, 94)",
+    )
+    spacing_boost_floor: float = param(
+        0.05, lo=0.0, hi=1.0, doc="cosmo-code: boost = 0.05 + 0.95 x ... (decayService.ts:74)"
+    )
+    spacing_boost_tau: float = param(
+        20.0, lo=1e-9, doc="cosmo-code: 1 - exp(-interval / 20) (decayService.ts:75-76)"
+    )
+    spacing_boost_horizon: float = param(
+        90.0, lo=1e-9, doc="cosmo-code: / (1 - exp(-90 / 20)), capped at 1 (decayService.ts:75-76)"
+    )
+    gradient_floor: float = param(
+        0.5, lo=0.0, doc="cosmo-code: decay_gradient never below 0.5 (decayService.ts:86, 94)"
+    )
+    recall_spacing: bool = param(
+        True,
+        doc="002 §Offline/Nightly Decay Job 4 'If recalled': the spacing rule runs at "
+        "retrieval; False (cosmo-code): a retrieval leaves the gradient alone, only the "
+        "nightly job moves it",
+    )
+    missing_confidence: float = param(
+        0.5,
+        lo=0.0,
+        hi=1.0,
+        doc="cosmo-code: coalesce(n.confidence, 0.5), the confidence of a node without one "
+        "(Sources) in the candidate penalty (decayService.ts:55-58); read only when "
+        "penalize_missing_confidence",
+    )
+    penalize_missing_confidence: bool = param(
+        False,
+        doc="False (002: a Source has no confidence, so the candidate rule does not apply "
+        "to it); True (cosmo-code): a candidate without one is penalized at missing_confidence",
+    )
+    whole_days: bool = param(
+        False,
+        doc="cosmo-code: the nightly job counts whole days since the last access "
+        "(duration.between(...).days, decayService.ts:42-48, 67-70); False: fractional days",
+    )
+    decay_archived: bool = param(
+        True,
+        doc="002 §Offline/Nightly Decay Job 'For all nodes with salience > 0' (archived "
+        "included); False (cosmo-code): the job skips archived nodes (decayService.ts:29)",
+    )
+    # -- 002 §Note Retention / §Note Cleanup ---------------------------------------------
+    note_lifetime: str = param(
+        "month",
+        choices=("week", "month", "year", "forever"),
+        doc="002 §Note Retention: a note's lifetime when the agent chooses none: "
+        "'\"month\" for typical contextual information (default)'",
+    )
+    note_week_days: float = param(
+        7.0, lo=0.0, doc="a 'week' note's lifetime in days (002 names it; Saturn getExpiresAt: 7)"
+    )
+    note_month_days: float = param(
+        30.0,
+        lo=0.0,
+        doc="a 'month' note's lifetime in days (002 names it; Saturn getExpiresAt: 30)",
+    )
+    note_year_days: float = param(
+        365.0,
+        lo=0.0,
+        doc="a 'year' note's lifetime in days (002 names it; Saturn getExpiresAt: 365)",
     )
     min_extraction_confidence: float = param(
         0.7, lo=0.0, hi=1.0, doc="002 §Phase 2 Step 1: confidence >= 7/10"
@@ -371,6 +468,11 @@ class Cosmo(Policy[CosmoParams]):
         self.mentions: dict[int, list[int]] = {}  # node -> source rows mentioning it
         self.mentioned_by: dict[int, list[int]] = {}  # source -> nodes it mentions
         self.notes: dict[int, list[Claim]] = {}  # node -> claims noted on it (latest last)
+        # 002 §Note Retention: each note's expires_at (parallel to notes; inf: "forever"),
+        # the notes ever dropped by the cleanup per node, and (expires_at, node) due next
+        self.note_expiry: dict[int, list[float]] = {}
+        self.notes_dropped: dict[int, int] = {}
+        self._expiring: list[tuple[float, int]] = []
         self.storylines_of: dict[int, list[int]] = {}  # anchor -> storyline rows
         self.includes: dict[int, list[int]] = {}  # storyline -> source rows; macro -> storylines
         # a storyline's sources as a set: attaching asks whether it holds the Source (a list
@@ -391,6 +493,9 @@ class Cosmo(Policy[CosmoParams]):
         rates of ``rows`` only (element-wise: the same numbers)."""
         s, p = self.store, self.params
         conf = s.at("confidence", rows)
+        missing = np.isnan(conf)
+        if p.penalize_missing_confidence:  # cosmo-code: coalesce(n.confidence, 0.5)
+            conf, missing = np.where(missing, p.missing_confidence, conf), np.zeros_like(missing)
         return decay_rate(
             s.at("recall_frequency", rows),
             s.at("decay_gradient", rows),
@@ -399,7 +504,7 @@ class Cosmo(Policy[CosmoParams]):
             base_rate=p.base_rate,
             confident=p.confident_candidate,
             penalty=p.confidence_penalty,
-            confidence_applies=~np.isnan(conf),
+            confidence_applies=~missing,
         )
 
     def salience_at(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
@@ -422,6 +527,57 @@ class Cosmo(Policy[CosmoParams]):
 
     def _set_state(self, rows: Sequence[int], state: str, now: float) -> None:
         self.store.set_status(np.asarray(rows, dtype=np.int64), state, now)
+
+    def spaced(
+        self, gradient: np.ndarray, interval: np.ndarray, last_interval: np.ndarray
+    ) -> np.ndarray:
+        """The spacing rule in the form ``spacing_form`` names (document or code)."""
+        if self.params.spacing_form == "code":
+            return code_spaced_gradient(gradient, interval, last_interval, self.params)
+        return spaced_gradient(gradient, interval, last_interval, self.params)
+
+    def _job_days(self, days: np.ndarray) -> np.ndarray:
+        """Days as the nightly job counts them: whole days under ``whole_days``."""
+        return np.floor(days) if self.params.whole_days else days
+
+    def _note_expires(self, node: int, c: Claim, now: float) -> None:
+        """002 §Note Retention: the note ``c`` just noted on ``node`` expires after its
+        lifetime (the claim's ``lifetime`` attr, else ``note_lifetime``); "forever" never."""
+        p = self.params
+        lifetime = c.attr("lifetime", p.note_lifetime) if c.attrs else p.note_lifetime
+        days = {"week": p.note_week_days, "month": p.note_month_days, "year": p.note_year_days}
+        if lifetime == "forever":
+            self.note_expiry[node].append(math.inf)
+            return
+        if lifetime not in days:
+            raise MemsimError(
+                f"claim {c.key!r}: lifetime {lifetime!r} is not one of week, month, year, forever"
+            )
+        expires = now + days[lifetime]
+        self.note_expiry[node].append(expires)
+        heapq.heappush(self._expiring, (expires, node))
+
+    def cleanup_notes(self, now: float) -> list[Outcome]:
+        """002 §Note Cleanup (nightly, after the description consolidation): a node's notes
+        whose expires_at has passed (``expires_at <= now``; a note is kept while
+        ``expires_at > datetime()``) are removed and its updated_at set; "forever" notes stay.
+        Only the nodes with a note due are read (a heap of expiry times)."""
+        due: set[int] = set()
+        while self._expiring and self._expiring[0][0] <= now:
+            due.add(heapq.heappop(self._expiring)[1])
+        out = []
+        for node in sorted(due):
+            expiry = self.note_expiry.get(node, [])
+            keep = [i for i, t in enumerate(expiry) if t > now]
+            if len(keep) == len(expiry):  # (a node re-created after its notes were dropped)
+                continue
+            dropped = len(expiry) - len(keep)
+            self.notes[node] = [self.notes[node][i] for i in keep]
+            self.note_expiry[node] = [expiry[i] for i in keep]
+            self.notes_dropped[node] = self.notes_dropped.get(node, 0) + dropped
+            self.store["updated"][node] = now
+            out.append(Outcome("nightly", "prune", node, f"{dropped} expired notes removed"))
+        return out
 
     # -- ingest ---------------------------------------------------------------------
     def node_kind(self, c: Claim) -> str:
@@ -599,12 +755,14 @@ class Cosmo(Policy[CosmoParams]):
                     )
                     node_of[ident] = node
                     notes[node] = []
+                    self.note_expiry[node] = []
                     out.append(Outcome(ep.id, "create", node, kind))
                 else:  # MERGE ... ON MATCH SET updated_at
                     log.append((node, provenance))
                     merged.append(node)
                     out.append(Outcome(ep.id, "reinforce", node, f"MERGE {kind} {c.key!r}"))
                 notes[node].append(c)
+                self._note_expires(node, c, now)
                 # Step 3.5: hierarchical counters (written with the batch: _write)
                 counted.append(node)
                 days = days_of.get(node)
@@ -749,10 +907,11 @@ class Cosmo(Policy[CosmoParams]):
             return
         s, p = self.store, self.params
         current = self.salience_at(now, rows)
-        interval = s.days_since_access(now, rows)
-        old = s["last_recall_interval"][rows]
-        s["decay_gradient"][rows] = spaced_gradient(s["decay_gradient"][rows], interval, old, p)
-        s["last_recall_interval"][rows] = interval
+        if p.recall_spacing:  # (cosmo-code: only the nightly job moves the gradient)
+            interval = s.days_since_access(now, rows)
+            old = s["last_recall_interval"][rows]
+            s["decay_gradient"][rows] = self.spaced(s["decay_gradient"][rows], interval, old)
+            s["last_recall_interval"][rows] = interval
         s["access_count"][rows] += 1
         s["recall_frequency"][rows] += 1
         s["last_access"][rows] = now
@@ -774,6 +933,7 @@ class Cosmo(Policy[CosmoParams]):
                 out.extend(self.nightly_decay(now))
                 out.extend(self.consolidate_episodic(now))
                 out.extend(self.refresh_descriptions(now))
+                out.extend(self.cleanup_notes(now))
                 out.extend(self.promote_storylines(now))
                 out.extend(self.refresh_storylines(now))
             elif job == "weekly":
@@ -790,16 +950,23 @@ class Cosmo(Policy[CosmoParams]):
         decay: archived when salience < 0.01."""
         s, p = self.store, self.params
         live = s.mask(["candidate", "active", "core", "archived"])
+        # the rows the job decays (cosmo-code skips archived ones)
+        decayed = live if p.decay_archived else s.mask(["candidate", "active", "core"])
         if self.params.decay_mode == "closed_form":
             s["salience"][live] = self.salience_at(now)[live]
         else:
-            days = s.days_since_access(now)
-            s["salience"][live] = s["salience"][live] * np.exp(-self.rates()[live] * days[live])
+            days = self._job_days(s.days_since_access(now))
+            s["salience"][decayed] = s["salience"][decayed] * np.exp(
+                -self.rates()[decayed] * days[decayed]
+            )
         if p.nightly_spacing:  # cosmo-code: step 4 every night, the interval keeps growing
-            rows = np.flatnonzero(live)
-            interval = s.days_since_access(now)[rows]
-            s["decay_gradient"][rows] = spaced_gradient(
-                s["decay_gradient"][rows], interval, s["last_recall_interval"][rows], p
+            if p.spacing_form == "code":  # of the nodes ever accessed (interval_days not null)
+                rows = np.flatnonzero(decayed & ~np.isnan(s["last_access"]))
+            else:
+                rows = np.flatnonzero(live)
+            interval = self._job_days(s.days_since_access(now, rows))
+            s["decay_gradient"][rows] = self.spaced(
+                s["decay_gradient"][rows], interval, s["last_recall_interval"][rows]
             )
             s["last_recall_interval"][rows] = interval
         forever = s["ttl"] == TTL_CODE["keep_forever"]
@@ -916,7 +1083,8 @@ class Cosmo(Policy[CosmoParams]):
         out = []
         noted = [r for r in rows.tolist() if self.notes.get(r)]
         if noted:  # one synthesize call per dirty node, one embedding call for all of them
-            keys = [f"node:{r}:{len(self.notes[r])}" for r in noted]
+            # (the notes ever noted: a cleanup never makes a key repeat)
+            keys = [f"node:{r}:{len(self.notes[r]) + self.notes_dropped.get(r, 0)}" for r in noted]
             described = [
                 self.llm.synthesize(list(self.notes[r]), key=k) for r, k in zip(noted, keys)
             ]
@@ -1171,22 +1339,59 @@ class Cosmo(Policy[CosmoParams]):
             )[0]
         )
         self.notes[row] = [c]
+        self.note_expiry[row] = []
+        self._note_expires(row, c, now)
         self.mentioned_by.setdefault(row, [])
         return row
 
 
 @dataclass(frozen=True)
 class CosmoCodeParams(CosmoParams):
-    """cosmo-code: the defaults of Cosmo's public code where it departs from 002 ("each
-    system as built"); every other constant is the document's."""
+    """cosmo-code: Cosmo's public code where it departs from 002 ("each system as built"),
+    every other constant the document's. Repository CaptainCrouton89/Saturn (the backend
+    that implements 002's model), commit 4be0950d494294e4dbaa4488eed0835973d777ec, file
+    backend/src/services/decayService.ts (the nightly decay job, runNightlyDecay); the
+    retrieval boost from backend/src/repositories/ConceptRepository.ts (incrementAccess),
+    which the index holds at 77ad7c1fb7c980ba57a12a29b2c1930d3d73d138 only. Facts and lines:
+    docs/policies/cosmo-code.md; tests: tests/policies/test_cosmo_code.py."""
 
     decay_mode: str = param(
         "nightly",
         choices=("closed_form", "nightly"),
-        doc="cosmo-code: the nightly job compounds the decay",
+        doc="cosmo-code: the nightly job compounds the decay (decayService.ts:65)",
     )
     nightly_spacing: bool = param(
-        True, doc="cosmo-code: the decay gradient drifts up every night even without a recall"
+        True,
+        doc="cosmo-code: the nightly job moves the gradient of every node ever accessed "
+        "(decayService.ts:67-70, 80-90)",
+    )
+    spacing_form: str = param(
+        "code",
+        choices=("document", "code"),
+        doc="cosmo-code: +0.1 x spacing boost, -0.05 x (1 - boost) on an equal or shorter "
+        "interval, floored at 0.5 (decayService.ts:82-87, 94)",
+    )
+    recall_spacing: bool = param(
+        False,
+        doc="cosmo-code: a retrieval leaves the gradient alone (ConceptRepository.ts:598-619)",
+    )
+    penalize_missing_confidence: bool = param(
+        True,
+        doc="cosmo-code: a candidate without a confidence (Source) is penalized at "
+        "coalesce(n.confidence, 0.5) (decayService.ts:55-58)",
+    )
+    whole_days: bool = param(
+        True, doc="cosmo-code: whole days since the last access (decayService.ts:42-48, 67-70)"
+    )
+    decay_archived: bool = param(
+        False, doc="cosmo-code: the nightly job skips archived nodes (decayService.ts:29)"
+    )
+    access_boost: float = param(
+        0.075,
+        lo=0.05,
+        hi=0.1,
+        doc="cosmo-code: salienceBoost = 0.075, 'Mid-point of [0.05, 0.1] range' "
+        "(ConceptRepository.ts:599, incrementAccess at 77ad7c1)",
     )
 
 

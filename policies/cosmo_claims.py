@@ -502,3 +502,98 @@ register_claim(
     "Storyline and no Macro can form through the documented jobs (120 days of daily mentions "
     "and recalls of one topic give one Storyline)",
 )
+
+
+# -- 002 §Note Retention (default lifetime "month") --------------------------------------------
+def _note_kept_nights() -> float:
+    """Nights a note noted on day 0 (no lifetime given) stays on its node: the first night
+    whose cleanup finds it gone."""
+    from memsim.engine.events import Claim, Episode
+    from policies.cosmo import Cosmo
+
+    pol = Cosmo(seed=0)
+    c = Claim("topic.fact", "v", category="fact", confidence=0.9)
+    pol.ingest([Episode("e0", 0.0, "topic fact v", (c,))], 0.0)
+    node = pol.node_of[("user", "entity", "topic.fact")]
+    for night in range(1, 400):
+        pol.cleanup_notes(float(night))
+        if not pol.notes[node]:
+            return float(night)
+    return math.inf
+
+
+register_claim(
+    id="cosmo.note_month_lifetime",
+    policy="cosmo",
+    document=DOC,
+    section="§Note Retention / §Note Cleanup",
+    statement='a note without a chosen lifetime gets the default "month" and is removed by the '
+    "nightly cleanup once expires_at has passed",
+    documented=None,
+    measure=_note_kept_nights,
+    formula=lambda: 30.0,
+    tol=0.0,
+    note="002 names the lifetime, not its length: a month is 30 days as in Cosmo's code "
+    "(Saturn getExpiresAt); a note is kept while expires_at > now, so it goes on night 30",
+)
+
+# -- cosmo-code: CaptainCrouton89/Saturn @ 4be0950d, backend/src/services/decayService.ts ------
+COSMO_CODE_DOC = "CaptainCrouton89/Saturn 4be0950d backend/src/services/decayService.ts"
+
+
+def _code_spacing_boost(days: float) -> float:
+    return 0.05 + 0.95 * min(1.0, (1 - math.exp(-days / 20)) / (1 - math.exp(-90 / 20)))
+
+
+def _code_gradient_after_nights(nights: int) -> float:
+    """cosmo-code: a node at gradient 1.05 (keep_forever: never archived) recalled on day 0,
+    then ``nights`` nightly jobs."""
+    import numpy as np
+
+    from memsim.engine.events import Claim, Episode
+    from memsim.engine.registry import make
+
+    pol = make("cosmo-code", seed=0)
+    attrs = (("state", "active"), ("decay_gradient", 1.05), ("ttl_policy", "keep_forever"))
+    row = pol.plant(Episode("e", 0.0, "topic fact", (Claim("topic.fact", "v", attrs=attrs),)), 0.0)
+    pol.access(np.array([row]), 0.0)
+    for night in range(1, nights + 1):
+        pol.maintain(float(night), ["nightly"])
+    return float(pol.store["decay_gradient"][row])
+
+
+register_claim(
+    id="cosmo-code.gradient_30_nights",
+    policy="cosmo-code",
+    document=COSMO_CODE_DOC,
+    section="lines 73-94: +0.1 x spacing boost per longer interval, floored at 0.5",
+    statement="thirty nights after a recall a node's gradient goes from 1.05 to "
+    "1.05 + sum of 0.1 x boost(d), d = 1..30 = 2.63",
+    documented=None,
+    measure=lambda: _code_gradient_after_nights(30),
+    formula=lambda: 1.05 + sum(0.1 * _code_spacing_boost(d) for d in range(1, 31)),
+    tol=1e-9,
+    note="002 §Offline/Nightly Decay Job 4 adds a flat 0.1 per longer interval (4.05 here)",
+)
+
+
+def _code_source_rate() -> float:
+    from memsim.engine.curve import curve
+
+    frame = curve("cosmo-code", "never", [0.0, 1.0], memory={"kind": "source"})
+    return -math.log(float(frame["strength"].iloc[1] / frame["strength"].iloc[0]))
+
+
+register_claim(
+    id="cosmo-code.source_candidate_rate",
+    policy="cosmo-code",
+    document=COSMO_CODE_DOC,
+    section="lines 55-58: coalesce(n.confidence, 0.5) in the candidate penalty",
+    statement="a Source in state candidate (no confidence) decays at "
+    "0.02 x (1 + (1 - 0.5) x 2) = 0.04 a day",
+    documented=None,
+    measure=_code_source_rate,
+    formula=lambda: 0.02 * (1 + (1 - 0.5) * 2),
+    tol=1e-9,
+    note="002 gives a Source no confidence: cosmo decays it at the base rate 0.02",
+)

@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from memsim.engine.arrays import as_float64
+from memsim.engine.errors import ParamError
 from memsim.engine.events import Claim
 from memsim.engine.params import Params, param
 
@@ -107,7 +108,16 @@ class Ebisu(ReferencePolicy):
         for r in rows.tolist():
             dt = max(now - float(s["last_review"][r]), self.params.min_elapsed)
             model = (float(s["alpha"][r]), float(s["beta"][r]), float(s["t"][r]))
-            a, b, t = ebisu.updateRecall(model, 1, 1, dt)
+            try:  # (its numpy warnings on such a prior would precede the one-line error)
+                with np.errstate(all="ignore"):
+                    a, b, t = ebisu.updateRecall(model, 1, 1, dt)
+            except (ZeroDivisionError, AssertionError, ValueError, OverflowError) as e:
+                # the package's root search fails on a degenerate prior (beta 1e-10)
+                raise ParamError(
+                    f"EbisuParams: ebisu.updateRecall cannot update the prior "
+                    f"alpha={model[0]:g}, beta={model[1]:g}, half-life {model[2]:g} days "
+                    f"after {dt:g} days ({type(e).__name__}); give alpha and beta nearer 1"
+                ) from None
             s["alpha"][r], s["beta"][r], s["t"][r] = float(a), float(b), float(t)
             s["last_review"][r] = now
 

@@ -134,7 +134,15 @@ class EngramParams(Params):
         0.6, lo=0.0, hi=1.0, doc="001 §Configuration MERGE_MIN_CONFIDENCE (>)"
     )
     merge_cooldown_days: float = param(
-        7.0, lo=0.0, doc="001 §Configuration MERGE_COOLDOWN_DAYS (days since update >=)"
+        7.0, lo=0.0, doc="001 §Configuration MERGE_COOLDOWN_DAYS (days, >=)"
+    )
+    merge_cooldown_from: str = param(
+        "revision",
+        choices=("revision", "update"),
+        doc="001 §Belief Lifecycle 6 'neither revised in the last 7 days': the cooldown "
+        "counts from the revision that made the belief (a belief never revised passes); "
+        "'update': from its last update (001 §Configuration 'days since last update'), "
+        "under which a belief touched this cycle never merges",
     )
     merges_per_cycle: int = param(1, lo=0, doc="001 §Belief Lifecycle 6 'only one pair per cycle'")
     archive_stale_days: float = param(
@@ -142,11 +150,31 @@ class EngramParams(Params):
     )
     archive_min_evidence: int = param(5, lo=0, doc="001 §Configuration ARCHIVE_MIN_EVIDENCE (<)")
     gate_scope: str = param(
-        "affected",
-        choices=("affected", "all"),
-        doc="001 §How It Works 5 'rule-based gates for revision, split, merge, and archival on "
-        "affected beliefs': merge needs an affected belief in the pair and only affected "
-        "beliefs are archived; 'all' (engram v1) scans every active belief",
+        "unreinforced",
+        choices=("unreinforced", "affected", "all"),
+        doc="001 §How It Works 5-6: merge needs a belief affected this cycle in the pair (5 "
+        "'on affected beliefs') and every active belief not reinforced in this cycle is "
+        "evaluated for archival (6); 'affected': archival of affected beliefs only; 'all': "
+        "merge and archival scan every active belief (the code's checkAndMerge, "
+        "archiveDecayed)",
+    )
+    strict_day_gates: bool = param(
+        False,
+        doc="001 gives no comparison for '90 days' or '7 days' (>=, choice); engram-code: "
+        "belief-utils.ts shouldArchive and shouldMerge compare elapsed days strictly (>)",
+    )
+    archive_long_stale_days: float = param(
+        -1.0,
+        lo=-1.0,
+        doc="not in 001 (-1 = off); engram-code: belief-utils.ts shouldArchive also archives "
+        "a belief not reinforced for > 180 days whose confidence is < 0.5",
+    )
+    archive_long_stale_confidence: float = param(
+        0.5,
+        lo=0.0,
+        hi=1.0,
+        doc="engram-code: belief-utils.ts shouldArchive, confidence < 0.5 with > 180 days "
+        "(read only when archive_long_stale_days >= 0)",
     )
     max_belief_bites: int = param(2, lo=0, doc="001 §Configuration MAX_BELIEF_BITES")
     max_clusters_per_cycle: int = param(10, lo=1, doc="001 §Configuration MAX_CLUSTERS_PER_CYCLE")
@@ -202,6 +230,25 @@ class EngramParams(Params):
     forget_deletes_beliefs: bool = param(
         True, doc="choice: forgetting an episode deletes beliefs whose evidence holds it"
     )
+    evidence_per_episode: bool = param(
+        False,
+        doc="001 §Belief Lifecycle 1-3: a new belief starts at alpha=1 and each SUPPORTS / "
+        "CONTRADICTS adds 1; engram-code: belief-consolidator.ts counts every episode of the "
+        "cluster (alpha = 1 + N at creation, +N per SUPPORTS or CONTRADICTS, +N/2 to both "
+        "on PARTIAL)",
+    )
+    recall_confidence_strict: bool = param(
+        False,
+        doc="001 §Configuration MIN_CONFIDENCE_FOR_RECALL 0.4 (>=, choice); engram-code: "
+        "the recall handler skips confidence <= 0.4 (strictly above)",
+    )
+    match_first: bool = param(
+        False,
+        doc="001 §How It Works 4: every classified belief takes the cluster's evidence and a "
+        "cluster all IRRELEVANT makes no belief; engram-code: belief-consolidator.ts "
+        "matchCandidate stops at the first SUPPORTS / CONTRADICTS / PARTIAL and creates a "
+        "new belief when none matched",
+    )
     # -- code variant (engram-code): what Engram's public code does, not in 001 ---------------
     never_accessed_strength: float = param(
         -1.0,
@@ -248,6 +295,7 @@ class Engram(Policy[EngramParams]):
         s.add_column("last_reinforced", np.float64, np.nan)
         s.add_column("peak_confidence", np.float64, 0.0)  # highest confidence ever held
         s.add_column("parent", np.int64, -1)  # parent_belief_id (revision / split)
+        s.add_column("revised_at", np.float64, -np.inf)  # made by a revision at (never: -inf)
         self.fields: dict[
             int, tuple[str, str, str, str]
         ] = {}  # subject, predicate, context, timeframe
@@ -406,7 +454,8 @@ class Engram(Policy[EngramParams]):
         """The beliefs ``q`` may recall, ascending: active, confident enough, and (001
         §Testing) project-scoped ones only within their project, global ones everywhere."""
         rows = self.store.rows_with(("active",), ("belief",))
-        rows = rows[self.confidence(rows) >= self.params.min_confidence_for_recall]
+        conf, floor = self.confidence(rows), self.params.min_confidence_for_recall
+        rows = rows[conf > floor] if self.params.recall_confidence_strict else rows[conf >= floor]
         if self.episode_project:
             rows = np.array(
                 [r for r in rows.tolist() if self.project_of(r) in ("", q.project)],
@@ -573,15 +622,20 @@ class Engram(Policy[EngramParams]):
         ev = self.evidence_rows.setdefault(belief, {})
         ev.setdefault(kind, []).extend(rows)
         s["evidence"][belief] += len(rows)
+        # 001: one observation per classification; the code: one per episode of the cluster
+        weight = float(len(rows)) if self.params.evidence_per_episode else 1.0
         if kind == "support":
-            s["alpha"][belief] += 1.0
+            s["alpha"][belief] += weight
             s["n_support"][belief] += len(rows)
             s["last_reinforced"][belief] = now
         elif kind == "contra":
-            s["beta"][belief] += 1.0
+            s["beta"][belief] += weight
             s["n_contra"][belief] += len(rows)
         else:
             s["n_partial"][belief] += 1
+            if self.params.evidence_per_episode:  # the code's PARTIAL: half to each side
+                s["alpha"][belief] += 0.5 * weight
+                s["beta"][belief] += 0.5 * weight
         s["updated"][belief] = now
         s["peak_confidence"][belief] = max(
             s["peak_confidence"][belief], self.confidence([belief])[0]
@@ -707,6 +761,7 @@ class Engram(Policy[EngramParams]):
             if isinstance(replies, str):
                 replies = [replies]
             outs: list[Outcome] = []
+            matched: set[int] = set()
             for b, reply in zip(targets, list(replies) + [""] * (len(targets) - len(replies))):
                 kind = {SUPPORTS: "support", CONTRADICTS: "contra", PARTIAL: "partial"}.get(reply)
                 if kind is None:  # IRRELEVANT, or an invalid reply counted as IRRELEVANT
@@ -717,9 +772,23 @@ class Engram(Policy[EngramParams]):
                 self._add_evidence(b, kind, rows, now)
                 action = {"support": "reinforce", "contra": "weaken", "partial": "link"}[kind]
                 outs.append(Outcome(ev, action, b, f"classified {reply}"))
-            return calls, outs, set(targets)
-        b = self._new_belief(claim, v, now, {"support": rows})
+                matched.add(b)
+                if p.match_first:  # the code asks no further once one matched
+                    calls -= len(targets) - len(outs)
+                    break
+            if matched or not p.match_first:
+                return calls, outs, set(targets)
+            b = self._new_belief(claim, v, now, {"support": rows}, alpha=self._novel_alpha(rows))
+            outs.append(Outcome(ev, "create", b, "every classification IRRELEVANT"))
+            return calls, outs, set(targets) | {b}
+        b = self._new_belief(claim, v, now, {"support": rows}, alpha=self._novel_alpha(rows))
         return calls, [Outcome(ev, "create", b, "novel belief")], {b}
+
+    def _novel_alpha(self, rows: Sequence[int]) -> float:
+        """A novel belief's alpha: the uniform prior (001 §Belief Lifecycle 1), or the prior
+        plus one per episode of its cluster (evidence_per_episode, the code)."""
+        p = self.params
+        return p.prior_alpha + (len(rows) if p.evidence_per_episode else 0)
 
     def match_band(self, best_similarity: float) -> str:
         """001 §How It Works 4: "reinforce" above 0.92, "classify" in [0.70, 0.92], else "novel"."""
@@ -765,11 +834,22 @@ class Engram(Policy[EngramParams]):
         rows = s.rows_with(["active"], ["belief"])
         if len(exempt):
             rows = rows[~np.isin(rows, np.asarray(exempt, dtype=np.int64))]
-        stale = ((now - s["last_reinforced"][rows]) >= p.archive_stale_days) & (
+        days = now - s["last_reinforced"][rows]
+        conf = self.confidence(rows)
+        stale = self._days_past(days, p.archive_stale_days) & (
             s["evidence"][rows] < p.archive_min_evidence
         )
-        out: np.ndarray = rows[(self.confidence(rows) < p.archive_confidence) | stale]
+        if p.archive_long_stale_days >= 0.0:  # the code's third rule
+            stale |= self._days_past(days, p.archive_long_stale_days) & (
+                conf < p.archive_long_stale_confidence
+            )
+        out: np.ndarray = rows[(conf < p.archive_confidence) | stale]
         return out
+
+    def _days_past(self, days: np.ndarray, limit: float) -> np.ndarray:
+        """``days`` at least ``limit`` (001, a choice), or beyond it (strict_day_gates: the
+        code's ``>``)."""
+        return days > limit if self.params.strict_day_gates else days >= limit
 
     def project_of(self, row: int) -> str:
         """001 scopes beliefs by project: the one project all of a row's episodes share,
@@ -781,14 +861,16 @@ class Engram(Policy[EngramParams]):
 
     def merge_pair(self, now: float, among: Sequence[int] | None = None) -> tuple[int, int] | None:
         """The most similar pair of active beliefs passing the merge gate, or None:
-        cosine > 0.92, same scope (subject) and project, both confidence > 0.6, both
-        unchanged for >= 7 days; with ``among``, one of the pair must be in it. Returns
-        (survivor, absorbed): the survivor has more evidence."""
+        cosine > 0.92, same scope (subject) and project, both confidence > 0.6, neither
+        revised in the last 7 days (or, merge_cooldown_from="update", both unchanged for 7
+        days); with ``among``, one of the pair must be in it. Returns (survivor, absorbed):
+        the survivor has more evidence."""
         p, s = self.params, self.store
         beliefs = s.rows_with(["active"], ["belief"])  # (not a pass over every episode)
+        since = s["revised_at" if p.merge_cooldown_from == "revision" else "updated"][beliefs]
         rows = beliefs[
             (self.confidence(beliefs) > p.merge_min_confidence)
-            & ((now - s["updated"][beliefs]) >= p.merge_cooldown_days)
+            & self._days_past(now - since, p.merge_cooldown_days)
         ]
         if len(rows) < 2:
             return None
@@ -823,9 +905,8 @@ class Engram(Policy[EngramParams]):
                 out.extend(self._revise(b, now))
             elif self.should_split(b):
                 out.extend(self._split(b, now))
-        scoped = p.gate_scope == "affected"
         for _ in range(p.merges_per_cycle):
-            pair = self.merge_pair(now, affected if scoped else None)
+            pair = self.merge_pair(now, None if p.gate_scope == "all" else affected)
             if pair is None:
                 break
             keep, gone = pair
@@ -835,8 +916,9 @@ class Engram(Policy[EngramParams]):
         # episode's last_reinforced is its creation)
         beliefs = s.rows_with(s.statuses.names, ["belief"])
         reinforced = beliefs[s["last_reinforced"][beliefs] == now].tolist()
-        archive = self.archive_rows(now, reinforced)
-        if scoped:
+        # (the code's archiveDecayed evaluates every active belief, reinforced ones too)
+        archive = self.archive_rows(now, [] if p.gate_scope == "all" else reinforced)
+        if p.gate_scope == "affected":
             archive = archive[np.isin(archive, np.asarray(list(affected), dtype=np.int64))]
         for b in archive.tolist():
             s.set_status(b, "archived", now)
@@ -876,6 +958,7 @@ class Engram(Policy[EngramParams]):
             # a fresh hypothesis: uniform prior and fresh gate counters; storage strength kept
             for col in ("n_support", "n_contra", "n_partial"):
                 s[col][child] = 0
+            s["revised_at"][child] = now  # the merge cooldown's clock (§Belief Lifecycle 6)
             out.append(Outcome("consolidate", "synthesize", child, f"revision of belief {b}"))
         return out
 
@@ -989,8 +1072,10 @@ class Engram(Policy[EngramParams]):
 
 @dataclass(frozen=True)
 class EngramCodeParams(EngramParams):
-    """engram-code: the defaults of Engram's public code where it departs from 001 ("each
-    system as built"); every other constant is the document's. Its initial stability
+    """engram-code: Engram's public code where it departs from 001 ("each system as built");
+    every other constant is the document's. Repository EthanGabis/claude-memory, commit
+    acac56b01d5599ad0c6616b4d6b91d523c394faf, files processor/belief-consolidator.ts,
+    processor/belief-utils.ts and the recall handler (mcp/server.ts). Its initial stability
     (7.0 days) and its ranking formula (0.5 conf x sim + 0.3 R + 0.2 bm25) are the ones the
     documented policy already uses (docs/policies/engram-code.md)."""
 
@@ -999,6 +1084,38 @@ class EngramCodeParams(EngramParams):
     )
     stability_on_recall: bool = param(
         False, doc="engram-code: stability is updated only on expand, not on recall"
+    )
+    evidence_per_episode: bool = param(
+        True,
+        doc="engram-code: belief-consolidator.ts createNewBelief alpha = 1 + N; "
+        "reinforceBelief / contradictBelief add N (the cluster's episodes)",
+    )
+    recall_confidence_strict: bool = param(
+        True, doc="engram-code: the recall handler skips confidence <= 0.4"
+    )
+    match_first: bool = param(
+        True,
+        doc="engram-code: matchCandidate stops at the first non-IRRELEVANT classification "
+        "and creates a new belief when none matched",
+    )
+    gate_scope: str = param(
+        "all",
+        choices=("unreinforced", "affected", "all"),
+        doc="engram-code: checkAndMerge checks all pairs, archiveDecayed every active belief",
+    )
+    merge_cooldown_from: str = param(
+        "update",
+        choices=("revision", "update"),
+        doc="engram-code: belief-utils.ts shouldMerge counts the cooldown from updated_at",
+    )
+    strict_day_gates: bool = param(
+        True, doc="engram-code: shouldArchive > 90 days, shouldMerge > 7 days (strict)"
+    )
+    archive_long_stale_days: float = param(
+        180.0,
+        lo=-1.0,
+        doc="engram-code: belief-utils.ts shouldArchive archives confidence < 0.5 after "
+        "> 180 days without reinforcement",
     )
 
 

@@ -233,19 +233,23 @@ register_claim(
 )
 
 
-def _merges_in_affected_scope() -> float:
-    """Merges the default gate scope (affected beliefs) performs on two near-identical,
-    confident beliefs that the cycle has just reinforced (they are its affected beliefs)."""
-    pol, a = _planted(alpha="9", beta="1")
+def _merges_of_affected_beliefs(**params: object) -> float:
+    """Merges one cycle's gates perform on two near-identical, confident beliefs that the
+    cycle has just given evidence to (its affected beliefs), with ``params`` set."""
     from memsim.engine.curve import memory_claim
     from memsim.engine.events import Episode
-    from policies.engram import Engram
+    from policies.engram import Engram, EngramParams
 
-    b = pol.plant(Episode("plant2", 0.0, "planted", (memory_claim(Engram, {}),)), 0.0)
-    pol.store["alpha"][b] = 9.0
-    for r in (a, b):
+    pol = Engram(EngramParams(**params), seed=0)  # type: ignore[arg-type]
+    rows = [
+        pol.plant(Episode(f"plant{i}", 0.0, "planted", (memory_claim(Engram, {}),)), 0.0)
+        for i in range(2)
+    ]
+    pol.store.embedding[rows[1]] = pol.store.embedding[rows[0]]  # the same statement
+    for r in rows:
+        pol.store["alpha"][r] = 9.0
         pol.store["updated"][r] = 30.0  # touched by this cycle's evidence
-    out = pol._gates([a, b], 30.0)
+    out = pol._gates(rows, 30.0)
     return float(sum(o.action == "merge" for o in out))
 
 
@@ -253,14 +257,69 @@ register_claim(
     id="engram.merge_on_affected_beliefs",
     policy="engram",
     document=DOC,
-    section="§How It Works 5 (gates on affected beliefs) vs §Belief Lifecycle 6 (7-day cooldown)",
+    section="§How It Works 5 (gates on affected beliefs) and §Belief Lifecycle 6 (neither "
+    "revised in the last 7 days)",
     statement="(implied) merge can fire: two affected beliefs at cosine > 0.92, confidence > 0.6",
     documented=1.0,
-    measure=_merges_in_affected_scope,
+    measure=_merges_of_affected_beliefs,
+    formula=lambda: 1.0,
+    tol=0.0,
+    kind=KIND_SELF,
+    note="§Belief Lifecycle 6 asks that neither belief was revised in the last 7 days; beliefs "
+    "never revised pass, so the merge gate acts on the beliefs a cycle affects (memsim's "
+    "reading, merge_cooldown_from='revision')",
+)
+register_claim(
+    id="engram.merge_cooldown_since_update",
+    policy="engram",
+    document=DOC,
+    section="§How It Works 5 (gates on affected beliefs) vs §Configuration MERGE_COOLDOWN_DAYS "
+    "(days since last update)",
+    statement="(implied) merge can fire: two affected beliefs at cosine > 0.92, confidence > 0.6",
+    documented=1.0,
+    measure=lambda: _merges_of_affected_beliefs(merge_cooldown_from="update"),
     formula=lambda: 0.0,
     tol=0.0,
     kind=KIND_SELF,
-    note="an affected belief gained evidence in this cycle, so it is inside the 7-day merge "
-    "cooldown: under the document's scope merge can never fire (gate_scope='all' is the "
-    "variant that makes it reachable)",
+    note="read as 'days since last update', the cooldown shuts out every affected belief (it "
+    "gained evidence in this cycle), so merge can never fire on them; memsim keeps this "
+    "reading as merge_cooldown_from='update' and defaults to §Belief Lifecycle 6's",
+)
+
+
+def _stale_beliefs_archived(**params: object) -> float:
+    """Beliefs archived by one cycle's gates when a confident belief with one piece of
+    evidence has not been reinforced for 100 days and the cycle touched another belief."""
+    from memsim.engine.curve import memory_claim
+    from memsim.engine.events import Episode
+    from policies.engram import Engram, EngramParams
+
+    pol = Engram(EngramParams(**params), seed=0)  # type: ignore[arg-type]
+    stale, touched = (
+        pol.plant(Episode(f"plant{i}", 0.0, "planted", (memory_claim(Engram, {}),)), 0.0)
+        for i in range(2)
+    )
+    pol.store["alpha"][[stale, touched]] = 9.0
+    pol.store["last_reinforced"][touched] = 100.0  # reinforced in this cycle
+    out = pol._gates([touched], 100.0)
+    return float(sum(o.action == "archive" and o.memory == stale for o in out))
+
+
+register_claim(
+    id="engram.archive_unreinforced_beliefs",
+    policy="engram",
+    document=DOC,
+    section="§How It Works 6 (beliefs not reinforced in this cycle) and §Belief Lifecycle 8 "
+    "(90 days, evidence < 5)",
+    statement="a belief nobody mentions again is archived after 90 days with evidence < 5 "
+    "(archived: 1)",
+    documented=1.0,
+    measure=_stale_beliefs_archived,
+    formula=lambda: 1.0,
+    tol=0.0,
+    kind=KIND_SELF,
+    note="§How It Works 5 puts archival among the gates 'on affected beliefs', under which a "
+    "belief no cycle touches is never archived (gate_scope='affected', 0); §How It Works 6 "
+    "evaluates every belief not reinforced in the cycle, memsim's default "
+    "(gate_scope='unreinforced')",
 )

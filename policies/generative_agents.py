@@ -7,10 +7,17 @@ Sources:
   was last retrieved; importance rated by the language model (here the LLM's claim
   importance); relevance the cosine of the query and memory embeddings. Nothing is ever
   forgotten: the memory stream only grows.
-- released code (``variant="code"``, github.com/joonspk-research/generative_agents,
-  reverie/backend_server/persona/cognitive_modules/retrieve.py): recency ``0.99 ^ rank``
-  with memories ranked by last access as ``new_retrieve`` does it (sorted ascending, so rank
-  1 = the least recently accessed: the code inverts the paper's recency), weights recency 0.5,
+- released code (``variant="code"``, github.com/joonspk-research/generative_agents at commit
+  51072d422e28abb7cd3fdf2b92f1d6e90a7cced8, retrieve.py's last change; scratch.py and the
+  persona scratch.json files there are as first committed in 6d7d7ad):
+  reverie/backend_server/persona/cognitive_modules/retrieve.py: recency
+  ``scratch.recency_decay ^ rank``, 0.995 for the released agents (scratch.py line 60 sets
+  0.99, but line 161 loads the persona's bootstrap scratch.json whenever it exists and line
+  197 takes its ``recency_decay``: 0.995 in every shipped persona, e.g.
+  environment/frontend_server/storage/base_the_ville_n25/personas/Isabella Rodriguez/
+  bootstrap_memory/scratch.json line 27), with memories ranked by last access as
+  ``new_retrieve`` does it (sorted ascending, so rank 1 = the least recently accessed: the
+  code inverts the paper's recency), weights recency 0.5,
   relevance 3, importance 2 (``gw = [0.5, 3, 2]``); normalization gives 0.5 to every
   candidate when a component is constant (``normalize_dict_floats``).
 
@@ -109,6 +116,11 @@ def generative_agents_score_ref(
 
 _PAPER = "Park et al. 2023 §4.1"
 _CODE = "generative_agents retrieve.py (released code)"
+_SCRATCH = (
+    "generative_agents@51072d4 scratch.py line 197 loads recency_decay from the persona's "
+    "bootstrap scratch.json, 0.995 in every shipped persona (base_the_ville_n25 .../"
+    "scratch.json line 27); 0.99, scratch.py line 60, only without a bootstrap file"
+)
 
 # The paper variant's recall bounds each row's score from a recency cap kept per row
 # (ranking.DecayCaps: a row's recency only falls until it is used again), recomputed for
@@ -133,7 +145,7 @@ class GenerativeAgentsParams(Params):
         0.995, lo=0.0, hi=1.0, lo_open=True, doc=f"{_PAPER}: 0.995 ^ hours since last access"
     )
     code_recency_decay: float = param(
-        0.99, lo=0.0, hi=1.0, lo_open=True, doc=f"{_CODE}: recency_decay 0.99 ^ rank"
+        0.995, lo=0.0, hi=1.0, lo_open=True, doc=f"{_CODE}: recency_decay ^ rank; {_SCRATCH}"
     )
     w_recency: float = param(1.0, lo=0.0, doc=f"{_PAPER}: alpha_recency = 1")
     w_importance: float = param(1.0, lo=0.0, doc=f"{_PAPER}: alpha_importance = 1")
@@ -142,7 +154,7 @@ class GenerativeAgentsParams(Params):
         "oldest_first",
         choices=("oldest_first", "newest_first"),
         doc=f"{_CODE}: new_retrieve sorts by last_accessed ascending and extract_recency gives "
-        "0.99^1 to the first node (oldest_first); newest_first is the paper's direction",
+        "recency_decay^1 to the first node (oldest_first); newest_first is the paper's direction",
     )
     code_w_recency: float = param(0.5, lo=0.0, doc=f"{_CODE}: gw[0] = 0.5")
     code_w_relevance: float = param(3.0, lo=0.0, doc=f"{_CODE}: gw[1] = 3")
@@ -351,7 +363,7 @@ class GenerativeAgents(ReferencePolicy):
         idx = np.flatnonzero(live)
         if p.variant == "code":
             # retrieve.py: a stable sort of the stream (kept newest node first) by last
-            # access, ascending, then 0.99^1 to the first: rank 1 = the least recently
+            # access, ascending, then recency_decay^1 to the first: rank 1 = the least recently
             # accessed (oldest_first, as released) or the most (newest_first, the paper's
             # direction); equal last access keeps the newer memory first, memories created
             # at the same time in the seeded tie order (memory identity, never storage
@@ -559,7 +571,7 @@ class GenerativeAgentsCodeParams(GenerativeAgentsParams):
     variant: str = param(
         "code",
         choices=("paper", "code"),
-        doc=f"generative-agents-code: {_CODE} (0.99 ^ rank recency, weights 0.5 / 3 / 2)",
+        doc=f"generative-agents-code: {_CODE} (0.995 ^ rank recency, weights 0.5 / 3 / 2)",
     )
 
 

@@ -38,6 +38,7 @@ memsim choices (the document is silent; see docs/policies/izzie.md):
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -152,19 +153,78 @@ class IzzieParams(Params):
         "izzie-code: exp(-rate x (1 - importance_slowing x importance) x days) ('code')",
     )
     importance_slowing: float = param(
-        0.5, lo=0.0, hi=1.0, doc="izzie-code: importance slows the rate by (1 - 0.5 x importance)"
+        0.5,
+        lo=0.0,
+        hi=1.0,
+        doc="izzie-code: importance slows the rate by (1 - 0.5 x importance) (decay.ts:50)",
     )
     limit_before_filter: bool = param(
         False,
-        doc="izzie-code: take the result limit (top k by similarity) first, then drop "
-        "memories below min_strength; False = the document's one-stage ranking",
+        doc="izzie-code: take the search's limit first, then drop memories below "
+        "min_strength (retrieval.ts:78-79, 137-141); False = the document's reading "
+        "(ranking: the semantic search, then relevance x strength), no strength filter",
     )
     min_strength: float = param(
-        0.1,
+        0.3,
         lo=0.0,
         hi=1.0,
-        doc="izzie-code strength filter (strength >= min_strength); the value is a memsim "
-        "choice (the code's filter is named, its threshold is not)",
+        doc="izzie-code strength filter: strength >= minMemoryStrength 0.3 "
+        "(context-retrieval.ts:66, retrieval.ts:139); read only when limit_before_filter",
+    )
+    search: str = param(
+        "cosine",
+        choices=("cosine", "bm25"),
+        doc="003 §Context Retrieval 'Semantic search' ('cosine'); izzie-code: Weaviate "
+        "keyword search, collection.query.bm25 over the memory's content ('bm25', "
+        "retrieval.ts:78-79), its result ranked by rank_weight_* (decay.ts:100)",
+    )
+    bm25_k1: float = param(
+        1.2, lo=0.0, doc="izzie-code: Weaviate's BM25 k1 (default 1.2; the code sets none)"
+    )
+    bm25_b: float = param(
+        0.75, lo=0.0, hi=1.0, doc="izzie-code: Weaviate's BM25 b (default 0.75; the code sets none)"
+    )
+    rank_weight_strength: float = param(
+        0.5, lo=0.0, doc="izzie-code: score = strength x 0.5 + ... (decay.ts:100)"
+    )
+    rank_weight_confidence: float = param(
+        0.3, lo=0.0, doc="izzie-code: ... + confidence x 0.3 + ... (decay.ts:100)"
+    )
+    rank_weight_importance: float = param(
+        0.2, lo=0.0, doc="izzie-code: ... + importance x 0.2 (decay.ts:100)"
+    )
+    refresh_top: int = param(
+        0,
+        lo=0,
+        doc="memories a retrieval refreshes (lastAccessed): 0 = every one returned (003 "
+        "§Context Retrieval); izzie-code: the top 5 of each search (retrieval.ts:175-176)",
+    )
+    query_min_term_length: int = param(
+        3,
+        lo=1,
+        doc="izzie-code extractQueryTerms: a query word is kept when its letters number > 2 "
+        "(context-retrieval.ts:219)",
+    )
+    query_stop_words: tuple[str, ...] = param(
+        tuple(
+            "the a an and or but in on at to for of with by from as is was are been be have "
+            "has had do does did will would should could can may might must what when where "
+            "who which how why".split()
+        ),
+        doc="izzie-code extractQueryTerms stop words (context-retrieval.ts:167-211)",
+    )
+    preference_limit: int = param(
+        0,
+        lo=0,
+        doc="izzie-code: every message also searches 'user preferences name' (limit 5) for "
+        "preference memories of importance >= 0.8, merged first (context-retrieval.ts:275-281, "
+        "303-314); 0 = no such search (003)",
+    )
+    preference_query: str = param(
+        "user preferences name", doc="izzie-code: the preference search (context-retrieval.ts:276)"
+    )
+    preference_min_importance: float = param(
+        0.8, lo=0.0, hi=1.0, doc="izzie-code: minImportance 0.8 (context-retrieval.ts:279)"
     )
 
     def __post_init__(self) -> None:
@@ -239,9 +299,11 @@ class Izzie(Policy[IzzieParams]):
         s.add_column("decay_rate", np.float64, 0.0)
         s.add_column("category", np.int8, 0)  # index into CATEGORIES
         s.add_column("source_date", np.float64, np.nan)
+        s.add_column("confidence", np.float64, 1.0)  # the extraction's (izzie-code ranks by it)
         self.source_type: list[str] = []  # "chat" for every memory (003 §Save Memories)
         self.source_id: list[str] = []  # chat session id
         self._category_rows: dict[str, tuple[str, int, float, float]] = {}
+        self._bm25: BM25Index | None = None  # izzie-code's keyword index, built on first use
 
     # -- ingest ----------------------------------------------------------------
     def _importance(self, claim: Claim, default: float) -> float:
@@ -333,6 +395,7 @@ class Izzie(Policy[IzzieParams]):
             decay_rate=np.array([row[2] for row in rows]),
             category=np.array([row[1] for row in rows], dtype=np.int8),
             source_date=np.array([episodes[e].time for e in owner], dtype=np.float64),
+            confidence=np.array([c.confidence for c in claims], dtype=np.float64),
         )
         self.source_type.extend(["chat"] * len(claims))
         self.source_id.extend(episodes[e].conversation or episodes[e].id for e in owner)
@@ -363,6 +426,8 @@ class Izzie(Policy[IzzieParams]):
         s = self.store
         if s.n == 0:
             return [Ranking.empty() for _ in queries]
+        if self.params.search == "bm25":
+            return self._recall_keyword(queries, now)
         qvecs = [self.llm.embed_query(q) for q in queries]
         if self.candidates.approximate and self._searches_first():
             return self._recall_candidates(queries, qvecs, now)
@@ -428,7 +493,7 @@ class Izzie(Policy[IzzieParams]):
         """Whether recall starts with a pure similarity search (the readings a candidate
         index can serve: the top search_limit by cosine, then a score over those)."""
         p = self.params
-        return not p.limit_before_filter and p.ranking != "one_stage"
+        return p.search == "cosine" and not p.limit_before_filter and p.ranking != "one_stage"
 
     def _stage2(
         self, found: np.ndarray, sims: np.ndarray, strength: np.ndarray, k: int, salt: str
@@ -470,8 +535,112 @@ class Izzie(Policy[IzzieParams]):
                 self.candidates.record(not np.array_equal(exact, ids))
             out.append(Ranking(ids, scores))
             if len(ids):
-                s["last_access"][ids] = now
-                s["access_count"][ids] += 1
+                touched = self.refreshed(ids)
+                s["last_access"][touched] = now
+                s["access_count"][touched] += 1
+        return out
+
+    # -- izzie-code: keyword search (retrieval.ts searchMemories, context-retrieval.ts) ------
+    def query_terms(self, text: str) -> str:
+        """extractQueryTerms (context-retrieval.ts:166-233): the message's lower-cased words
+        whose letters (punctuation removed) number at least query_min_term_length and are no
+        stop word, then its capitalized runs lower-cased, each once; the message itself when
+        none is left."""
+        p = self.params
+        stop = set(p.query_stop_words)
+        cleaned = [(w, re.sub(r"[^A-Za-z0-9_]", "", w)) for w in text.lower().split()]
+        words = [w for w, c in cleaned if len(c) >= p.query_min_term_length and c not in stop]
+        names = [m.lower() for m in re.findall(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b", text)]
+        return " ".join(dict.fromkeys(words + names)) or text
+
+    def keyword_scores(self, text: str) -> np.ndarray:
+        """Every stored memory's BM25 score for ``text`` (bm25_k1, bm25_b; 0: no shared
+        word), the index brought up to the store's rows first."""
+        if self._bm25 is None:
+            self._bm25 = BM25Index()
+        index, s = self._bm25, self.store
+        index.add(s.text[index.n : s.n])
+        return index.scores(tokens(text), self.params.bm25_k1, self.params.bm25_b)
+
+    def _keyword_search(self, text: str, limit: int, salt: str) -> np.ndarray:
+        """Weaviate's bm25 over every stored memory's content (deleted ones included: the
+        code drops them after the limit, retrieval.ts:92): the ``limit`` best rows with a
+        positive score, best first, ties in the seeded order of memory identity."""
+        scores = self.keyword_scores(text)
+        hit = np.flatnonzero(scores > 0)
+        if not len(hit):
+            return hit
+        order = ranking.topk(scores[hit], min(limit, len(hit)), self.store.tie_keys(salt, hit))
+        return hit[order]
+
+    def _code_search(
+        self,
+        text: str,
+        limit: int,
+        now: float,
+        salt: str,
+        *,
+        keep: Callable[[np.ndarray], np.ndarray],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """searchMemories (retrieval.ts:66-176): the search's rows, then the filters after
+        its limit (not deleted, ``keep``), ranked by rankMemoriesByRelevance (decay.ts:95-103,
+        a stable sort: ties keep the search's order). Returns rows and scores, best first."""
+        p = self.params
+        found = self._keyword_search(text, limit, salt)
+        found = found[self.store.retrievable()[found]]
+        found = found[keep(found)]
+        score = (
+            p.rank_weight_strength * self.strength(now, found)
+            + p.rank_weight_confidence * self.store["confidence"][found]
+            + p.rank_weight_importance * self.store["importance"][found]
+        )
+        order = np.argsort(-score, kind="stable")
+        return found[order], score[order]
+
+    def _recall_keyword(self, queries: Sequence[Query], now: float) -> list[Ranking]:
+        """izzie-code's retrieveContext (context-retrieval.ts:240-330) per query, in order:
+        the keyword search of the message's terms (limit search_limit, then strength >=
+        min_strength) and, when preference_limit > 0, the preference search (its query,
+        limit preference_limit, preference memories of importance >= preference_min_importance)
+        run together; the preferences first, then the other results not among them, at most
+        k. Each search refreshes its own top refresh_top (retrieval.ts:175-176)."""
+        p, s = self.params, self.store
+        pref_code = CATEGORIES.index("preference")
+        out: list[Ranking] = []
+        for q in queries:
+            if s.n == 0:
+                out.append(Ranking.empty())
+                continue
+            rows, scores = self._code_search(
+                self.query_terms(q.text),
+                max(p.search_limit, 1),
+                now,
+                f"{self.seed}:{q.id}",
+                keep=lambda r: self.strength(now, r) >= p.min_strength,
+            )
+            searches = [rows]
+            if p.preference_limit > 0:
+                prefs, pref_scores = self._code_search(
+                    p.preference_query,
+                    p.preference_limit,
+                    now,
+                    f"{self.seed}:{q.id}:preferences",
+                    keep=lambda r: (
+                        (s["category"][r] == pref_code)
+                        & (s["importance"][r] >= p.preference_min_importance)
+                    ),
+                )
+                searches.insert(0, prefs)
+                fresh = ~np.isin(rows, prefs)
+                rows = np.concatenate([prefs, rows[fresh]])
+                scores = np.concatenate([pref_scores, scores[fresh]])
+            ids, sc = rows[: q.k], scores[: q.k].astype(np.float64)
+            out.append(Ranking(ids, np.minimum.accumulate(sc) if len(sc) else sc))
+            for found in searches:  # (both searches ranked before either refreshes)
+                top = self.refreshed(found)
+                if len(top):
+                    s["last_access"][top] = now
+                    s["access_count"][top] += 1
         return out
 
     def _fresh_strength(self, rows: np.ndarray) -> np.ndarray:
@@ -480,7 +649,13 @@ class Izzie(Policy[IzzieParams]):
             return np.ones(len(rows))
         return np.asarray(self.store["importance"][rows], dtype=np.float64)
 
+    def refreshed(self, ids: np.ndarray) -> np.ndarray:
+        """The returned memories a retrieval refreshes: all of them, or the first
+        ``refresh_top`` (izzie-code)."""
+        return ids[: self.params.refresh_top] if self.params.refresh_top else ids
+
     def _touch(self, ids: np.ndarray, now: float, strength: np.ndarray | _RowStrength) -> None:
+        ids = self.refreshed(ids)
         if len(ids):
             s = self.store
             s["last_access"][ids] = now
@@ -513,16 +688,43 @@ class Izzie(Policy[IzzieParams]):
 
 @dataclass(frozen=True)
 class IzzieCodeParams(IzzieParams):
-    """izzie-code: the defaults of Izzie's public code where it departs from 003 ("each
-    system as built"); every other constant is the document's."""
+    """izzie-code: Izzie's public code where it departs from 003 ("each system as built"),
+    every other constant the document's. Upstream bobmatnyc/izzie2 (the index holds only
+    two of its memory files, none of these); followed in its fork Zeeeepa/izzie2 at commit
+    1604fd6323de75da14fb4fc9bc709b7074de9051, the one commit at which the index holds all
+    three files: src/lib/chat/context-retrieval.ts (retrieveContext, extractQueryTerms),
+    src/lib/memory/retrieval.ts (searchMemories) and src/lib/memory/decay.ts (strength,
+    rankMemoriesByRelevance). Facts and lines: docs/policies/izzie-code.md; tests:
+    tests/policies/test_izzie_code.py."""
 
     strength_form: str = param(
         "code",
         choices=("document", "code"),
-        doc="izzie-code: strength = exp(-rate x (1 - 0.5 x importance) x days)",
+        doc="izzie-code: strength = exp(-rate x (1 - 0.5 x importance) x days) (decay.ts:50-55)",
     )
     limit_before_filter: bool = param(
-        True, doc="izzie-code: the result limit is applied before the strength filter"
+        True,
+        doc="izzie-code: the search limit is applied before the strength filter "
+        "(retrieval.ts:78-79 then 137-141)",
+    )
+    search_limit: int = param(
+        10,
+        lo=1,
+        doc="izzie-code: searchMemories limit = maxMemories 10 (context-retrieval.ts:65, 272)",
+    )
+    search: str = param(
+        "bm25",
+        choices=("cosine", "bm25"),
+        doc="izzie-code: keyword search, collection.query.bm25 (retrieval.ts:78-79)",
+    )
+    refresh_top: int = param(
+        5, lo=0, doc="izzie-code: the top 5 of each search are refreshed (retrieval.ts:175-176)"
+    )
+    preference_limit: int = param(
+        5,
+        lo=0,
+        doc="izzie-code: the preference search, limit 5, merged first "
+        "(context-retrieval.ts:275-281, 303-314)",
     )
 
 
@@ -560,3 +762,51 @@ class _RowStrength:
     def __setitem__(self, rows: np.ndarray, values: np.ndarray) -> None:
         self._fresh[rows] = True
         self._value[rows] = values
+
+
+def tokens(text: str) -> list[str]:
+    """Weaviate's word tokenization: lower-cased runs of letters and digits."""
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+class BM25Index:
+    """An exact BM25 over documents added in row order (Weaviate's bm25 on one property):
+    ``idf(t) = ln(1 + (N - n_t + 0.5) / (n_t + 0.5))`` and
+    ``idf(t) x tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))`` summed over the query's
+    distinct tokens, N the documents, n_t those holding t, dl a document's tokens and avgdl
+    their mean. float64 throughout."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self._length: list[int] = []
+        self._postings: dict[str, tuple[list[int], list[int]]] = {}  # token -> rows, counts
+
+    def add(self, texts: Sequence[str]) -> None:
+        """Index the next documents (rows n, n + 1, ...)."""
+        for text in texts:
+            counts: dict[str, int] = {}
+            for t in tokens(text):
+                counts[t] = counts.get(t, 0) + 1
+            for t, c in counts.items():
+                rows, tfs = self._postings.setdefault(t, ([], []))
+                rows.append(self.n)
+                tfs.append(c)
+            self._length.append(sum(counts.values()))
+            self.n += 1
+
+    def scores(self, query: Sequence[str], k1: float, b: float) -> np.ndarray:
+        """Every document's BM25 score for the query tokens (0 where none occurs)."""
+        out = np.zeros(self.n)
+        if not self.n:
+            return out
+        length = np.asarray(self._length, dtype=np.float64)
+        avgdl = float(length.mean()) or 1.0
+        for t in dict.fromkeys(query):
+            posting = self._postings.get(t)
+            if posting is None:
+                continue
+            rows = np.asarray(posting[0], dtype=np.int64)
+            tf = np.asarray(posting[1], dtype=np.float64)
+            idf = math.log(1.0 + (self.n - len(rows) + 0.5) / (len(rows) + 0.5))
+            out[rows] += idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * length[rows] / avgdl))
+        return out

@@ -121,3 +121,55 @@ register_claim(
         "so the LLM's explicit importance overrides the category default (importance_source=claim)"
     ),
 )
+
+# -- izzie-code: Zeeeepa/izzie2 @ 1604fd6 (context-retrieval.ts, retrieval.ts, decay.ts) -------
+IZZIE_CODE_DOC = "Zeeeepa/izzie2 1604fd6 src/lib/memory/decay.ts, src/lib/chat/context-retrieval.ts"
+
+
+def _code_recall(day: float, importance: float, confidence: float) -> list[float]:
+    """izzie-code: one event memory saved on day 0, asked for by keyword on ``day``; the
+    scores it returns (empty when the search or the strength filter drops it)."""
+    from memsim.engine.events import Claim, Episode, Query
+    from memsim.engine.registry import make
+
+    pol = make("izzie-code", seed=0)
+    c = Claim(
+        "cobalt.harbor", "blue", category="event", importance=importance, confidence=confidence
+    )
+    pol.ingest([Episode("e0", 0.0, "cobalt harbor is blue", (c,))], 0.0)
+    q = Query("q", day, "what is my cobalt harbor?", keys=("cobalt.harbor",))
+    return pol.recall([q], day)[0].scores.tolist()
+
+
+register_claim(
+    id="izzie-code.ranking_score",
+    policy="izzie-code",
+    document=IZZIE_CODE_DOC,
+    section="decay.ts:100: score = strength x 0.5 + confidence x 0.3 + importance x 0.2",
+    statement="a memory found the day it is saved (strength 1), confidence 0.9, importance 0.6, "
+    "scores 0.5 + 0.27 + 0.12 = 0.89",
+    documented=None,
+    measure=lambda: _code_recall(0.0, 0.6, 0.9)[0],
+    formula=lambda: 0.5 * 1.0 + 0.3 * 0.9 + 0.2 * 0.6,
+    tol=1e-9,
+    note="003 ranks by relevance x strength; the code's score reads no relevance",
+)
+
+
+def _first_day_filtered() -> float:
+    return next(float(d) for d in range(0, 200) if not _code_recall(float(d), 0.0, 0.9))
+
+
+register_claim(
+    id="izzie-code.strength_filter_day",
+    policy="izzie-code",
+    document=IZZIE_CODE_DOC,
+    section="context-retrieval.ts:66 minMemoryStrength 0.3 (retrieval.ts:139 strength >= 0.3)",
+    statement="an event of importance 0 (rate 0.05) found by the search is dropped from the "
+    "first day its strength exp(-0.05 d) is below 0.3: day 25",
+    documented=None,
+    measure=_first_day_filtered,
+    formula=lambda: float(math.floor(math.log(1 / 0.3) / 0.05) + 1),
+    tol=0.0,
+    note="003 has no strength filter: a weak memory is ranked lower, never dropped",
+)

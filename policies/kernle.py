@@ -36,6 +36,15 @@ Seed document: ../shared/seeds/004_e8e020057e4a0858.txt ("Kernle Memory Model").
   embedded, local search "falls back to text matching": memories ranked by the share of the
   query's words their text contains.
 
+The agent's judgement in consolidation is modelled by the LLM protocol; the grouping cosine
+(``pattern_similarity`` 0.70) and the two-episode minimum (``pattern_min_episodes``) are
+memsim's choices, not 004's (004 says consolidation is agent-driven and calls no AI).
+
+kernle-code (``KernleCode``) follows github.com/Emergent-Instruments/kernle at commit
+7345648dbe2ae94324d0240799bcccb904b7aa25 (kernle/features/forgetting.py,
+kernle/storage/sqlite.py), its consolidation the code's own lesson count
+(kernle/stack/components/consolidation.py@4ef01db); docs/policies/kernle-code.md.
+
 THE FINDING (docs/policies/kernle.md): a memory never accessed has ``times_accessed = 0``,
 ``log(0 + 1) = 0``, so its salience is 0 however confident and recent it is, and the first
 forgetting cycle tombstones it. The default follows the document; ``access_floor > 0`` is a
@@ -93,6 +102,11 @@ _SAL = "004 §Forgetting System / Salience Formula"
 _CYCLE = "004 §Forgetting Cycle"
 _CONS = "004 §Consolidation Process"
 _META = "004 §Meta-Memory System"
+# kernle-code's pinned files (Emergent-Instruments/kernle)
+_FORGETTING = "kernle/features/forgetting.py@7345648"
+_STORAGE = "kernle/storage/sqlite.py@7345648"
+_STACK_CONS = "kernle/stack/components/consolidation.py@4ef01db"
+_STACK_FORGETTING = "kernle/stack/components/forgetting.py@639c505"
 KINDS = ("episode", "note", "belief", "value", "drive")
 _WORD = re.compile(r"[0-9a-z]+")
 # Performance only (no model constant): float32 products per block of belief revision's screen
@@ -116,28 +130,64 @@ class KernleParams(Params):
     forgetting_threshold: float = param(0.3, lo=0.0, doc=f"{_CYCLE} threshold=0.3")
     # -- code variant (kernle-code): what Kernle's public code does, not in 004 ---------------
     log_offset: float = param(
-        0.0, lo=0.0, doc=f"{_SAL}: 0 = the document; kernle-code adds 0.1 to the log term"
+        0.0,
+        lo=0.0,
+        doc=f"{_SAL}: 0 = the document; kernle-code adds 0.1 to the log term "
+        f"({_STORAGE} get_forgetting_candidates, {_FORGETTING} calculate_salience)",
+    )
+    forget_limit: int = param(
+        0,
+        lo=0,
+        doc=f"{_CYCLE} gives no limit (0 = none); kernle-code: {_FORGETTING} "
+        "run_forgetting_cycle(limit=10) forgets at most 10 per cycle",
+    )
+    candidate_pool: int = param(
+        0,
+        lo=0,
+        doc=f"0 = every candidate; kernle-code: {_FORGETTING} get_forgetting_candidates asks "
+        "the storage for the limit * 2 = 20 lowest-salience memories, then keeps those < threshold",
+    )
+    oldest_per_kind: int = param(
+        0,
+        lo=0,
+        doc=f"0 = every memory; kernle-code: {_STORAGE} get_forgetting_candidates scores only the "
+        "limit * 2 = 40 oldest (ORDER BY created_at ASC LIMIT ?) of each memory type",
+    )
+    forget_kinds: tuple[str, ...] = param(
+        KINDS,
+        doc=f"{_CYCLE}: any unprotected memory; kernle-code: {_STORAGE} types episode, belief, "
+        "goal, note, relationship (values and drives never)",
     )
     forget_by: str = param(
         "salience",
         choices=("salience", "strength"),
-        doc=f"{_CYCLE} forgets by salience; kernle-code by a separate stored strength",
+        doc=f"{_CYCLE} and kernle-code forget by salience; 'strength' names the later stack "
+        f"revision ({_STACK_FORGETTING}: a stored strength moved at each maintenance)",
     )
     strength_initial: float = param(
-        1.0, lo=0.0, hi=1.0, doc="kernle-code: a memory's strength at creation (not in 004)"
+        1.0,
+        lo=0.0,
+        hi=1.0,
+        doc=f"forget_by='strength': a memory's strength at creation ({_STACK_FORGETTING})",
     )
     strength_decay_step: float = param(
         0.01,
         lo=0.0,
-        doc="kernle-code: each cycle strength -= step x days_since_access / half_life",
+        doc=f"forget_by='strength': strength -= step x days_since_access / half_life "
+        f"({_STACK_FORGETTING} _compute_decayed_strength)",
     )
     strength_reinforce_step: float = param(
         0.001,
         lo=0.0,
-        doc="kernle-code: each cycle strength += step x ln(times_accessed + 1) (0.1 x 0.01)",
+        doc=f"forget_by='strength': strength += step x ln(times_accessed + 1), 0.1 x 0.01 "
+        f"({_STACK_FORGETTING} _compute_decayed_strength)",
     )
     unaccessed_floor: float = param(
-        0.5, lo=0.0, hi=1.0, doc="kernle-code: a memory never accessed keeps strength >= 0.5"
+        0.0,
+        lo=0.0,
+        hi=1.0,
+        doc=f"forget_by='strength': a memory never accessed keeps strength >= this; 0 = "
+        f"{_STACK_FORGETTING}, which clips to [0, 1] only (0.5: memsim's earlier reading)",
     )
     dry_run: bool = param(False, doc=f"{_CYCLE} dry_run: report candidates, change nothing")
     forgetting_every: float = param(
@@ -148,7 +198,22 @@ class KernleParams(Params):
     )
     min_episodes: int = param(3, lo=1, doc=f"{_CONS} kernle consolidate --min-episodes 3")
     pattern_min_episodes: int = param(
-        2, lo=1, doc=f"{_CONS} (memsim's choice: a pattern needs a repeat)"
+        2,
+        lo=1,
+        doc=f"{_CONS} (memsim's choice: a pattern needs a repeat; kernle-code: {_STACK_CONS} "
+        "cnt >= 2)",
+    )
+    pattern_rule: str = param(
+        "cosine",
+        choices=("cosine", "repeated-lesson"),
+        doc=f"{_CONS} (memsim's choice: the agent groups episodes at cosine >= "
+        f"pattern_similarity); kernle-code: {_STACK_CONS} counts identical lessons",
+    )
+    consolidation_window: int = param(
+        0,
+        lo=0,
+        doc=f"0 = every unreflected episode; kernle-code: {_STACK_CONS} "
+        "get_episodes(limit=50), the 50 most recent",
     )
     pattern_similarity: float = param(
         0.70,
@@ -446,18 +511,33 @@ class Kernle(Policy[KernleParams]):
         return out
 
     def get_forgetting_candidates(self, now: float, threshold: float | None = None) -> np.ndarray:
-        """Active, unprotected rows whose salience is strictly below the threshold."""
-        s = self.store
-        t = self.params.forgetting_threshold if threshold is None else threshold
+        """Active, unprotected rows of the ``forget_kinds`` whose salience (or, forget_by
+        'strength', stored strength) is strictly below the threshold, ascending by row. With
+        kernle-code's limits (sqlite.py / forgetting.py @7345648): only the
+        ``oldest_per_kind`` oldest of each kind are scored, the ``candidate_pool`` lowest of
+        them are kept, those below the threshold are candidates, at most ``forget_limit``."""
+        s, p = self.store, self.params
+        t = p.forgetting_threshold if threshold is None else threshold
         if s.n == 0:
             return np.zeros(0, dtype=np.int64)
-        weak = (
-            self.strength(now) < t
-            if self.params.forget_by == "salience"
-            else s["forget_strength"] < t
-        )
-        cand = s.mask(("active",)) & ~s["protected"] & weak
-        return np.flatnonzero(cand)
+        score = self.strength(now) if p.forget_by == "salience" else s["forget_strength"][: s.n]
+        eligible = s.mask(("active",), p.forget_kinds) & ~s["protected"][: s.n]
+        if not (p.oldest_per_kind or p.candidate_pool or p.forget_limit):
+            return np.flatnonzero(eligible & (score < t))
+        # the storage's scan: kind by kind, oldest first (ORDER BY created_at ASC LIMIT ?)
+        scanned = []
+        for kind in p.forget_kinds:
+            rows = np.flatnonzero(eligible & s.mask(("active",), (kind,)))
+            rows = rows[np.argsort(s["created"][rows], kind="stable")]
+            scanned.append(rows[: p.oldest_per_kind] if p.oldest_per_kind else rows)
+        order = np.concatenate(scanned) if scanned else np.zeros(0, dtype=np.int64)
+        order = order[np.argsort(score[order], kind="stable")]  # results.sort(key=score)
+        if p.candidate_pool:
+            order = order[: p.candidate_pool]
+        order = order[score[order] < t]
+        if p.forget_limit:
+            order = order[: p.forget_limit]
+        return np.sort(order)
 
     def _update_forget_strength(self, now: float) -> None:
         """kernle-code: each forgetting cycle first moves every row's stored strength."""
@@ -491,6 +571,10 @@ class Kernle(Policy[KernleParams]):
         s = self.store
         out = self._revise_new_beliefs(now)
         waiting = np.flatnonzero(s.mask(("active",), ("episode",)) & ~s["reflected"])
+        if self.params.consolidation_window and len(waiting) > self.params.consolidation_window:
+            # the older ones fall out of get_episodes(limit=...): never looked at again
+            s["reflected"][waiting[: -self.params.consolidation_window]] = True
+            waiting = waiting[-self.params.consolidation_window :]
         if len(waiting) < self.params.min_episodes:
             return out + [
                 Outcome(
@@ -502,7 +586,12 @@ class Kernle(Policy[KernleParams]):
         s["reflected"][waiting] = True
         # Text-only captures (no structured claim) carry no fact a belief could state.
         structured = [r for r in waiting.tolist() if s.claim[r] is not None and s.claim[r].key]
-        for rows in self._patterns(structured):
+        groups = (
+            self._repeated_lessons(structured)
+            if self.params.pattern_rule == "repeated-lesson"
+            else self._patterns(structured)
+        )
+        for rows in groups:
             if len(rows) >= self.params.pattern_min_episodes:
                 out += self._reflect(rows, now)
         return out or [Outcome("consolidate", "skip", detail="no pattern among the episodes")]
@@ -522,6 +611,15 @@ class Kernle(Policy[KernleParams]):
             else:
                 groups.append([r])
         return groups
+
+    def _repeated_lessons(self, rows: list[int]) -> list[list[int]]:
+        """kernle-code's patterns (consolidation.py@4ef01db: Counter(all_lessons), cnt >= 2):
+        episodes whose lesson, the statement the LLM extracted from them, is the same text,
+        grouped in order of first appearance."""
+        groups: dict[str, list[int]] = {}
+        for r in rows:
+            groups.setdefault(self.store.text[r], []).append(r)
+        return list(groups.values())
 
     def _similar_beliefs(self, vector: np.ndarray, exclude: int = -1) -> list[int]:
         s = self.store
@@ -731,14 +829,46 @@ def _as_count(name: str, v: Any) -> int:
 
 @dataclass(frozen=True)
 class KernleCodeParams(KernleParams):
-    """kernle-code: the defaults of Kernle's public code where it departs from 004 ("each
-    system as built"); every other constant is the document's."""
+    """kernle-code: Kernle as its public code is built, github.com/Emergent-Instruments/kernle
+    at commit 7345648dbe2ae94324d0240799bcccb904b7aa25 (kernle/features/forgetting.py,
+    kernle/storage/sqlite.py), the revision of forgetting.py the index lists, whose salience
+    forgetting cycle is the one 004 describes; consolidation counts lessons as
+    kernle/stack/components/consolidation.py@4ef01db does. Every other constant is the
+    document's."""
 
-    log_offset: float = param(0.1, lo=0.0, doc="kernle-code: ln(times_accessed + 1) + 0.1")
-    forget_by: str = param(
-        "strength",
-        choices=("salience", "strength"),
-        doc="kernle-code: forgets by a separate strength, not salience",
+    log_offset: float = param(
+        0.1,
+        lo=0.0,
+        doc=f"kernle-code: {_STORAGE} get_forgetting_candidates salience = confidence x "
+        "(ln(times_accessed + 1) + 0.1) / (days_since / 30 + 1)",
+    )
+    forget_limit: int = param(
+        10, lo=0, doc=f"kernle-code: {_FORGETTING} run_forgetting_cycle(threshold=0.3, limit=10)"
+    )
+    candidate_pool: int = param(
+        20,
+        lo=0,
+        doc=f"kernle-code: {_FORGETTING} get_forgetting_candidates: storage limit = limit * 2",
+    )
+    oldest_per_kind: int = param(
+        40,
+        lo=0,
+        doc=f"kernle-code: {_STORAGE} get_forgetting_candidates: per type ORDER BY created_at "
+        "ASC LIMIT limit * 2",
+    )
+    forget_kinds: tuple[str, ...] = param(
+        ("episode", "belief", "note"),
+        doc=f"kernle-code: {_STORAGE} types = episode, belief, goal, note, relationship "
+        "(memsim's relationship claims are beliefs; no goals)",
+    )
+    pattern_rule: str = param(
+        "repeated-lesson",
+        choices=("cosine", "repeated-lesson"),
+        doc=f"kernle-code: {_STACK_CONS} common = [lesson for lesson, cnt in "
+        "Counter(all_lessons).items() if cnt >= 2]",
+    )
+    consolidation_window: int = param(
+        50, lo=0, doc=f"kernle-code: {_STACK_CONS} get_episodes(limit=50)"
     )
 
 

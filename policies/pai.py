@@ -13,18 +13,19 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from memsim.engine import ranking, similarity
+from memsim.engine import decay, ranking, similarity
 from memsim.engine.batch_reach import BatchReach
 from memsim.engine.batch_screen import BatchScreen
 from memsim.engine.candidate_index import INGEST_INDEX, REPETITION_INDEX, CandidateIndex
+from memsim.engine.errors import MemsimError
 from memsim.engine.events import Claim, Episode, Forget, Query
-from memsim.engine.llm import NONE
+from memsim.engine.llm import CONTRADICTS, NONE, SUPPORTS
 from memsim.engine.params import Params, param
 from memsim.engine.policy import Job, Outcome, Policy, Ranking
 from memsim.engine.store import Statuses
@@ -199,6 +200,42 @@ class PaiParams(Params):
     )
     episode_similarity: float = param(
         0.30, lo=-1.0, hi=1.0, doc="000 §4 episode similarity > 0.30 (getMemoryContext)"
+    )
+    # -- the public code's rules (pai-code; docs/policies/pai-code.md) ----------------------
+    recency_from: str = param(
+        "created",
+        choices=("created", "updated"),
+        doc="000 §2 daysSinceAccess of a belief never accessed counts from its creation; "
+        "'updated': from updated_at, as memory.ts semanticSearch does (pai-code)",
+    )
+    grey_zone: str = param(
+        "contradiction",
+        choices=("contradiction", "relationship"),
+        doc="000 §1 checkContradiction: one index reply over the grey-zone beliefs, weaken "
+        "-0.2; 'relationship': remember.ts classifyRelationship per candidate above grey_lo "
+        "(REINFORCEMENT reinforces, CONTRADICTION weakens by min(0.2, 1/(n+1))) (pai-code)",
+    )
+    grey_candidates: int = param(
+        3, lo=1, doc="remember.ts: the grey zone classifies the top 3 candidates (pai-code)"
+    )
+    neighbours_after: bool = param(
+        False,
+        doc="000 §2 'Combine results + neighbors, limit to N': one list by score (memsim's "
+        "reading); True: memory.ts semanticSearch appends the neighbours after the direct "
+        "results, so they only fill places the results leave (pai-code)",
+    )
+    type_cap_divisor: int = param(
+        0,
+        lo=0,
+        doc="not in 000 (0 = off); pai-code: memory.ts prioritizeRecallTypes returns at most "
+        "max(1, floor(limit / 3)) insight or meta beliefs",
+    )
+    challenger_base: float = param(
+        0.4,
+        lo=0.0,
+        hi=1.0,
+        doc="remember.ts: a belief challenging a well-supported one starts at "
+        "min(0.6, 1/(n+1) + 0.4) (pai-code)",
     )
 
     def __post_init__(self) -> None:
@@ -672,6 +709,8 @@ class PersonalAI(Policy[PaiParams]):
         top, sims = self._similar(vec, f"{self.seed}:{ep.id}#{i}", screen)
         if len(top) and is_reinforce(sims[0], p):
             return self._reinforced(ep, int(top[0]), float(sims[0]), now)
+        if p.grey_zone == "relationship":
+            return self._relate_new_belief(ep, i, belief, vec, now, top, sims)
         out: list[Outcome] = []
         old = -1
         note = ""
@@ -714,8 +753,96 @@ class PersonalAI(Policy[PaiParams]):
             s["supersedes"][row] = old
             s["superseded_by"][old] = row
             out.append(Outcome(ep.id, "supersede", row, f"supersedes {old}"))
-        # Zettelkasten: neighbours among the similar beliefs, in [link_lo, link_hi), still active.
-        active = s.mask_at(top).tolist()
+        return out + self._link_neighbours(ep, row, top, sims)
+
+    def _relate_new_belief(
+        self,
+        ep: Episode,
+        i: int,
+        belief: tuple,
+        vec: np.ndarray,
+        now: float,
+        top: np.ndarray,
+        sims: np.ndarray,
+    ) -> list[Outcome]:
+        """processNewBelief() as the public code runs its grey zone (remember.ts,
+        ``grey_zone="relationship"``): each of the top ``grey_candidates`` similar beliefs
+        above grey_lo is classified in turn; the first REINFORCEMENT reinforces it (as a
+        > 0.85 match does), the first CONTRADICTION weakens it by min(0.2, 1/(n+1)) with
+        updated_at reset and a challenger at min(0.6, 1/(n+1) + 0.4) when it has n >= 3
+        supporting episodes, else invalidates it; INDEPENDENT goes on to the next. Neither
+        path links neighbours: only a belief created with no match does."""
+        p = self.params
+        s = self.store
+        claim, text, type_name, importance, subject = belief
+        kw = dict(
+            now=now,
+            provenance={ep.id},
+            stability=p.default_stability,
+            importance=importance,
+            subject=subject,
+            type_name=type_name,
+        )
+        grey = [(int(r), float(c)) for r, c in zip(top, sims) if c > p.grey_lo]
+        grey = grey[: p.grey_candidates]
+        replies: list[str] = []
+        if grey:
+            got = self.llm.classify(
+                claim, [s.claim[r] for r, _ in grey], answer="relation", key=f"{ep.id}#{i}"
+            )
+            replies = [got] if isinstance(got, str) else list(got)
+        for (old, sim), reply in zip(grey, replies):
+            relation = reply.strip().upper() if isinstance(reply, str) else ""
+            if relation.startswith(SUPPORTS):  # REINFORCEMENT: the same core meaning
+                self._reinforce(old, now)
+                s.add_provenance(old, [ep.id], now)
+                return [Outcome(ep.id, "reinforce", old, f"grey zone {sim:.4f}: REINFORCEMENT")]
+            if not relation.startswith(CONTRADICTS):  # INDEPENDENT: the next candidate
+                continue
+            support = len(s.provenance[old])
+            out: list[Outcome] = []
+            confidence = p.default_confidence
+            if support >= p.support_threshold:
+                share = 1.0 / (support + 1)
+                conf = s["confidence"]
+                conf[old] = max(p.confidence_floor, conf[old] - min(p.weaken_step, share))
+                s["updated"][old] = now
+                confidence = min(p.default_confidence, share + p.challenger_base)
+                out.append(
+                    Outcome(ep.id, "weaken", old, f"contradicted; {support} supporting episodes")
+                )
+            else:
+                s.set_status(old, "invalidated", now)
+                out.append(
+                    Outcome(
+                        ep.id, "invalidate", old, f"contradicted; {support} supporting episodes"
+                    )
+                )
+            row = self._create(claim, text, vec, confidence=confidence, **kw)
+            s["supersedes"][row] = old
+            s["superseded_by"][old] = row
+            out.append(Outcome(ep.id, "create", row, f"grey zone {sim:.4f}: CONTRADICTION"))
+            out.append(Outcome(ep.id, "supersede", row, f"supersedes {old}"))
+            return out
+        row = self._create(claim, text, vec, confidence=p.default_confidence, **kw)
+        out = [
+            Outcome(
+                ep.id,
+                "create",
+                row,
+                f"top similarity {sims[0]:.4f}" if len(top) else "no similar belief",
+            )
+        ]
+        return out + self._link_neighbours(ep, row, top, sims)
+
+    def _link_neighbours(
+        self, ep: Episode, row: int, top: np.ndarray, sims: np.ndarray
+    ) -> list[Outcome]:
+        """Zettelkasten: up to max_links of the similar beliefs in [link_lo, link_hi), still
+        active, linked to the new belief ``row``."""
+        p = self.params
+        out: list[Outcome] = []
+        active = self.store.mask_at(top).tolist()
         linked = 0
         for r, c, live in zip(top.tolist(), sims.tolist(), active):
             if linked >= p.max_links:
@@ -850,7 +977,7 @@ class PersonalAI(Policy[PaiParams]):
         score = recall_scores(
             cos,
             s["importance"],
-            s.days_since_access(now),
+            decay.days_since_access(now, s["last_access"], s[p.recency_from]),
             s["stability"],
             self._subject_match(query),
             s["type"] == TYPE_CODE["insight"],
@@ -886,7 +1013,7 @@ class PersonalAI(Policy[PaiParams]):
         the linked neighbours of the top 3 at 0.8 x the parent's score, then access."""
         p = self.params
         s = self.store
-        cols = PaiColumns.of_store(s, TYPE_CODE["insight"], searchable)
+        cols = PaiColumns.of_store(s, TYPE_CODE["insight"], searchable, p.recency_from)
         tag = f"{self.seed}:{query.id}"  # ties: seeded order, never row (keys at the cut only)
 
         def tb(rows: np.ndarray) -> np.ndarray:
@@ -895,6 +1022,12 @@ class PersonalAI(Policy[PaiParams]):
         top, top_scores = pai_topk_from_cos(
             cos, cols, now, self.subject_codes(query), p, query.k, tiebreak=tb
         )
+        if p.type_cap_divisor > 0:  # the code's prioritizeRecallTypes
+            top, top_scores = self._cap_types(top, top_scores, query.k, cos, cols, now, query, tb)
+        if p.neighbours_after:
+            ids, scores = self._neighbours_after(top, top_scores, query.k, tb)
+            self._record_access(ids, now)
+            return Ranking(ids, scores)
         score = dict(zip(top.tolist(), top_scores.tolist()))
         best: dict[int, float] = dict(score)
         status = s["status"]
@@ -911,6 +1044,78 @@ class PersonalAI(Policy[PaiParams]):
         scores = np.minimum.accumulate(vals[order])
         self._record_access(ids, now)
         return Ranking(ids, scores)
+
+    def _is_capped_type(self, rows: np.ndarray) -> np.ndarray:
+        types = self.store["type"][rows]
+        return (types == TYPE_CODE["insight"]) | (types == TYPE_CODE["meta"])
+
+    def _prioritize_types(
+        self, rows: np.ndarray, scores: np.ndarray, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """memory.ts prioritizeRecallTypes: ``rows`` (best first) taken in order, at most
+        max(1, k // type_cap_divisor) of them insight or meta; when fewer than k are taken,
+        the passed-over rows follow, in order."""
+        if len(rows) <= k:
+            return rows, scores
+        cap = max(1, k // self.params.type_cap_divisor)
+        capped = self._is_capped_type(rows)
+        keep = capped.cumsum() <= cap
+        keep |= ~capped
+        order = np.concatenate([np.flatnonzero(keep), np.flatnonzero(~keep)])[:k]
+        return rows[order], scores[order]
+
+    def _cap_types(
+        self,
+        top: np.ndarray,
+        top_scores: np.ndarray,
+        k: int,
+        cos: np.ndarray,
+        cols: PaiColumns,
+        now: float,
+        query: Query,
+        tb: Callable[[np.ndarray], np.ndarray],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The top k under the code's type cap: the fused top k when it holds no more
+        insight or meta rows than the cap, else the cap applied to the full ranking."""
+        if int(self._is_capped_type(top).sum()) <= max(1, k // self.params.type_cap_divisor):
+            return top, top_scores
+        n = int(np.count_nonzero(np.isfinite(cos)))
+        rows, scores = pai_topk_from_cos(
+            cos, cols, now, self.subject_codes(query), self.params, n, tiebreak=tb
+        )
+        return self._prioritize_types(rows, scores, k)
+
+    def _neighbours_after(
+        self,
+        top: np.ndarray,
+        top_scores: np.ndarray,
+        k: int,
+        tb: Callable[[np.ndarray], np.ndarray],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """memory.ts semanticSearch's graph step as the code runs it: the active linked
+        neighbours of the top ``graph_parents`` results that are not results themselves,
+        each at 0.8 x its parent's score (its best parent), follow the results (best first,
+        ties by the seeded keys), then the type cap and the limit; scores made
+        non-increasing down the list."""
+        p = self.params
+        s = self.store
+        status, active = s["status"], s.statuses.code("active")
+        results = set(top.tolist())
+        near: dict[int, float] = {}
+        for parent, score in zip(top[: p.graph_parents].tolist(), top_scores.tolist()):
+            ns = float(score) * p.neighbour_factor
+            for nb in self.links.get(parent, ()):
+                if nb not in results and status[nb] == active and ns > near.get(nb, -np.inf):
+                    near[nb] = ns
+        rows = np.fromiter(near.keys(), dtype=np.int64, count=len(near))
+        vals = np.fromiter(near.values(), dtype=np.float64, count=len(near))
+        order = ranking.topk(vals, len(rows), tb(rows))
+        ids = np.concatenate([top, rows[order]])
+        scores = np.concatenate([top_scores, vals[order]])
+        if p.type_cap_divisor > 0:
+            ids, scores = self._prioritize_types(ids, scores, k)
+        ids, scores = ids[:k], scores[:k]
+        return ids, np.minimum.accumulate(scores)
 
     def _record_access(self, rows: np.ndarray, now: float) -> None:
         if not len(rows):
@@ -1122,13 +1327,28 @@ class PersonalAI(Policy[PaiParams]):
 
     def plant(self, episode: Episode, now: float) -> int:
         """Ingest one episode; a ``stability`` attr on its first claim sets the row's stability
-        (decay-curve tool, §7)."""
-        row = super().plant(episode, now)
+        (decay-curve tool, §7), within the range a row's stability has: above 0 (a half-life
+        of 30 x stability days) and at most ``stability_cap`` (§2, §6)."""
+        stability = None
         for c in episode.claims:
             st = c.attr("stability")
             if st is not None:
-                self.store["stability"][row] = float(st)
+                try:
+                    stability = float(st)
+                except (TypeError, ValueError):
+                    raise MemsimError(
+                        f"pai: memory attribute stability={st!r} is not a number"
+                    ) from None
+                cap = self.params.stability_cap
+                if not (0.0 < stability <= cap):  # (NaN fails too)
+                    raise MemsimError(
+                        f"pai: memory attribute stability={st!r} is outside (0, {cap:g}] "
+                        "(stability_cap)"
+                    )
                 break
+        row = super().plant(episode, now)
+        if stability is not None:
+            self.store["stability"][row] = stability
         return row
 
 
@@ -1146,13 +1366,38 @@ def parse_index(reply: object, n: int) -> int | None:
 
 @dataclass(frozen=True)
 class PaiCodeParams(PaiParams):
-    """pai-code: the defaults of Personal AI's public code where it departs from 000 (issue
-    11 "Each system as built"). Its decay from ``updated_at`` and a recall score that leaves
-    the decayed confidence out are what the documented policy already does (§7, §2), so the
-    one constant that changes is the insight weight (docs/policies/pai-code.md)."""
+    """pai-code: Personal AI's public code where it departs from 000 ("each system as
+    built"). Repository devjarus/pai, commit 113345d79440597f761fc2933486169d07a3bc46, files
+    packages/core/src/memory/memory.ts (decay, semanticSearch) and
+    packages/core/src/memory/remember.ts (processNewBelief). Its decay from ``updated_at``
+    and a recall score that leaves the decayed confidence out are what the documented policy
+    already does (§7, §2); what changes: insight weight x0.8, recency of a never-accessed
+    belief from updated_at, and the grey zone's relationship classification
+    (docs/policies/pai-code.md)."""
 
     insight_multiplier: float = param(
         0.8, lo=0.0, doc="pai-code: insight-type beliefs score x0.8 (000 §2 says x0.5)"
+    )
+    recency_from: str = param(
+        "updated",
+        choices=("created", "updated"),
+        doc="pai-code: memory.ts semanticSearch counts a never-accessed belief's recency "
+        "from updated_at (000 §2: from creation)",
+    )
+    grey_zone: str = param(
+        "relationship",
+        choices=("contradiction", "relationship"),
+        doc="pai-code: remember.ts classifies each grey-zone candidate REINFORCEMENT / "
+        "CONTRADICTION / INDEPENDENT and weakens by min(0.2, 1/(n+1))",
+    )
+    neighbours_after: bool = param(
+        True, doc="pai-code: memory.ts semanticSearch appends the neighbours after the results"
+    )
+    type_cap_divisor: int = param(
+        3,
+        lo=0,
+        doc="pai-code: memory.ts prioritizeRecallTypes, at most max(1, floor(limit / 3)) "
+        "insight or meta beliefs",
     )
 
 

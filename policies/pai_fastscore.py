@@ -47,26 +47,33 @@ _BATCH_CHUNK = 16384
 @dataclass(frozen=True)
 class PaiColumns:
     """The store columns the §2 score reads (views, not copies). ``last_access`` is NaN for
-    a row never accessed: its days since access count from ``created``. ``subject`` holds
+    a row never accessed: its days since access count from ``unaccessed_from`` (the row's
+    creation in 000 §2, its last update in the public code). ``subject`` holds
     small non-negative subject codes; ``insight`` marks insight-type rows; ``allowed``
     marks rows recall may return (active and embedded), None meaning all."""
 
     importance: np.ndarray
     stability: np.ndarray
     last_access: np.ndarray
-    created: np.ndarray
+    unaccessed_from: np.ndarray
     subject: np.ndarray
     insight: np.ndarray
     allowed: np.ndarray | None = None
 
     @staticmethod
-    def of_store(store: Any, insight_type: int, allowed: np.ndarray | None = None) -> PaiColumns:
-        """The columns of a pai MemoryStore (``type == insight_type`` marks insight rows)."""
+    def of_store(
+        store: Any,
+        insight_type: int,
+        allowed: np.ndarray | None = None,
+        unaccessed_from: str = "created",
+    ) -> PaiColumns:
+        """The columns of a pai MemoryStore (``type == insight_type`` marks insight rows;
+        ``unaccessed_from`` names the column a never-accessed row's recency counts from)."""
         return PaiColumns(
             store["importance"],
             store["stability"],
             store["last_access"],
-            store["created"],
+            store[unaccessed_from],
             store["subject"],
             store["type"] == insight_type,
             allowed,
@@ -77,7 +84,7 @@ class PaiColumns:
             self.importance[rows],
             self.stability[rows],
             self.last_access[rows],
-            self.created[rows],
+            self.unaccessed_from[rows],
             self.subject[rows],
             self.insight[rows],
             None if self.allowed is None else self.allowed[rows],
@@ -85,7 +92,7 @@ class PaiColumns:
 
 
 def _days_since_access(cols: PaiColumns, now: float) -> np.ndarray:
-    return decay.days_since_access(now, cols.last_access, cols.created)
+    return decay.days_since_access(now, cols.last_access, cols.unaccessed_from)
 
 
 def score_weights(p: Any) -> dict[str, float]:
@@ -160,7 +167,7 @@ def pai_score_scalar(
     importance: float,
     stability: float,
     last_access: float,
-    created: float,
+    unaccessed_from: float,
     subject: int,
     insight: bool,
     allowed: bool,
@@ -173,7 +180,7 @@ def pai_score_scalar(
     cos = float(np.dot(x, q))
     if not allowed or cos < p.cosine_floor:
         return -math.inf
-    since = decay.days_since_access_ref(now, last_access, created)
+    since = decay.days_since_access_ref(now, last_access, unaccessed_from)
     return pai_formulas.pai_score_ref(
         cos,
         importance,
@@ -205,7 +212,7 @@ def pai_topk_scalar(
             float(cols.importance[i]),
             float(cols.stability[i]),
             float(cols.last_access[i]),
-            float(cols.created[i]),
+            float(cols.unaccessed_from[i]),
             int(cols.subject[i]),
             bool(cols.insight[i]),
             True if allowed is None else bool(allowed[i]),
@@ -244,7 +251,7 @@ def pai_rest_bound(cols: PaiColumns, now: float, p: Any) -> tuple[float, float] 
     )
     if len(cols.importance) == 0 or min(weights) < 0 or p.w_cosine <= 0:
         return None
-    latest = max(float(np.max(cols.created)), float(np.fmax.reduce(cols.last_access)))
+    latest = max(float(np.max(cols.unaccessed_from)), float(np.fmax.reduce(cols.last_access)))
     mult = max(1.0, float(p.insight_multiplier))
     rest = (
         p.w_importance * (float(np.max(cols.importance)) / p.importance_scale)

@@ -77,6 +77,11 @@ class ReferencePolicy(Policy):
     def _review(self, rows: np.ndarray, now: float) -> None:
         raise NotImplementedError
 
+    def repeat_cosine(self) -> float:
+        """The cosine at which a claim is a repetition of a live memory (a review of it):
+        ``reinforce_cosine``; a model whose memories never merge returns infinity."""
+        return float(self.params.reinforce_cosine)
+
     def retention(self, now: float, rows: np.ndarray | None = None) -> np.ndarray:
         """The model's recall probability of every row at ``now`` (float64, length n), or
         of ``rows`` only (the same numbers)."""
@@ -130,7 +135,7 @@ class ReferencePolicy(Policy):
         # float32 products of unit vectors exceed 1 by rounding only (well under the screen
         # margin): a threshold above 1 + margin is never met, every claim is a new memory,
         # and the scan of the store for a repetition is skipped (Generative Agents' 2.0)
-        can_repeat = self.params.reinforce_cosine <= 1.0 + similarity.screen_margin(s.dim)
+        can_repeat = self.repeat_cosine() <= 1.0 + similarity.screen_margin(s.dim)
         for i, c in enumerate(claims):
             if not emb.ok[i]:
                 out.append(Outcome(ep.id, "drop", -1, f"embedding failed for claim {keys[i]}"))
@@ -140,7 +145,7 @@ class ReferencePolicy(Policy):
             live = self._live() if can_repeat else None
             if live is not None and live.any():
                 best, sim = self._repetition(vec, live)
-                if sim >= self.params.reinforce_cosine:
+                if sim >= self.repeat_cosine():
                     s.add_provenance(best, (ep.id,), now)
                     self._review(np.array([best]), now)
                     s["updated"][best] = now
@@ -172,7 +177,7 @@ class ReferencePolicy(Policy):
         (from the rows that can reach the threshold, exactly: ``rows_reaching``), and the
         audit records whether the two differ (reinforce which row, or create); mode cones,
         the default, is exact and not audited."""
-        thr = self.params.reinforce_cosine
+        thr = self.repeat_cosine()
         near = self.candidates.rows_near(vec, thr, live)
         if near is None:
             return self._repetition_exact(vec, live)

@@ -303,49 +303,92 @@ register_claim(
     tol=0.0,
 )
 
-MEMORYBANK_CODE_DOC = "MemoryBank-SiliconFriend forget_memory.py (released code)"
+MEMORYBANK_CODE_DOC = "MemoryBank-SiliconFriend forget_memory.py @3869efc (released code)"
+MEMORYBANK_UPLOAD_DOC = "MemoryBank-SiliconFriend forget_memory.py @0cc7111 (superseded upload)"
 
 
-def _memorybank_code_strength_after_recalls(recalls: int) -> float:
-    pol = _planted("memorybank-code", times=tuple(float(t) for t in range(recalls + 1)))
-    return float(pol.store["memory_strength"][0])
+def _memorybank_recalled(policy_id: str, recalls: int, **params: object):
+    """``policy_id`` with one memory made on day 0 and retrieved on days 1..``recalls``
+    (each retrieval is a recall: forget_memory.py ``update_memory_when_searched``)."""
+    pol = _planted(policy_id, (0.0,), **params)
+    for d in range(1, recalls + 1):
+        pol.recall([Query(f"q{d}", float(d), "where?", keys=("owner.city",), k=1)], float(d))
+    return pol
 
 
-def _memorybank_code_cutoff_day() -> float:
+def _memorybank_code_retention_after_recall() -> float:
+    """Recalled once on day 1 (S = 2), read one day later."""
+    return float(_memorybank_recalled("memorybank-code", 1).retention(2.0)[0])
+
+
+def _memorybank_upload_cutoff_day() -> float:
     """The first daily pass that drops a memory never recalled, with every draw keeping it
-    (draw 0 < R): the 30-day cut-off alone."""
+    (draw 0 < R): the 30-day cut-off of the superseded upload alone."""
     import numpy as np
 
-    pol = _planted("memorybank-code")
+    pol = _planted("memorybank-code", variant="upload-0cc7111")
     pol._draws = lambda now, rows: np.zeros(len(rows))
     return next(float(d) for d in range(1, 100) if len(pol._doomed(float(d))))
 
 
 register_claim(
-    id="memorybank-code.strength_levels",
+    id="memorybank-code.stronger_fades_faster",
     policy="memorybank-code",
     document=MEMORYBANK_CODE_DOC,
-    section="three strength levels: S = 1 + recalls, capped at 3 days",
-    statement="A memory mentioned once, then recalled five times: S = min(1 + 5, 3) = 3",
+    section="line 36: return math.exp(-t / 5*S), read as Python reads it: exp(-(t / 5) x S)",
+    statement="Recalled once (S = 2), one day later: R = exp(-(1 / 5) x 2) = 0.67032, below "
+    "the R = exp(-1 / 5) = 0.81873 of a memory never recalled one day after its mention: "
+    "a recall makes a memory fade faster",
     documented=None,
-    measure=lambda: _memorybank_code_strength_after_recalls(5),
+    measure=_memorybank_code_retention_after_recall,
+    formula=lambda: math.exp(-(1.0 / 5.0) * 2.0),
+    tol=1e-12,
+    note="the paper's R = exp(-t / S) (memorybank) gives exp(-1 / 2) = 0.60653 and grows with "
+    "S; the code's docstring says the same ('the higher the memory strength, the slower the "
+    "rate of forgetting'), its operator precedence does the opposite",
+)
+register_claim(
+    id="memorybank-code.strength_uncapped",
+    policy="memorybank-code",
+    document=MEMORYBANK_CODE_DOC,
+    section="line 69: memory_strength += 1 per recall; lines 49-50 memory_level = 3 unused",
+    statement="A memory mentioned once, then recalled on five days: S = 1 + 5 = 6 (no cap)",
+    documented=None,
+    measure=lambda: float(_memorybank_recalled("memorybank-code", 5).store["memory_strength"][0]),
+    formula=lambda: 1.0 + 5.0,
+    tol=0.0,
+    note="the superseded upload 0cc7111 capped S at three levels (variant upload-0cc7111)",
+)
+register_claim(
+    id="memorybank-code.upload_strength_levels",
+    policy="memorybank-code",
+    document=MEMORYBANK_UPLOAD_DOC,
+    section="lines 49, 52-55: three strength levels; a recall moves a memory one level up",
+    statement="variant upload-0cc7111: mentioned once, recalled on five days: "
+    "S = min(1 + 5, 3) = 3",
+    documented=None,
+    measure=lambda: float(
+        _memorybank_recalled("memorybank-code", 5, variant="upload-0cc7111").store[
+            "memory_strength"
+        ][0]
+    ),
     formula=lambda: min(1.0 + 5.0, 3.0),
     tol=0.0,
     note="the paper's S grows without a cap (memorybank)",
 )
 register_claim(
-    id="memorybank-code.cutoff_day",
+    id="memorybank-code.upload_cutoff_day",
     policy="memorybank-code",
-    document=MEMORYBANK_CODE_DOC,
-    section="anything not recalled for 30 days is dropped",
-    statement="A memory never recalled is dropped at the first daily pass with t > 30, day 31, "
-    "even where its draw would keep it",
+    document=MEMORYBANK_UPLOAD_DOC,
+    section="lines 50, 83: if days_diff < self.total_date (30), else dropped",
+    statement="variant upload-0cc7111: a memory never recalled is dropped at the first daily "
+    "pass 30 whole days after its mention, day 30, even where its draw would keep it",
     documented=None,
-    measure=_memorybank_code_cutoff_day,
-    formula=lambda: math.floor(30.0) + 1.0,
+    measure=_memorybank_upload_cutoff_day,
+    formula=lambda: 30.0,
     tol=0.0,
-    note="before the cut-off it is kept at each pass with probability R "
-    "(tests/policies/test_reference_variants.py)",
+    note="before the cut-off it is kept at each pass with probability R; the released code "
+    "(3869efc) sets total_date = 30 and never reads it (tests/policies/test_memorybank_code.py)",
 )
 
 # ---------------------------------------------------------------- Generative Agents
@@ -421,4 +464,35 @@ register_claim(
     tol=1e-12,
     note="generative-agents-code follows the code (code_rank_order='oldest_first'); "
     "'newest_first' is the paper's direction",
+)
+
+
+def _ga_middle_recency() -> float:
+    """The released code's normalized recency of the middle of three memories a day apart,
+    never retrieved: (d^2 - d^3) / (d - d^3) = d / (1 + d) for the decay d it runs with."""
+    from memsim.engine.registry import make
+
+    pol = make("generative-agents-code", llm=OneVectorLLM(), seed=0)
+    for i in range(3):
+        c = Claim(key=f"k.{i}", value="x", importance=0.5)
+        pol.ingest([Episode(f"e{i}", float(i), "x", claims=(c,))], float(i))
+    r = pol.recall([Query("q", 3.0, "k?", keys=("k.0",), k=3)], 3.0)[0]
+    by_episode = {min(pol.store.provenance[int(m)]): float(v) for m, v in zip(r.ids, r.scores)}
+    # relevance and importance are constant: 0.5 each after normalization (weights 3, 2)
+    return (by_episode["e1"] - 3 * 0.5 - 2 * 0.5) / 0.5
+
+
+register_claim(
+    id="generative-agents-code.recency_decay",
+    policy="generative-agents-code",
+    document=GA_DOC,
+    section="released code @51072d4 scratch.py line 197 loads recency_decay from the persona's "
+    "scratch.json (0.995 in every shipped persona); line 60's 0.99 applies only without one",
+    statement="Of three memories a day apart, never retrieved, the middle one's normalized "
+    "recency is d / (1 + d) = 0.49875 at the released agents' d = 0.995 (0.49749 at 0.99)",
+    documented=None,
+    measure=_ga_middle_recency,
+    formula=lambda: 0.995 / (1 + 0.995),
+    tol=1e-12,
+    note="the paper (§4.1) decays 0.995 per hour since last access; the code 0.995 per rank",
 )

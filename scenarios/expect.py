@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memsim.engine import limits
 from memsim.engine.errors import ScenarioError
 from memsim.engine.events import Episode, Query, Stream
 from memsim.engine.sources import Verdict
@@ -136,7 +137,7 @@ def parse_one(
     horizon: float,
 ) -> Expectation:
     def fail(p: str, msg: str, value: Any) -> ScenarioError:
-        return ScenarioError(f"{file}: {p}: {msg}, got {value!r}")
+        return ScenarioError(f"{file}: {p}: {msg}, got {limits.shown(value)}")
 
     if not isinstance(raw, dict):
         raise fail(path, "must be a mapping", raw)

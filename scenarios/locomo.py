@@ -32,15 +32,15 @@ reason; it is also in ``Stream.meta["locomo_report"]``.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memsim.engine import limits
 from memsim.engine.embed import TEXT_STREAM_EMBEDDER
-from memsim.engine.errors import ScenarioError
+from memsim.engine.errors import ParamError, ScenarioError
 from memsim.engine.events import Episode, Query, Stream
 from memsim.engine.sources import ScenarioSource
 
@@ -116,26 +116,18 @@ class Loaded:
 
 
 def _fail(file: str, path: str, msg: str, value: Any) -> ScenarioError:
-    text = repr(value)
-    if len(text) > 120:
-        text = text[:117] + "..."
-    return ScenarioError(f"{file}: {path}: {msg}, got {text}")
+    return ScenarioError(f"{file}: {path}: {msg}, got {limits.shown(value)}")
 
 
 def _read(path: str | Path) -> tuple[str, list]:
-    p = Path(path)
-    file = str(p)
-    if not p.is_file():
-        raise ScenarioError(
-            f"LoCoMo file {file!r} does not exist (pass the path to your copy "
-            "of the official locomo10.json)"
-        )
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise ScenarioError(f"LoCoMo file {file!r} cannot be read: {e}") from None
-    except json.JSONDecodeError as e:
-        raise ScenarioError(f"{file}: not valid JSON: {e}") from None
+    file = str(Path(path))
+    text = limits.read_text(
+        path,
+        "LoCoMo file",
+        ScenarioError,
+        missing=" (pass the path to your copy of the official locomo10.json)",
+    )
+    data = limits.read_json(text, file, ScenarioError)
     if not isinstance(data, list) or not data:
         raise _fail(file, "top level", "must be a non-empty list of samples", type(data).__name__)
     return file, data
@@ -163,9 +155,13 @@ def parse_query_time(value: Any) -> float | None:
     m = re.fullmatch(r"evidence\+(\d+(?:\.\d*)?|\.\d+)", str(value).strip())
     if not m:
         raise ScenarioError(
-            f"locomo: query_time must be 'after' or 'evidence+DAYS' (DAYS >= 0), got {value!r}"
+            "locomo: query_time must be 'after' or 'evidence+DAYS' (DAYS >= 0), "
+            f"got {limits.shown(value)}"
         )
-    return float(m.group(1))
+    try:
+        return limits.parse_float(m.group(1), "locomo: query_time DAYS", 0.0)
+    except ParamError as e:  # 400 digits: beyond float range
+        raise ScenarioError(str(e)) from None
 
 
 def normalize_evidence(raw: Any) -> tuple[list[str], list[tuple[str, str]]]:
@@ -367,19 +363,24 @@ def load(
 ) -> Loaded:
     """Load a LoCoMo file (one sample, or all concatenated) with its report."""
     delay = parse_query_time(query_time)
+    where = "locomo: k"
     try:
-        k = int(k)
-        if k < 1:
-            raise ValueError
-    except (TypeError, ValueError):
-        raise ScenarioError(f"locomo: k must be an integer >= 1, got {k!r}") from None
+        k = (
+            limits.parse_int(k, where, 1, limits.MAX_K)
+            if isinstance(k, str)
+            else limits.check_number(k, where, 1, limits.MAX_K, integer=True)
+        )
+    except ParamError as e:
+        raise ScenarioError(str(e)) from None
     file, data = _read(path)
     ids = [_sample_id(file, i, s) for i, s in enumerate(data)]
     if len(set(ids)) != len(ids):
         dup = next(x for x in ids if ids.count(x) > 1)
         raise _fail(file, "sample_id", "is used by two samples", dup)
     if sample is not None and sample not in ids:
-        raise ScenarioError(f"{file}: unknown sample {sample!r}; samples: {', '.join(ids)}")
+        raise ScenarioError(
+            f"{file}: unknown sample {limits.shown(sample)}; samples: {', '.join(ids)}"
+        )
     report = LoadReport(file=file)
     events: list = []
     unanswerable: list[Unanswerable] = []
@@ -424,7 +425,9 @@ def load_stream(path: str | Path, *, name: str | None = None, **options: Any) ->
     for key in options:
         if key not in _OPTIONS:
             known = ", ".join(f"{k} ({v})" for k, v in _OPTIONS.items())
-            raise ScenarioError(f"locomo:{path}: unknown option {key!r}; known options: {known}")
+            raise ScenarioError(
+                f"locomo:{path}: unknown option {limits.shown(key)}; known options: {known}"
+            )
     return load(path, name=name, **options).stream
 
 

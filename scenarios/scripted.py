@@ -12,7 +12,6 @@ addressed as ``scripted/NAME``.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from memsim.engine import limits
 from memsim.engine.errors import ScenarioError, StreamError, UnknownIdError
 from memsim.engine.events import MAX_K, Claim, Episode, Forget, Protect, Query, Recover, Stream
 from memsim.engine.sources import ScenarioSource
@@ -56,8 +56,7 @@ _QUERY = {
     "every",
 }
 _ACTION = {"id", "time", "episode"}
-MAX_REPEAT = 100_000  # items one ``repeat:`` may expand to
-MAX_DEPTH = 40  # nesting levels in a scenario file (real files use fewer than 8)
+MAX_REPEAT = limits.MAX_REPEAT
 # Same-time events run in this order: what a user says, then what they do, then questions.
 _RANK = {Episode: 0, Protect: 1, Forget: 1, Recover: 1, Query: 2}
 
@@ -78,9 +77,8 @@ class _Ctx:
         self.file = file
 
     def fail(self, path: str, msg: str, value: Any) -> ScenarioError:
-        shown = repr(value)
-        if len(shown) > 200:  # a huge value would make a huge "one-line" error
-            shown = shown[:200] + f"... ({len(shown)} characters)"
+        # a huge value would make a huge "one-line" error: shown() cuts it
+        shown = limits.shown(value)
         return ScenarioError(f"{self.file}: {path or '(top level)'}: {msg}, got {shown}")
 
     # -- typed getters ---------------------------------------------------------
@@ -110,7 +108,8 @@ class _Ctx:
         if (
             isinstance(value, bool)
             or not isinstance(value, (int, float))
-            or not math.isfinite(value)
+            or (isinstance(value, float) and not math.isfinite(value))
+            or (isinstance(value, int) and abs(value) > 1e308)  # compared exactly, as an int
         ):
             raise self.fail(path, "must be a finite number", value)
         if (lo is not None and value < lo) or (hi is not None and value > hi):
@@ -262,7 +261,7 @@ def parse(data: Any, *, file: str, name: str) -> Scripted:
         ctx.string(data["name"], "name", empty=False)
     horizon = ctx.number(data["horizon"], "horizon", lo=0) if "horizon" in data else None
     if "seed" in data:
-        ctx.integer(data["seed"], "seed")
+        ctx.integer(data["seed"], "seed", hi=limits.MAX_SEED)
 
     located: list[tuple[Any, str]] = []  # (event, path) in file order
     builders: list[tuple[str, Callable[[_Ctx, dict, str], Any], bool]] = [
@@ -272,6 +271,7 @@ def parse(data: Any, *, file: str, name: str) -> Scripted:
         ("protects", lambda c, r, p: _action(Protect, c, r, p), False),
         ("recovers", lambda c, r, p: _action(Recover, c, r, p), False),
     ]
+    _check_size(ctx, data, [section for section, _, repeatable in builders if repeatable])
     for section, build, repeatable in builders:
         for i, raw in enumerate(ctx.items(data.get(section), section)):
             path = f"{section}[{i}]"
@@ -307,6 +307,22 @@ def parse(data: Any, *, file: str, name: str) -> Scripted:
         meta=(("expect", [e.to_dict() for e in expectations]), ("source", file)),
     )
     return Scripted(stream, expectations, Path(file))
+
+
+def _check_size(ctx: _Ctx, data: dict, repeatable: list[str]) -> None:
+    """Refuse, before anything is built, a file whose ``repeat:`` items expand to more than
+    MAX_SCRIPTED_EVENTS events (each is checked against MAX_REPEAT when expanded)."""
+    total = 0
+    for section in ("episodes", "queries", "forgets", "protects", "recovers"):
+        items = data.get(section)
+        for i, raw in enumerate(items if isinstance(items, list) else ()):
+            n = raw.get("repeat", 1) if isinstance(raw, dict) and section in repeatable else 1
+            total += ctx.integer(n, f"{section}[{i}].repeat", lo=1) if n != 1 else 1
+    if total > limits.MAX_SCRIPTED_EVENTS:
+        raise ScenarioError(
+            f"{ctx.file}: the file expands to {total:,} events (with every repeat:); "
+            f"the limit is {limits.MAX_SCRIPTED_EVENTS:,}"
+        )
 
 
 def _check_references(ctx: _Ctx, located: list[tuple[Any, str]], horizon: float | None) -> None:
@@ -349,83 +365,15 @@ def _check_references(ctx: _Ctx, located: list[tuple[Any, str]], horizon: float 
 def load_file(path: str | Path, *, name: str | None = None) -> Scripted:
     """Load a scenario YAML file. ``name`` (default: the path) becomes the stream's name."""
     p = Path(path)
-    if p.is_dir():
-        raise ScenarioError(f"scenario file {str(p)!r} is a directory, not a YAML file")
-    if not p.is_file():
-        raise ScenarioError(f"scenario file {str(p)!r} does not exist")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ScenarioError(f"scenario file {str(p)!r} cannot be read: {e}") from None
+    text = limits.read_text(p, "scenario file", ScenarioError)
     data = read_yaml(text, str(p))
     return parse(data, file=str(p), name=name or str(path))
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """safe_load, stricter: no anchors or aliases (an alias bomb expands exponentially
-    before any schema check could run), at most MAX_DEPTH nesting levels (deeper nesting
-    overflows the recursive parser), no duplicate keys (PyYAML keeps the last silently),
-    and YAML 1.2 floats: ``1e300`` and ``1.0e15`` are numbers, not strings."""
-
-    file = ""
-    depth = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
-        if isinstance(event, yaml.NodeEvent) and (
-            isinstance(event, yaml.AliasEvent) or event.anchor
-        ):
-            mark: Any = event.start_mark  # (set on every event the parser makes)
-            raise ScenarioError(
-                f"{self.file}: line {mark.line + 1}: anchors and aliases "
-                "(&name, *name) are not allowed in scenario files; write the value out"
-            )
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise ScenarioError(
-                f"{self.file}: line {event.start_mark.line + 1}: nested more than "
-                f"{MAX_DEPTH} levels deep"
-            )
-        try:
-            return super().compose_node(parent, index)
-        finally:
-            self.depth -= 1
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            try:
-                dup = key in seen
-                seen.add(key)
-            except TypeError:  # an unhashable key: the schema check names it later
-                continue
-            if dup:
-                raise ScenarioError(
-                    f"{self.file}: line {key_node.start_mark.line + 1}: duplicate key {key!r}"
-                )
-        return super().construct_mapping(node, deep=deep)
-
-
-_StrictLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
-    list("-+0123456789."),
-)
-
-
 def read_yaml(text: str, file: str) -> Any:
-    """Parse a scenario file's text strictly (see _StrictLoader); errors name ``file``."""
-    loader = _StrictLoader(text)
-    loader.file = file
-    try:
-        return loader.get_single_data()
-    except yaml.YAMLError as e:
-        raise ScenarioError(f"{file}: not valid YAML: {' '.join(str(e).split())}") from None
-    except RecursionError:  # deep nesting inside one scalar-free flow collection
-        raise ScenarioError(f"{file}: nested too deeply") from None
-    finally:
-        loader.dispose()
+    """Parse a scenario file's text strictly (memsim.engine.limits.read_yaml: no aliases,
+    no duplicate keys, bounded depth, strings and numbers within the limits)."""
+    return limits.read_yaml(text, file, ScenarioError)
 
 
 def names() -> list[str]:
@@ -448,8 +396,9 @@ def describe(name: str) -> str:
 
 
 def _accepts(spec: str) -> str | None:
-    """``scripted/NAME`` or a path ending in .yaml / .yml."""
-    return spec if spec.startswith("scripted/") or spec.endswith((".yaml", ".yml")) else None
+    """``scripted/NAME`` or a path ending in .yaml / .yml (in any case: ``.YAML`` too)."""
+    yaml_file = spec.lower().endswith((".yaml", ".yml"))
+    return spec if spec.startswith("scripted/") or yaml_file else None
 
 
 def _load_spec(target: str, options: dict[str, Any], seed: int, name: str) -> Stream:

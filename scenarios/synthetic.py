@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from memsim.engine import limits
 from memsim.engine.errors import ParamError, ScenarioError, UnknownIdError
 from memsim.engine.events import Claim, Episode, Query, Stream
 from memsim.engine.llm import Bands, Faults
@@ -62,11 +63,15 @@ def surface_form(topic: int, fact: int) -> str:
 class SyntheticParams(Params):
     """Parameters of a synthetic stream (defaults: the ``steady`` profile's base)."""
 
-    horizon: float = param(180.0, lo=1.0, doc="simulated days")
-    episodes: int = param(2000, lo=1, doc="episodes in total, chatter included")
-    queries: int = param(200, lo=0, doc="queries in total")
-    facts: int = param(150, lo=1, doc="distinct fact keys")
-    topics: int = param(15, lo=1, doc="topics the facts are grouped in (related facts)")
+    horizon: float = param(180.0, lo=1.0, hi=limits.MAX_DAYS, doc="simulated days")
+    episodes: int = param(
+        2000, lo=1, hi=limits.MAX_EPISODES, doc="episodes in total, chatter included"
+    )
+    queries: int = param(200, lo=0, hi=limits.MAX_QUERIES, doc="queries in total")
+    facts: int = param(150, lo=1, hi=limits.MAX_FACTS, doc="distinct fact keys")
+    topics: int = param(
+        15, lo=1, hi=limits.MAX_TOPICS, doc="topics the facts are grouped in (related facts)"
+    )
     people: int = param(4, lo=0, hi=len(PEOPLE), doc="other people facts can be about")
     other_subject_share: float = param(0.2, lo=0.0, hi=1.0, doc="share of facts about other people")
     noise_share: float = param(
@@ -77,7 +82,7 @@ class SyntheticParams(Params):
     )
     burst_share: float = param(0.2, lo=0.0, hi=1.0, doc="share of facts mentioned in bursts")
     spaced_share: float = param(0.1, lo=0.0, hi=1.0, doc="share of facts mentioned at growing gaps")
-    bursts: int = param(3, lo=1, doc="bursts per bursty fact")
+    bursts: int = param(3, lo=1, hi=limits.MAX_BURSTS, doc="bursts per bursty fact")
     burst_days: float = param(2.0, lo=0.0, lo_open=True, doc="mean spread of a burst (days)")
     spacing_growth: float = param(
         2.0, lo=1.0, lo_open=True, doc="gap growth factor of spaced facts"
@@ -106,7 +111,7 @@ class SyntheticParams(Params):
     ask_changed: float = param(
         0.2, lo=0.0, hi=1.0, doc="share of queries about a fact whose value changed"
     )
-    k: int = param(10, lo=1, doc="results asked of each query")
+    k: int = param(10, lo=1, hi=limits.MAX_K, doc="results asked of each query")
     chatter_confidence: float = param(
         0.5,
         lo=0.0,
@@ -272,7 +277,8 @@ def generate(
 
 def _zipf_weights(n: int, s: float, rng: np.random.Generator) -> np.ndarray:
     """Zipf weights over n items in a random order (which fact is popular is random)."""
-    w = 1.0 / np.arange(1, n + 1, dtype=np.float64) ** s
+    with np.errstate(over="ignore"):  # a huge exponent: every weight but the first is 0
+        w = 1.0 / np.arange(1, n + 1, dtype=np.float64) ** s
     w = w[rng.permutation(n)]
     return w / w.sum()
 
@@ -288,7 +294,8 @@ def _world(p: SyntheticParams, rng: np.random.Generator) -> dict[str, np.ndarray
     popularity = _zipf_weights(F, p.mention_skew, rng)
     # popularity of queries follows the same order (what is talked about is asked about)
     rank = np.argsort(np.argsort(-popularity, kind="stable"), kind="stable")
-    ask_weight = 1.0 / (rank + 1.0) ** p.query_skew
+    with np.errstate(over="ignore"):  # as in _zipf_weights
+        ask_weight = 1.0 / (rank + 1.0) ** p.query_skew
     pattern = rng.choice(
         3, size=F, p=[1 - p.burst_share - p.spaced_share, p.burst_share, p.spaced_share]
     )
@@ -333,7 +340,12 @@ def _mentions(
     # mentioned very often grows its gaps more gently (at most growth**30 overall)
     c = counts[fact].astype(np.float64)
     log_g = np.log(p.spacing_growth) * np.minimum(1.0, 30.0 / c)
-    t_spaced = intro + room * np.expm1(j * log_g) / np.expm1(c * log_g)
+    with np.errstate(over="ignore", invalid="ignore"):
+        t_spaced = intro + room * np.expm1(j * log_g) / np.expm1(c * log_g)
+        steep = ~np.isfinite(t_spaced)
+        if steep.any():  # growth**count beyond float range: the same share, scaled down first
+            share = np.exp((j - c) * log_g) * np.expm1(-j * log_g) / np.expm1(-c * log_g)
+            t_spaced = np.where(steep, intro + room * share, t_spaced)
     t = np.select([pattern == 0, pattern == 1], [t_poisson, t_burst], t_spaced)
     t = np.where(j == 0, intro, np.minimum(t, end))
     t = np.round(t, 6)
@@ -519,7 +531,10 @@ def _assemble(
 
 
 def _load_spec(target: str, options: dict[str, Any], seed: int, name: str) -> Stream:
-    params, bands, faults = from_options(target, options)
+    try:
+        params, bands, faults = from_options(target, options)
+    except ParamError as e:  # name the spec (unless the message does): the value is in it
+        raise ScenarioError(str(e) if str(e).startswith("synthetic:") else f"{name}: {e}") from None
     return generate(params, seed, bands=bands, faults=faults, name=name, profile_name=target)
 
 

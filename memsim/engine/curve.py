@@ -21,12 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from memsim.engine import mockllm
 from memsim.engine.errors import MemsimError
 from memsim.engine.events import Claim, Episode, Query, make_stream
 
 if TYPE_CHECKING:
     from memsim.engine.policy import Policy
 
+# The kinds of fact a planted memory may be (docs/scenarios.md): the mock LLM's categories, the
+# topic-level "meta" it makes, and the seed documents' procedural, value and drive.
+CATEGORIES = (*mockllm.CATEGORIES, "meta", "procedural", "value", "drive")
 CLAIM_FIELDS = ("key", "value", "category", "importance", "confidence", "subject")
 ALIASES = {"type": "category"}
 DEFAULT_KEY = "curve.memory"
@@ -135,6 +139,10 @@ def memory_claim(policy_cls: type[Policy[Any]], memory: Mapping[str, Any]) -> Cl
                 if not 0.0 <= number <= 1.0:
                     raise CurveError(f"--memory {name}={value!r} is outside [0, 1]")
                 value = number
+            elif field == "category" and value not in CATEGORIES:
+                raise CurveError(
+                    f"--memory {name}={value!r}: not a category; known: {', '.join(CATEGORIES)}"
+                )
             elif not isinstance(value, str) or (field != "value" and not value):
                 raise CurveError(f"--memory {name}={value!r}: expected a non-empty string")
             fields[field] = value

@@ -367,7 +367,9 @@ class ClaimsEmbedder:
         """(width of ``block``, its leading coordinates that hold the draw)."""
         lo, hi = self._blocks[block]
         m = hi - lo
-        return m, max(1, int(round(m / max(1.0, self.bands.spread) ** 2)))
+        # from sqrt(m) on a single coordinate is active; the cap keeps 1e300**2 from overflowing
+        spread = min(max(1.0, self.bands.spread), math.sqrt(m))
+        return m, max(1, int(round(m / spread**2)))
 
     def _block_vector(self, block: int, role: str, name: str) -> np.ndarray:
         """Unit vector of one block, a pure function of (seed, role, name). Topic, key and

@@ -15,17 +15,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import limits
 from .errors import StreamError
 
-# The longest ranking a query may ask for (a larger k is no question, and would overflow the
-# int64 arrays of rankings).
-MAX_K = 1_000_000
+MAX_K = limits.MAX_K  # the longest ranking a query may ask for (docs/limits.md)
 
 
 def _check_time(kind: str, ident: str, t: Any) -> None:
     if isinstance(t, bool) or not isinstance(t, (int, float)):
         raise StreamError(f"{kind} {ident!r}: time must be a number of days, got {t!r}")
-    if not math.isfinite(t) or t < 0:
+    if (isinstance(t, int) and t > 1e308) or not math.isfinite(t) or t < 0:  # int: exactly
         raise StreamError(f"{kind} {ident!r}: time must be finite and >= 0, got {t!r}")
 
 
@@ -213,6 +212,9 @@ class Stream:
     def __post_init__(self) -> None:
         events = tuple(self.events)
         object.__setattr__(self, "events", events)
+        limits.at_most(
+            f"stream {self.name}", "events", len(events), limits.MAX_STREAM_EVENTS, StreamError
+        )
         seen: dict[str, Event] = {}
         episode_time: dict[str, float] = {}
         prev = -math.inf

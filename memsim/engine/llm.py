@@ -3,7 +3,8 @@
 A policy never sees ground truth directly: it asks the LLM to extract claims, embed them,
 classify a new claim against old ones, and summarize or synthesize. ``MockLLM``
 (memsim.engine.mockllm) answers from the claims the stream carries, deterministically given its
-seed, with configurable error injection; a real model can be plugged in through ``LLM``.
+seed, with configurable error injection; ``ModelLLM`` (memsim.engine.openai_llm) puts a real model
+behind the same protocol.
 
 Determinism rule: every random choice of the mock (an injected error, paraphrase noise) is
 a pure function of (seed, operation, item key), never of call order, so batched and
@@ -89,6 +90,15 @@ class Configurable(Protocol):
 
     def config(self) -> dict[str, Any]:
         """A JSON-ready description of the LLM's settings, its ``seed`` among them."""
+
+
+@runtime_checkable
+class Metered(Protocol):
+    """An LLM that measures what its calls cost (a real model: memsim.engine.openai_llm)."""
+
+    def usage(self) -> dict[str, Any]:
+        """``{"methods": {method: {calls, tokens_in, tokens_out, latency_ms}}, "total":
+        {...}, "faults": {kind: count}, "fault_messages": [...]}``."""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from . import limits
 from .errors import ParamError
 
 
@@ -91,6 +92,8 @@ def _plain(v: Any) -> Any:
 
 def coerce(where: str, like: Any, text: str) -> Any:
     """Convert ``text`` to the type of ``like`` (the default), or raise ParamError."""
+    if isinstance(like, (int, float)) and len(text.strip()) > limits.MAX_NUMBER_TEXT:
+        raise ParamError(f"{where}: cannot read {limits.shown(text)} as {type(like).__name__}")
     try:
         if isinstance(like, bool):
             low = text.strip().lower()
@@ -109,7 +112,9 @@ def coerce(where: str, like: Any, text: str) -> Any:
             return text
         return type(like)(text)
     except ValueError:
-        raise ParamError(f"{where}: cannot read {text!r} as {type(like).__name__}") from None
+        raise ParamError(
+            f"{where}: cannot read {limits.shown(text)} as {type(like).__name__}"
+        ) from None
 
 
 def check_field(owner: str, f: dataclasses.Field[Any], value: Any) -> None:
@@ -117,23 +122,25 @@ def check_field(owner: str, f: dataclasses.Field[Any], value: Any) -> None:
     where = f"{owner}.{f.name}"
     choices = meta.get("choices")
     if choices is not None and value not in choices:
-        raise ParamError(f"{where}={value!r} is not one of {list(choices)}")
+        raise ParamError(f"{where}={limits.shown(value)} is not one of {list(choices)}")
     lo, hi = meta.get("lo"), meta.get("hi")
     values = value if isinstance(value, tuple) else (value,)
     for v in values:  # inf/nan are never a usable constant, declared range or not
         if isinstance(v, float) and not math.isfinite(v):
-            raise ParamError(f"{where}={value!r} is {'NaN' if math.isnan(v) else 'not finite'}")
+            raise ParamError(
+                f"{where}={limits.shown(value)} is {'NaN' if math.isnan(v) else 'not finite'}"
+            )
     if lo is None and hi is None:
         return
     for v in values:
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ParamError(f"{where}={value!r} must be a number")
-        if math.isnan(v):
-            raise ParamError(f"{where}={value!r} is NaN")
+            raise ParamError(f"{where}={limits.shown(value)} must be a number")
+        if isinstance(v, float) and math.isnan(v):
+            raise ParamError(f"{where}={limits.shown(value)} is NaN")
         if lo is not None and (v < lo or (meta.get("lo_open") and v == lo)):
-            raise ParamError(f"{where}={value!r} is outside {_range(meta)}")
+            raise ParamError(f"{where}={limits.shown(value)} is outside {_range(meta)}")
         if hi is not None and (v > hi or (meta.get("hi_open") and v == hi)):
-            raise ParamError(f"{where}={value!r} is outside {_range(meta)}")
+            raise ParamError(f"{where}={limits.shown(value)} is outside {_range(meta)}")
 
 
 def _range(meta: Mapping[str, Any]) -> str:

@@ -202,7 +202,8 @@ def count_ticks(schedule: Sequence[Job], end: float, start_after: float | None) 
         first = job.every if job.offset == 0 else job.offset
         lo = max(first, start_after if start_after is not None else -math.inf)
         if end >= lo:
-            total += math.floor((end - lo) / job.every) + 1
+            steps = (end - lo) / job.every  # inf for a period like 5e-324 days
+            total += math.floor(steps) + 1 if math.isfinite(steps) else math.inf
     return total
 
 

@@ -1126,12 +1126,14 @@ def test_a_replaced_index_stops_following_the_stores_changes():
 
 
 # readings of the parameters under which a policy whose defaults search no index does
-# (Generative Agents' documented threshold 2.0 never merges; izzie-code limits before it
-# filters, so its recall has no pure similarity stage)
+# (Generative Agents' documented threshold 2.0 never merges; memorybank-code's every dialog
+# turn is its own memory; izzie-code limits before it filters and searches by keyword, so its
+# recall has no pure similarity stage)
 _SEARCHING = {
     "generative-agents": {"reinforce_cosine": 0.85},
     "generative-agents-code": {"reinforce_cosine": 0.85},
-    "izzie-code": {"limit_before_filter": False},
+    "memorybank-code": {"variant": "paper"},
+    "izzie-code": {"limit_before_filter": False, "search": "cosine"},
 }
 
 

@@ -61,6 +61,18 @@ ORDERS = {
         "noise_retention",
         "index_query_differ_share",
         "index_decision_differ_share",
+        "llm_calls",
+        "llm_tokens_in",
+        "llm_tokens_out",
+        "llm_latency_ms",
+        "llm_faults",
+    ),
+    ("llm_usage", None): (
+        "llm_calls",
+        "llm_tokens_in",
+        "llm_tokens_out",
+        "llm_latency_ms",
+        "llm_faults",
     ),
     ("console", None): ("recall", "stale", "needed_forgotten", "footprint_mean"),
     ("objective", None): (

@@ -130,4 +130,4 @@ def test_reference_model_claims_present_with_their_sources():
     assert all(not d.endswith(".txt") for d in table["document"])
     ids = {c.id for c in CLAIMS}
     assert {"generative-agents.recency_one_day", "generative-agents-code.weights"} <= ids
-    assert {"memorybank-code.strength_levels", "memorybank-code.cutoff_day"} <= ids
+    assert {"memorybank-code.stronger_fades_faster", "memorybank-code.upload_cutoff_day"} <= ids

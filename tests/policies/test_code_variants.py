@@ -78,11 +78,51 @@ def test_variants_differ_from_the_documented_params_only_in_the_facts_fields():
         assert a.keys() == b.keys()
         changed[variant] = sorted(k for k in a if a[k] != b[k])
     assert changed == {
-        "pai-code": ["insight_multiplier"],
-        "engram-code": ["never_accessed_strength", "stability_on_recall"],
-        "cosmo-code": ["decay_mode", "nightly_spacing"],
-        "izzie-code": ["limit_before_filter", "strength_form"],
-        "kernle-code": ["forget_by", "log_offset"],
+        "pai-code": [
+            "grey_zone",
+            "insight_multiplier",
+            "neighbours_after",
+            "recency_from",
+            "type_cap_divisor",
+        ],
+        "engram-code": [
+            "archive_long_stale_days",
+            "evidence_per_episode",
+            "gate_scope",
+            "match_first",
+            "merge_cooldown_from",
+            "never_accessed_strength",
+            "recall_confidence_strict",
+            "stability_on_recall",
+            "strict_day_gates",
+        ],
+        "cosmo-code": [
+            "access_boost",
+            "decay_archived",
+            "decay_mode",
+            "nightly_spacing",
+            "penalize_missing_confidence",
+            "recall_spacing",
+            "spacing_form",
+            "whole_days",
+        ],
+        "izzie-code": [
+            "limit_before_filter",
+            "preference_limit",
+            "refresh_top",
+            "search",
+            "search_limit",
+            "strength_form",
+        ],
+        "kernle-code": [
+            "candidate_pool",
+            "consolidation_window",
+            "forget_kinds",
+            "forget_limit",
+            "log_offset",
+            "oldest_per_kind",
+            "pattern_rule",
+        ],
     }
 
 
@@ -178,22 +218,16 @@ def test_cosmo_code_compounds_the_decay_nightly():
     assert code[1] / code[0] == pytest.approx(math.exp(-0.02 * 6))
 
 
-def test_cosmo_code_gradient_drifts_up_every_night_without_a_recall():
-    doc, code = make("cosmo"), make("cosmo-code")
-    rd = plant(doc, attrs=(("state", "active"),))
-    rc = plant(code, attrs=(("state", "active"),))
-    for night in (1.0, 2.0, 3.0):
-        doc.maintain(night, ["nightly"])
-        code.maintain(night, ["nightly"])
-    assert doc.store["decay_gradient"][rd] == 1.0
-    assert code.store["decay_gradient"][rc] == pytest.approx(1.0 + 3 * 0.1)
+# the spacing rule, Source confidence, whole days, archived nodes and the retrieval boost:
+# tests/policies/test_cosmo_code.py (each fact with its line at the pinned commit)
 
 
 # ---------------------------------------------------------------------------- Izzie
 
 
 def test_izzie_code_importance_slows_the_rate():
-    """Fact: strength = exp(-rate x (1 - 0.5 x importance) x days)."""
+    """Fact: strength = exp(-rate x (1 - 0.5 x importance) x days) (Zeeeepa/izzie2 @ 1604fd6,
+    src/lib/memory/decay.ts:50-55)."""
     memory = {"category": "preference", "importance": "0.9"}
     doc = curve("izzie", "never", [30.0], memory=memory)["strength"].iloc[0]
     code = curve("izzie-code", "never", [30.0], memory=memory)["strength"].iloc[0]
@@ -201,65 +235,14 @@ def test_izzie_code_importance_slows_the_rate():
     assert code == pytest.approx(math.exp(-0.01 * (1 - 0.5 * 0.9) * 30))
 
 
-def test_izzie_code_applies_the_result_limit_before_the_strength_filter():
-    """The most similar memory is weak (an old reminder): the code takes the top k=1 by
-    similarity, then its strength filter drops it and nothing is returned; the documented
-    one-stage ranking (similarity x strength) returns the strong, less similar memory."""
-    out = {}
-    for policy_id in ("izzie", "izzie-code"):
-        p = make(policy_id, llm=LineLLM())
-        weak = plant(p, "a.weak", 0.0, category="reminder", importance=0.6, attrs=(("sim", 0.9),))
-        strong = plant(
-            p,
-            "b.strong",
-            30.0,
-            category="preference",
-            importance=0.9,
-            attrs=(("sim", 0.5), ("slot", 2)),
-        )
-        assert p.strength(30.0)[weak] < p.params.min_strength <= p.strength(30.0)[strong]
-        (ranking,) = p.recall([Query("q", 30.0, "q", keys=("a.weak",), k=1)], 30.0)
-        out[policy_id] = ranking.ids.tolist()
-    assert out == {"izzie": [strong], "izzie-code": []}
+# the keyword search, its limit, the strength filter, the weighted ranking, the refresh and
+# the preference search: tests/policies/test_izzie_code.py (each with its line at the commit)
 
 
 # ---------------------------------------------------------------------------- Kernle
 
 
-def test_kernle_code_adds_0_1_inside_the_log_term():
-    memory = {"confidence": "0.9"}
-    doc = curve("kernle", "never", [0.0], memory=memory)["strength"].iloc[0]
-    code = curve("kernle-code", "never", [0.0], memory=memory)["strength"].iloc[0]
-    assert doc == 0.0  # 004 §Salience Formula: ln(0 + 1) = 0
-    assert code == pytest.approx(0.9 * (math.log(1) + 0.1))
-
-
-def test_kernle_code_forgets_by_a_separate_strength_not_salience():
-    """A never-accessed memory has salience 0.09 < 0.3: the document forgets it at the first
-    cycle, the code keeps it (its strength stays >= 0.5). An often-accessed memory with a
-    high salience but a spent strength is forgotten by the code only."""
-    out = {}
-    for policy_id in ("kernle", "kernle-code"):
-        p = make(policy_id, llm=LineLLM())
-        quiet = plant(p, "a.quiet", 0.0, category="event", confidence=0.9)
-        busy = plant(p, "b.busy", 0.0, category="event", confidence=0.9, attrs=(("slot", 2),))
-        p.store["access_count"][busy] = 50
-        p.store["last_access"][busy] = 7.0
-        p.store["forget_strength"][busy] = 0.0
-        assert p.strength(7.0)[busy] > 0.3
-        p.maintain(7.0, ["forget"])
-        names = p.store.statuses.names
-        out[policy_id] = (names[p.store["status"][quiet]], names[p.store["status"][busy]])
-    assert out == {"kernle": ("forgotten", "active"), "kernle-code": ("active", "forgotten")}
-
-
-def test_kernle_code_gives_an_unaccessed_memory_a_strength_floor_of_0_5():
-    from policies.kernle import next_strength
-
-    p = registry.spec("kernle-code").load().Params()
-    s = next_strength(np.array([1.0, 1.0]), np.array([0, 3]), np.array([3000.0, 3000.0]), p)
-    assert s[0] == 0.5  # never accessed: floor
-    assert s[1] == pytest.approx(max(0.0, 1.0 - 0.01 * 100 + 0.001 * math.log(4)))
+# kernle-code's facts: tests/policies/test_kernle_code.py
 
 
 # ---------------------------------------------------------------------------- memsim drift

@@ -362,6 +362,58 @@ def test_description_is_the_llms_synthesis_of_the_notes_in_date_order(mode, valu
     assert np.allclose(s.embedding[n], want)
 
 
+# -- §Note Retention / §Note Cleanup ----------------------------------------------------------
+def test_a_note_expires_after_the_default_lifetime_of_a_month():
+    """002 §Note Retention: each note has its own expires_at; the agent's default lifetime is
+    "month" ("for typical contextual information (default)"); §Note Cleanup removes notes
+    whose expires_at has passed (kept while expires_at > now), after the description
+    consolidation. A month is 30 days (Saturn getExpiresAt; 002 names no length)."""
+    pol = make()
+    assert pol.params.note_lifetime == "month" and pol.params.note_month_days == 30.0
+    pol.ingest([ep(0, 0.0, value="a")], 0.0)
+    pol.ingest([ep(1, 10.0, value="b")], 10.0)
+    n = node(pol)
+    assert pol.cleanup_notes(29.0) == []
+    out = pol.cleanup_notes(30.0)  # the day-0 note's expires_at is day 30: passed
+    assert [(o.action, o.memory) for o in out] == [("prune", n)]
+    assert [c.value for c in pol.notes[n]] == ["b"] and pol.store["updated"][n] == 30.0
+    pol.cleanup_notes(40.0)
+    assert pol.notes[n] == []
+
+
+def test_an_expired_note_no_longer_reaches_the_synthesis():
+    """The nightly job runs the cleanup after the description consolidation (002 §Note
+    Cleanup: 'Runs after description consolidation'), so the next synthesis of the node sees
+    only the notes still live."""
+    seen = []
+    pol = make()
+    pol.ingest([ep(0, 0.0, value="a")], 0.0)
+    pol.maintain(31.0, ["nightly"])  # consolidates (a), then drops it
+    pol.ingest([ep(1, 31.5, value="b")], 31.5)
+    real = pol.llm.synthesize
+    pol.llm.synthesize = lambda claims, key: (
+        seen.append([c.value for c in claims]) or real(claims, key=key)
+    )
+    pol.maintain(32.0, ["nightly"])
+    assert seen == [["b"]]
+
+
+@pytest.mark.parametrize("lifetime, kept_at", [("week", 6.9), ("year", 364.9), ("forever", 1e6)])
+def test_a_claims_own_lifetime_wins(lifetime, kept_at):
+    pol = make()
+    pol.ingest([ep(0, 0.0, lifetime=lifetime)], 0.0)
+    pol.cleanup_notes(kept_at)
+    assert len(pol.notes[node(pol)]) == 1
+    if lifetime != "forever":
+        pol.cleanup_notes(kept_at + 0.1)
+        assert pol.notes[node(pol)] == []
+
+
+def test_an_unknown_lifetime_is_refused():
+    with pytest.raises(MemsimError, match="lifetime 'decade'"):
+        make().ingest([ep(0, 0.0, lifetime="decade")], 0.0)
+
+
 # -- user actions, batching, planting --------------------------------------------------------------
 def test_forget_deletes_rows_holding_the_episode():
     pol = make()

@@ -99,12 +99,13 @@ def test_memorybank_paper_forgets_under_the_threshold():
     assert [o.action for o in pol.maintain(3.0, ["decay"])] == ["prune"]  # e^-3 = 0.0498
 
 
-def test_memorybank_code_variant_three_levels_seeded_and_cut_off():
-    """Released code: S in {1, 2, 3}; kept with probability R (seeded: same seed, same
-    survivors); nothing survives 30 days without a recall."""
+def test_memorybank_upload_variant_three_levels_seeded_and_cut_off():
+    """The superseded upload (forget_memory.py@0cc7111): S in {1, 2, 3}; kept with
+    probability R (seeded: same seed, same survivors); nothing survives 30 whole days
+    without a recall."""
 
     def run(seed: int) -> list[int]:
-        pol = make("memorybank", {"variant": "code"}, llm=OneVectorLLM(), seed=seed)
+        pol = make("memorybank", {"variant": "upload-0cc7111"}, llm=OneVectorLLM(), seed=seed)
         pol.ingest([_ep(0, 0.0)], 0.0)
         for d in (1.0, 2.0, 3.0, 4.0):
             pol.recall([_q(d)], d)
@@ -112,7 +113,7 @@ def test_memorybank_code_variant_three_levels_seeded_and_cut_off():
         return [len(pol.maintain(5.0 + i, ["decay"])) for i in range(3)]
 
     assert run(1) == run(1)
-    pol = make("memorybank", {"variant": "code"}, llm=OneVectorLLM())
+    pol = make("memorybank", {"variant": "upload-0cc7111"}, llm=OneVectorLLM())
     pol.ingest([_ep(0, 0.0)], 0.0)
     doomed = pol._doomed(30.5)
     assert doomed.tolist() == [0]

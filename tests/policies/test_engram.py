@@ -138,6 +138,11 @@ def make(llm=None, **params) -> Engram:
     return Engram(EngramParams(**params), llm=llm or StubLLM(DIM))
 
 
+def registry_default(field: str):
+    """The documented default of an EngramParams field."""
+    return getattr(EngramParams(), field)
+
+
 def beliefs(pol: Engram, status: str = "active") -> list[int]:
     return np.flatnonzero(pol.store.mask([status], kinds=["belief"])).tolist()
 
@@ -395,7 +400,9 @@ def test_archival_gate_boundaries():
 
 
 def test_merge_gate_and_one_pair_per_cycle():
-    pol = make()
+    """Under the §Configuration reading ("days since last update") a pair updated < 7 days
+    ago waits; the documented default reading is tested below."""
+    pol = make(merge_cooldown_from="update")
     rows = [
         plant(pol, i, key=f"m{i}.x", alpha=4, beta=1, vec=unit(1.0 - 0.001 * i)) for i in range(4)
     ]
@@ -575,11 +582,14 @@ def test_recall_confidence_filter_is_inclusive_at_04():
 
 
 # -- §How It Works 5: gates run on the affected beliefs -----------------------------------------
-def test_merge_and_archive_gates_run_on_affected_beliefs_only():
+def test_merge_runs_on_affected_beliefs_and_archival_on_every_unreinforced_one():
     """001 §How It Works 5: "the pipeline runs rule-based gates for revision, split, merge,
-    and archival on affected beliefs". A cycle that touched no belief merges and archives
-    nothing; gate_scope="all" (engram v1) scans every active belief."""
-    for scope, merges, archived in (("affected", 0, 0), ("all", 1, 1)):
+    and archival on affected beliefs"; §How It Works 6: "Beliefs not reinforced in this
+    cycle are evaluated for archival". Under the documented scope ("unreinforced") a cycle
+    that touched no belief merges nothing but archives the weak belief; "affected" archives
+    only affected beliefs; "all" (the code's checkAndMerge and archiveDecayed) scans every
+    active belief for both."""
+    for scope, merges, archived in (("affected", 0, 0), ("unreinforced", 0, 1), ("all", 1, 1)):
         pol = make(gate_scope=scope)
         for i in range(2):
             plant(pol, i, key=f"m{i}.x", alpha=4, beta=1, vec=unit(1.0 - 0.001 * i))
@@ -587,6 +597,7 @@ def test_merge_and_archive_gates_run_on_affected_beliefs_only():
         out = pol._gates([], 14.0)
         assert sum(o.action == "merge" for o in out) == merges
         assert sum(o.action == "archive" for o in out) == archived
+    assert registry_default("gate_scope") == "unreinforced"
     pol = make()
     weak = plant(pol, 5, key="w.x", alpha=1, beta=9)
     assert [o.memory for o in pol._gates([weak], 14.0) if o.action == "archive"] == [weak]
@@ -736,3 +747,38 @@ def test_kept_episode_masks_and_belief_gates_follow_the_store():
     assert len(seen) == 17 and seen[-1] > seen[0]
     statuses = {pol.store.status_of(r) for r in range(pol.store.n)}
     assert {"active", "archived"} <= statuses or {"active", "merged"} <= statuses
+
+
+# -- §Belief Lifecycle 6: the merge cooldown's reading --------------------------------------------
+def test_merge_cooldown_counts_from_the_last_revision_by_default():
+    """001 §Belief Lifecycle 6: merge needs "neither revised in the last 7 days": a belief
+    never revised passes whatever its last update, so a pair updated in this very cycle can
+    merge (the rule can act on affected beliefs). A belief made by a revision waits 7 days
+    from it. merge_cooldown_from="update" keeps the §Configuration reading ("days since
+    last update"), under which an affected belief, updated this cycle, never merges."""
+    assert registry_default("merge_cooldown_from") == "revision"
+    pol = make()
+    a, b = (
+        plant(pol, i, key=f"m{i}.x", alpha=4, beta=1, vec=unit(1.0 - 0.001 * i)) for i in range(2)
+    )
+    pol.store["updated"][[a, b]] = 14.0  # both touched in this cycle
+    assert set(pol.merge_pair(14.0, among=[a])) == {a, b}
+    pol.store["revised_at"][b] = 8.0  # b was made by a revision 6 days ago
+    assert pol.merge_pair(14.0, among=[a]) is None
+    assert set(pol.merge_pair(15.0, among=[a])) == {a, b}  # 7 days after it
+    by_update = make(merge_cooldown_from="update")
+    c, d = (
+        plant(by_update, i, key=f"m{i}.x", alpha=4, beta=1, vec=unit(1.0 - 0.001 * i))
+        for i in range(2)
+    )
+    by_update.store["updated"][[c, d]] = 14.0
+    assert by_update.merge_pair(14.0, among=[c]) is None
+
+
+def test_a_revision_starts_the_merge_cooldown_of_its_child():
+    pol = make()
+    b = plant(pol, alpha=1, beta=4)
+    pol.evidence_rows[b] = {}
+    out = pol._revise(b, 30.0)
+    child = next(o.memory for o in out if o.action == "synthesize")
+    assert pol.store["revised_at"][child] == 30.0 and pol.store["revised_at"][b] == -np.inf

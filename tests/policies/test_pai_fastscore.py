@@ -34,12 +34,12 @@ def unit_rows(rng, n, dim=DIM, clusters=0):
 
 def columns(rng, n, now=100.0, allowed=True):
     last = rng.uniform(0, now, n)
-    last[rng.random(n) < 0.4] = np.nan  # never accessed: counts from created
+    last[rng.random(n) < 0.4] = np.nan  # never accessed: counts from unaccessed_from
     return fs.PaiColumns(
         importance=rng.integers(1, 11, n).astype(np.float64),
         stability=rng.choice([1.0, 1.1, 2.5, 5.0], n),
         last_access=last,
-        created=rng.uniform(0, now, n),
+        unaccessed_from=rng.uniform(0, now, n),
         subject=rng.integers(0, 4, n).astype(np.int32),
         insight=rng.random(n) < 0.2,
         allowed=(rng.random(n) < 0.9) if allowed else None,
@@ -80,7 +80,7 @@ def test_pai_scores_equal_the_policy_score_rows_bit_for_bit():
         subject=cols.subject,
         type=np.where(cols.insight, TYPE_CODE["insight"], TYPE_CODE["factual"]),
     )
-    s["created"][:] = cols.created
+    s["created"][:] = cols.unaccessed_from
     s["last_access"][:] = cols.last_access
     s.set_status(np.flatnonzero(~cols.allowed), "pruned", 1.0)
     q = unit_rows(rng, 1, dim=pol.store.dim)[0]
@@ -151,7 +151,7 @@ def test_tiebreak_equals_topk_with_the_tie_rule_even_when_the_bound_prunes(floor
         importance=np.full(n, 5.0),
         stability=np.ones(n),
         last_access=np.full(n, np.nan),
-        created=np.zeros(n),
+        unaccessed_from=np.zeros(n),
         subject=np.zeros(n, np.int32),
         insight=np.zeros(n, bool),
     )

@@ -217,8 +217,10 @@ def test_missing_file_unknown_sample_and_options(tmp_path):
     for bad in ("evidence-3", "later", "evidence+x"):
         with pytest.raises(ScenarioError, match="query_time"):
             scenarios.load(f"locomo:{MINI},query_time={bad}")
-    with pytest.raises(ScenarioError, match="k must be"):
-        scenarios.load(f"locomo:{MINI},k=0")
+    for k in ("0", "1000000000000", "1e3", "9" * 5000):  # k is capped as in YAML files
+        refusal = r"k: (must be an integer in \[1, 1000000\]|cannot)"
+        with pytest.raises(ScenarioError, match=refusal):
+            scenarios.load(f"locomo:{MINI},k={k}")
 
 
 def test_unknown_category_is_dropped_and_counted(tmp_path):

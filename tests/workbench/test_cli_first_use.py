@@ -77,12 +77,33 @@ def test_default_output_folders_are_ignored_by_git():
     assert r.returncode == 1  # the committed results stay tracked
 
 
-def test_progress_bars_only_on_a_terminal_or_when_asked(monkeypatch):
+def test_progress_bars_only_on_a_terminal_plain_lines_elsewhere(monkeypatch):
     monkeypatch.setattr("sys.stderr", io.StringIO())  # not a terminal
     assert not execution.show_progress(True)
     assert execution.show_progress("always")
     assert not execution.show_progress(False)
-    assert isinstance(execution.progress_bar(3, True), execution._NoBar)
+    assert isinstance(execution.progress_bar(3, True), execution.ProgressLines)
+    assert isinstance(execution.progress_bar(3, False), execution._NoBar)  # --quiet
+
+
+def test_progress_lines_are_bounded_in_rate_and_say_phase_and_count():
+    now = [0.0]
+    out = io.StringIO()
+    bar = execution.ProgressLines(
+        420, initial=20, what="runs", every=10.0, clock=lambda: now[0], stream=out
+    )
+    for _ in range(100):  # 100 runs over 50 s: one line per 10 s at most
+        now[0] += 0.5
+        bar.update(1)
+    bar.close()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "runs: 40/420, 10 s"
+    assert len(lines) == 5 and lines[-1] == "runs: 120/420, 50 s"
+    quiet = io.StringIO()
+    short = execution.ProgressLines(3, clock=lambda: 0.0, stream=quiet)
+    short.update(3)
+    short.close()
+    assert quiet.getvalue() == ""  # a phase shorter than the interval stays silent
 
 
 @pytest.mark.parametrize("pattern", ["every:1e-9", "every:0.00001"])

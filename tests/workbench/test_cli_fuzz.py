@@ -140,6 +140,20 @@ SCENARIO_CORPUS: dict[str, str] = {
     "yaml12-float": yaml.safe_dump({**BASE}).replace("horizon: 12", "horizon: 1e300"),
     "empty": "",
     "top-list": "- 1\n- 2\n",
+    "int-400-digits": yaml.safe_dump(BASE).replace("horizon: 12", "horizon: " + "9" * 400),
+    "int-5000-digits": yaml.safe_dump(BASE).replace("horizon: 12", "horizon: " + "9" * 5000),
+    "float-1e400": yaml.safe_dump(BASE).replace("horizon: 12", "horizon: 1e400"),
+    "nul": yaml.safe_dump(BASE).replace("Call me Masa", "Call me\x00Masa"),
+    "escaped-control": yaml.safe_dump(BASE).replace("Call me Masa", '"Call me\\x01Masa"'),
+    "lone-surrogate": yaml.safe_dump(BASE).replace("id: e1", 'id: "e\\ud800"'),
+    "note-2mb": yaml.safe_dump(BASE).replace("Call me Masa", "x" * 2_000_000),
+    "repeat-21x100000": yaml.safe_dump(
+        {
+            **BASE,
+            "episodes": BASE["episodes"]
+            + [{"id": f"r{j}_{{i}}", "time": 0, "text": "x", "repeat": 100_000} for j in range(21)],
+        }
+    ),
 }
 BAD_SCENARIOS = set(SCENARIO_CORPUS) - {
     "yaml12-float",
@@ -363,6 +377,224 @@ def test_arg_corpus(tmp_path: Path) -> None:
         assert kind in ("ok", "clean"), (name, kind, err)
         if name in BAD_ARGS:
             assert kind == "clean", (name, "silently accepted", err)
+
+
+# -- numbers beyond float range, sizes beyond memory, encodings (docs/limits.md) ------------
+BEYOND = [
+    "1e400", "-1e400", "9" * 400, "-" + "9" * 400, str(2**64), str(2**63), "1e-400", "nan",
+    "-inf", "inf", "0x10", "1_0", " ", "", "+-1", "1e3", "2.5", "\x00", "\ud800", "٣",
+    "9" * 5000, "1099511627776", "1000000000", "-1", "0",
+]  # fmt: skip
+# a number's text: the corpus above, any integer of up to 25 digits, any float's repr
+NUMBER_TEXT = st.one_of(
+    st.sampled_from(BEYOND),
+    st.integers(-(10**25), 10**25).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+)
+# a count: refused unless it is small (an accepted one must stay quick to run)
+COUNT_TEXT = st.one_of(
+    st.sampled_from(BEYOND), st.integers(-5, 4).map(str), st.integers(10**4 + 1, 2**80).map(str)
+)
+# a seed list beyond the limits or malformed: always refused
+BAD_SEEDS = st.one_of(
+    st.sampled_from([b for b in BEYOND if b not in ("0", "1000000000", "1099511627776")]),
+    st.integers(10_001, 2**70).map(lambda n: f"0:{n}"),
+    st.integers(2**63, 2**80).map(str),
+    st.integers(-(2**80), -1).map(str),
+)
+SPECIAL_CHARS = ["\x00", "\x01", "\x1b", "\x7f", "\x85", "\ud800", "\udfff", "\ufeff",
+                 "\u2028", "\U0001f600", "é"]  # fmt: skip
+SMALL = "synthetic:churn,episodes=120,queries=12,facts=12,horizon=20"
+FUZZ_FIELDS = "prune_threshold"
+
+
+def _number_argv(verb: str, flag: str, value: str, tmp: str, good: str) -> list[str]:
+    out = ["--out", tmp + "/o"]
+    return {
+        "run": ["run", "--policy", "pai", "--scenario", good, flag, value],
+        "check": ["check", good, flag, value],
+        "curve": ["curve", "pai", "--days", "0:3:1", flag, value],
+        "compare": ["compare", "--policies", "keep-all", "--scenarios", good, "--quiet", flag]
+        + [value, "--cache", tmp + "/cache", *out],
+        "sweep": ["sweep", "--policy", "pai", "--field", FUZZ_FIELDS, "--scenarios", SMALL]
+        + ["--quiet", flag, value, *out],
+        "sensitivity": ["sensitivity", "--policies", "pai", "--fields", FUZZ_FIELDS]
+        + ["--scenarios", SMALL, "--quiet", flag, value, *out],
+    }[verb]
+
+
+NUMBER_FLAGS = [
+    ("run", "--seed", COUNT_TEXT),
+    ("check", "--seed", COUNT_TEXT),
+    ("curve", "--seed", COUNT_TEXT),
+    ("compare", "--seeds", COUNT_TEXT),
+    ("sweep", "--n", COUNT_TEXT),
+    ("sweep", "--sample-seed", NUMBER_TEXT),
+    ("sensitivity", "--sobol", COUNT_TEXT),
+    ("sensitivity", "--n", COUNT_TEXT),
+]
+VALUE_FLAGS = [  # KEY=VALUE flags of run whose VALUE is a number
+    ("--llm", "bands.spread"),
+    ("--llm", "faults.embed_fail"),
+    ("--param", "reflect_every"),
+    ("--param", "w_cosine"),
+    ("--param", "max_links"),
+    ("--index", "nprobe"),
+]
+QUICK = settings(FAST, max_examples=60)
+
+
+@QUICK
+@given(data=st.data())
+def test_generated_numbers_on_every_number_flag(data: st.DataObject) -> None:
+    verb, flag, strategy = data.draw(st.sampled_from(NUMBER_FLAGS))
+    value = data.draw(strategy)
+    with tempfile.TemporaryDirectory() as tmp:
+        good = Path(tmp) / "good.yaml"  # no expect: block (`check` exits 1 when one fails)
+        good.write_text(yaml.safe_dump({k: v for k, v in BASE.items() if k != "expect"}))
+        argv = _number_argv(verb, flag, value, tmp, str(good))
+        kind, err = outcome(argv, limit=30)
+    assert kind in ("ok", "clean"), (kind, err[-300:], argv)
+
+
+@QUICK
+@given(data=st.data())
+def test_generated_numbers_in_key_value_flags(data: st.DataObject) -> None:
+    flag, key = data.draw(st.sampled_from(VALUE_FLAGS))
+    value = data.draw(NUMBER_TEXT)
+    argv = ["run", "--policy", "pai", "--scenario", "scripted/name-preference"]
+    if flag == "--index":
+        argv += ["--index", "mode=ivf"]
+    kind, err = outcome([*argv, flag, f"{key}={value}"], limit=30)
+    assert kind in ("ok", "clean"), (kind, err[-300:], flag, key, value)
+
+
+def _numeric_params() -> list[tuple[str, str]]:
+    """(policy id, Params field) of every numeric field of every registered policy."""
+    import dataclasses
+
+    from memsim.engine.registry import specs
+
+    return [
+        (s.id, f.name)
+        for s in specs()
+        for f in dataclasses.fields(s.load().Params)
+        if isinstance(f.default, (int, float)) and not isinstance(f.default, bool)
+    ]
+
+
+@settings(FAST, max_examples=150)
+@given(data=st.data())
+def test_generated_param_values_on_every_policy(data: st.DataObject) -> None:
+    """Any policy's numeric parameter at any number (5e-324, 1e300, 2**64, 1e400): the run
+    either finishes or is refused in one line (a degenerate Ebisu prior, a maintenance
+    period of 5e-324 days), never a traceback from inside a formula or a package."""
+    policy, field = data.draw(st.sampled_from(_numeric_params()))
+    value = data.draw(
+        st.one_of(
+            st.sampled_from(["5e-324", "1e-10", "1e300", str(2**64), "1e400", "-1", "0"]),
+            NUMBER_TEXT,
+        )
+    )
+    argv = ["run", "--policy", policy, "--scenario", "scripted/name-preference"]
+    kind, err = outcome([*argv, "--param", f"{field}={value}"], limit=30)
+    assert kind in ("ok", "clean"), (kind, err[-300:], policy, field, value)
+
+
+@settings(FAST, max_examples=40)
+@given(data=st.data())
+def test_generated_seed_lists_beyond_the_limits_are_refused(data: st.DataObject) -> None:
+    """Seeds no command can run (too many, beyond 2**63 - 1, negative, malformed): every
+    verb that takes a seed list refuses them up front, in one line."""
+    verb = data.draw(st.sampled_from(["compare", "sweep", "robustness", "drift", "tune"]))
+    seeds = data.draw(BAD_SEEDS)
+    flag = "--train-seeds" if verb == "tune" else "--seeds"
+    with tempfile.TemporaryDirectory() as tmp:
+        argv = {
+            "compare": ["compare", "--policies", "keep-all", "--scenarios", SMALL],
+            "sweep": ["sweep", "--policy", "pai", "--field", FUZZ_FIELDS, "--scenarios", SMALL],
+            "robustness": ["robustness", "--policies", "pai,keep-all"],
+            "drift": ["drift"],
+            "tune": ["tune", "--policies", "pai", "--scenarios", SMALL],
+        }[verb] + [flag, seeds, "--out", tmp + "/o"]
+        kind, err = outcome(argv, limit=10)
+    assert kind == "clean", (kind, err[-300:], argv)
+
+
+def _leaves(doc: Any, path: tuple = ()) -> list[tuple]:
+    if isinstance(doc, dict):
+        return [p for k, v in doc.items() for p in _leaves(v, (*path, k))]
+    if isinstance(doc, list):
+        return [p for i, v in enumerate(doc) for p in _leaves(v, (*path, i))]
+    return [path]
+
+
+@st.composite
+def damaged_files(draw: st.DrawFn, doc: Any, kind: str) -> bytes:
+    """``doc`` written as YAML or JSON with one leaf replaced by a raw number text (beyond
+    float range, thousands of digits) or a string holding control characters, NUL or lone
+    surrogates (escaped, or raw bytes that are no UTF-8)."""
+    import json
+
+    path = draw(st.sampled_from(_leaves(doc)))
+    marker = "@@LEAF@@"
+    text = (yaml.safe_dump if kind == "yaml" else json.dumps)(_mutate(doc, path, marker))
+    how = draw(st.sampled_from(["number", "escaped", "raw"]))
+    if how == "number":
+        leaf = draw(st.one_of(st.sampled_from(BEYOND), NUMBER_TEXT))
+        text = text.replace(repr(marker) if kind == "yaml" else f'"{marker}"', leaf or "0")
+        text = text.replace(marker, leaf)
+    else:
+        chars = draw(st.lists(st.sampled_from(SPECIAL_CHARS), min_size=1, max_size=3))
+        body = "x" + "".join(chars)
+        # escaped: \uXXXX as JSON and YAML both read it; raw: the characters themselves, a
+        # lone surrogate as the bytes no UTF-8 reader accepts
+        quoted = json.dumps(body) if how == "escaped" else f'"{body}"'
+        text = text.replace(repr(marker) if kind == "yaml" else f'"{marker}"', quoted)
+        text = text.replace(marker, quoted)
+    return text.encode("utf-8", errors="surrogatepass")
+
+
+def _file_argv(kind: str, f: Path, tmp: str) -> list[str]:
+    if kind == "scenario":
+        return ["run", "--policy", "keep-all", "--scenario", str(f)]
+    if kind == "locomo":
+        return ["run", "--policy", "keep-all", "--scenario", f"locomo:{f}"]
+    return ["sweep", str(f), "--quiet", "--out", tmp + "/o"]
+
+
+LOCOMO = Path(__file__).resolve().parents[1] / "data" / "locomo-mini.json"
+FILE_DOCS = {
+    "scenario": ("yaml", BASE),
+    "sweep": (
+        "yaml",
+        {
+            "scenarios": [SMALL],
+            "seeds": [0],
+            "policies": {"pai": {"method": "grid", "n": 1, "fields": {FUZZ_FIELDS: [0.05, 0.1]}}},
+        },
+    ),
+}
+
+
+@settings(FAST, max_examples=90)
+@given(data=st.data())
+def test_generated_encodings_and_numbers_in_every_input_file(data: st.DataObject) -> None:
+    import json
+
+    kind = data.draw(st.sampled_from(["scenario", "sweep", "locomo"]))
+    if kind == "locomo":
+        fmt, doc = "json", json.loads(LOCOMO.read_text(encoding="utf-8"))[:1]
+    else:
+        fmt, doc = FILE_DOCS[kind]
+    raw = data.draw(damaged_files(doc, fmt))
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / ("gen.json" if fmt == "json" else "gen.yaml")
+        f.write_bytes(raw)
+        kind_, err = outcome(_file_argv(kind, f, tmp), limit=30)
+    assert kind_ in ("ok", "clean"), (kind_, err[-300:], raw[:300])
+    if kind_ == "clean" and "usage:" not in err:
+        assert f.name in err, err[-300:]
 
 
 def tally(n_scen: int = 700, n_args: int = 350) -> Counter:

@@ -114,7 +114,8 @@ def test_sweep_file_round_trip(tmp_path):
         "    fields:\n      prune_threshold: [0.05, 0.1]\n"
         "      fallback_importance: {values: [3]}\n"
     )
-    specs, scenarios, seeds = load_sweep_file(f)
+    specs, scenarios, seeds, llm = load_sweep_file(f)
+    assert llm == {}
     assert scenarios == [SMALL] and seeds == [0]
     assert points(specs[0]) == [
         {"prune_threshold": 0.05, "fallback_importance": 3},

@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from memsim.engine import limits
 from memsim.engine.errors import ParamError
 from memsim.engine.llm import Modes
 from memsim.engine.params import coerce
 from memsim.engine.registry import spec
 
+from ..runs.execution import ENDPOINT, check_model_overrides
 from ..runs.executors import worker_count
 
-PROGRESS_HELP = "progress bar on stderr even when it is not a terminal (default: only on one)"
+PROGRESS_HELP = (
+    "a progress bar on stderr even when it is not a terminal (default: a bar on a terminal, "
+    "elsewhere a plain line at most every 10 s)"
+)
 
 
 DASK_HELP = "run on Dask: local:N starts a local cluster of N workers, an address joins one"
@@ -30,6 +34,26 @@ FIELDS_HELP = (
 
 def csv_list(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def policy_list(text: str, flag: str = "--policies") -> list[str]:
+    """A comma list of policy ids; one that names none (``''``, ``','``) is refused, never
+    read as "every policy"."""
+    ids = csv_list(text)
+    if not ids:
+        raise ParamError(f"{flag} {text!r}: names no policy (give a comma list of ids)")
+    return ids
+
+
+def one_policy(text: str, command: str) -> str:
+    """The one policy id ``run`` and ``sweep`` take (``--policies`` or ``--policy``)."""
+    ids = policy_list(text)
+    if len(ids) > 1:
+        raise ParamError(
+            f"--policies {text!r}: {command} takes one policy (compare runs several; a sweep "
+            "file sweeps several)"
+        )
+    return ids[0]
 
 
 def split_specs(texts: Sequence[str] | str | None) -> list[str]:
@@ -52,24 +76,21 @@ def split_specs(texts: Sequence[str] | str | None) -> list[str]:
     return out
 
 
-def parse_seeds(text: str) -> list[int]:
-    try:
-        if ":" in text:
-            lo, hi = text.split(":", 1)
-            seeds = list(range(int(lo), int(hi)))
-        else:
-            seeds = [int(t) for t in csv_list(text)]
-    except ValueError:
-        raise ParamError(f"--seeds: cannot read {text!r} (use 0,1,2 or 0:5)") from None
-    if not seeds:
-        raise ParamError(f"--seeds: {text!r} names no seed (use 0,1,2 or START:STOP, STOP > START)")
-    return seeds
+def parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
+    """``0,1,2`` or ``START:STOP``, each seed in [0, 2**63 - 1], at most
+    memsim.engine.limits.MAX_SEEDS of them (counted before any list is built)."""
+    return limits.parse_seeds(text, flag)
 
 
-def check_out_dir(out: str | None, flag: str = "--out") -> None:
-    """An output folder must not be an existing file."""
-    if out and Path(out).exists() and not Path(out).is_dir():
-        raise ParamError(f"{flag}: {out!r} is a file, not a folder")
+def seed_arg(flag: str) -> Callable[[str], int]:
+    """An argparse ``type`` for one seed: an integer in [0, 2**63 - 1]. Its refusal is a
+    MemsimError, which ``main`` prints as one line (argparse would add its usage)."""
+    return lambda text: limits.parse_seed(text, flag)
+
+
+def int_arg(flag: str, lo: int, hi: int) -> Callable[[str], int]:
+    """An argparse ``type`` for an integer in [lo, hi], range checked before conversion."""
+    return lambda text: limits.parse_int(text, flag, lo, hi)
 
 
 def key_values(items: Sequence[str] | None, flag: str) -> dict[str, str]:
@@ -84,19 +105,26 @@ def key_values(items: Sequence[str] | None, flag: str) -> dict[str, str]:
 
 def llm_overrides(items: Sequence[str] | None) -> dict:
     """--llm KEY=VALUE: numbers for bands.* / faults.*, typed modes.*, a name for
-    text_embedder."""
+    text_embedder; or --llm openai:BASE_URL,... / replay:PATH, a real model in place of
+    the mock (memsim.engine.openai_llm; no mock option beside it)."""
     out: dict = {}
-    for k, v in key_values(items, "--llm").items():
+    mock_items = []
+    for item in items or ():
+        if not item.startswith(("openai:", "replay:")):
+            mock_items.append(item)
+        elif ENDPOINT in out:
+            raise ParamError(f"--llm {item}: a second model; give one openai: or replay:")
+        else:
+            out[ENDPOINT] = item
+    for k, v in key_values(mock_items, "--llm").items():
         if k == "text_embedder":
             out[k] = v
             continue
         if k.startswith("modes."):
             out[k] = _mode_value(k, v)
             continue
-        try:
-            out[k] = float(v)
-        except ValueError:
-            raise ParamError(f"--llm {k}: cannot read {v!r} as a number") from None
+        out[k] = limits.parse_float(v, f"--llm {k}")
+    check_model_overrides(out)
     return out
 
 
@@ -146,17 +174,14 @@ def index_settings(items: list[str] | None) -> dict[str, Any]:
             raise ParamError(
                 f"--index {k}: unknown setting; known: mode, min_rows, nprobe, audit_every"
             )
-        try:
-            out[k] = int(v)
-        except ValueError:
-            raise ParamError(f"--index {k}: cannot read {v!r} as an integer") from None
+        out[k] = limits.parse_int(v, f"--index {k}")
     if out and "mode" not in out:
         raise ParamError("--index: give mode=ivf, cones or exact with the other settings")
     return out
 
 
 def add_progress(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--quiet", action="store_true", help="no progress: no bar, no progress lines")
     s.add_argument("--progress", action="store_true", help=PROGRESS_HELP)
 
 

@@ -9,26 +9,33 @@ from memsim.engine.errors import ParamError
 from ..runs.execution import as_overrides, list_policies, resolve_policy, run_grid
 from ..runs.executors import worker_count
 from ..runs.results import RunDef
-from .args import add_progress, csv_list, llm_overrides
+from .args import add_progress, llm_overrides, policy_list, seed_arg
 from .run import print_verdicts
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("scenario", help="scripted/NAME or a YAML path")
     s.add_argument("--policies", default="all", help="comma list of policy ids (default: all)")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--llm", action="append", metavar="KEY=VALUE", help="mock LLM override")
+    s.add_argument(
+        "--seed",
+        type=seed_arg("--seed"),
+        default=0,
+        help="seed of the stream's draws, the mock LLM's noise and ties (default 0; same seed, "
+        "same results)",
+    )
+    s.add_argument(
+        "--llm",
+        action="append",
+        metavar="KEY=VALUE",
+        help="mock LLM override, or openai:BASE_URL,model=NAME / replay:PATH (docs/real-models.md)",
+    )
     s.add_argument("--jobs", type=worker_count, default=1, help="parallel processes")
     add_progress(s)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run policies on one scenario and judge its ``expect:`` block: exit 1 when one fails."""
-    policies = (
-        csv_list(args.policies)
-        if args.policies and args.policies != "all"
-        else list(list_policies()["id"])
-    )
+    policies = list(list_policies()["id"]) if args.policies == "all" else policy_list(args.policies)
     llm = as_overrides(llm_overrides(args.llm))
     defs = [RunDef(resolve_policy(p), args.scenario, args.seed, (), llm) for p in policies]
     results = run_grid(defs, jobs=args.jobs, progress="always" if args.progress else not args.quiet)

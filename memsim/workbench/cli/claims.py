@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from memsim.engine.errors import ParamError
-
 from ..runs import results
 from ..studies.claims import write_claims
+from .outputs import writable_folder
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,8 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     root = results.project_root() if args.root is None else Path(args.root)
-    if root.exists() and not root.is_dir():
-        raise ParamError(f"--out: {str(root)!r} is a file, not a folder")
+    writable_folder(args.root if args.root is not None else root)
     md, csv = write_claims(root)
     table = pd.read_csv(csv)
     n_dis = int((table["agrees"].astype(str) == "False").sum())

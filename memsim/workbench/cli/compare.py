@@ -19,14 +19,14 @@ from .args import (
     DASK_HELP,
     add_index,
     add_progress,
-    check_out_dir,
-    csv_list,
     index_settings,
     llm_overrides,
     parse_seeds,
+    policy_list,
     policy_params,
     split_specs,
 )
+from .outputs import writable_folder
 
 DEFAULT_CACHE = "results"  # compare keeps per-run results in DEFAULT_CACHE/runs (gitignored)
 
@@ -41,7 +41,12 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         help="scenario specs (comma list; repeatable); a spec keeps its own ,key=value options",
     )
     s.add_argument("--suite", help="a named suite of scenarios, e.g. standard")
-    s.add_argument("--locomo", metavar="PATH", help="add LoCoMo from this JSON file")
+    s.add_argument(
+        "--locomo",
+        metavar="PATH",
+        help="add LoCoMo from this JSON file, to --scenarios or to any suite (the standard "
+        "suite runs one stream per sample)",
+    )
     s.add_argument("--seeds", default="0", help="comma list or START:STOP (default 0)")
     s.add_argument(
         "--jobs", type=worker_count, default=1, help="parallel processes (results are identical)"
@@ -51,7 +56,8 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         action="append",
         metavar="KEY=VALUE",
         help="mock LLM override for every run: bands.X, faults.X, modes.X (docs/mock-llm.md), "
-        "text_embedder=wordllama|hashed|minilm",
+        "text_embedder=wordllama|hashed|minilm; or a real model: openai:BASE_URL,model=NAME "
+        "or replay:PATH (docs/real-models.md)",
     )
     s.add_argument("--dask", metavar="local:N|tcp://HOST:PORT", help=DASK_HELP)
     s.add_argument(
@@ -82,23 +88,19 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    policies = (
-        csv_list(args.policies)
-        if args.policies and args.policies != "all"
-        else list(list_policies()["id"])
-    )
+    policies = list(list_policies()["id"]) if args.policies == "all" else policy_list(args.policies)
     specs: list[str] = []
     if args.suite:
         specs += suite(args.suite, locomo_path=args.locomo)
     specs += split_specs(args.scenarios)
-    if args.locomo and not args.suite:
-        specs.append(f"locomo:{args.locomo}")
+    if args.locomo and not any(s.startswith("locomo:") for s in specs):
+        specs.append(f"locomo:{args.locomo}")  # a suite without LoCoMo streams gains the file
     if not specs:
         raise ParamError("compare: give --suite NAME and/or --scenarios SPEC[,SPEC...]")
     seeds = parse_seeds(args.seeds)
     out = Path(args.out) if args.out else Path("results") / (args.suite or "compare")
-    check_out_dir(str(out))
-    check_out_dir(args.cache, "--cache")
+    writable_folder(args.out if args.out is not None else out)
+    writable_folder(args.cache if args.cache is not None else DEFAULT_CACHE, "--cache")
     cache = Path(args.cache or DEFAULT_CACHE)
     params = policy_params(policies, args.param)
     index = index_settings(args.index)

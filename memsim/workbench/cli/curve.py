@@ -16,9 +16,11 @@ import numpy as np
 
 from memsim.engine.curve import curve
 
+from .args import seed_arg
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("policy", help="policy id, e.g. izzie or kernle-v1")
+    p.add_argument("policy", help="policy id, e.g. izzie or kernle-code")
     p.add_argument(
         "--pattern", default="never", help="never | every:N | at:D1,D2,... (default never)"
     )
@@ -34,7 +36,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--param", action="append", metavar="KEY=VALUE", help="policy parameter, e.g. half_life=14"
     )
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--seed",
+        type=seed_arg("--seed"),
+        default=0,
+        help="seed of the policy's random draws (default 0)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

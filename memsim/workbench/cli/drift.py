@@ -11,7 +11,8 @@ import pandas as pd
 from ..runs.execution import grid, run_grid
 from ..runs.executors import worker_count
 from ..studies.drift import DEFAULT_OUT, KINDS, reference_ids, render, run_table, variant_pairs
-from .args import parse_seeds
+from .args import add_progress, parse_seeds
+from .outputs import writable_file, writable_folder
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -37,6 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="markdown report to write (default results/drift.md for --kind code, "
         "results/references.md for --kind reference; --kind all writes both defaults)",
     )
+    add_progress(p)
 
 
 def command_of(args: argparse.Namespace, kind: str | None = None) -> str:
@@ -60,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
     if args.kind == "all" and args.out:
         print("drift: --out: --kind all writes both default reports, got --out", file=sys.stderr)
         return 2
+    for k in kinds:
+        writable_file(args.out if args.out is not None else DEFAULT_OUT[k])
+    writable_folder(args.cache, "--cache")
     plan = {k: variant_pairs(k) for k in kinds}
     if not any(plan.values()):
         print(f"drift: no registered {args.kind} policy declares variant_of", file=sys.stderr)
@@ -72,7 +77,12 @@ def run(args: argparse.Namespace) -> int:
     if "reference" in kinds:
         ids += reference_ids()
     ids = list(dict.fromkeys(ids))
-    results = run_grid(grid(ids, scenarios, seeds), root=args.cache, jobs=args.jobs, progress=False)
+    results = run_grid(
+        grid(ids, scenarios, seeds),
+        root=args.cache,
+        jobs=args.jobs,
+        progress="always" if args.progress else not args.quiet,
+    )
     per_query = pd.concat([r.queries for r in results], ignore_index=True)
     runs = run_table(results)
     for k in kinds:

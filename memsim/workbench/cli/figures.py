@@ -8,6 +8,7 @@ from pathlib import Path
 from memsim.engine.errors import MemsimError, ParamError, UnknownIdError
 
 from ..present.figures import FIGURES, write_figures
+from .outputs import writable_folder
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -37,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
+    writable_folder(args.out)
     only = [t.strip() for t in args.only.split(",") if t.strip()] if args.only else None
     unknown = [o for o in only or () if o not in FIGURES]
     if unknown:

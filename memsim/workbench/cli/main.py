@@ -1,18 +1,23 @@
 """The ``memsim`` command line: its verbs (``VERBS``, one module each) and the exit codes.
 
-A user mistake (unknown id, malformed file, impossible parameter) prints one line,
-``memsim: error: ...``, and exits with status 2. Anything else is a bug and keeps its
-traceback.
+A user mistake (unknown id, malformed file, impossible parameter, an output target that
+cannot be written) prints one line, ``memsim: error: ...``, and exits with status 2; so
+does a write that fails later (a full disk, a file-size limit). Ctrl-C exits 130, SIGTERM
+143, both in one line. Anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import operator
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
+from importlib.metadata import version
 
 from memsim.engine.errors import MemsimError
 
@@ -113,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="memsim",
         description="Replay event streams through memory policies of AI assistants and score them.",
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {version('memsim')}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     workbench = __package__.rpartition(".")[0]
     for name, help, module, add_arguments, body in VERBS:
@@ -123,13 +129,56 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that the worker pools, the Dask cluster and the
+    resource tracker shut down as on an interrupt (the default action kills memsim at once
+    and leaves the tracker warning about leaked semaphores)."""
+
+
+TERMINATED = 128 + signal.SIGTERM  # the shell's code for a process ended by SIGTERM
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+# What can go wrong while writing, whatever was checked before: a full disk, a file-size
+# limit (`ulimit -f`), a quota, a folder made read-only or removed meanwhile.
+WRITE_ERRNOS = frozenset(
+    {
+        errno.ENOSPC,
+        errno.EFBIG,
+        errno.EDQUOT,
+        errno.EROFS,
+        errno.EACCES,
+        errno.EPERM,
+        errno.EISDIR,
+        errno.ENOTDIR,
+        errno.EEXIST,
+    }
+)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device so that the interpreter's final flush of what is
+    still buffered neither fails again nor prints a second error."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is no file (redirected in-process)
+        pass
+
+
 def user_command(prog: str, command: Callable[[], object]) -> int:
     """Run a command line's body and return its exit code: a user mistake (a MemsimError, a
-    missing file) is one line on stderr and code 2, never a traceback; an interrupt 130; a
-    reader that left the pipe 0. A body returning no int (None, a result) exits 0. Shared by
-    ``memsim`` and the documented ``python -m benchmarks.*`` commands."""
+    missing file) is one line on stderr and code 2, never a traceback; so is a write that
+    fails (full disk, file-size limit: the errno names it); an interrupt 130, SIGTERM 143;
+    a reader that left the pipe 0. A body returning no int (None, a result) exits 0. Shared
+    by ``memsim`` and the documented ``python -m benchmarks.*`` commands."""
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if on_main else None
     try:
         code = command()
+        sys.stdout.flush()  # a full disk under stdout shows here, not at the interpreter's exit
         return operator.index(code) if hasattr(code, "__index__") else 0
     except MemsimError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
@@ -137,15 +186,25 @@ def user_command(prog: str, command: Callable[[], object]) -> int:
     except FileNotFoundError as e:
         print(f"{prog}: error: no such file: {e.filename}", file=sys.stderr)
         return 2
+    except Terminated:
+        print(f"{prog}: terminated", file=sys.stderr)
+        return TERMINATED
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `memsim list | head`: the reader left; that is not an error
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):  # stdout is no file (redirected in-process)
-            pass
+        _silence_stdout()
         return 0
+    except OSError as e:
+        if e.errno not in WRITE_ERRNOS:
+            raise
+        where = e.filename if e.filename else "writing the output"
+        print(f"{prog}: error: {where}: {e.strerror}", file=sys.stderr)
+        _silence_stdout()
+        return 2
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -154,8 +213,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
     parser = build_parser()
-    args = parser.parse_args(argv)
-    return user_command("memsim", lambda: args.func(args) or 0)
+
+    def command() -> object:  # parsing too: a flag's type may refuse a value in one line
+        args = parser.parse_args(argv)
+        return args.func(args) or 0
+
+    return user_command("memsim", command)
 
 
 if __name__ == "__main__":

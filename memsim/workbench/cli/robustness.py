@@ -15,7 +15,8 @@ from ..studies.robustness import (
     robustness,
     small_grid,
 )
-from .args import add_index, add_progress, csv_list, index_settings, parse_seeds, split_specs
+from .args import add_index, add_progress, index_settings, parse_seeds, policy_list, split_specs
+from .outputs import writable_file, writable_folder
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
@@ -36,7 +37,12 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    policies = csv_list(args.policies) if args.policies and args.policies != "all" else None
+    writable_file(args.out)
+    out = Path(args.out)
+    for sibling in (out.with_suffix(".csv"), out.with_suffix(".png")):  # written beside it
+        writable_file(sibling)
+    writable_folder(args.cache, "--cache")
+    policies = None if args.policies == "all" else policy_list(args.policies)
     scenarios = split_specs(args.scenarios) if args.scenarios else list(DEFAULT_SCENARIOS)
     table = robustness(
         policies,
@@ -48,7 +54,6 @@ def run(args: argparse.Namespace) -> int:
         progress="always" if args.progress else not args.quiet,
         index=index_settings(args.index),
     )
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig = out.with_suffix(".png")
     plot(table, fig)

@@ -17,28 +17,43 @@ from ..runs.results import RunDef, save
 from .args import (
     add_index,
     add_progress,
-    check_out_dir,
     index_settings,
     key_values,
     llm_overrides,
+    one_policy,
+    seed_arg,
     typed_params,
 )
+from .outputs import writable_folder
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--policy", required=True, help="policy id, e.g. pai or pai-v1")
+    s.add_argument(
+        "--policies",
+        "--policy",
+        dest="policy",
+        required=True,
+        help="one policy id, e.g. pai or pai-code (memsim list; compare runs several)",
+    )
     s.add_argument(
         "--scenario",
         required=True,
         help="scripted/NAME, a YAML path, synthetic:PROFILE[,k=v], locomo:PATH",
     )
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument(
+        "--seed",
+        type=seed_arg("--seed"),
+        default=0,
+        help="seed of the stream's draws, the mock LLM's noise and ties (default 0; same seed, "
+        "same results)",
+    )
     s.add_argument("--param", action="append", metavar="KEY=VALUE", help="override a Params field")
     s.add_argument(
         "--llm",
         action="append",
         metavar="KEY=VALUE",
-        help="mock LLM override, e.g. faults.embed_fail=0.1",
+        help="mock LLM override, e.g. faults.embed_fail=0.1; or a real model: "
+        "openai:BASE_URL,model=NAME or replay:PATH (docs/real-models.md)",
     )
     add_index(s)
     s.add_argument("--out", help="write the run's files under this results root")
@@ -46,9 +61,10 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.policy = one_policy(args.policy, "run")
     params = typed_params(args.policy, key_values(args.param, "--param"))
     llm = llm_overrides(args.llm)
-    check_out_dir(args.out)
+    writable_folder(args.out)
     d = RunDef(
         resolve_policy(args.policy),
         args.scenario,
@@ -66,6 +82,9 @@ def run(args: argparse.Namespace) -> int:
     if "index_audit" in r.manifest:
         print()
         print(index_lines(r.manifest["index_audit"]))
+    if "llm_usage" in r.manifest:
+        print()
+        print(usage_lines(r.manifest["llm_usage"]))
     if r.expectations:
         print()
         print_verdicts(r.expectations, f"expectations stated for {r.summary['policy']}")
@@ -103,6 +122,26 @@ def metric_lines(queries: Any, summary: dict[str, Any]) -> str:
         shown = f"{value:8.4f}" if math.isfinite(value) else f"{'n/a':>8}"
         meaning = m.description + extra if math.isfinite(value) else f"n/a: {why}"
         lines.append(f"  {name:<18} {shown}  {m.better:<7}{meaning}")
+    return "\n".join(lines)
+
+
+def usage_lines(usage: dict[str, Any]) -> str:
+    """A real model's calls, tokens and latency per protocol method, and its faults (the
+    invalid or failed replies, each counted as the mock's fault of that kind)."""
+    lines = [f"  {'model calls':<18} {'calls':>7} {'tokens in':>10} {'tokens out':>10} {'ms':>9}"]
+    rows = [*usage["methods"].items(), ("total", usage["total"])]
+    for name, m in rows:
+        lines.append(
+            f"  {name:<18} {m['calls']:>7,} {m['tokens_in']:>10,} {m['tokens_out']:>10,} "
+            f"{m['latency_ms']:>9,}"
+        )
+    faults = {k: n for k, n in usage["faults"].items() if n}
+    if not faults:
+        lines.append("  faults: none (every reply valid)")
+        return "\n".join(lines)
+    counted = ", ".join(f"{k} {n}" for k, n in faults.items())
+    lines.append(f"  faults: {counted} (invalid or failed replies; the first ones:)")
+    lines += [f"    {m}" for m in usage["fault_messages"][:5]]
     return "\n".join(lines)
 
 

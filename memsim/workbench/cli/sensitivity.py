@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from memsim.engine import limits
 from memsim.engine.errors import ParamError
 from memsim.engine.metric_registry import metric_names
 
@@ -22,9 +23,12 @@ from .args import (
     add_study,
     csv_list,
     index_settings,
+    int_arg,
     parse_seeds,
+    seed_arg,
     split_specs,
 )
+from .outputs import writable_folder
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
@@ -35,10 +39,14 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         out_help="folder of tables and figures",
     )
     s.add_argument("--fields", help=FIELDS_HELP)
-    s.add_argument("--n", type=int, help="points per field (default 5; not with --sobol)")
+    s.add_argument(
+        "--n",
+        type=int_arg("--n", 1, limits.MAX_SWEEP_POINTS),
+        help="points per field (default 5; not with --sobol)",
+    )
     s.add_argument(
         "--sobol",
-        type=int,
+        type=int_arg("--sobol", 1, limits.MAX_SOBOL),
         metavar="N",
         help="variance-based (Sobol') indices instead of one-at-a-time curves, from N base "
         "samples (a power of 2; N x (fields + 2) points, each run at every seed): "
@@ -49,14 +57,17 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         help="with --sobol: comma list of metrics, all from the same runs "
         f"(default {','.join(metric_names('sobol'))})",
     )
-    s.add_argument("--sample-seed", type=int, help="with --sobol: seed of the samples (default 0)")
+    s.add_argument(
+        "--sample-seed",
+        type=seed_arg("--sample-seed"),
+        help="with --sobol: seed of the samples (default 0)",
+    )
     add_progress(s)
 
 
 def run(args: Any) -> int:
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ParamError(f"--out {str(out)!r} is a file, not a folder")
+    writable_folder(args.out)
     if args.sobol is not None:
         if args.n is not None:
             raise ParamError(

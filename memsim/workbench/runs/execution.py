@@ -15,6 +15,7 @@ import concurrent.futures as cf
 import dataclasses
 import functools
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,9 @@ from memsim.engine import metrics, registry, runner, sources, truth
 from memsim.engine.candidate_index import check_settings
 from memsim.engine.embed import DEFAULT_TEXT_EMBEDDER
 from memsim.engine.errors import MemsimError, ParamError
-from memsim.engine.llm import Bands, Configurable, Faults, Modes, TruthBound
+from memsim.engine.llm import Bands, Configurable, Faults, Metered, Modes, TruthBound
 from memsim.engine.mockllm import MockLLM
+from memsim.engine.openai_llm import ModelLLM, is_model_spec, parse_spec
 
 from .executors import map_in_order
 from .results import (
@@ -66,10 +68,37 @@ def list_scenarios() -> pd.DataFrame:
 
 
 def as_overrides(
-    pairs: Mapping[str, Any] | Iterable[tuple[str, Any]] | None,
+    pairs: Mapping[str, Any] | Iterable[tuple[str, Any]] | str | None,
 ) -> tuple[tuple[str, Any], ...]:
+    """Sorted (name, value) pairs; a real model's spec (``"openai:..."``, ``"replay:..."``,
+    see memsim.engine.openai_llm) stands for ``{"endpoint": spec}``."""
+    if isinstance(pairs, str):
+        if not is_model_spec(pairs):
+            raise ParamError(f"llm={pairs!r}: expected overrides or openai:... / replay:...")
+        pairs = {ENDPOINT: pairs}
     items = dict(pairs.items() if isinstance(pairs, Mapping) else (pairs or ()))
     return tuple(sorted(items.items()))
+
+
+# The LLM override naming a real model (openai:... or replay:...) in place of the mock.
+ENDPOINT = "endpoint"
+
+
+def check_model_overrides(overrides: Mapping[str, Any]) -> None:
+    """A real model's spec parses, and comes with no option of the mock (bands.*,
+    faults.*, modes.*, text_embedder): those set what only the mock does."""
+    if ENDPOINT not in overrides:
+        return
+    spec = overrides[ENDPOINT]
+    if not is_model_spec(spec):
+        raise ParamError(f"--llm endpoint={spec!r}: expected openai:BASE_URL,... or replay:PATH")
+    parse_spec(str(spec))
+    mock_only = sorted(k for k in overrides if k != ENDPOINT)
+    if mock_only:
+        raise ParamError(
+            f"--llm {mock_only[0]}={overrides[mock_only[0]]}: an option of the mock LLM; "
+            f"{str(spec).partition(':')[0]}: replaces the mock, so it does not apply"
+        )
 
 
 @functools.lru_cache(maxsize=8)
@@ -79,7 +108,11 @@ def load_stream(spec: str, seed: int):
 
 def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str, Any]):
     """The MockLLM for a run: the stream's own bands/faults (synthetic profiles carry them),
-    then ``bands.X`` / ``faults.X`` overrides from the run definition."""
+    then ``bands.X`` / ``faults.X`` overrides from the run definition; with an ``endpoint``
+    override, the real model it names instead (memsim.engine.openai_llm)."""
+    if ENDPOINT in overrides:
+        check_model_overrides(overrides)
+        return ModelLLM(str(overrides[ENDPOINT]), seed=seed)
     bands = dict(stream_meta.get("bands", {}) or {})
     faults = dict(stream_meta.get("faults", {}) or {})
     modes: dict[str, Any] = {}
@@ -197,15 +230,35 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
         summary["index_decision_differ_share"] = audit["decision_differ_share"]
     footprint = trace.footprint_frame()
     llm_config = llm.config() if isinstance(llm, Configurable) else {"seed": d.seed}
+    manifest = manifest_for(d, policy=policy, llm_config=llm_config, stream=stream)
+    if isinstance(llm, Metered):  # a real model: what its calls cost, from its usage fields
+        usage = llm.usage()
+        manifest["llm_usage"] = usage
+        summary.update(usage_columns(usage))
     return RunResult(
         d,
         queries,
         footprint,
         summary,
-        manifest=manifest_for(d, policy=policy, llm_config=llm_config, stream=stream),
+        manifest=manifest,
         timings=dict(trace.timings),
         expectations=verdicts,
     )
+
+
+def usage_columns(usage: Mapping[str, Any]) -> dict[str, int]:
+    """A real model's costs as summary columns: ``llm_calls``, ``llm_tokens_in``,
+    ``llm_tokens_out``, ``llm_latency_ms`` (summed over the run's calls) and
+    ``llm_faults`` (invalid or failed replies; the manifest's ``llm_usage`` breaks all of
+    them down per protocol method and fault kind)."""
+    total = usage["total"]
+    return {
+        "llm_calls": int(total["calls"]),
+        "llm_tokens_in": int(total["tokens_in"]),
+        "llm_tokens_out": int(total["tokens_out"]),
+        "llm_latency_ms": int(total["latency_ms"]),
+        "llm_faults": int(sum(usage["faults"].values())),
+    }  # (the metric registry's "llm_usage" group names these, in this order)
 
 
 def matched_clairvoyant(result: RunResult, reference: str = "clairvoyant") -> RunResult:
@@ -318,10 +371,12 @@ def run_grid(
     resume: bool = True,
     progress: bool | str = False,
     calibrate: bool = False,
+    what: str = "runs",
 ) -> list[RunResult]:
     """Execute definitions (skipping complete ones under ``root`` when ``resume``); results
     come back in the order of ``defs`` whatever the executor. ``calibrate``: each run's
-    queries gain ``bound``, the clairvoyant's recall at its footprint (:func:`with_bound`)."""
+    queries gain ``bound``, the clairvoyant's recall at its footprint (:func:`with_bound`);
+    ``what`` names the phase in progress lines."""
     root_s = None if root is None else str(root)
     results: dict[int, RunResult] = {}
     todo: list[int] = []
@@ -330,7 +385,7 @@ def run_grid(
             results[i] = _load_calibrated(root_s, d, calibrate)
         else:
             todo.append(i)
-    bar = progress_bar(len(defs), progress, initial=len(results))
+    bar = progress_bar(len(defs), progress, initial=len(results), what=what)
     done = map_in_order(
         _execute_and_save,
         [(defs[i], root_s, calibrate) for i in todo],
@@ -356,12 +411,59 @@ def show_progress(flag: bool | str) -> bool:
     return bool(flag) and sys.stderr.isatty()
 
 
-def progress_bar(total: int, enabled: bool | str, initial: int = 0):
-    if not show_progress(enabled):
+PROGRESS_LINE_EVERY_S = 10.0  # plain progress lines: at most one per this many seconds
+
+
+class ProgressLines:
+    """Progress on a stderr that is no terminal (a log file, a pipe): plain lines, the phase
+    and the count, ``runs: 40/420, 2 min``, at most one per ``every`` seconds and only once
+    the phase has lasted that long (a short phase stays silent), then one when a phase that
+    printed ends. Nothing of it reaches a result file."""
+
+    def __init__(
+        self,
+        total: int,
+        initial: int = 0,
+        what: str = "runs",
+        every: float | None = None,
+        clock: Any = time.monotonic,
+        stream: Any = None,
+    ) -> None:
+        self.total, self.n, self.what = total, initial, what
+        self.every = PROGRESS_LINE_EVERY_S if every is None else every
+        self.clock, self.stream = clock, stream if stream is not None else sys.stderr
+        self.start = self.last = clock()
+        self.printed, self.shown = False, initial
+
+    def _line(self) -> None:
+        elapsed = self.clock() - self.start
+        took = f"{elapsed:.0f} s" if elapsed < 120 else f"{elapsed / 60:.0f} min"
+        print(f"{self.what}: {self.n}/{self.total}, {took}", file=self.stream, flush=True)
+        self.last, self.printed, self.shown = self.clock(), True, self.n
+
+    def update(self, n: int) -> None:
+        self.n += n
+        if self.clock() - self.last >= self.every:
+            self._line()
+
+    def close(self) -> None:
+        if self.printed and self.shown != self.n:
+            self._line()
+        self.printed = False
+
+
+def progress_bar(total: int, enabled: bool | str, initial: int = 0, what: str = "runs"):
+    """A bar on a terminal (or with ``"always"``), plain lines on any other stderr, nothing
+    when ``enabled`` is False (``--quiet``); ``what`` names the phase and its unit."""
+    if not enabled:
         return _NoBar()
+    if not show_progress(enabled):
+        return ProgressLines(total, initial, what)
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, initial=initial, desc="runs", unit="run", file=sys.stderr, delay=1.0)
+    return tqdm(
+        total=total, initial=initial, desc=what, unit=what.rstrip("s"), file=sys.stderr, delay=1.0
+    )
 
 
 # ---------------------------------------------------------------------------- the matched bound

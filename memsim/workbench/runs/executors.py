@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from typing import Any, Protocol, TypeVar
 
+from memsim.engine import limits
 from memsim.engine.errors import ParamError
 
 _LOCAL = re.compile(r"^local:(\d+)$")
@@ -46,9 +47,13 @@ def worker_count(text: str) -> int:
     try:
         n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"invalid int value: {limits.shown(text)}") from None
     if n < 1:
         raise argparse.ArgumentTypeError(f"needs 1 or more worker processes, got {n}")
+    if n > limits.MAX_WORKERS:  # each is a process started at once: 10**9 would never end
+        raise argparse.ArgumentTypeError(
+            f"at most {limits.MAX_WORKERS} worker processes, got {limits.shown(n)}"
+        )
     return n
 
 
@@ -102,6 +107,11 @@ def map_in_order(
                 results[futures[fut]] = fut.result()
                 if bar is not None:
                     bar.update(1)
+    except BaseException:
+        if own is not None:  # an error or a signal: the queued calls need not run
+            own.shutdown(cancel_futures=True)
+            own = None
+        raise
     finally:
         if bar is not None:
             bar.close()
@@ -146,9 +156,10 @@ def dask_executor(address: str | None) -> Iterator[Executor | None]:
 
     m = _LOCAL.match(address)
     if m:
-        n = int(m.group(1))
+        n = limits.parse_int(m.group(1), "--dask local:N")  # (its length checked first)
         if n < 1:
-            raise ParamError(f"--dask {address!r}: local:N needs N >= 1")
+            raise ParamError(f"--dask {limits.shown(address)}: local:N needs N >= 1")
+        limits.at_most("--dask local:N", "workers", n, limits.MAX_WORKERS)
         with (
             dask.config.set(LOCAL_CLUSTER_CONFIG),  # the workers take it at their start
             LocalCluster(

@@ -24,6 +24,7 @@ import hashlib
 import importlib
 import io
 import json
+import numbers
 import os
 import re
 import subprocess
@@ -38,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 import memsim
+from memsim.engine import limits
 from memsim.engine.errors import MemsimError, ParamError
 from memsim.engine.registry import ENTRY_POINT_GROUP
 from memsim.engine.sources import SOURCE_GROUP, SUITE_GROUP, parse
@@ -61,6 +63,16 @@ class RunDef:
     # policy's default (Policy.default_index: exact, or from 5,000 rows for the reference
     # models and Personal AI, whose ingest searches the store per claim)
     index: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:  # a seed is an int64 column of every result table
+        seed = self.seed
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+            raise ParamError(f"run {self.policy}: seed must be an integer, got {seed!r}")
+        if not 0 <= seed <= limits.MAX_SEED:
+            raise ParamError(
+                f"run {self.policy}: seed must be in [0, {limits.MAX_SEED}], "
+                f"got {limits.shown(int(seed))}"
+            )
 
     def canonical(self) -> str:
         d = asdict(self)
@@ -86,6 +98,11 @@ class RunDef:
         )
 
 
+# What makes results among a package's files: its code, its scripted scenarios and the
+# model prompts (memsim/engine/prompts/*.json).
+SOURCE_SUFFIXES = (".py", ".yaml", ".json")
+
+
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
     """sha256 over the source files of the packages that make results, read once per process:
@@ -99,7 +116,7 @@ def code_fingerprint() -> str:
         pkg = importlib.import_module(name)
         base = Path(pkg.__file__ or "").resolve().parent
         files = (  # a plug-in that is one module, not a package: that file (not its folder)
-            sorted(p for p in base.rglob("*") if p.suffix in (".py", ".yaml") and p.is_file())
+            sorted(p for p in base.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file())
             if hasattr(pkg, "__path__")
             else [Path(pkg.__file__ or "").resolve()]
         )

@@ -120,7 +120,15 @@ def frontier(
     if not defs:
         return frontier_table([])
     return frontier_table(
-        run_grid(defs, root=root, jobs=jobs, executor=executor, resume=resume, progress=progress)
+        run_grid(
+            defs,
+            root=root,
+            jobs=jobs,
+            executor=executor,
+            resume=resume,
+            progress=progress,
+            what="frontier runs",
+        )
     )
 
 

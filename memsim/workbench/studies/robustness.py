@@ -237,6 +237,11 @@ def robustness(
     index settings for every run of the policies they change (``api.grid``); the table's
     ``attrs["index_audit"]`` then holds the runs' exactness audit (:func:`index_audit`)."""
     pols = list(policies) if policies else [s.id for s in registry.specs()]
+    if len({registry.spec(p).full_id for p in pols}) < 2:
+        raise ParamError(
+            f"robustness: its conclusions compare pairs of policies; {', '.join(pols)} "
+            "names one (give two or more)"
+        )
     modes = list(grid) if grid is not None else default_grid()
     if not modes:
         raise ParamError("robustness: the grid of modes is empty")

@@ -23,17 +23,24 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
-import yaml
 
+from memsim.engine import limits
 from memsim.engine.errors import MemsimError, ParamError
 from memsim.engine.metric_registry import metric_names
 from memsim.engine.registry import spec
 
-from ..runs.execution import as_overrides, execute, index_of, progress_bar, resolve_policy
+from ..runs.execution import (
+    as_overrides,
+    build_llm,
+    execute,
+    index_of,
+    progress_bar,
+    resolve_policy,
+)
 from ..runs.executors import map_in_order
 from ..runs.results import RunDef, RunResult, atomic_write_parquet, is_complete, load, save
 
@@ -63,9 +70,15 @@ class SweepSpec:
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
-            raise ParamError(f"sweep {self.policy}: method {self.method!r} is not one of {METHODS}")
-        if not isinstance(self.n, int) or isinstance(self.n, bool) or self.n < 1:
-            raise ParamError(f"sweep {self.policy}: n must be an integer >= 1, got {self.n!r}")
+            raise ParamError(
+                f"sweep {self.policy}: method {limits.shown(self.method)} is not one of {METHODS}"
+            )
+        limits.check_number(
+            self.n, f"sweep {self.policy}: n", 1, limits.MAX_SWEEP_POINTS, integer=True
+        )
+        limits.check_number(
+            self.seed, f"sweep {self.policy}: seed", 0, limits.MAX_SEED, integer=True
+        )
         if not self.fields:
             raise ParamError(f"sweep {self.policy}: empty grid (no fields to sweep)")
 
@@ -163,6 +176,8 @@ def points(s: SweepSpec) -> list[dict[str, Any]]:
     columns: dict[str, list[Any]] = {}
     if s.method == "grid":
         axes = [lists[n] if n in lists else list(np.linspace(*ranges[n], num=s.n)) for n in names]
+        size = math.prod(len(a) for a in axes)  # counted before the product is built
+        limits.at_most(f"sweep {s.policy}: grid", "points", size, limits.MAX_SWEEP_POINTS)
         combos = list(itertools.product(*axes))
         rows = [dict(zip(names, c)) for c in combos]
     else:
@@ -214,9 +229,12 @@ def definitions(
         raise ParamError("sweep: no seeds")
     out: list[tuple[int, RunDef]] = []
     for s in specs:
+        pts = points(s)
+        runs = len(out) + len(pts) * len(scenarios) * len(seeds)
+        limits.at_most("sweep", "runs", runs, limits.MAX_STUDY_RUNS)
         full = resolve_policy(s.policy)
         settings = index_of(full, index)
-        for i, p in enumerate(points(s)):
+        for i, p in enumerate(pts):
             for scenario in scenarios:
                 for seed in seeds:
                     d = RunDef(
@@ -344,11 +362,22 @@ def is_number_text(v: str) -> bool:
 # ---------------------------------------------------------------------------- sweep files
 
 
-def load_sweep_file(path: str | Path) -> tuple[list[SweepSpec], list[str], list[int]]:
-    """Read a sweep file (YAML, safe-loaded):
+class SweepFile(NamedTuple):
+    """What a sweep file asks for (:func:`load_sweep_file`)."""
+
+    specs: list[SweepSpec]
+    scenarios: list[str]
+    seeds: list[int]
+    llm: dict[str, Any]  # mock LLM overrides of every run, as ``compare --llm`` takes them
+
+
+def load_sweep_file(path: str | Path) -> SweepFile:
+    """Read a sweep file (YAML, read strictly: no anchors or aliases, no duplicate keys,
+    within memsim.engine.limits):
 
         scenarios: [synthetic:churn]
         seeds: [0, 1]
+        llm: {faults.embed_fail: 0.2}    # optional: mock LLM overrides, as compare --llm
         policies:
           pai:
             method: lhs          # grid | random | lhs
@@ -359,21 +388,13 @@ def load_sweep_file(path: str | Path) -> tuple[list[SweepSpec], list[str], list[
               reflect_every: {values: [7, 14]} # explicit values
 
     Errors name the file, the field and the value."""
-    p = Path(path)
-    where = str(p)
-    if not p.is_file():
-        raise ParamError(
-            f"{where}: sweep file does not exist" if not p.exists() else f"{where}: is not a file"
-        )
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise ParamError(f"{where}: not valid YAML: {' '.join(str(e).split())}") from None
+    where = str(Path(path))
+    data = limits.read_yaml(limits.read_text(path, "sweep file"), where)
     if not isinstance(data, dict):
         raise ParamError(f"{where}: (top level): must be a mapping, got {type(data).__name__}")
     unknown = set(data) - {"scenarios", "seeds", "policies", "llm"}
     if unknown:
-        raise ParamError(f"{where}: unknown key {sorted(unknown)[0]!r}")
+        raise ParamError(f"{where}: unknown key {limits.shown(sorted(map(str, unknown))[0])}")
     scenarios = data.get("scenarios")
     if (
         not isinstance(scenarios, list)
@@ -381,42 +402,42 @@ def load_sweep_file(path: str | Path) -> tuple[list[SweepSpec], list[str], list[
         or not all(isinstance(s, str) for s in scenarios)
     ):
         raise ParamError(
-            f"{where}: scenarios: must be a non-empty list of specs, got {scenarios!r}"
+            f"{where}: scenarios: must be a non-empty list of specs, got {limits.shown(scenarios)}"
         )
-    seeds = data.get("seeds", [0])
-    if (
-        not isinstance(seeds, list)
-        or not seeds
-        or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)
-    ):
-        raise ParamError(
-            f"{where}: seeds: must be a non-empty list of integers >= 0, got {seeds!r}"
-        )
+    seeds = limits.check_seeds(data.get("seeds", [0]), f"{where}: seeds")
+    llm = _llm_of_file(data.get("llm", {}), f"{where}: llm")
     pols = data.get("policies")
     if not isinstance(pols, dict) or not pols:
-        raise ParamError(f"{where}: policies: must be a non-empty mapping, got {pols!r}")
+        raise ParamError(
+            f"{where}: policies: must be a non-empty mapping, got {limits.shown(pols)}"
+        )
     specs = []
     for name, body in pols.items():
         at = f"{where}: policies.{name}"
         if not isinstance(body, dict):
-            raise ParamError(f"{at}: must be a mapping, got {body!r}")
+            raise ParamError(f"{at}: must be a mapping, got {limits.shown(body)}")
         extra = set(body) - {"method", "n", "seed", "fields"}
         if extra:
-            raise ParamError(f"{at}: unknown key {sorted(extra)[0]!r}")
+            raise ParamError(f"{at}: unknown key {limits.shown(sorted(map(str, extra))[0])}")
         fields = body.get("fields")
         if not isinstance(fields, dict) or not fields:
             raise ParamError(f"{at}.fields: empty grid (give at least one field)")
         parsed: dict[str, Any] = {}
         for f, how in fields.items():
             if isinstance(how, dict) and set(how) == {"values"} and isinstance(how["values"], list):
+                for i, v in enumerate(how["values"]):
+                    if _is_num(v):
+                        limits.check_number(v, f"{at}.fields.{f}.values[{i}]")
                 parsed[f] = list(how["values"])
             elif how is None:
                 parsed[f] = None
             elif isinstance(how, list) and len(how) == 2 and all(_is_num(v) for v in how):
-                parsed[f] = (float(how[0]), float(how[1]))
+                lo, hi = (limits.check_number(v, f"{at}.fields.{f}") for v in how)
+                parsed[f] = (float(lo), float(hi))
             else:
                 raise ParamError(
-                    f"{at}.fields.{f}: expected [lo, hi], {{values: [...]}} or null, got {how!r}"
+                    f"{at}.fields.{f}: expected [lo, hi], {{values: [...]}} or null, "
+                    f"got {limits.shown(how)}"
                 )
         try:
             specs.append(
@@ -431,7 +452,26 @@ def load_sweep_file(path: str | Path) -> tuple[list[SweepSpec], list[str], list[
             points(specs[-1])
         except MemsimError as e:
             raise ParamError(f"{where}: {e}") from None
-    return specs, scenarios, seeds
+    return SweepFile(specs, scenarios, seeds, llm)
+
+
+def _llm_of_file(raw: Any, where: str) -> dict[str, Any]:
+    """A sweep file's ``llm:`` mapping (``faults.embed_fail: 0.2``, ``modes.NAME: value``,
+    ``text_embedder: NAME``), checked as every run would build its mock LLM."""
+    if not isinstance(raw, dict):
+        raise ParamError(f"{where}: must be a mapping of override: value, got {limits.shown(raw)}")
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if not isinstance(key, str):
+            raise ParamError(f"{where}: a key must be a string, got {limits.shown(key)}")
+        if _is_num(value):
+            value = limits.check_number(value, f"{where}.{key}")
+        out[key] = value
+    try:
+        build_llm(0, {}, out)
+    except (MemsimError, TypeError) as e:  # TypeError: a mode of the wrong type
+        raise ParamError(f"{where}: {limits.clip(str(e))}") from None
+    return out
 
 
 # ---------------------------------------------------------------------------- sensitivity
@@ -588,10 +628,13 @@ def sobol(
     if not metrics:
         raise ParamError(f"sobol {policy}: no metrics")
     if isinstance(n, bool) or not isinstance(n, int) or n < 2 or n & (n - 1):
-        raise ParamError(f"sobol {policy}: n must be a power of 2 (>= 2), got {n!r}")
+        raise ParamError(f"sobol {policy}: n must be a power of 2 (>= 2), got {limits.shown(n)}")
+    limits.at_most(f"sobol {policy}", "base samples", n, limits.MAX_SOBOL)
     if not seeds:
         raise ParamError(f"sobol {policy}: no seeds")
     ranges = sobol_ranges(policy, fields)
+    runs = n * (len(ranges) + 2) * len(seeds)
+    limits.at_most(f"sobol {policy}", "runs", runs, limits.MAX_STUDY_RUNS)
     names = list(ranges)
     d = len(names)
     dists = [uniform(loc=lo, scale=hi - lo) for lo, hi, _ in ranges.values()]

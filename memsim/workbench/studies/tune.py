@@ -27,7 +27,14 @@ from memsim.engine.errors import ParamError
 from memsim.engine.metric_registry import metric_direction, metric_names
 from memsim.engine.registry import spec
 
-from ..runs.execution import as_overrides, index_of, matched_clairvoyant, resolve_policy, run_grid
+from ..runs.execution import (
+    as_overrides,
+    index_of,
+    matched_clairvoyant,
+    progress_bar,
+    resolve_policy,
+    run_grid,
+)
 from ..runs.results import RunDef
 from ..stats import bootstrap_ci
 from .sweep import SweepSpec, declared_ranges, run_metrics, sensitivity_ranges, sweep, wide
@@ -61,29 +68,19 @@ def _suggest(trial: Any, ranges: Mapping[str, tuple[float, float, type]]) -> dic
     return out
 
 
-def tune(
+def tune_plan(
     policy: str,
-    scenarios: Sequence[str],
-    *,
-    objectives: Sequence[str] = ("recall",),
-    fields: Sequence[str] | None = None,
-    trials: int = 20,
-    train_seeds: Sequence[int] = (0, 1, 2, 3, 4),
-    test_seeds: Sequence[int] = (5, 6, 7, 8, 9),
-    out: str | Path = "results/tuning",
-    seed: int = 0,
-    jobs: int = 1,
-    executor: Any = None,
+    objectives: Sequence[str],
+    fields: Sequence[str] | None,
+    trials: int,
+    train_seeds: Sequence[int],
+    test_seeds: Sequence[int],
     index: Mapping[str, Any] | None = None,
-) -> TuneResult:
-    """Tune ``fields`` (default: every declared-range field) of ``policy``; see the module.
-    ``index``: candidate index settings for every run (the study's name carries them)."""
-    with warnings.catch_warnings():
-        # optuna imports tqdm.auto, which warns in a notebook without ipywidgets; memsim
-        # never asks optuna for a progress bar
-        warnings.filterwarnings("ignore", message="IProgress not found")
-        import optuna
-
+) -> tuple[Any, dict[str, Any]]:
+    """What :func:`tune` would search, checked before anything runs or is written: the
+    index settings and each field's range (``memsim tune`` checks every policy first)."""
+    if not objectives:
+        raise ParamError(f"tune: no objective given; known: {', '.join(DIRECTIONS)}")
     for o in objectives:
         if o not in DIRECTIONS:
             raise ParamError(f"tune: unknown objective {o!r}; known: {', '.join(DIRECTIONS)}")
@@ -98,7 +95,41 @@ def tune(
     for n in names:
         if n not in all_ranges:
             raise ParamError(f"tune {policy}: {n!r} is not a numeric field it can search")
+    if not names:
+        raise ParamError(
+            f"tune {policy}: it has no numeric field with a finite declared range to tune "
+            f"(memsim params {policy}); name fields with --fields"
+        )
     ranges = {n: all_ranges[n] for n in names}
+    return settings, ranges
+
+
+def tune(
+    policy: str,
+    scenarios: Sequence[str],
+    *,
+    objectives: Sequence[str] = ("recall",),
+    fields: Sequence[str] | None = None,
+    trials: int = 20,
+    train_seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    test_seeds: Sequence[int] = (5, 6, 7, 8, 9),
+    out: str | Path = "results/tuning",
+    seed: int = 0,
+    jobs: int = 1,
+    executor: Any = None,
+    index: Mapping[str, Any] | None = None,
+    progress: bool | str = False,
+) -> TuneResult:
+    """Tune ``fields`` (default: every declared-range field) of ``policy``; see the module.
+    ``index``: candidate index settings for every run (the study's name carries them)."""
+    with warnings.catch_warnings():
+        # optuna imports tqdm.auto, which warns in a notebook without ipywidgets; memsim
+        # never asks optuna for a progress bar
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        import optuna
+
+    settings, ranges = tune_plan(policy, objectives, fields, trials, train_seeds, test_seeds, index)
+    names = list(ranges)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     storage = f"sqlite:///{(out / 'optuna.db').resolve()}"
@@ -151,7 +182,13 @@ def tune(
         study.enqueue_trial(documented, skip_if_exists=True)
     done = len([t for t in study.trials if t.state.is_finished()])
     if trials > done:
-        study.optimize(objective, n_trials=trials - done)
+        bar = progress_bar(trials, progress, initial=done, what=f"{policy} trials")
+        try:
+            study.optimize(
+                objective, n_trials=trials - done, callbacks=[lambda _s, _t: bar.update(1)]
+            )
+        finally:
+            bar.close()
     best = study.best_trials
     pareto = pd.DataFrame(
         [{**t.params, **dict(zip(objectives, t.values))} for t in best]
