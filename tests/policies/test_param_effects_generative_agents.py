@@ -26,15 +26,16 @@ def test_paper_score_weighs_recency_importance_and_relevance_alike():
     assert r.scores.tolist() == pytest.approx([2.0, 1.0], abs=1e-12)
 
 
-def test_code_recency_is_099_to_the_power_of_the_rank():
-    """retrieve.py (released code): recency = 0.99 ^ rank in the order of last access (rank 1
-    the least recently accessed), min-max normalized: of three memories equal in every other
-    way, the middle one's recency is (0.99^2 - 0.99^3) / (0.99 - 0.99^3)."""
+def test_code_recency_is_0995_to_the_power_of_the_rank():
+    """retrieve.py (released code): recency = recency_decay ^ rank in the order of last access
+    (rank 1 the least recently accessed), recency_decay 0.995 as the released personas'
+    scratch.json set it, min-max normalized: of three memories equal in every other way, the
+    middle one's recency is (0.995^2 - 0.995^3) / (0.995 - 0.995^3)."""
     pol = make("generative-agents-code", llm=OneVectorLLM())
     for i in range(3):
         pol.ingest([_ep(i, float(i), "a.b", 0.5)], float(i))
     r = pol.recall([Query("q", 3.0, "a?", keys=("a.b",), k=3)], 3.0)[0]
     assert r.ids.tolist() == [0, 1, 2]
-    middle = (0.99**2 - 0.99**3) / (0.99 - 0.99**3)
+    middle = (0.995**2 - 0.995**3) / (0.995 - 0.995**3)
     # weights 0.5 recency, 3 relevance, 2 importance; a constant component normalizes to 0.5
     assert r.scores[1] == pytest.approx(0.5 * middle + 3 * 0.5 + 2 * 0.5, abs=1e-9)

@@ -45,11 +45,12 @@ def episode(i: int, t: float, cos: float = 1.0) -> Episode:
     return Episode(f"e{i}", t, "x", (Claim("a.b", "1", attrs=(("cos", cos),)),))
 
 
-@pytest.mark.parametrize("pid", REVIEWING)
+@pytest.mark.parametrize("pid", [p for p in REVIEWING if p != "memorybank-code"])
 @pytest.mark.parametrize("cos, memories", [(0.86, 1), (0.84, 2)])
 def test_a_claim_at_cosine_085_or_more_is_a_repetition(pid, cos, memories):
     """reference.py: a later claim at cosine >= reinforce_cosine (0.85) with a live memory
-    reinforces it; one just under it is a new memory."""
+    reinforces it; one just under it is a new memory (memorybank-code follows the released
+    files, where each dialog turn is its own memory)."""
     pol = make(pid, llm=CosineLLM(), seed=0)
     pol.ingest([episode(0, 0.0)], 0.0)
     out = pol.ingest([episode(1, 0.5, cos)], 0.5)
