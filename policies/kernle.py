@@ -524,14 +524,16 @@ class Kernle(Policy[KernleParams]):
         eligible = s.mask(("active",), p.forget_kinds) & ~s["protected"][: s.n]
         if not (p.oldest_per_kind or p.candidate_pool or p.forget_limit):
             return np.flatnonzero(eligible & (score < t))
-        # the storage's scan: kind by kind, oldest first (ORDER BY created_at ASC LIMIT ?)
+        # the storage's scan: kind by kind, oldest first (ORDER BY created_at ASC LIMIT ?);
+        # equal times and equal scores go in a seeded order of memory identity, never by row
+        tie = s.tie_keys(f"{self.seed}:forget")
         scanned = []
         for kind in p.forget_kinds:
             rows = np.flatnonzero(eligible & s.mask(("active",), (kind,)))
-            rows = rows[np.argsort(s["created"][rows], kind="stable")]
+            rows = rows[np.lexsort((tie[rows], s["created"][rows]))]
             scanned.append(rows[: p.oldest_per_kind] if p.oldest_per_kind else rows)
         order = np.concatenate(scanned) if scanned else np.zeros(0, dtype=np.int64)
-        order = order[np.argsort(score[order], kind="stable")]  # results.sort(key=score)
+        order = order[np.lexsort((tie[order], score[order]))]  # results.sort(key=score)
         if p.candidate_pool:
             order = order[: p.candidate_pool]
         order = order[score[order] < t]
