@@ -164,11 +164,20 @@ def _finds_the_old_lesson(others: int, **params) -> bool:
 
 def test_consolidation_reads_the_50_most_recent_episodes():
     """stack/components/consolidation.py@4ef01db: ``get_episodes(limit=50)``: a lesson
-    repeated only by the two oldest of 52 waiting episodes falls out of the window; among
-    50 it is found."""
+    repeated only by the two oldest of 52 waiting episodes falls out of the window, and with
+    51 waiting the older of the two does; among 50 it is found."""
     assert not _finds_the_old_lesson(50)
+    assert not _finds_the_old_lesson(49)
     assert _finds_the_old_lesson(48)
     assert _finds_the_old_lesson(50, consolidation_window=52)
+
+
+def test_the_stack_revision_strength_starts_at_1():
+    """forget_by='strength' names kernle/stack/components/forgetting.py@639c505: a memory's
+    stored strength is 1.0 when it is made, before any cycle moves it."""
+    pol = code(forget_by="strength")
+    pol.ingest([ep(0, 0.0, "a.x"), ep(1, 0.0, "b.x")], 0.0)
+    assert pol.store["forget_strength"][: pol.store.n].tolist() == [1.0, 1.0]
 
 
 def test_the_stack_revision_strength_has_no_unaccessed_floor():
