@@ -154,9 +154,8 @@ class LLMCache:
         return data
 
 
-def write_new(path: Path, text: str) -> bool:
-    """``text`` into ``path`` unless it exists (False then), whole or not at all: written to
-    a temporary file, then linked to its name (``os.link`` refuses an existing name)."""
+def _written_beside(path: Path, text: str) -> str:
+    """``text`` in a new temporary file in ``path``'s folder, flushed to disk: its name."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -165,6 +164,17 @@ def write_new(path: Path, text: str) -> bool:
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
+def write_new(path: Path, text: str) -> bool:
+    """``text`` into ``path`` unless it exists (False then), whole or not at all: written to
+    a temporary file, then linked to its name (``os.link`` refuses an existing name)."""
+    tmp = _written_beside(path, text)
+    try:
         try:
             os.link(tmp, path)
         except FileExistsError:
@@ -181,14 +191,8 @@ def write_new(path: Path, text: str) -> bool:
 
 def write_atomic(path: Path, text: str) -> None:
     """``text`` into ``path`` through a temporary file in its folder and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = _written_beside(path, text)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
