@@ -13,7 +13,8 @@ ROW_ORDER_KNOWN: dict[tuple[str, str], str] = {}
 KNOWN = {**checks.EXPECTED_FAILURES, **ROW_ORDER_KNOWN}
 
 
-def _cases():
+def conformance_cases():
+    """Every registered policy x every check, a known failure marked strict xfail."""
     for spec in registry.specs():
         for name, check in checks.CHECKS.items():
             reason = KNOWN.get((spec.id, name))
@@ -25,7 +26,7 @@ def _cases():
             yield pytest.param(spec, check, id=f"{spec.id}:{name}", marks=marks)
 
 
-@pytest.mark.parametrize("spec, check", list(_cases()))
+@pytest.mark.parametrize("spec, check", list(conformance_cases()))
 def test_conformance(spec, check):
     check(spec)
 

@@ -9,7 +9,7 @@ import pytest
 from memsim.engine import checks, registry
 from memsim.engine.openai_llm import ModelLLM
 from tests.openai_fake import FakeOpenAI
-from tests.policies.test_conformance import KNOWN
+from tests.policies.test_conformance import conformance_cases
 
 
 @pytest.fixture(scope="module")
@@ -20,19 +20,7 @@ def model_factory(tmp_path_factory):
         yield lambda seed: ModelLLM(spec, seed=seed)
 
 
-def _cases():
-    for spec in registry.specs():
-        for name, check in checks.CHECKS.items():
-            reason = KNOWN.get((spec.id, name))
-            marks = (
-                [pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)]
-                if reason
-                else []
-            )
-            yield pytest.param(spec, check, id=f"{spec.id}:{name}", marks=marks)
-
-
-@pytest.mark.parametrize("spec, check", list(_cases()))
+@pytest.mark.parametrize("spec, check", list(conformance_cases()))
 def test_conformance_through_the_model_adapter(spec, check, model_factory):
     check(spec, model_factory)
 
