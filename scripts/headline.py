@@ -1,7 +1,7 @@
-"""Print, or write into README.md, the headline table of a compare output folder.
+"""Print, or write into README.md, the scorecard of a compare output folder.
 
-python -m scripts.headline                 # print the table for results/standard
-python -m scripts.headline --write         # rewrite README.md's table in place
+python -m scripts.headline                 # print the scorecard of results/standard
+python -m scripts.headline --write         # rewrite README.md's headline and scorecard.md
 python -m scripts.headline --results DIR   # another compare output
 """
 
@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from memsim.workbench.present.headline import headline_table, replace_table
+from memsim.workbench.present.scorecard import read_results, replace_table, scorecard_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=ROOT / "results" / "standard")
-    parser.add_argument("--write", action="store_true", help="rewrite README.md's table")
+    parser.add_argument(
+        "--write", action="store_true", help="rewrite README.md's headline and scorecard.md"
+    )
     args = parser.parse_args(argv)
     for name in ("summary.csv", "per_query.parquet"):
         if not (args.results / name).is_file():
@@ -28,12 +30,13 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-    table = headline_table(args.results)
+    table = scorecard_markdown(*read_results(args.results))
     if not args.write:
         sys.stdout.write(table)
         return 0
     readme = ROOT / "README.md"
     readme.write_text(replace_table(readme.read_text(encoding="utf-8"), table), encoding="utf-8")
+    (args.results / "scorecard.md").write_text(f"# Scorecard\n\n{table}", encoding="utf-8")
     return 0
 
 

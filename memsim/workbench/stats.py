@@ -16,6 +16,7 @@ signed-rank test with Holm's correction, and pooled tables.
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from collections.abc import Iterable, Sequence
@@ -444,3 +445,79 @@ def add_gap(per_query: pd.DataFrame) -> pd.DataFrame:
     if BOUND not in per_query or GAP in per_query:
         return per_query
     return per_query.assign(**{GAP: per_query[BOUND] - per_query["recall"]})
+
+
+def stratified_interval(
+    rows: pd.DataFrame, metric: str, confidence: float = 0.95
+) -> tuple[float, float, float, int]:
+    """(mean, low, high, clusters) of ``metric`` over one policy's rows, with a t-interval
+    over independent clusters.
+
+    Streams that depend on the seed (synthetic profiles) are fixed strata whose seeds are
+    the clusters: the mean is the unweighted mean of the streams' means, its variance
+    sum_h s_h^2 / (n_h H^2) with sum_h (n_h - 1) degrees of freedom. Streams that ignore the
+    seed (LoCoMo conversations) are the clusters themselves, their seeds replicates averaged
+    per question first: the mean pools every question, its variance is the cluster-robust
+    one, C / (C - 1) sum_c (s_c - m k_c)^2 / K^2, with C - 1 degrees of freedom. NaN bounds
+    with fewer than two clusters per stratum (or two streams), or a mix of both kinds."""
+    from scipy import stats
+
+    v = rows[[c for c in ("scenario", "seed", "query_id") if c in rows] + [metric]].copy()
+    v = v[np.isfinite(v[metric].to_numpy(dtype=np.float64))]
+    if v.empty:
+        return (np.nan, np.nan, np.nan, 0)
+    kinds = {seeded_stream(str(s)) for s in v["scenario"].unique()}
+    if kinds == {True}:
+        cluster_means = v.groupby(["scenario", "seed"], sort=False)[metric].mean()
+        by = cluster_means.groupby(level=0, sort=False)
+        means, n, var = by.mean(), by.size(), by.var(ddof=1)
+        h = len(means)
+        mean = float(means.mean())
+        clusters = int(n.sum())
+        if (n < 2).any():
+            return (mean, np.nan, np.nan, clusters)
+        se = math.sqrt(float((var / n).sum())) / h
+        df = int((n - 1).sum())
+    elif kinds == {False}:
+        per_q = v.groupby(["scenario", "query_id"], sort=False)[metric].mean()
+        by = per_q.groupby(level=0, sort=False)
+        s, k = by.sum().to_numpy(), by.size().to_numpy(dtype=np.float64)
+        clusters = len(s)
+        mean = float(s.sum() / k.sum())
+        if clusters < 2:
+            return (mean, np.nan, np.nan, clusters)
+        resid = s - mean * k
+        se = math.sqrt(clusters / (clusters - 1) * float((resid**2).sum())) / float(k.sum())
+        df = clusters - 1
+    else:
+        return (float(v[metric].mean()), np.nan, np.nan, 0)
+    half = float(stats.t.ppf(0.5 + confidence / 2, df)) * se
+    lo, hi = mean - half, mean + half
+    values = v[metric].to_numpy(dtype=np.float64)
+    if values.min() >= 0.0 and values.max() <= 1.0:  # a share: no bound beyond what it can be
+        lo, hi = max(lo, 0.0), min(hi, 1.0)
+    return (mean, lo, hi, clusters)
+
+
+def identical_variants(per_query: pd.DataFrame) -> dict[str, str]:
+    """variant -> parent for every variant whose per-query metrics equal its parent's on
+    every query of the table (they are one policy as far as these results go)."""
+    from memsim.engine.registry import spec
+
+    keys = [c for c in (PROTOCOL_KEYS) if c in per_query]
+    metrics = [m for m in QUERY_METRICS if m in per_query]
+    policies = list(dict.fromkeys(per_query["policy"].astype(str)))
+    by = {
+        p: g.sort_values(keys)[metrics].reset_index(drop=True)
+        for p, g in per_query.groupby("policy", sort=False)
+    }
+    out = {}
+    for p in policies:
+        parent = spec(p).variant_of
+        if parent and parent in by and by[p].shape == by[parent].shape:
+            if by[p].equals(by[parent]):
+                out[p] = parent
+    return out
+
+
+PROTOCOL_KEYS = ("protocol", "scenario", "seed", "query_id")

@@ -9,12 +9,15 @@ from pathlib import Path
 from memsim.engine.errors import ParamError
 from memsim.engine.sources import suite
 
-from ..present.report import brief_table, console_table, write_comparison
-from ..runs.execution import as_overrides, grid, list_policies, resolve_policy, run_grid
+from ..present.report import console_table, write_comparison
+from ..present.scorecard import scorecard_console, scorecard_markdown
+from ..runs.execution import as_overrides, list_policies, resolve_policy, run_grid
 from ..runs.executors import dask_executor, worker_count
+from ..runs.protocols import DEFAULT
 from ..runs.results import atomic_write_bytes
-from ..stats import expectation_table, tables
+from ..stats import expectation_table
 from ..studies.calibrate import frontier as run_frontier
+from ..studies.compare import protocol_runs, protocol_tables
 from .args import (
     DASK_HELP,
     add_index,
@@ -48,6 +51,14 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         "suite runs one stream per sample)",
     )
     s.add_argument("--seeds", default="0", help="comma list or START:STOP (default 0)")
+    s.add_argument(
+        "--protocols",
+        metavar="NAME[,NAME...]",
+        help="protocols to run under (docs/results.md#protocols; `memsim list` names them): "
+        "names, A+B to compose two, standard (the default and each axis's other choices "
+        "alone) or cross (every composition); default: standard with --suite standard, "
+        "else default",
+    )
     s.add_argument(
         "--jobs", type=worker_count, default=1, help="parallel processes (results are identical)"
     )
@@ -104,7 +115,14 @@ def run(args: argparse.Namespace) -> int:
     cache = Path(args.cache or DEFAULT_CACHE)
     params = policy_params(policies, args.param)
     index = index_settings(args.index)
-    defs = grid(policies, specs, seeds, params, llm_overrides(args.llm), index)
+    user_llm = llm_overrides(args.llm)
+    chosen = args.protocols or ("standard" if args.suite == "standard" else DEFAULT)
+    runs, skipped = protocol_runs(
+        policies, specs, seeds, chosen, params=params, llm=user_llm, index=index
+    )
+    for line in skipped:
+        print(line, file=sys.stderr)
+    defs = [d for r in runs for d in r.defs]
     print(
         f"runs cached under {cache}/runs (--cache DIR elsewhere, --no-resume to recompute)",
         file=sys.stderr,
@@ -132,18 +150,18 @@ def run(args: argparse.Namespace) -> int:
             calibrate=not args.no_calibration,
         )
         frontier = None
-        if not args.no_calibration:
-            frontier = run_frontier(
-                specs,
+        if not args.no_calibration and runs[0].protocol.name == DEFAULT:
+            frontier = run_frontier(  # the frontier figure is drawn for the default protocol
+                list(runs[0].specs),
                 seeds,
-                llm=as_overrides(llm_overrides(args.llm)),
+                llm=as_overrides(runs[0].llm),
                 root=str(cache),
                 jobs=args.jobs,
                 executor=executor,
                 resume=not args.no_resume,
                 progress="always" if args.progress else not args.quiet,
             )
-    summary, per_query = tables(results)
+    summary, per_query = protocol_tables(runs, results)
     write_comparison(
         out,
         summary,
@@ -153,13 +171,22 @@ def run(args: argparse.Namespace) -> int:
             "scenarios": specs,
             "seeds": seeds,
             "suite": args.suite,
+            "protocols": {
+                r.protocol.name: {"description": r.protocol.description, "specs": list(r.specs)}
+                for r in runs
+            },
             **({"index": index} if index else {}),
         },
         frontier=frontier,
     )
+    card = scorecard_markdown(summary, per_query)
+    atomic_write_bytes(out / "scorecard.md", f"# Scorecard\n\n{card}".encode())
     if args.brief:
-        print(f"{len(policies)} policies x {len(specs)} scenarios x {len(seeds)} seed(s)")
-        print(brief_table(summary))
+        print(
+            f"{len(policies)} policies x {len(specs)} scenarios x {len(seeds)} seed(s) x "
+            f"{len(runs)} protocol(s); the scorecard (means; intervals in scorecard.md):"
+        )
+        print(scorecard_console(summary, per_query))
     else:
         print(console_table(summary))
     if (
@@ -173,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
         print("\nrecall@k by group:")
         print(by.agg(["mean", "count"]).round(3).to_string())
     verdicts = expectation_table(results)
-    wrote = "summary.md, summary.csv, per_query.parquet"
+    wrote = "scorecard.md, summary.md, summary.csv, per_query.parquet"
     if len(verdicts):
         atomic_write_bytes(out / "expectations.csv", verdicts.to_csv(index=False).encode())
         wrote += ", expectations.csv"
@@ -189,5 +216,8 @@ def run(args: argparse.Namespace) -> int:
             )
     print(f"\nwrote {out}/{wrote}")
     if args.brief:
-        print(f"full tables: {out}/summary.md (per scenario, with 95% CIs), {out}/summary.csv")
+        print(
+            f"full tables: {out}/scorecard.md (with 95% intervals), {out}/summary.md (per "
+            f"protocol and scenario), {out}/summary.csv"
+        )
     return 0

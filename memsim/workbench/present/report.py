@@ -13,6 +13,7 @@ import pandas as pd
 from memsim.engine.metric_registry import metric_names
 from memsim.engine.registry import specs
 
+from ..runs.protocols import DEFAULT, PROTOCOL, protocol
 from ..runs.results import (
     atomic_write_bytes,
     atomic_write_json,
@@ -85,6 +86,18 @@ def markdown(summary: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def protocols_markdown(summary: pd.DataFrame) -> str:
+    """``markdown`` of each protocol's rows under a heading naming the protocol and what it
+    chooses (a table without a protocol column is one protocol's)."""
+    if PROTOCOL not in summary:
+        return markdown(summary)
+    parts = []
+    for name, g in summary.groupby(PROTOCOL, sort=False):
+        parts.append(f"## Protocol `{name}`\n\n{protocol(str(name)).description}.\n")
+        parts.append(markdown(g.drop(columns=PROTOCOL)))
+    return "\n".join(parts)
+
+
 def _ci_phrase(g: pd.DataFrame) -> str:
     """Which units the intervals of this scenario's table resample."""
     if "clusters" not in g:
@@ -115,9 +128,13 @@ def write_comparison(
     atomic_write_bytes(
         out / "summary.csv", summary.to_csv(index=False, float_format="%.6g").encode()
     )
-    text = "# Comparison\n\n" + markdown(summary)
+    text = "# Comparison\n\n" + protocols_markdown(summary)
     if "bound" in per_query.columns:
-        text += "\n" + calibration_markdown(per_query, frontier)
+        default = per_query
+        if PROTOCOL in per_query:
+            default = per_query[per_query[PROTOCOL] == DEFAULT].drop(columns=PROTOCOL)
+        if len(default):
+            text += "\n" + calibration_markdown(default, frontier)
     atomic_write_bytes(out / "summary.md", text.encode())
     if frontier is not None:
         atomic_write_bytes(
@@ -137,13 +154,17 @@ def console_table(
     summary: pd.DataFrame,
     metrics: Sequence[str] = metric_names("console"),
 ) -> str:
-    """A compact fixed-width table for the terminal: scenario x policy rows, chosen metrics,
-    and the index audit's columns where some run has them."""
+    """A compact fixed-width table for the terminal: scenario x policy rows (and their
+    protocol, when the table has more than one), chosen metrics, and the index audit's
+    columns where some run has them."""
     audit = metric_names("index_audit")
     metrics = [*metrics, *(m for m in audit if (summary["metric"] == m).any())]
+    keys = ["scenario", "policy"]
+    if PROTOCOL in summary and summary[PROTOCOL].nunique() > 1:
+        keys.insert(0, PROTOCOL)
     rows = []
-    for (scenario, policy), g in summary.groupby(["scenario", "policy"], sort=False):
-        row = {"scenario": scenario, "policy": policy}
+    for names, g in summary.groupby(keys, sort=False):
+        row = dict(zip(keys, names))
         for m in metrics:
             r = g[g.metric == m]
             row[m] = _fmt(float(r["mean"].iloc[0])) if len(r) else "–"
@@ -158,25 +179,3 @@ def _baselines_phrase() -> str:
     ids = [s.id for s in specs() if s.baseline]
     quantity = "both" if len(ids) == 2 else "every"
     return f"{quantity} baseline{'s' if len(ids) != 1 else ''} ({', '.join(ids)})"
-
-
-def brief_table(
-    summary: pd.DataFrame, metrics: Sequence[str] = ("recall", "stale", "footprint_mean")
-) -> str:
-    """A few lines for the terminal: one row per policy, each metric's mean over the
-    scenarios where it is defined (unweighted), and on how many scenarios the policy beats
-    every baseline on the first metric. The per-scenario numbers are in summary.md."""
-    rows = []
-    first = metrics[0]
-    for policy, g in summary.groupby("policy", sort=False):
-        row: dict[str, Any] = {"policy": policy, "scenarios": g["scenario"].nunique()}
-        for m in metrics:
-            v = g[g.metric == m]["mean"].to_numpy(dtype=np.float64)
-            row[f"{m} (mean)"] = _fmt(float(np.nanmean(v))) if np.isfinite(v).any() else "–"
-        beats = g[g.metric == first]["beats_baselines"]
-        judged = beats[beats.notna()]
-        row[f"beats baselines on {first}"] = (
-            f"{int((judged == True).sum())} of {len(judged)}" if len(judged) else "baseline"  # noqa: E712
-        )
-        rows.append(row)
-    return pd.DataFrame(rows).to_string(index=False)
