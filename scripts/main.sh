@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Set everything up, then run the main job: every registered policy on the standard suite.
-# Writes results/standard/ (summary.md, summary.csv, per_query.parquet, manifest.json,
-# expectations.csv), the claims table and the figures under results/figures/, and prints a
-# short summary (one line per policy) with where the full tables are. Per-run results are
+# Writes results/standard/ (scorecard.md, summary.md, summary.csv, per_query.parquet,
+# manifest.json, expectations.csv), the claims table and the figures under results/figures/,
+# and prints the scorecard (one line per policy, every column explained) at its end. Per-run results are
 # cached under results/runs/ (reused when nothing changed). Extra arguments go to
 # `memsim compare`.
 #
@@ -27,13 +27,18 @@ if [ -n "$locomo" ] && [ "$locomo" != "none" ]; then
   echo "main: including LoCoMo from $locomo" >&2
   args+=(--locomo "$locomo")
 fi
-.venv/bin/python -m memsim compare "${args[@]}" "$@"
+# compare's scorecard is printed last, after the claims and figures have been written
+card=$(mktemp)
+trap 'rm -f "$card"' EXIT
+.venv/bin/python -m memsim compare "${args[@]}" "$@" >"$card"
 .venv/bin/python -m memsim claims
 .venv/bin/python -m memsim figures --out results/figures --results results/standard
-# The README's headline table is computed from results/standard; keep them together, but only
+# The README's headline is the scorecard of results/standard; keep them together, but only
 # for the standard run itself (extra arguments change what results/standard holds).
 if [ $# -eq 0 ]; then .venv/bin/python -m scripts.headline --write; fi
 echo
-echo "main: full tables in results/standard/summary.md (per scenario, 95% CIs) and summary.csv;"
-echo "      per query in results/standard/per_query.parquet; worked examples in docs/claims.md;"
-echo "      figures in results/figures/ (see results/README.md)"
+cat "$card"
+echo
+echo "main: the scorecard with intervals in results/standard/scorecard.md; every protocol and"
+echo "      scenario in summary.md and summary.csv; per query in per_query.parquet; worked"
+echo "      examples in docs/claims.md; figures in results/figures/ (see results/README.md)"
