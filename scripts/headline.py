@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-    table = scorecard_markdown(*read_results(args.results))
+    robustness = ROOT / "results" / "robustness.csv"
+    table = scorecard_markdown(*read_results(args.results, robustness))
     if not args.write:
         sys.stdout.write(table)
         return 0

@@ -27,8 +27,7 @@ RESULTS = REPO / "results" / "standard"
 
 def test_readme_headline_is_the_committed_scorecard():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    summary, per_query, timings = read_results(RESULTS)
-    table = scorecard_markdown(summary, per_query, timings)
+    table = scorecard_markdown(*read_results(RESULTS, REPO / "results" / "robustness.csv"))
     assert replace_table(readme, table) == readme, (
         "README.md's headline is stale: run `python -m scripts.headline --write`"
     )
@@ -150,3 +149,22 @@ def test_interval_of_a_stream_that_ignores_the_seed_pools_its_seeds_first():
     mean, lo, hi, n = stratified_interval(rows, "recall")
     assert n == 3 and mean == pytest.approx(0.5)  # three conversations, seeds are replicates
     assert 0.0 <= lo < 0.5 < hi <= 1.0
+
+
+def test_robustness_verdicts_read_the_direction_and_count_profiles():
+    from memsim.workbench.present.scorecard import robustness_verdicts
+
+    table = pd.DataFrame(
+        {
+            "metric": ["recall"] * 4 + ["stale"],
+            "conclusion": [
+                "pai has higher recall@10 than keep-all on steady",
+                "pai has higher recall@10 than keep-all on churn",
+                "keep-all has higher recall@10 than kernle on churn",
+                "pai has higher recall@10 than kernle on churn",
+                "pai has lower stale@10 than keep-all on churn",
+            ],
+            "verdict": ["robust", "fragile", "robust", "robust", "robust"],
+        }
+    )
+    assert robustness_verdicts(table) == {"pai": "fragile ▲ 1, robust ▲ 1", "kernle": "robust ▼ 1"}

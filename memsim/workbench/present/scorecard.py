@@ -198,8 +198,32 @@ def cost_frame(summary: pd.DataFrame, timings: pd.DataFrame | None) -> pd.DataFr
     return table
 
 
+_CONCLUSION = re.compile(r"^(\S+) has higher recall@10 than (\S+) on ")
+
+
+def robustness_verdicts(robustness: pd.DataFrame, reference: str = "keep-all") -> dict[str, str]:
+    """policy -> how its recall against ``reference`` fares across the robustness study's
+    mock modes (``memsim robustness``' table): per verdict and direction, on how many
+    profiles, e.g. ``robust ▼ 3, fragile ▲ 1``."""
+    out: dict[str, dict[str, int]] = {}
+    rows = robustness[robustness["metric"] == "recall"]
+    for conclusion, verdict in zip(rows["conclusion"].astype(str), rows["verdict"].astype(str)):
+        m = _CONCLUSION.match(conclusion)
+        if not m or reference not in m.groups():
+            continue
+        winner, loser = m.groups()
+        policy, arrow = (winner, UP) if loser == reference else (loser, DOWN)
+        key = "never significant" if verdict == "never significant" else f"{verdict} {arrow}"
+        counts = out.setdefault(policy, {})
+        counts[key] = counts.get(key, 0) + 1
+    return {p: ", ".join(f"{k} {n}" for k, n in sorted(c.items())) for p, c in out.items()}
+
+
 def scorecard_markdown(
-    summary: pd.DataFrame, per_query: pd.DataFrame, timings: pd.DataFrame | None = None
+    summary: pd.DataFrame,
+    per_query: pd.DataFrame,
+    timings: pd.DataFrame | None = None,
+    robustness: pd.DataFrame | None = None,
 ) -> str:
     """The two tables of the scorecard (quality per protocol; cost and the clairvoyant
     gap's parts) with a note on what the intervals and marks rest on."""
@@ -221,6 +245,7 @@ def scorecard_markdown(
     cost = cost_frame(summary, timings)
     cost_cols = [(m, t, d) for m, t, d in COST if m in cost]
     gap_cols = [(m, t) for m, t in GAP_PARTS if m in cost]
+    verdicts = None if robustness is None else robustness_verdicts(robustness)
     if cost_cols or gap_cols:
         rows = []
         for p in policies:
@@ -235,10 +260,13 @@ def scorecard_markdown(
                 cells.append(_fmt(value(LATENCY[0]), 2))
             for m, _ in gap_cols:
                 cells.append(_fmt(value(m), 3) + (" ‡" if value(m) < 0 else ""))
+            if verdicts is not None:
+                cells.append(verdicts.get(p, "not in the study"))
             rows.append(cells)
         titles = ["policy", *(f"{t} ↓" for _, t, _ in cost_cols)]
         titles += [f"{LATENCY[1]} ↓"] if LATENCY[0] in cost else []
         titles += [f"{t} ↓" for _, t in gap_cols]
+        titles += [] if verdicts is None else ["recall vs keep-all across mock modes (profiles)"]
         lines += [
             "",
             "**Cost and distance from the clairvoyant** (synthetic, default protocol):",
@@ -308,12 +336,17 @@ def scorecard_console(
     return pd.DataFrame(table).to_string(index=False) + "\ncolumns:\n" + "\n".join(legend)
 
 
-def read_results(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
-    """(summary, per-query, timings or None) of a compare output folder."""
+def read_results(
+    folder: Path, robustness: Path | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None, pd.DataFrame | None]:
+    """(summary, per-query, timings, robustness) of a compare output folder; timings
+    (``timings.csv`` in the folder) and the robustness table (a ``memsim robustness`` csv)
+    are None when absent."""
     summary = pd.read_csv(folder / "summary.csv")
     per_query = pd.read_parquet(folder / "per_query.parquet")
     timings = pd.read_csv(folder / "timings.csv") if (folder / "timings.csv").is_file() else None
-    return summary, per_query, timings
+    robust = pd.read_csv(robustness) if robustness is not None and robustness.is_file() else None
+    return summary, per_query, timings, robust
 
 
 def replace_table(readme: str, table: str) -> str:
