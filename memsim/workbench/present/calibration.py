@@ -16,6 +16,8 @@ from ..studies.calibrate import calibration_table, frontier_scenarios, pooled_fr
 from .style import AGE_BINS, age_bin_labels, ordered_policies, short_scenario
 from .tables import markdown_table
 
+# the gap's split (stats.add_gap): what the policy no longer kept, and kept but ranked out
+GAP_PARTS = {"gap_retention": "gap: not kept", "gap_ranking": "gap: ranked out"}
 LOSS_LABELS = {
     "recall": "covered in top k",
     "ranked_out": "ranked out",
@@ -77,10 +79,14 @@ def calibration_markdown(per_query: pd.DataFrame, frontier: pd.DataFrame | None 
         "## The clairvoyant bound and where recall is lost\n",
         "bound = recall@k of the clairvoyant reference run at this policy's own retrievable "
         "footprint over time (matched mode): the best any retention of raw episode memories "
-        "could reach at that footprint; gap = bound - recall. ‡ = the policy exceeds the "
-        "bound: its memories cover several episodes each (consolidation, dedup that adds "
-        "provenance), which raw-memory retention cannot. Of the asked units: covered in the "
-        "top k (= recall), ranked out (a retrievable memory covered it, ranked below k), "
+        "could reach at that footprint; gap = bound - recall, split into gap: not kept "
+        "(bound - recall - ranked out: what the clairvoyant keeps at that footprint and this "
+        "policy no longer kept) and gap: ranked out (kept but ranked below k); the two sum "
+        "to the gap. ‡ = a negative mean (shown, never netted against the other part): the "
+        "policy exceeds the bound, its memories cover several episodes each (consolidation, "
+        "dedup that adds provenance), which raw-memory retention cannot. Of the asked "
+        "units: covered in the top k (= recall), ranked out (a retrievable memory covered "
+        "it, ranked below k), "
         "forgotten (a memory covered it, none retrievable at the query), never kept (no "
         "memory ever covered it); the four sum to 1. stale: share of returned memories "
         "asserting only superseded values. Mean [95% cluster-bootstrap CI over seeds x "
@@ -92,12 +98,19 @@ def calibration_markdown(per_query: pd.DataFrame, frontier: pd.DataFrame | None 
         if t.empty:
             continue
         wide = _wide(t, "policy", "metric")
-        gaps = t[t.metric == GAP].set_index("policy")["mean"]
-        for p, g in zip(gaps.index.astype(str), gaps.to_numpy(np.float64)):
-            if np.isfinite(g) and g < 0 and GAP in wide.columns:
-                current: Any = wide.at[p, GAP]
-                wide.at[p, GAP] = f"{current} ‡"
-        names = {BOUND: "clairvoyant at footprint", GAP: "gap", **LOSS_LABELS, "stale": "stale"}
+        for m in (GAP, *GAP_PARTS):
+            means = t[t.metric == m].set_index("policy")["mean"]
+            for p, g in zip(means.index.astype(str), means.to_numpy(np.float64)):
+                if np.isfinite(g) and g < 0 and m in wide.columns:
+                    current: Any = wide.at[p, m]
+                    wide.at[p, m] = f"{current} ‡"
+        names = {
+            BOUND: "clairvoyant at footprint",
+            GAP: "gap",
+            **GAP_PARTS,
+            **LOSS_LABELS,
+            "stale": "stale",
+        }
         wide = wide[[c for c in names if c in wide.columns]].rename(columns=names)
         lines += [f"### {label}\n", *_md_table(wide, "policy", order), ""]
     loco = per_query[per_query["scenario"].map(family) == "locomo"]
