@@ -117,15 +117,15 @@ METRICS: dict[str, Metric] = {
         ),
         _m(
             "rank_inversion",
-            "1 if a memory asserting only a superseded value of an asked key (stale, as in "
-            "stale) ranks in the top k above the first memory covering a current value (one "
-            "not in the top k ranks below every returned memory), else 0 (also when nothing "
-            "is returned); NaN, not counted, unless some asked key both had an older value "
-            "before the query and has its current value covered by a retrievable memory at "
-            "the query (as for ranked_out)",
+            "1 if a stale memory (asserting only a superseded value of an asked key, the "
+            "test of stale) ranks in the top k above the first memory covering a current "
+            "value (one not in the top k ranks below every returned memory), else 0 (also "
+            "when nothing is returned); NaN, not counted, unless some asked key both had an "
+            "older value before the query and has its current value covered by a "
+            "retrievable memory at the query (the test of ranked_out)",
             "lower",
             "query",
-            "share of counted queries",
+            "0 or 1 (its mean: share of counted queries)",
             "scored query shown",
         ),
         _m(

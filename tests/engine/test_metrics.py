@@ -374,3 +374,23 @@ def test_returning_little_never_scores_better_than_ranking_current_first():
         assert list(inv.isna()) == [False, True, True] and inv["q1"] == 0.0
         assert recall["q1"] == 0.0 < first_recall["q1"] == 1.0
         assert stale["q1"] == 0.0  # stale@k alone would call it perfect
+
+
+@given(
+    st.lists(_eps, max_size=6),
+    st.dictionaries(st.sampled_from("ABCD"), _eps.filter(bool), min_size=1),
+    st.frozensets(st.sampled_from([f"e{i}" for i in range(8)])),
+    st.integers(1, 6),
+)
+def test_rank_inversion_invariants(prov, units, superseded, k):
+    prov = tuple(prov)
+    relevant = frozenset().union(*units.values())
+    superseded = superseded - relevant
+    inv = M.rank_inversion(prov, units, relevant, superseded, k, counted=True)
+    stale = M.stale_at_k(prov, relevant, superseded, k)
+    assert inv in (0.0, 1.0)
+    assert inv <= float(stale > 0)  # an inversion needs a stale memory in the top k
+    if prov[:1] and M.hit_at_k(prov, units, 1):
+        assert inv == 0.0  # the current value first: nothing ranks above it
+    if stale > 0 and M.hit_at_k(prov, units, k) == 0:
+        assert inv == 1.0  # stale returned, current below every returned memory
