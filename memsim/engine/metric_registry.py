@@ -20,7 +20,7 @@ class Metric:
     level: str  # "query" (one value per query) or "run" (one per run)
     unit: str
     groups: frozenset[str] = frozenset()
-    label: str = ""  # short column label of the drift tables (default: the name)
+    label: str = ""  # short display label (drift tables, metric_label; default: the name)
     # in the report's readable table, shown right after this metric (a reference beside
     # the metric it bounds) instead of at its registry place
     shown_beside: str = ""
@@ -81,11 +81,13 @@ METRICS: dict[str, Metric] = {
         ),
         _m(
             "hit",
-            "1 if any unit is covered by the top-k memories, else 0",
+            "1 if any unit is covered by the top-k memories, else 0 (equal to recall on a "
+            "query with one unit, as every synthetic query has)",
             "higher",
             "query",
             "0 or 1",
             "scored query shown",
+            label="hit@10",
         ),
         _m(
             "mrr",
@@ -112,6 +114,19 @@ METRICS: dict[str, Metric] = {
             "share of returned memories",
             "scored query shown console objective sweep sobol drift",
             label="stale@10",
+        ),
+        _m(
+            "rank_inversion",
+            "1 if a stale memory (asserting only a superseded value of an asked key, the "
+            "test of stale) ranks in the top k above the first memory covering a current "
+            "value (one not in the top k ranks below every returned memory), else 0 (also "
+            "when nothing is returned); NaN, not counted, unless some asked key both had an "
+            "older value before the query and has its current value covered by a "
+            "retrievable memory at the query (the test of ranked_out)",
+            "lower",
+            "query",
+            "0 or 1 (its mean: share of counted queries)",
+            "scored query shown",
         ),
         _m(
             "needed_forgotten",
@@ -164,6 +179,24 @@ METRICS: dict[str, Metric] = {
             "share of units",
             "query calibration shown",
             shown_beside="bound",
+        ),
+        _m(
+            "gap_retention",
+            "bound - (recall + ranked_out): the part of the gap the policy no longer kept "
+            "(negative when its memories cover several episodes each: consolidation)",
+            "lower",
+            "query",
+            "share of units",
+            "query calibration",
+        ),
+        _m(
+            "gap_ranking",
+            "ranked_out: the part of the gap the policy kept but ranked below k (with "
+            "gap_retention it sums to gap)",
+            "lower",
+            "query",
+            "share of units",
+            "query calibration",
         ),
         _m(
             "footprint",
@@ -275,6 +308,14 @@ def metric_names(group: str, level: str | None = None) -> tuple[str, ...]:
         for n in beside:
             names.insert(names.index(METRICS[n].shown_beside) + 1, n)
     return tuple(names)
+
+
+def metric_label(name: str) -> str:
+    """The display label of a metric ("recall@10", "hit@10"), its name when it has none
+    (KeyError for an unknown name)."""
+    if name not in METRICS:
+        raise KeyError(f"unknown metric {name!r}; known: {', '.join(METRICS)}")
+    return METRICS[name].label or name
 
 
 def metric_direction(name: str) -> str:

@@ -6,11 +6,12 @@ unit's relevant episodes. No metric asks a policy what it thinks is relevant. A 
 *states* a superseded value of an asked key (a belief reinforced by an episode that changed
 the value, say) covers nothing of that key and counts as stale, whatever its provenance.
 
-Per query: recall@k, hit@k, MRR, nDCG@k, stale@k, needed_forgotten, and where the rest of
-recall went (``loss_shares``: ranked_out, forgotten, never_kept; with recall they sum to 1).
-Per run:
-footprint_mean, footprint_final, noise_retention. A query with no relevant unit (nothing
-asserted yet, or all of it forgotten on request) has NaN recall/hit/mrr/ndcg.
+Per query: recall@k, hit@k, MRR, nDCG@k, stale@k, rank_inversion, needed_forgotten, and
+where the rest of recall went (``loss_shares``: ranked_out, forgotten, never_kept; with
+recall they sum to 1). Per run: footprint_mean, footprint_final, noise_retention. A query
+with no relevant unit (nothing asserted yet, or all of it forgotten on request) has NaN
+recall/hit/mrr/ndcg; rank_inversion is NaN unless a current value was retrievable and an
+asked key had an older value.
 """
 
 from __future__ import annotations
@@ -74,6 +75,22 @@ def ndcg_at_k(prov: Prov, units: Units, k: int) -> float:
     return min(1.0, dcg / ideal)
 
 
+def stale_flags(
+    prov: Prov,
+    relevant: frozenset[str],
+    superseded: Container[str],
+    misstated: Sequence[bool] = (),
+) -> list[bool]:
+    """Which memories of ``prov`` are stale: memory i states a superseded value of an asked
+    key (``misstated[i]``), or holds no relevant episode and some superseded one.
+    ``superseded`` needs only ``in`` (a set, or GroundTruth.superseded_view)."""
+    wrong = list(misstated[: len(prov)]) + [False] * (len(prov) - len(misstated[: len(prov)]))
+    return [
+        bool(w) or (p.isdisjoint(relevant) and any(e in superseded for e in p))
+        for p, w in zip(prov, wrong)
+    ]
+
+
 def stale_at_k(
     prov: Prov,
     relevant: frozenset[str],
@@ -81,18 +98,45 @@ def stale_at_k(
     k: int,
     misstated: Sequence[bool] = (),
 ) -> float:
-    """``superseded`` needs only ``in`` (a set, or GroundTruth.superseded_view).
-    ``misstated[i]``: memory i states a superseded value of an asked key (stale outright)."""
+    """Share of the top k that is stale (:func:`stale_flags`); 0 when nothing is returned."""
     top = prov[:k]
     if not top:
         return 0.0
-    wrong = list(misstated[:k]) + [False] * (len(top) - len(misstated[:k]))
-    stale = sum(
-        1
-        for p, w in zip(top, wrong)
-        if w or (p.isdisjoint(relevant) and any(e in superseded for e in p))
-    )
-    return stale / len(top)
+    return sum(stale_flags(top, relevant, superseded, misstated)) / len(top)
+
+
+def rank_inversion(
+    prov: Prov,
+    units: Units,
+    relevant: frozenset[str],
+    superseded: Container[str],
+    k: int,
+    misstated: Sequence[bool] = (),
+    *,
+    counted: bool,
+) -> float:
+    """1 if a stale memory (:func:`stale_flags`) ranks in the top k above the first memory
+    covering a unit (a current value); a current value not in the top k ranks below every
+    returned memory. 0 otherwise, also when nothing is returned. NaN when not ``counted``:
+    the caller's test that a current value was retrievable at the query and that an asked
+    key had an older value (:func:`inversion_counted`)."""
+    if not counted:
+        return math.nan
+    top = prov[:k]
+    flags = stale_flags(top, relevant, superseded, misstated)
+    first_stale = next((i for i, f in enumerate(flags) if f), None)
+    if first_stale is None:
+        return 0.0
+    first_current = next((i for i, p in enumerate(top) if _covers(p, units)), len(top))
+    return float(first_stale < first_current)
+
+
+def inversion_counted(retrievable: AbstractSet[str], revised: AbstractSet[str]) -> bool:
+    """Whether a query counts for :func:`rank_inversion`: some asked key both had an older
+    value before the query (``revised``, GroundTruth.revised_keys) and has its current value
+    covered by a retrievable memory at the query (``retrievable``, the units of
+    LogIndex.unit_states, the same test as ``ranked_out``)."""
+    return not revised.isdisjoint(retrievable)
 
 
 def loss_shares(
@@ -234,6 +278,7 @@ COLUMNS = (
     "mrr",
     "ndcg",
     "stale",
+    "rank_inversion",
     "needed_forgotten",
     "ranked_out",
     "forgotten",
@@ -250,11 +295,13 @@ def evaluate(trace: Trace, truth: GroundTruth) -> pd.DataFrame:
     for rec in trace.queries:
         units = truth.units(rec.query_id)
         relevant = truth.relevant(rec.query_id)
+        superseded = truth.superseded_view(rec.query_id)
         prov, misstated = judge_statements(
             rec.provenance[: rec.k], rec.stated, units, truth.current_values(rec.query_id)
         )
         retrievable, existed = logs.unit_states(units, rec)
         losses = loss_shares(units, covered_units(prov, units, rec.k), retrievable, existed)
+        counted = inversion_counted(retrievable, truth.revised_keys(rec.query_id))
         rows.append(
             (
                 rec.query_id,
@@ -267,7 +314,10 @@ def evaluate(trace: Trace, truth: GroundTruth) -> pd.DataFrame:
                 hit_at_k(prov, units, rec.k),
                 mrr(prov, units, rec.k),
                 ndcg_at_k(prov, units, rec.k),
-                stale_at_k(prov, relevant, truth.superseded_view(rec.query_id), rec.k, misstated),
+                stale_at_k(prov, relevant, superseded, rec.k, misstated),
+                rank_inversion(
+                    prov, units, relevant, superseded, rec.k, misstated, counted=counted
+                ),
                 logs.needed_forgotten(relevant, rec),
                 *losses,
                 truth.evidence_age(rec.query_id),
@@ -286,6 +336,7 @@ def evaluate(trace: Trace, truth: GroundTruth) -> pd.DataFrame:
             "mrr": np.float64,
             "ndcg": np.float64,
             "stale": np.float64,
+            "rank_inversion": np.float64,
             "needed_forgotten": np.float64,
             "ranked_out": np.float64,
             "forgotten": np.float64,

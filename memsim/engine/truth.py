@@ -182,6 +182,18 @@ class GroundTruth:
         """Asked key -> its current value at the query (keys asserted before it only)."""
         return dict(self._get(query).current)
 
+    def revised_keys(self, query: Query | str) -> frozenset[str]:
+        """Asked keys with a current value that had another value asserted before the query
+        (the keys a stale version can exist for); a bisect per key, no scan."""
+        a = self._get(query)
+        revised = set()
+        for key, value in a.current.items():
+            m = self._prefix(key, a.position)
+            idx, _ = self._by_value[(key, value)]
+            if bisect.bisect_left(idx, m) < m:  # fewer current-value assertions than all
+                revised.add(key)
+        return frozenset(revised)
+
     def superseded_view(self, query: Query | str) -> SupersededView:
         """Cheap ``episode in view`` test equal to ``episode in superseded(query)``."""
         return SupersededView(self, self._get(query))

@@ -441,10 +441,17 @@ def pooled_table(
 
 
 def add_gap(per_query: pd.DataFrame) -> pd.DataFrame:
-    """``gap`` = bound - recall per query (when the table carries the bound)."""
+    """``gap`` = bound - recall per query (when the table carries the bound), split into
+    ``gap_retention`` = bound - (recall + ranked_out), what the policy no longer kept, and
+    ``gap_ranking`` = ranked_out, kept but ranked below k; the two sum to ``gap``."""
     if BOUND not in per_query or GAP in per_query:
         return per_query
-    return per_query.assign(**{GAP: per_query[BOUND] - per_query["recall"]})
+    bound, recall = per_query[BOUND], per_query["recall"]
+    split = {}
+    if "ranked_out" in per_query:
+        ranked_out = per_query["ranked_out"]
+        split = {"gap_retention": bound - (recall + ranked_out), "gap_ranking": ranked_out}
+    return per_query.assign(**{GAP: bound - recall}, **split)
 
 
 def stratified_interval(

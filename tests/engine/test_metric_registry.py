@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from memsim.engine import metrics
-from memsim.engine.metric_registry import GROUPS, METRICS, metric_direction, metric_names
+from memsim.engine.metric_registry import (
+    GROUPS,
+    METRICS,
+    metric_direction,
+    metric_label,
+    metric_names,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 # per-query columns of evaluate that say which query and where it stood, not how it went
@@ -38,14 +44,17 @@ ORDERS = {
         "mrr",
         "ndcg",
         "stale",
+        "rank_inversion",
         "needed_forgotten",
         "ranked_out",
         "forgotten",
         "never_kept",
         "bound",
         "gap",
+        "gap_retention",
+        "gap_ranking",
     ),
-    ("calibration", None): ("bound", "gap"),
+    ("calibration", None): ("bound", "gap", "gap_retention", "gap_ranking"),
     ("index_audit", None): ("index_query_differ_share", "index_decision_differ_share"),
     ("shown", None): (
         "recall",
@@ -55,6 +64,7 @@ ORDERS = {
         "mrr",
         "ndcg",
         "stale",
+        "rank_inversion",
         "needed_forgotten",
         "footprint_mean",
         "footprint_final",
@@ -94,6 +104,7 @@ ORDERS = {
         "mrr",
         "ndcg",
         "stale",
+        "rank_inversion",
         "needed_forgotten",
         "ranked_out",
         "forgotten",
@@ -146,7 +157,17 @@ def test_workbench_views_read_the_registry():
     )
 
 
+def test_labels_name_the_cut_where_a_query_has_one_unit():
+    # every synthetic query has one unit, so recall@10 is hit@10 there: both are shown, each
+    # under its own name
+    assert (metric_label("recall"), metric_label("hit")) == ("recall@10", "hit@10")
+    assert metric_label("mrr") == "mrr"  # no label: the name
+    assert {"query", "shown"} <= METRICS["hit"].groups
+
+
 def test_unknown_metric_has_no_direction():
+    with pytest.raises(KeyError):
+        metric_label("accuracy")
     with pytest.raises(KeyError):
         metric_direction("accuracy")
     with pytest.raises(KeyError):

@@ -261,3 +261,136 @@ def test_a_memory_stating_a_superseded_value_is_stale_whatever_its_provenance():
     # a text-only memory (stated None) and a memory of another key are left alone
     judged, flags = M.judge_statements(P({"e_new"}, {"x"}), [None, ("j", "z")], units, {"k": "b"})
     assert flags == [False, False] and judged[0] == frozenset({"e_new"})
+
+
+def test_stale_flags_are_the_per_memory_test_of_stale():
+    rel, sup = frozenset({"e1"}), frozenset({"e5"})
+    prov = P({"e5"}, {"e5", "e1"}, {"e9"}, {"e1"})
+    assert M.stale_flags(prov, rel, sup) == [True, False, False, False]
+    # a memory flagged as stating a superseded value is stale whatever its provenance
+    assert M.stale_flags(prov, rel, sup, [False, False, False, True]) == [
+        True,
+        False,
+        False,
+        True,
+    ]
+
+
+def test_rank_inversion_on_rankings():
+    units, rel, sup = {"k": frozenset({"e_new"})}, frozenset({"e_new"}), {"e_old"}
+
+    def inv(*sets, k=3, misstated=(), counted=True):
+        return M.rank_inversion(P(*sets), units, rel, sup, k, misstated, counted=counted)
+
+    assert inv({"e_old"}, {"e_new"}) == 1.0  # stale above current
+    assert inv({"e_new"}, {"e_old"}) == 0.0  # current first
+    assert inv({"x"}, {"e_new"}, {"e_old"}) == 0.0  # stale below current
+    # the current value retrievable but not in the top k ranks below every returned memory
+    assert inv({"x"}, {"e_old"}) == 1.0
+    assert inv({"x"}, {"e_old"}, {"e_new"}, k=2) == 1.0
+    assert inv({"x"}, {"y"}) == 0.0  # nothing stale returned
+    assert inv() == 0.0  # nothing returned
+    # a memory stating the old value (its provenance judged without e_new) above the current
+    assert inv({"e_old"}, {"e_new"}, misstated=[True, False]) == 1.0
+    assert math.isnan(inv({"e_old"}, {"e_new"}, counted=False))
+    assert M.inversion_counted({"k"}, frozenset({"k"}))
+    assert not M.inversion_counted(set(), frozenset({"k"}))  # current value not retrievable
+    assert not M.inversion_counted({"k"}, frozenset())  # no older value
+
+
+def inversion_stream():
+    return Stream(
+        (
+            Episode("e1", 0.0, "Boston", (Claim("owner.city", "Boston"),)),
+            Episode("e2", 1.0, "Denver", (Claim("owner.city", "Denver"),)),
+            Episode("e3", 1.0, "Rex", (Claim("pets.dog", "Rex"),)),
+            Query("q1", 2.0, "city?", keys=("owner.city",), k=2),
+            Query("q2", 2.0, "dog?", keys=("pets.dog",), k=2),
+            Query("q3", 3.0, "city?", keys=("owner.city",), k=2),
+        ),
+        horizon=4.0,
+    )
+
+
+def inversion_run(returns):
+    """evaluate's rank_inversion per query for a policy returning ``returns[q]`` (rows) at
+    q1, q2, q3. Rows 0, 1, 2 hold e1, e2, e3; row 1 (Denver, the current city) is archived
+    between q2 and q3."""
+    gt = GroundTruth(inversion_stream())
+    held = {0: "e1", 1: "e2", 2: "e3"}
+    logs = {"q1": (3, 3, 2.0), "q2": (3, 3, 2.0), "q3": (4, 3, 3.0)}
+    queries = [
+        QueryRecord(
+            q,
+            t,
+            np.array(returns[q], dtype=np.int64),
+            np.zeros(len(returns[q])),
+            tuple(frozenset({held[r]}) for r in returns[q]),
+            2,
+            "",
+            3,
+            status_len,
+            prov_len,
+        )
+        for q, (status_len, prov_len, t) in logs.items()
+    ]
+    trace = Trace(
+        policy_id="hand",
+        policy_version=None,
+        stream_name="s",
+        horizon=4.0,
+        statuses=STATUSES,
+        queries=queries,
+        footprint=[],
+        status_log=[(0.0, 0, 0), (1.0, 1, 0), (1.0, 2, 0), (2.5, 1, 1)],
+        provenance_log=[(0.0, 0, "e1"), (1.0, 1, "e2"), (1.0, 2, "e3")],
+    )
+    df = M.evaluate(trace, gt).set_index("query_id")
+    return df["rank_inversion"], df["stale"], df["recall"]
+
+
+def test_rank_inversion_from_a_hand_trace():
+    # q1: Denver current and retrievable, Boston superseded -> counted
+    # q2: the dog never had another name -> NaN; q3: Denver archived -> NaN
+    inv, stale, _ = inversion_run({"q1": [0, 1], "q2": [2], "q3": [0]})
+    assert inv["q1"] == 1.0 and stale["q1"] == 0.5
+    assert math.isnan(inv["q2"]) and math.isnan(inv["q3"])
+    assert stale["q3"] == 1.0  # stale@k still counts it; the inversion does not
+    inv, _, _ = inversion_run({"q1": [1, 0], "q2": [2], "q3": [0]})
+    assert inv["q1"] == 0.0
+    inv, _, _ = inversion_run({"q1": [0], "q2": [], "q3": []})  # Denver kept, not returned
+    assert inv["q1"] == 1.0
+
+
+def test_returning_little_never_scores_better_than_ranking_current_first():
+    # Returning nothing (or only unrelated memories) scores 0 where the query counts, as
+    # ranking the current value first does: no stale memory is returned above it. Where the
+    # query does not count (current value not retrievable, no older value) both are NaN, so
+    # returning little can tie but never beat; recall (0 against 1) tells them apart.
+    first_inv, _, first_recall = inversion_run({"q1": [1, 0], "q2": [2], "q3": [0]})
+    for returns in ({"q1": [], "q2": [], "q3": []}, {"q1": [2], "q2": [], "q3": [2]}):
+        inv, stale, recall = inversion_run(returns)
+        assert inv.equals(first_inv)
+        assert list(inv.isna()) == [False, True, True] and inv["q1"] == 0.0
+        assert recall["q1"] == 0.0 < first_recall["q1"] == 1.0
+        assert stale["q1"] == 0.0  # stale@k alone would call it perfect
+
+
+@given(
+    st.lists(_eps, max_size=6),
+    st.dictionaries(st.sampled_from("ABCD"), _eps.filter(bool), min_size=1),
+    st.frozensets(st.sampled_from([f"e{i}" for i in range(8)])),
+    st.integers(1, 6),
+)
+def test_rank_inversion_invariants(prov, units, superseded, k):
+    prov = tuple(prov)
+    relevant = frozenset().union(*units.values())
+    superseded = superseded - relevant
+    inv = M.rank_inversion(prov, units, relevant, superseded, k, counted=True)
+    stale = M.stale_at_k(prov, relevant, superseded, k)
+    assert inv in (0.0, 1.0)
+    assert inv <= float(stale > 0)  # an inversion needs a stale memory in the top k
+    if prov[:1] and M.hit_at_k(prov, units, 1):
+        assert inv == 0.0  # the current value first: nothing ranks above it
+    if stale > 0 and M.hit_at_k(prov, units, k) == 0:
+        assert inv == 1.0  # stale returned, current below every returned memory

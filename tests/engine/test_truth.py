@@ -62,6 +62,15 @@ def test_units_hold_episodes_asserting_the_current_value():
     assert gt.superseded("q3") == frozenset({"e3"})
 
 
+def test_revised_keys_had_another_value_before_the_query():
+    gt = GroundTruth(stream())
+    assert gt.revised_keys("q1") == frozenset()  # Boston twice: no older value
+    assert gt.revised_keys("q2") == frozenset({"owner.city"})  # Denver after Boston
+    assert gt.revised_keys("q3") == frozenset({"owner.city"})  # back to Boston after Denver
+    assert gt.revised_keys("q5") == frozenset()  # never asserted
+    assert gt.revised_keys("q6") == frozenset()  # an answer query asks no key
+
+
 def test_forgotten_episodes_are_no_longer_relevant():
     gt = GroundTruth(stream())
     # e4 forgotten before q4: Boston is still the current value, e1 and e2 remain relevant
@@ -114,6 +123,23 @@ def brute_units(events, qid):
     return units, frozenset(superseded - relevant)
 
 
+def brute_revised_keys(events, qid):
+    """Asked keys whose history before the query holds a value other than the last one."""
+    qpos = next(i for i, e in enumerate(events) if e.id == qid)
+    revised = set()
+    for key in events[qpos].keys:
+        values = [
+            cl.value
+            for e in events[:qpos]
+            if isinstance(e, Episode)
+            for cl in e.claims
+            if cl.key == key and not cl.noise
+        ]
+        if values and any(v != values[-1] for v in values):
+            revised.add(key)
+    return frozenset(revised)
+
+
 def test_matches_brute_force_on_a_random_stream():
     rng = np.random.default_rng(7)
     events, t = [], 0.0
@@ -144,6 +170,7 @@ def test_matches_brute_force_on_a_random_stream():
         units, superseded = brute_units(s.events, q.id)
         assert gt.units(q.id) == units, q.id
         assert gt.superseded(q.id) == superseded, q.id
+        assert gt.revised_keys(q.id) == brute_revised_keys(s.events, q.id), q.id
         view = gt.superseded_view(q.id)
         assert {e for e in episodes if e in view} == superseded, q.id
         rel = set().union(*units.values()) if units else set()

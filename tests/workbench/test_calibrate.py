@@ -376,3 +376,63 @@ def test_calibration_document_says_what_the_runs_say(tmp_path):
         assert "\n".join(section) in committed, (
             "results/calibration.md is stale: run `python -m scripts.calibration --write`"
         )
+
+
+def test_the_gap_splits_into_what_was_not_kept_and_what_was_ranked_out():
+    summary, q = memsim.compare(["keep-all", "recency"], [TINY], seeds=[0])
+    split = stats.add_gap(q.drop(columns=["gap", "gap_retention", "gap_ranking"], errors="ignore"))
+    pd.testing.assert_series_equal(split["gap_ranking"], q["ranked_out"], check_names=False)
+    total = split["gap_retention"] + split["gap_ranking"]
+    np.testing.assert_allclose(total, split["gap"], atol=1e-12)
+    assert (split["gap_ranking"] > 0).any()  # keep-all ranks some kept values out
+    means = summary[summary.policy == "keep-all"].set_index("metric")["mean"]
+    parts = means["gap_retention"] + means["gap_ranking"]
+    assert parts == pytest.approx(means["gap"])
+
+
+def test_a_negative_gap_part_is_marked_not_netted():
+    # policy a: bound 0.5, recall 1.0, nothing ranked out -> retention part -0.5 (its
+    # memories cover more than raw ones could); b: bound 1.0, recall 0.5, 0.5 ranked out ->
+    # retention 0, ranking 0.5; c: retention -0.2 in seed 0 and +0.4 in seed 1 (mean 0.1);
+    # d: retention 0 up to float64 rounding (0.7 - (0.5 + 0.2)), never marked
+    rows = []
+    for seed in (0, 1):
+        for i in range(4):
+            base = {"scenario": TINY, "seed": seed, "query_id": f"q{i}", "stale": 0.0}
+            base |= {"forgotten": 0.0, "never_kept": 0.0}
+            c_bound = 0.4 if seed == 0 else 1.0
+            for policy, recall, bound, ranked_out in (
+                ("a", 1.0, 0.5, 0.0),
+                ("b", 0.5, 1.0, 0.5),
+                ("c", 0.4, c_bound, 0.2),
+                ("d", 0.5, 0.7, 0.2),
+            ):
+                rows.append(
+                    {**base, "policy": policy, "recall": recall, "bound": bound}
+                    | {"ranked_out": ranked_out}
+                )
+    md = calibration.calibration_markdown(pd.DataFrame(rows))
+    first = md[: md.index("## Superiority")]
+    table = {ln.split("|")[1].strip(): ln for ln in first.splitlines() if ln.startswith("| ")}
+    header = [c.strip() for c in table["policy"].split("|")[1:-1]]
+    cells = {p: dict(zip(header, (c.strip() for c in table[p].split("|")[1:-1]))) for p in "abcd"}
+    assert cells["a"]["gap"] == "-0.500 ‡" and cells["a"]["gap: not kept"] == "-0.500 ‡"
+    assert cells["b"]["gap: not kept"] == "0.000" and cells["b"]["gap: ranked out"] == "0.500"
+    # c's pooled retention part is 0.1 but seed 0's is -0.2: marked, not averaged away
+    assert cells["c"]["gap: not kept"].startswith("0.100 [") and cells["c"][
+        "gap: not kept"
+    ].endswith("‡ 1/2")
+    assert (
+        cells["c"]["gap: ranked out"].startswith("0.200")
+        and "‡" not in cells["c"]["gap: ranked out"]
+    )
+
+
+def test_hit_is_recall_on_synthetic_streams():
+    """Every synthetic query asks one key, so recall@10 is hit@10 there, query by query."""
+    profiles = ("steady", "churn", "noisy", "longgap")
+    specs = [f"synthetic:{p},episodes=300,queries=20,facts=30,horizon=30" for p in profiles]
+    _, q = memsim.compare(["keep-all", "kernle"], specs, seeds=[0])
+    assert (q["n_units"] <= 1).all() and (q["n_units"] == 1).any()
+    assert set(q["recall"].dropna()) == {0.0, 1.0}  # both outcomes occur: the test can fail
+    pd.testing.assert_series_equal(q["hit"], q["recall"], check_names=False)

@@ -11,11 +11,22 @@ import numpy as np
 import pandas as pd
 
 from ..runs.execution import BOUND
-from ..stats import ALPHA, GAP, cluster_unit, family, pooled_table, superiority
+from ..stats import (
+    ALPHA,
+    GAP,
+    add_gap,
+    cluster_ids,
+    cluster_unit,
+    family,
+    pooled_table,
+    superiority,
+)
 from ..studies.calibrate import calibration_table, frontier_scenarios, pooled_frontier
 from .style import AGE_BINS, age_bin_labels, ordered_policies, short_scenario
 from .tables import markdown_table
 
+# the gap's split (stats.add_gap): what the policy no longer kept, and kept but ranked out
+GAP_PARTS = {"gap_retention": "gap: not kept", "gap_ranking": "gap: ranked out"}
 LOSS_LABELS = {
     "recall": "covered in top k",
     "ranked_out": "ranked out",
@@ -64,6 +75,33 @@ def _md_table(wide: pd.DataFrame, first: str, order: Sequence[str]) -> list[str]
     return markdown_table([first, *map(str, cols)], rows)
 
 
+ROUNDING = 1e-9  # float64 error of bound - (recall + ranked_out): below it a part is zero
+
+
+def negative_marks(per_query: pd.DataFrame, table: pd.DataFrame, metric: str) -> dict[str, str]:
+    """Policy -> how a negative ``metric`` is marked: "‡" for a negative pooled mean (from
+    ``table``, a calibration_table), "‡ i/n" when the pooled mean is not negative but i of
+    its n clusters' means are, so a negative part is never averaged away unmarked."""
+    marks: dict[str, str] = {}
+    means = table[table.metric == metric].set_index("policy")["mean"]
+    if metric not in per_query:
+        return marks
+    frame = per_query.assign(_cluster=cluster_ids(per_query))
+    by_cluster = frame.groupby(["policy", "_cluster"], observed=True)[metric].mean()
+    for p, g in zip(means.index.astype(str), means.to_numpy(np.float64)):
+        if not np.isfinite(g):
+            continue
+        if g < -ROUNDING:
+            marks[p] = "‡"
+            continue
+        c = by_cluster.loc[p].to_numpy(np.float64) if p in by_cluster.index else np.array([])
+        c = c[np.isfinite(c)]
+        negative = int((c < -ROUNDING).sum())
+        if negative:
+            marks[p] = f"‡ {negative}/{len(c)}"
+    return marks
+
+
 def calibration_markdown(per_query: pd.DataFrame, frontier: pd.DataFrame | None = None) -> str:
     """The calibration sections of summary.md: the bound and where recall is lost per
     stream (LoCoMo pooled), LoCoMo by category and evidence age, the frontier's references,
@@ -77,10 +115,16 @@ def calibration_markdown(per_query: pd.DataFrame, frontier: pd.DataFrame | None 
         "## The clairvoyant bound and where recall is lost\n",
         "bound = recall@k of the clairvoyant reference run at this policy's own retrievable "
         "footprint over time (matched mode): the best any retention of raw episode memories "
-        "could reach at that footprint; gap = bound - recall. ‡ = the policy exceeds the "
-        "bound: its memories cover several episodes each (consolidation, dedup that adds "
-        "provenance), which raw-memory retention cannot. Of the asked units: covered in the "
-        "top k (= recall), ranked out (a retrievable memory covered it, ranked below k), "
+        "could reach at that footprint; gap = bound - recall, split into gap: not kept "
+        "(bound - recall - ranked out: what the clairvoyant keeps at that footprint and this "
+        "policy no longer kept) and gap: ranked out (kept but ranked below k); the two sum "
+        "to the gap. ‡ = a negative mean (shown, never netted against the other part), "
+        "‡ i/n = a mean that is not negative though i of its n clusters' means are: the "
+        "policy exceeds the bound there, its memories cover several episodes each "
+        "(consolidation, dedup that adds provenance), which raw-memory retention cannot. "
+        "Of the asked "
+        "units: covered in the top k (= recall), ranked out (a retrievable memory covered "
+        "it, ranked below k), "
         "forgotten (a memory covered it, none retrievable at the query), never kept (no "
         "memory ever covered it); the four sum to 1. stale: share of returned memories "
         "asserting only superseded values. Mean [95% cluster-bootstrap CI over seeds x "
@@ -92,12 +136,19 @@ def calibration_markdown(per_query: pd.DataFrame, frontier: pd.DataFrame | None 
         if t.empty:
             continue
         wide = _wide(t, "policy", "metric")
-        gaps = t[t.metric == GAP].set_index("policy")["mean"]
-        for p, g in zip(gaps.index.astype(str), gaps.to_numpy(np.float64)):
-            if np.isfinite(g) and g < 0 and GAP in wide.columns:
-                current: Any = wide.at[p, GAP]
-                wide.at[p, GAP] = f"{current} ‡"
-        names = {BOUND: "clairvoyant at footprint", GAP: "gap", **LOSS_LABELS, "stale": "stale"}
+        split = add_gap(sub)
+        for m in (GAP, *GAP_PARTS):
+            if m in wide.columns:
+                for p, mark in negative_marks(split, t, m).items():
+                    current: Any = wide.at[p, m]
+                    wide.at[p, m] = f"{current} {mark}"
+        names = {
+            BOUND: "clairvoyant at footprint",
+            GAP: "gap",
+            **GAP_PARTS,
+            **LOSS_LABELS,
+            "stale": "stale",
+        }
         wide = wide[[c for c in names if c in wide.columns]].rename(columns=names)
         lines += [f"### {label}\n", *_md_table(wide, "policy", order), ""]
     loco = per_query[per_query["scenario"].map(family) == "locomo"]

@@ -20,9 +20,9 @@ import pandas as pd
 from memsim.engine import metrics, registry, runner
 from memsim.engine.events import Episode, Query
 
-from ..runs.execution import BOUND, load_stream, prepare, resolve_policy, run_grid
+from ..runs.execution import load_stream, prepare, resolve_policy, run_grid
 from ..runs.results import RunDef, RunResult
-from ..stats import GAP, add_gap, pooled_table
+from ..stats import CALIBRATION_METRICS, add_gap, pooled_table
 
 LOSS = ("recall", "ranked_out", "forgotten", "never_kept")  # four shares summing to 1
 BASE = 4  # frontier budgets: powers of BASE (a log grid)
@@ -146,9 +146,10 @@ def rerun_with_provenance(d: RunDef) -> tuple[pd.DataFrame, np.ndarray]:
 
 
 def calibration_table(per_query: pd.DataFrame) -> pd.DataFrame:
-    """Per policy (pooled over the given rows): recall, bound, gap, the loss shares and
-    stale, each with a cluster-bootstrap interval (clusters: scenario x seed)."""
-    metrics = ["recall", BOUND, GAP, "ranked_out", "forgotten", "never_kept", "stale"]
+    """Per policy (pooled over the given rows): recall, bound, gap and its retention and
+    ranking parts, the loss shares and stale, each with a cluster-bootstrap interval
+    (clusters: scenario x seed)."""
+    metrics = ["recall", *CALIBRATION_METRICS, "ranked_out", "forgotten", "never_kept", "stale"]
     return pooled_table(add_gap(per_query), ["policy"], metrics)
 
 
