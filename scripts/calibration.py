@@ -40,7 +40,10 @@ def _frame(folder: Path) -> tuple[pd.DataFrame, str]:
         if not (folder / name).is_file():
             raise SystemExit(f"calibration: {folder / name}: no such file (a compare output?)")
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    return pd.read_parquet(folder / "per_query.parquet"), str(manifest.get("git_commit", "?"))[:7]
+    per_query = pd.read_parquet(folder / "per_query.parquet")
+    if "protocol" in per_query:  # the bound and the losses of the default protocol
+        per_query = per_query[per_query["protocol"] == "default"].drop(columns="protocol")
+    return per_query, str(manifest.get("git_commit", "?"))[:7]
 
 
 def embedder_section(std: pd.DataFrame, hashed: pd.DataFrame) -> list[str]:
