@@ -67,12 +67,16 @@ class SimilarityRule:
     hi_inclusive: bool = False
     between: str = "memories"  # or "question": a question's cosine with a memory
 
+    def bounds(self, params: Params) -> tuple[float, float | None]:
+        """(lower bound, upper bound or None) under ``params``."""
+        values = params.to_dict()
+        return float(values[self.lo]), float(values[self.hi]) if self.hi else None
+
     def passes(self, params: Params, cosines: np.ndarray) -> np.ndarray:
         """Which of ``cosines`` the rule fires on under ``params``."""
-        lo = float(getattr(params, self.lo))
+        lo, hi = self.bounds(params)
         out = cosines >= lo if self.lo_inclusive else cosines > lo
-        if self.hi:
-            hi = float(getattr(params, self.hi))
+        if hi is not None:
             out &= cosines <= hi if self.hi_inclusive else cosines < hi
         passed: np.ndarray = out
         return passed

@@ -77,8 +77,9 @@ def test_every_similarity_rule_names_cosine_fields_of_its_params():
         cls = spec.load()
         params: Params = cls.Params()
         for rule in cls.similarity_rules:
+            values = params.to_dict()
             for name in filter(None, (rule.lo, rule.hi)):
-                value = getattr(params, name)
+                value = values[name]
                 assert isinstance(value, float) and -1.0 <= value <= 1.0, (spec.id, name)
             assert rule.between in ("memories", "question")
             found += 1

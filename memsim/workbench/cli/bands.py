@@ -68,19 +68,16 @@ def threshold_lines(
             none.append(spec.id)
             continue
         params = cls.Params()
-        signature = tuple(
-            (r, getattr(params, r.lo), getattr(params, r.hi) if r.hi else None)
-            for r in cls.similarity_rules
-        )
+        signature = tuple((r, r.bounds(params)) for r in cls.similarity_rules)
         if signature in seen:
             same.append(f"{spec.id} (as {seen[signature]})")
             continue
         seen[signature] = spec.id
-        for rule in cls.similarity_rules:
-            lo = f"{'>=' if rule.lo_inclusive else '>'} {getattr(params, rule.lo):g}"
+        for rule, (lo_value, hi_value) in signature:
+            lo = f"{'>=' if rule.lo_inclusive else '>'} {lo_value:g}"
             hi = (
-                f", {'<=' if rule.hi_inclusive else '<'} {getattr(params, rule.hi):g}"
-                if rule.hi
+                f", {'<=' if rule.hi_inclusive else '<'} {hi_value:g}"
+                if hi_value is not None
                 else ""
             )
             for name, cos in (("assumed", assumed), (embedder, measured)):
