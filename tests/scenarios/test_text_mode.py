@@ -122,3 +122,20 @@ def test_a_bad_text_option_is_refused(value):
 def test_unknown_option_lists_text():
     with pytest.raises(ScenarioError, match="text"):
         synthetic.from_options("steady", {"nope": "1"})
+
+
+def test_a_text_mode_run_is_reproducible_and_value_aware_helps(tmp_path):
+    import pandas as pd
+
+    from memsim.workbench.cli.main import main
+
+    def recall(out, *llm):
+        args = ["run", "--policy", "keep-all", "--scenario", SPEC + ",text=1", "--quiet"]
+        assert main([*args, "--out", str(out), *llm]) == 0
+        (path,) = out.rglob("queries.parquet")
+        return pd.read_parquet(path)
+
+    a, b = recall(tmp_path / "a"), recall(tmp_path / "b")
+    pd.testing.assert_frame_equal(a, b)
+    aware = recall(tmp_path / "c", "--llm", "modes.query_value=0.3")
+    assert aware["mrr"].mean() > a["mrr"].mean()
