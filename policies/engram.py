@@ -28,7 +28,7 @@ from memsim.engine.errors import MemsimError
 from memsim.engine.events import Claim, Episode, Forget, Query
 from memsim.engine.llm import CONTRADICTS, PARTIAL, SUPPORTS
 from memsim.engine.params import Params, param
-from memsim.engine.policy import Job, Outcome, Policy, Ranking, in_episode_order
+from memsim.engine.policy import Job, Outcome, Policy, Ranking, SimilarityRule, in_episode_order
 from memsim.engine.store import Statuses
 
 
@@ -268,6 +268,12 @@ class Engram(Policy[EngramParams]):
     """Engram's dual episodic/semantic memory (seed 001). See the module docstring."""
 
     Params: ClassVar[type[Params]] = EngramParams
+    similarity_rules: ClassVar[tuple[SimilarityRule, ...]] = (
+        SimilarityRule("reinforce (001 REINFORCE_THRESHOLD)", "reinforce_threshold", False),
+        SimilarityRule("classify as related (001 RELATED_THRESHOLD)", "related_threshold"),
+        SimilarityRule("cluster episodes (001 CLUSTER_SIMILARITY)", "cluster_similarity"),
+        SimilarityRule("merge beliefs (001 MERGE_MIN_SIMILARITY)", "merge_min_similarity", False),
+    )
     statuses: ClassVar[Statuses] = Statuses(
         ("active", "revised", "split", "merged", "archived", "deleted"),
         terminal=frozenset({"deleted"}),

@@ -67,7 +67,7 @@ from memsim.engine.arrays import as_float64
 from memsim.engine.events import Claim, Episode, Forget, Protect, Query, Recover
 from memsim.engine.llm import CONTRADICTS, IRRELEVANT, RELATIONS, SUPPORTS
 from memsim.engine.params import Params, param
-from memsim.engine.policy import Job, Outcome, Policy, Ranking
+from memsim.engine.policy import Job, Outcome, Policy, Ranking, SimilarityRule
 from memsim.engine.store import Statuses
 
 
@@ -295,6 +295,9 @@ class Kernle(Policy[KernleParams]):
     """004's memory model. See the module docstring for the document sections."""
 
     Params: ClassVar[type[Params]] = KernleParams
+    similarity_rules: ClassVar[tuple[SimilarityRule, ...]] = (
+        SimilarityRule("group episodes into a pattern (004)", "pattern_similarity"),
+    )
     statuses: ClassVar[Statuses] = Statuses(
         ("active", "forgotten", "superseded"),
         terminal=frozenset({"superseded"}),

@@ -27,7 +27,7 @@ from memsim.engine.errors import MemsimError
 from memsim.engine.events import Claim, Episode, Forget, Query
 from memsim.engine.llm import CONTRADICTS, NONE, SUPPORTS
 from memsim.engine.params import Params, param
-from memsim.engine.policy import Job, Outcome, Policy, Ranking
+from memsim.engine.policy import Job, Outcome, Policy, Ranking, SimilarityRule
 from memsim.engine.store import Statuses
 from policies import pai_formulas
 from policies.pai_fastscore import PaiColumns, pai_topk_from_cos, score_weights
@@ -343,6 +343,14 @@ class PersonalAI(Policy[PaiParams]):
     """Personal AI memory lifecycle (document 000). See module docstring."""
 
     Params: ClassVar[type[Params]] = PaiParams
+    similarity_rules: ClassVar[tuple[SimilarityRule, ...]] = (
+        SimilarityRule("reinforce (000 §1)", "reinforce_above", lo_inclusive=False),
+        SimilarityRule("contradiction check (000 §1)", "grey_lo", True, "reinforce_above", True),
+        SimilarityRule("link (000 §1)", "link_lo", True, "link_hi", False),
+        SimilarityRule("duplicate at reflect (000 §3)", "duplicate_threshold"),
+        SimilarityRule("thematic cluster (000 §3)", "synthesis_threshold"),
+        SimilarityRule("search cutoff (000 §2)", "cosine_floor", between="question"),
+    )
     statuses: ClassVar[Statuses] = Statuses(
         ("active", "invalidated", "forgotten", "pruned"),
         terminal=frozenset({"invalidated", "forgotten", "pruned"}),

@@ -16,6 +16,14 @@ Queries come at uniform times after ``query_start``; each asks about one fact in
 before it, chosen by popularity (Zipf, ``query_skew``), by recency (a fact mentioned in the
 last ``recent_days``) or by change (a fact whose value changed); the query's ``group`` says
 which. The mock LLM's bands and faults travel in ``Stream.meta`` (``bands``, ``faults``).
+
+Text mode (spec option ``text=1``): every episode is a sentence rendered from paraphrase
+templates (scenarios.text_templates), each claim carries it as its ``text`` attribute, each
+question is a natural question, and the meta tells the mock to embed claims and questions
+from their sentences with a real text embedder (``claim_text``, ``text_embedder``) and holds
+each question's value-aware follow-up (``followups``, what the asking user says under
+``modes.query_value``). Keys, values, times and queries are those of the same stream
+without text: the template draws come from a generator of their own.
 """
 
 from __future__ import annotations
@@ -29,11 +37,14 @@ from typing import Any
 import numpy as np
 
 from memsim.engine import limits
+from memsim.engine.embed import TEXT_STREAM_EMBEDDER
 from memsim.engine.errors import ParamError, ScenarioError, UnknownIdError
 from memsim.engine.events import Claim, Episode, Query, Stream
 from memsim.engine.llm import Bands, Faults
 from memsim.engine.params import Params, coerce, param
 from memsim.engine.sources import ScenarioSource
+
+from . import text_templates
 
 CATEGORIES = ("fact", "preference", "relationship", "decision", "event", "sentiment", "reminder")
 _CATEGORY_WEIGHTS = np.array([0.35, 0.2, 0.15, 0.1, 0.1, 0.05, 0.05])
@@ -209,7 +220,7 @@ def from_options(profile: str, options: Mapping[str, Any]) -> tuple[SyntheticPar
         )
         known = {f.name: f for f in dataclasses.fields(cls)}
         if fname not in known or (target is base and dot):
-            choices = ", ".join(sorted(fields)) + ", bands.NAME, faults.NAME"
+            choices = ", ".join(sorted(fields)) + ", bands.NAME, faults.NAME, text"
             raise ScenarioError(f"synthetic:{profile}: unknown option {name!r}; known: {choices}")
         like = known[fname].default
         target[fname] = (
@@ -226,9 +237,11 @@ def generate(
     faults: Faults | None = None,
     name: str | None = None,
     profile_name: str | None = None,
+    text: bool = False,
 ) -> Stream:
     """A synthetic stream from a profile name or explicit params, deterministic in ``seed``.
-    ``profile_name`` labels explicit params that came from a profile (description, meta)."""
+    ``profile_name`` labels explicit params that came from a profile (description, meta);
+    ``text`` renders it in sentences (text mode, see the module docstring)."""
     if isinstance(profile, str):
         prof_name, p = profile, profile_params(profile)
         faults = faults or Faults(**dict(PROFILES[profile].faults))
@@ -262,11 +275,20 @@ def generate(
         ("bands", bands.to_dict()),
         ("faults", faults.to_dict()),
     )
+    wording = _Wording(p, world, mentions, queries, seed) if text else None
+    if wording is not None:
+        meta += (
+            ("claim_text", True),
+            ("text_embedder", TEXT_STREAM_EMBEDDER),
+            ("followups", wording.followups),
+        )
     # building ~2 objects per event: the cyclic GC would rescan them again and again
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _assemble(p, rng, world, mentions, noise_t, queries, stream_name, desc, meta)
+        return _assemble(
+            p, rng, world, mentions, noise_t, queries, stream_name, desc, meta, wording
+        )
     finally:
         if enabled:
             gc.enable()
@@ -442,6 +464,7 @@ def _assemble(
     name: str,
     description: str,
     meta: tuple,
+    wording: _Wording | None = None,
 ) -> Stream:
     n_sig, n_noise, Q = len(m["time"]), len(noise_t), len(q["time"])
     subjects = ["owner", *PEOPLE[: p.people]]
@@ -469,12 +492,22 @@ def _assemble(
         if i < n_sig:
             f, v = facts[i], versions[i]
             key, subj = fact_key[f], fact_subject[f]
-            claim = _CLAIM(key, f"value{v}", fact_cat[f], fact_imp[f], subj, confs[i], False, ())
+            said = wording.statements[i] if wording else ""
+            claim = _CLAIM(
+                key,
+                f"value{v}",
+                fact_cat[f],
+                fact_imp[f],
+                subj,
+                confs[i],
+                False,
+                (("text", said),) if wording else (),
+            )
             events.append(
                 _EPISODE(
                     f"e{e_no:06d}",
                     t,
-                    f"{subj}: {key} is value{v}",
+                    said or f"{subj}: {key} is value{v}",
                     (claim,),
                     "user",
                     f"day{int(t)}",
@@ -483,6 +516,7 @@ def _assemble(
             e_no += 1
         elif i < n_sig + n_noise:
             c = i - n_sig
+            said = text_templates.chatter(chatter_topic[c], c) if wording else ""
             claim = _CLAIM(
                 f"chatter{chatter_topic[c]:02d}.c{c:06d}",
                 "",
@@ -491,10 +525,12 @@ def _assemble(
                 "owner",
                 p.chatter_confidence,
                 True,
-                (),
+                (("text", said),) if wording else (),
             )
             events.append(
-                _EPISODE(f"e{e_no:06d}", t, f"chatter {c}", (claim,), "user", f"day{int(t)}")
+                _EPISODE(
+                    f"e{e_no:06d}", t, said or f"chatter {c}", (claim,), "user", f"day{int(t)}"
+                )
             )
             e_no += 1
         else:
@@ -506,7 +542,10 @@ def _assemble(
                     f"q{q_no:05d}",
                     t,
                     # the user names themself "my", another person by name
-                    f"what is {'my' if subj == 'owner' else subj + chr(39) + 's'} {surface[f]}?",
+                    wording.questions[c]
+                    if wording
+                    else f"what is {'my' if subj == 'owner' else subj + chr(39) + 's'} "
+                    f"{surface[f]}?",
                     (fact_key[f],),
                     (),
                     p.k,
@@ -530,12 +569,71 @@ def _assemble(
     )
 
 
+class _Wording:
+    """The sentences of a text-mode stream: each fact mention's statement (by mention, in
+    the order of ``_mentions``), each query's question and its value-aware follow-up naming
+    the fact's value at the query (the last mention at or before it), by query id. Template
+    choices come from a generator of their own, so the stream's other draws do not move."""
+
+    def __init__(
+        self,
+        p: SyntheticParams,
+        w: dict[str, np.ndarray],
+        m: dict[str, np.ndarray],
+        q: dict[str, np.ndarray],
+        seed: int,
+    ) -> None:
+        rng = np.random.default_rng([int(seed), 0x7E47])
+        subjects = ["owner", *PEOPLE[: p.people]]
+        facts = [
+            text_templates.Fact(tp, f, CATEGORIES[c], subjects[s])
+            for f, (tp, c, s) in enumerate(
+                zip(w["topic"].tolist(), w["category"].tolist(), w["subject"].tolist())
+            )
+        ]
+        fact, version, time = m["fact"], m["version"], m["time"]
+        said = rng.integers(0, 1 << 16, size=len(fact)).tolist()
+        asked = rng.integers(0, 1 << 16, size=(len(q["time"]), 2)).tolist()
+        self.statements = [
+            text_templates.statement(facts[f], v, k)
+            for f, v, k in zip(fact.tolist(), version.tolist(), said)
+        ]
+        # mentions are sorted by fact, then time: the last one of a fact at or before t
+        starts = np.searchsorted(fact, np.arange(p.facts), side="left")
+        ends = np.searchsorted(fact, np.arange(p.facts), side="right")
+        self.questions: list[str] = []
+        self.followups: dict[str, str] = {}
+        for n, (f, t, (kq, kf)) in enumerate(zip(q["fact"].tolist(), q["time"].tolist(), asked)):
+            self.questions.append(text_templates.question(facts[f], kq))
+            lo, hi = int(starts[f]), int(ends[f])
+            at = lo + int(np.searchsorted(time[lo:hi], t, side="right")) - 1
+            if at >= lo:
+                self.followups[f"q{n:05d}"] = text_templates.followup(
+                    facts[f], int(version[at]), kf
+                )
+
+
+TEXT_OPTION = "text"
+
+
 def _load_spec(target: str, options: dict[str, Any], seed: int, name: str) -> Stream:
+    options = dict(options)
+    text = options.pop(TEXT_OPTION, 0)
+    if str(text) not in ("0", "1"):
+        raise ScenarioError(f"{name}: option text={text!r} must be 0 or 1")
     try:
         params, bands, faults = from_options(target, options)
     except ParamError as e:  # name the spec (unless the message does): the value is in it
         raise ScenarioError(str(e) if str(e).startswith("synthetic:") else f"{name}: {e}") from None
-    return generate(params, seed, bands=bands, faults=faults, name=name, profile_name=target)
+    return generate(
+        params,
+        seed,
+        bands=bands,
+        faults=faults,
+        name=name,
+        profile_name=target,
+        text=str(text) == "1",
+    )
 
 
 SOURCE = ScenarioSource(

@@ -331,6 +331,7 @@ class ClaimsEmbedder:
                 1.0 - b.paraphrase,
             ]
         )
+        self._band_active = self._solve_band_spreads()
         self._tables = self._empty_tables()
         self._topic_of: dict[str, str] = {}
 
@@ -367,9 +368,39 @@ class ClaimsEmbedder:
         """(width of ``block``, its leading coordinates that hold the draw)."""
         lo, hi = self._blocks[block]
         m = hi - lo
+        if self._band_active is not None:
+            return m, self._band_active[block]
         # from sqrt(m) on a single coordinate is active; the cap keeps 1e300**2 from overflowing
         spread = min(max(1.0, self.bands.spread), math.sqrt(m))
         return m, max(1, int(round(m / spread**2)))
+
+    def _solve_band_spreads(self) -> list[int] | None:
+        """Active coordinates per block that give each band its ``*_sd`` (None when no band
+        sets one: ``spread`` decides). Two claims' cosine is the sum of the shared blocks'
+        weights a_i plus a_i z_i for each block they do not share, z_i the overlap of two
+        random unit vectors in that block's n_i active coordinates (mean 0, variance 1/n_i).
+        A paraphrase shares all blocks but the item's, a changed value also differs in the
+        value block, a related fact in the key block, an unrelated one in all four; so the
+        variances add up block by block, and each band's sd fixes its new block's n_i (rounded,
+        within [1, width]; a band cannot be narrower than the one before it)."""
+        b = self.bands
+        targets = (b.unrelated_sd, b.related_sd, b.changed_value_sd, b.paraphrase_sd)
+        if not any(t > 0.0 for t in targets):
+            return None
+        a = self._weights**2
+        active = [0, 0, 0, 0]
+        var = 0.0  # the variance of the band so far (from the item block up)
+        for block in (3, 2, 1, 0):
+            m = self._blocks[block][1] - self._blocks[block][0]
+            spread = min(max(1.0, b.spread), math.sqrt(m))
+            n = max(1, int(round(m / spread**2)))  # as spread gives
+            target = targets[block]
+            if target > 0.0 and a[block] > 0.0:
+                need = (target**2 - var) / a[block] ** 2  # this block's overlap variance
+                n = m if need <= 1.0 / m else max(1, min(m, int(round(1.0 / need))))
+            active[block] = n
+            var += a[block] ** 2 / n
+        return active
 
     def _block_vector(self, block: int, role: str, name: str) -> np.ndarray:
         """Unit vector of one block, a pure function of (seed, role, name). Topic, key and

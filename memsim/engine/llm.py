@@ -108,12 +108,22 @@ class Bands(Params):
     Defaults sit inside the bands the seed thresholds assume: a paraphrase of the same fact
     and value above 0.85, the same fact with a changed value in 0.70-0.85, a related fact
     (same topic) in 0.40-0.70, an unrelated fact near 0. ``spread`` scales the random part
-    (paraphrase noise and chance overlaps) for stress tests; 1.0 is calibrated."""
+    (paraphrase noise and chance overlaps) for stress tests; 1.0 is calibrated. The ``*_sd``
+    fields set each band's spread on its own (a measured embedder's)."""
 
     paraphrase: float = param(0.92, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     changed_value: float = param(0.77, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     related: float = param(0.55, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     spread: float = param(1.0, lo=0.0)
+    # the standard deviation of each band's cosines (0: as ``spread`` gives, the default); set
+    # from a measured embedder (memsim.engine.bands.measured_band_overrides), each solved
+    # into the spread of the block that band adds (memsim.engine.embed.ClaimsEmbedder)
+    paraphrase_sd: float = param(0.0, lo=0.0, hi=1.0, doc="sd of paraphrase cosines (0: spread)")
+    changed_value_sd: float = param(
+        0.0, lo=0.0, hi=1.0, doc="sd of changed-value cosines (0: spread)"
+    )
+    related_sd: float = param(0.0, lo=0.0, hi=1.0, doc="sd of related-fact cosines (0: spread)")
+    unrelated_sd: float = param(0.0, lo=0.0, hi=1.0, doc="sd of unrelated-fact cosines (0: spread)")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -18,7 +18,7 @@ import math
 import operator
 import re
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -148,6 +148,8 @@ class MockLLM(TruthBound, Configurable):
         faults: Faults = DEFAULT_FAULTS,
         text_embedder: str = DEFAULT_TEXT_EMBEDDER,
         modes: Modes = DEFAULT_MODES,
+        claim_text: bool = False,
+        followups: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(bands, Bands):
             raise TypeError(f"MockLLM: bands must be a memsim.engine.llm.Bands, got {bands!r}")
@@ -164,6 +166,11 @@ class MockLLM(TruthBound, Configurable):
         # plain text (streams without claims, e.g. LoCoMo): see memsim.engine.embed.TEXT_EMBEDDERS
         self.text_embedder_name = text_embedder
         self.text_embedder = make_text_embedder(text_embedder, self.dim, self.seed)
+        # text mode (a stream whose claims carry their sentence, e.g. synthetic text=1):
+        # claims and questions embedded from their sentences by the text embedder, and under
+        # modes.query_value the asking user's follow-up naming the current value, by query id
+        self.claim_text = bool(claim_text)
+        self.followups: dict[str, str] = dict(followups or {})
         self._truth: Any = None  # bound by bind_truth (modes.query_value only)
         self._exact_for: tuple[Modes, Faults, bool] | None = None  # _extraction_is_exact's
         self._tallies: OrderedDict[int, _Tally] = OrderedDict()  # synthesize's, by first claim
@@ -187,6 +194,7 @@ class MockLLM(TruthBound, Configurable):
             "bands": self.bands.to_dict(),
             "faults": self.faults.to_dict(),
             "modes": self.modes.to_dict(),
+            **({"claim_text": True} if self.claim_text else {}),
         }
 
     def __repr__(self) -> str:
@@ -266,14 +274,21 @@ class MockLLM(TruthBound, Configurable):
 
     # -- embed -----------------------------------------------------------------
     def embed(self, items: Sequence[Claim | str], keys: Sequence[str]) -> Embedded:
-        """Claims with a key go to the calibrated claims embedder; text-only claims (their
-        value) and strings to the text embedder. A failed item has ok False and a 0 row."""
+        """Claims with a key go to the calibrated claims embedder (in text mode, ``claim_text``:
+        their ``text`` attribute to the text embedder); text-only claims (their value) and
+        strings to the text embedder. A failed item has ok False and a 0 row."""
         n = len(items)
         if len(keys) != n:
             raise ValueError(f"MockLLM.embed: {n} items but {len(keys)} keys")
         ok = np.ones(n, dtype=bool)
         can_fail = self.faults.embed_fail > 0.0  # (no call per item at rate 0)
-        if n and not can_fail and all(isinstance(it, Claim) and it.key for it in items):
+        claims_by_block = not self.claim_text
+        if (
+            n
+            and claims_by_block
+            and not can_fail
+            and all(isinstance(it, Claim) and it.key for it in items)
+        ):
             # every item a claim (a day's extraction): one call, no copy
             return Embedded(vectors=self.claims_embedder.embed(items, keys), ok=ok)
         claim_rows: list[int] = []
@@ -283,8 +298,11 @@ class MockLLM(TruthBound, Configurable):
             if can_fail and self._fires(self.faults.embed_fail, "embed_fail", key):
                 ok[i] = False
             elif isinstance(item, Claim):
-                if item.key:
+                if item.key and claims_by_block:
                     claim_rows.append(i)
+                elif item.key:  # text mode: the sentence it was said in (else its value)
+                    text_rows.append(i)
+                    texts.append(str(item.attr("text") or item.value or item.key))
                 else:
                     text_rows.append(i)
                     texts.append(item.value)
@@ -316,6 +334,11 @@ class MockLLM(TruthBound, Configurable):
         current value's block when the truth is bound) if it has any, else its text."""
         if self._fires(self.faults.embed_fail, "embed_query_fail", query.id):
             return None
+        if query.keys and self.claim_text:
+            # the question as asked; value-aware: the follow-up naming the current value
+            said = self.followups.get(query.id) if self.modes.query_value > 0.0 else None
+            text_row: np.ndarray = self.text_embedder.embed([said or query.text])[0]
+            return text_row
         if query.keys:
             qv = self.modes.query_value
             if qv > 0.0:
@@ -470,6 +493,8 @@ def _synthesized(claims: list[Claim], mode: str) -> Claim:
         return _one_key_answer(stating[-1], importance, confidence, category=category)
     topic = _common_prefix([c.topic for c in claims]) or "misc"
     subjects = {c.subject for c in claims}
+    # claims that carry their sentence (text mode): the generalization says them all
+    said = list(dict.fromkeys(t for t in (c.attr("text") for c in claims) if t))
     return Claim(
         key=topic,
         value="; ".join(sorted({c.value for c in claims})),
@@ -477,6 +502,7 @@ def _synthesized(claims: list[Claim], mode: str) -> Claim:
         importance=importance,
         confidence=confidence,
         subject=subjects.pop() if len(subjects) == 1 else "owner",
+        attrs=(("text", " ".join(said)),) if said else (),
     )
 
 

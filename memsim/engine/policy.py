@@ -52,6 +52,36 @@ class Job:
             raise ValueError(f"job {self.name!r}: every must be > 0 days, got {self.every}")
 
 
+@dataclass(frozen=True)
+class SimilarityRule:
+    """A cosine threshold a policy acts on, its bounds named by Params fields (the constants
+    stay in ``Params``): ``what`` fires at a cosine above ``lo`` (``>=`` if ``lo_inclusive``,
+    else ``>``) and, if ``hi`` names a field, below ``hi`` (``<=`` if ``hi_inclusive``, else
+    ``<``); ``between`` two memories or a question and a memory. Read by ``memsim bands
+    --thresholds`` (how often each fires on a band)."""
+
+    what: str
+    lo: str
+    lo_inclusive: bool = True
+    hi: str = ""
+    hi_inclusive: bool = False
+    between: str = "memories"  # or "question": a question's cosine with a memory
+
+    def bounds(self, params: Params) -> tuple[float, float | None]:
+        """(lower bound, upper bound or None) under ``params``."""
+        values = params.to_dict()
+        return float(values[self.lo]), float(values[self.hi]) if self.hi else None
+
+    def passes(self, params: Params, cosines: np.ndarray) -> np.ndarray:
+        """Which of ``cosines`` the rule fires on under ``params``."""
+        lo, hi = self.bounds(params)
+        out = cosines >= lo if self.lo_inclusive else cosines > lo
+        if hi is not None:
+            out &= cosines <= hi if self.hi_inclusive else cosines < hi
+        passed: np.ndarray = out
+        return passed
+
+
 @dataclass(frozen=True, init=False)
 class Outcome:
     """What a policy did for one event or job: ``action`` on memory row ``memory`` (-1 when
@@ -138,6 +168,9 @@ class Policy(abc.ABC, Generic[P]):
     # Seed-named memory attributes (beyond Claim's own fields) that plant() reads from
     # claim.attrs, e.g. {"stability", "state"}: the decay-curve tool rejects any other name.
     curve_attributes: ClassVar[frozenset[str]] = frozenset()
+    # The cosine thresholds the policy's seed document sets on a pair of memories (or a
+    # question and a memory), e.g. reinforce above 0.85 (empty: it only ranks by cosine).
+    similarity_rules: ClassVar[tuple[SimilarityRule, ...]] = ()
     # The candidate index a policy searches through unless told otherwise (use_index): exact
     # (every search the full scan), or a mode with the store size it starts at where a
     # policy's measurements show it pays (docs/performance.md).

@@ -102,6 +102,13 @@ VERBS: tuple[tuple[str, str, str, str, str], ...] = (
         "run",
     ),
     (
+        "bands",
+        "an embedder's similarity bands on labelled sentence pairs; --thresholds",
+        "cli.bands",
+        "add_arguments",
+        "run",
+    ),
+    (
         "drift",
         "each documented policy against its code variant (markdown)",
         "cli.drift",

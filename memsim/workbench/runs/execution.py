@@ -139,12 +139,16 @@ def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str,
                 f"unknown LLM override {name!r}: use bands.NAME, faults.NAME, modes.NAME "
                 "or text_embedder"
             )
+    text_mode: dict[str, Any] = {}
+    if stream_meta.get("claim_text"):  # claims and questions said in sentences
+        text_mode = {"claim_text": True, "followups": stream_meta.get("followups") or {}}
     return MockLLM(
         seed=seed,
         bands=Bands(**bands),
         faults=Faults(**faults),
         text_embedder=text_embedder,
         modes=Modes(**modes),
+        **text_mode,
     )
 
 
