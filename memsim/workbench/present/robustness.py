@@ -86,7 +86,8 @@ def write_report(
         "when it is significant with the same sign in every mode, *fragile* when some mode "
         "makes it insignificant or flips it (listed), *never significant* otherwise. Query "
         "metrics: 95% t interval of the paired per-query difference over the independent "
-        "units (the seeds; with one seed its questions, an optimistic interval); run metrics (seed means): a difference of at least the margin ({margins}).",
+        "units (the seeds; with one seed its questions, an optimistic interval); run "
+        f"metrics (seed means): a difference of at least the margin ({margins}).",
         "",
         f"Scenarios: {', '.join(f'`{x}`' for x in scenarios)}; seeds: {seeds}.",
         *(["", counts_sentence(table)] if counts_sentence(table) else []),
