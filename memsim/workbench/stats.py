@@ -267,7 +267,8 @@ def question_ids(per_query: pd.DataFrame) -> np.ndarray:
     clusters = cluster_ids(per_query)
     if "query_id" not in per_query:
         return np.char.add(np.char.add(clusters, "|#"), np.arange(len(per_query)).astype(str))
-    return np.char.add(np.char.add(clusters, "|"), per_query["query_id"].astype(str).to_numpy())
+    queries = per_query["query_id"].astype(str).to_numpy(dtype=str)
+    return np.char.add(np.char.add(clusters, "|"), queries)
 
 
 def interval_units(per_query: pd.DataFrame) -> tuple[np.ndarray, str]:
