@@ -82,3 +82,11 @@ def test_counting_the_copy_in_the_family_would_cost_the_parent_its_verdict():
     assert sup.loc[("pai", "keep-all"), "p_holm"] == pytest.approx(6 * 2 / 2**CLUSTERS)
     given = stats.superiority(_frame(), exclude_identical={"pai-code": "pai"})
     assert given.equals(stats.superiority(_frame()))
+
+
+def test_the_superiority_section_names_the_identical_variant_and_the_family_size():
+    from memsim.workbench.present.calibration import superiority_markdown
+
+    text = "\n".join(superiority_markdown(_frame()))
+    assert "Holm correction over all 3 pairs" in text
+    assert "left out of the 3 pairs, each row and column its parent's): pai-code = pai" in text
