@@ -1,17 +1,33 @@
-"""Statistics of finished runs: summary tables with bootstrap intervals (over queries, or over
-independent clusters of queries), metric directions, paired comparisons, the exact Wilcoxon
-signed-rank test with Holm's correction, and pooled tables.
+"""Statistics of finished runs: summary tables with intervals over independent clusters,
+metric directions, paired comparisons, the exact Wilcoxon signed-rank test with Holm's
+correction, pooled tables, and the variants identical to their parent.
 
-- ``cluster_ids``: the independent unit of each per-query row: seed x stream for a stream
-  that depends on the seed (synthetic profiles), the stream alone for one that does not
-  (LoCoMo conversations, scripted scenarios: their runs under several seeds share one stream,
-  so counting each seed as a unit would replicate the same conversation).
-- ``cluster_bootstrap_ci``: the interval of a pooled mean resampling those units instead of
-  queries, which share a run.
+How intervals are made, what a cluster is and what n is (one definition, used by every table
+that prints them: summary.md and summary.csv, pooled tables, drift, robustness):
+
+- ``cluster_ids``: the independent unit of each per-query row when streams are pooled:
+  seed x stream for a stream that depends on the seed (synthetic profiles), the stream alone
+  for one that does not (LoCoMo conversations, scripted scenarios: their runs under several
+  seeds share one stream, so each seed is a replicate of the same conversation, not a unit).
+- ``interval_units``: the units of one table cell: ``cluster_ids`` when they number two or
+  more; within one stream that ignores the seed, the question (its replicate seeds averaged
+  first); within one seeded stream run under one seed, the question too, flagged
+  ``query, one run`` (its questions share a run: optimistic).
+- ``cluster_t_ci``: the 95% interval of the pooled mean, a Student t interval over the
+  cluster means (``scipy.stats.t``, clusters - 1 degrees of freedom; clusters of unequal size
+  enter by the ratio estimator's cluster-robust standard error, which is the plain t
+  interval over cluster means when sizes are equal). The percentile bootstrap
+  (``cluster_bootstrap_ci``) under-covers at 5-20 clusters and is kept only for callers that
+  resample many clusters.
+- ``question_ids`` / ``sample_size``: n = distinct questions (a question of a stream that
+  ignores the seed counts once, whatever the number of seeds; a question of a seeded stream
+  once per seed, since each seed asks it of another stream); clusters = the independent units
+  the interval and the tests use.
 - ``superiority(per_query)``: per pair of policies, the share of clusters where the row beats
   the column, and the exact Wilcoxon signed-rank p of the paired cluster means (the
   permutation distribution given the ranks, so ties and zeros are exact too),
-  Holm-corrected.
+  Holm-corrected over the pairs of distinct policies: a variant identical to its parent on
+  every query (``identical_variants``) takes its parent's verdict and stays out of the family.
 """
 
 from __future__ import annotations
@@ -19,7 +35,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -27,6 +43,7 @@ import pandas as pd
 from memsim.engine.errors import MemsimError
 from memsim.engine.metric_registry import metric_direction, metric_names
 from memsim.engine.registry import baseline_ids
+from memsim.engine.registry import spec as registry_spec
 from memsim.engine.sources import seeded
 
 from .runs.execution import BOUND
@@ -87,32 +104,30 @@ def bootstrap_ci(
 
 
 def summarize(per_query: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """Tidy summary: one row per (scenario, policy, metric) with mean, 95% bootstrap CI,
-    the number of evaluated queries (or runs), the independent units the CI resamples
-    (``cluster_unit``, ``clusters``): ``seed`` for a stream that depends on the seed (1 = one
-    seed, the CI then resamples queries, which share a run), ``query`` for a stream that is
-    the same under every seed (LoCoMo, scripted: a question asked in every seed's run is one
-    unit, never one per seed), and whether it beats both baselines."""
+    """Tidy summary: one row per (protocol when the tables carry one, scenario, policy, metric)
+    with the mean, its 95% interval (``cluster_t_ci`` over ``interval_units``), ``n`` (query
+    metrics: distinct questions, ``sample_size``; run metrics: runs), ``clusters`` (the
+    independent units the interval uses) and ``cluster_unit`` (what one is: ``seed`` for a
+    stream that depends on the seed, ``query`` for a stream that is the same under every seed
+    (LoCoMo, scripted: a question asked in every seed's run is one unit, its replicates
+    averaged), ``query, one run`` for a seeded stream run under one seed (questions share
+    that run: optimistic); for run metrics ``seed``, or ``replicate`` when the seeds do not
+    change the stream (no interval then)), and whether it beats every baseline."""
     per_query = add_gap(per_query)
     rows = []
-    for (scenario, policy), g in per_query.groupby(["scenario", "policy"], sort=False):
-        seeded = seeded_stream(str(scenario))
-        if seeded:
-            units = g["seed"].to_numpy() if "seed" in g else np.zeros(len(g))
-        else:
-            units = g["query_id"].astype(str).to_numpy() if "query_id" in g else np.arange(len(g))
+    by = [c for c in ("protocol", "scenario", "policy") if c in per_query]
+    for names, g in per_query.groupby(by, sort=False):
+        key = dict(zip(by, names))
+        units, unit = interval_units(g)
         for m in QUERY_METRICS:
             if m not in g:
                 continue
             v = g[m].to_numpy(dtype=np.float64)
-            n = int(np.isfinite(v).sum())
-            lo, hi, n_c = cluster_bootstrap_ci(v, units)
-            if n_c < 2:
-                lo, hi = bootstrap_ci(v)
+            n, _ = sample_size(g, m)
+            lo, hi, n_c = cluster_t_ci(v, units)
             rows.append(
                 {
-                    "scenario": scenario,
-                    "policy": policy,
+                    **key,
                     "metric": m,
                     "mean": float(np.nanmean(v)) if n else np.nan,
                     "ci_low": lo,
@@ -120,23 +135,28 @@ def summarize(per_query: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
                     "n": n,
                     "unit": "queries",
                     "better": metric_direction(m),
-                    "clusters": max(n_c, 1) if n else 0,
-                    "cluster_unit": "seed" if seeded else "query",
+                    "clusters": n_c,
+                    "cluster_unit": unit,
                 }
             )
     run_metrics = [
         c
         for c in runs.columns
-        if c not in ("policy", "scenario", "seed") and pd.api.types.is_numeric_dtype(runs[c])
+        if c not in ("protocol", "policy", "scenario", "seed")
+        and pd.api.types.is_numeric_dtype(runs[c])
     ]
-    for (scenario, policy), g in runs.groupby(["scenario", "policy"], sort=False):
+    by = [c for c in ("protocol", "scenario", "policy") if c in runs]
+    for names, g in runs.groupby(by, sort=False):
+        key = dict(zip(by, names))
+        independent = seeded_stream(str(key["scenario"]))
+        seeds = g["seed"].astype(str).to_numpy() if "seed" in g else np.arange(len(g))
+        units = seeds if independent else np.zeros(len(g))
         for m in run_metrics:
             v = g[m].to_numpy(dtype=np.float64)
-            lo, hi = bootstrap_ci(v)
+            lo, hi, n_c = cluster_t_ci(v, units)
             rows.append(
                 {
-                    "scenario": scenario,
-                    "policy": policy,
+                    **key,
                     "metric": m,
                     "mean": float(np.nanmean(v)) if np.isfinite(v).any() else np.nan,
                     "ci_low": lo,
@@ -144,8 +164,8 @@ def summarize(per_query: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
                     "n": int(np.isfinite(v).sum()),
                     "unit": "runs",
                     "better": metric_direction(m),
-                    "clusters": int(np.isfinite(v).sum()),
-                    "cluster_unit": "seed",
+                    "clusters": n_c,
+                    "cluster_unit": "seed" if independent else "replicate",
                 }
             )
     table = pd.DataFrame(rows)
@@ -161,7 +181,8 @@ def _mark_baselines(table: pd.DataFrame) -> pd.DataFrame:
         p for p in table["policy"].unique() if re.sub(r"-v\d+$", "", str(p)) in baseline_ids()
     ]
     out = []
-    for _, g in table.groupby(["scenario", "metric"], sort=False):
+    by = [c for c in ("protocol", "scenario", "metric") if c in table]
+    for _, g in table.groupby(by, sort=False):
         base = g[g["policy"].isin(baselines)]
         sign = 1.0 if g["better"].iloc[0] == "higher" else -1.0
         for _, row in g.iterrows():
@@ -179,7 +200,7 @@ def _mark_baselines(table: pd.DataFrame) -> pd.DataFrame:
             out.append(beats)
     table = table.copy()
     # groupby preserves row order within groups; realign by index
-    idx = [i for _, g in table.groupby(["scenario", "metric"], sort=False) for i in g.index]
+    idx = [i for _, g in table.groupby(by, sort=False) for i in g.index]
     table.loc[idx, "beats_baselines"] = pd.Series(out, index=idx, dtype=object)
     return table
 
@@ -239,6 +260,78 @@ def cluster_unit(scenarios: Iterable[str]) -> str:
     """What one cluster of these streams is: ``seed x stream`` or ``stream`` (or mixed)."""
     kinds = {seeded_stream(s) for s in scenarios}
     return "seed x stream" if kinds == {True} else "stream" if kinds == {False} else "mixed"
+
+
+def question_ids(per_query: pd.DataFrame) -> np.ndarray:
+    """One id per distinct question: ``cluster_ids`` + query id, so the replicate seeds of a
+    stream that ignores the seed share an id and each seed of a seeded stream has its own."""
+    clusters = cluster_ids(per_query)
+    if "query_id" not in per_query:
+        return np.char.add(np.char.add(clusters, "|#"), np.arange(len(per_query)).astype(str))
+    queries = per_query["query_id"].astype(str).to_numpy(dtype=str)
+    return np.char.add(np.char.add(clusters, "|"), queries)
+
+
+def interval_units(per_query: pd.DataFrame) -> tuple[np.ndarray, str]:
+    """(unit of each row, what a unit is) for an interval or a paired test over these rows:
+    the ``cluster_ids`` when there are two or more (``seed`` within one seeded stream,
+    ``seed x stream`` / ``stream`` / ``mixed`` across streams); else the question
+    (``question_ids``): ``query`` within one stream that ignores the seed (its replicates are
+    averaged by sharing the id), ``query, one run`` within one run of a seeded stream (its
+    questions share that run, so an interval over them is optimistic)."""
+    clusters = cluster_ids(per_query)
+    scenarios = per_query["scenario"].astype(str).unique()
+    if len(np.unique(clusters)) >= 2:
+        unit = "seed" if len(scenarios) == 1 else cluster_unit(scenarios)
+        return clusters, unit
+    if len(scenarios) == 1 and not seeded_stream(scenarios[0]):
+        return question_ids(per_query), "query"
+    return question_ids(per_query), "query, one run"
+
+
+def sample_size(per_query: pd.DataFrame, metric: str | None = None) -> tuple[int, int]:
+    """(n, clusters) of these rows, where ``metric`` is finite when given: n = distinct
+    questions (``question_ids``), clusters = distinct ``interval_units``. The one count every
+    table prints."""
+    if metric is not None and metric in per_query:
+        per_query = per_query[np.isfinite(per_query[metric].to_numpy(dtype=np.float64))]
+    if per_query.empty:
+        return 0, 0
+    units, _ = interval_units(per_query)
+    return len(np.unique(question_ids(per_query))), len(np.unique(units))
+
+
+def cluster_t_ci(
+    values: np.ndarray, clusters: np.ndarray, *, confidence: float = 0.95
+) -> tuple[float, float, int]:
+    """Student t interval of the pooled mean over independent clusters: (low, high, number of
+    clusters); NaN bounds with fewer than two. The pooled mean sum/count is a ratio; its
+    standard error is the cluster-robust one, sqrt(k/(k-1) * sum_i (s_i - mean c_i)^2) / sum c
+    (s_i, c_i: sum and count of cluster i, k clusters), with k - 1 degrees of freedom. With
+    equal cluster sizes this is exactly the t interval over the cluster means, which covers
+    at 5-20 clusters where a percentile bootstrap does not (it ignores the t quantile and
+    the n - 1 divisor: at 5 clusters it covers about 0.85 of the time)."""
+    from scipy import stats
+
+    v = np.asarray(values, dtype=np.float64)
+    c = np.asarray(clusters)
+    ok = np.isfinite(v)
+    v, c = v[ok], c[ok]
+    if not len(v):
+        return (np.nan, np.nan, 0)
+    _, inverse = np.unique(c, return_inverse=True)
+    sums = np.bincount(inverse, weights=v).astype(np.float64)
+    counts = np.bincount(inverse).astype(np.float64)
+    k = len(sums)
+    if k < 2:
+        return (np.nan, np.nan, k)
+    mean = sums.sum() / counts.sum()
+    resid = sums - mean * counts
+    se = float(np.sqrt(k / (k - 1) * np.sum(resid**2)) / counts.sum())
+    if not se > 0:  # every cluster mean equal: nothing varies between units
+        return (float(mean), float(mean), k)
+    half = float(stats.t.ppf(0.5 + confidence / 2, k - 1)) * se
+    return (float(mean - half), float(mean + half), k)
 
 
 EXACT_MAX = 400  # nonzero pairs up to which the signed-rank test is exact (else normal approx)
@@ -335,10 +428,48 @@ def holm(p: Sequence[float]) -> np.ndarray:
     return out
 
 
+def identical_variants(per_query: pd.DataFrame) -> dict[str, str]:
+    """variant -> parent for every policy of the table whose spec names a parent
+    (``registry.spec(p).variant_of``) also in the table and whose per-query results equal the
+    parent's on every query of it: the same rows (protocol, scenario, seed, query) and the same
+    value of every query metric present (NaN equal to NaN). Such a variant is one policy as far
+    as this comparison can tell; it takes its parent's verdict, reported as identical. A chain
+    (a variant of an identical variant) maps to the first non-identical ancestor."""
+    if per_query.empty or "policy" not in per_query:
+        return {}
+    policies = list(dict.fromkeys(per_query["policy"].astype(str)))
+    key = [c for c in ("protocol", "scenario", "seed", "query_id") if c in per_query]
+    metrics = [m for m in (*QUERY_METRICS, *CALIBRATION_METRICS, GAP) if m in per_query]
+    by_policy = {
+        p: g.set_index(key)[metrics].sort_index()
+        for p, g in per_query.groupby(per_query["policy"].astype(str), sort=False)
+    }
+    parent_of: dict[str, str] = {}
+    for p in policies:
+        try:
+            parent = registry_spec(p).variant_of
+        except MemsimError:
+            continue
+        if parent and parent in by_policy and parent != p:
+            a, b = by_policy[p], by_policy[parent]
+            if a.index.equals(b.index) and a.equals(b):
+                parent_of[p] = parent
+    out = {}
+    for p, parent in parent_of.items():
+        seen = {p}
+        while parent in parent_of and parent not in seen:
+            seen.add(parent)
+            parent = parent_of[parent]
+        out[p] = parent
+    return out
+
+
 def superiority(
     per_query: pd.DataFrame,
     metric: str = "recall",
     clusters: Sequence[str] | None = None,
+    *,
+    exclude_identical: bool | Mapping[str, str] = True,
 ) -> pd.DataFrame:
     """Paired superiority over independent clusters (default: ``cluster_ids``, i.e. seed x
     profile for synthetic streams and one unit per conversation or scripted scenario, whose
@@ -346,12 +477,24 @@ def superiority(
     policy; for every ordered pair (row, column): ``share`` of the clusters both were run on
     where row is strictly better (direction-aware), ``n`` clusters, the two-sided exact
     Wilcoxon signed-rank ``p`` of the paired cluster means (``signed_rank_p``) and ``p_holm``
-    (Holm over all unordered pairs). Long format; pivot with
+    (Holm over all unordered pairs of the family).
+
+    ``exclude_identical`` (default True: ``identical_variants(per_query)``; or a mapping
+    variant -> parent; False: none): a variant identical to its parent on every query is left
+    out of the family Holm corrects over and takes its parent's verdict against every other
+    policy, marked in ``identical_to`` (the parent; "" for the others); against its parent it
+    has share 0, p 1 and no Holm p. Long format; pivot with
     ``.pivot(index="row", columns="column", values="share")``."""
     cols = ["scenario", "seed"] if clusters is None else list(clusters)
     missing = [c for c in (*cols, "policy", metric) if c not in per_query.columns]
     if missing:
         raise MemsimError(f"superiority: per-query table has no column {missing[0]!r}")
+    if exclude_identical is True:
+        identical = identical_variants(per_query)
+    elif exclude_identical is False:
+        identical = {}
+    else:
+        identical = dict(exclude_identical)
     if clusters is None:
         key = cluster_ids(per_query)
     else:
@@ -361,7 +504,8 @@ def superiority(
     )
     means = frame.groupby(["_cluster", "policy"], sort=False)[metric].mean()
     wide = means.unstack("policy")
-    policies = [p for p in dict.fromkeys(per_query["policy"]) if p in wide.columns]
+    everyone = [p for p in dict.fromkeys(per_query["policy"]) if p in wide.columns]
+    policies = [p for p in everyone if p not in identical]
     sign = 1.0 if metric_direction(metric) == "higher" else -1.0
     pairs: dict[tuple[str, str], tuple[float, int, float]] = {}
     for i, a in enumerate(policies):
@@ -373,13 +517,22 @@ def superiority(
             pairs[(b, a)] = (float((d < 0).mean()) if len(d) else np.nan, len(d), p)
     keys = [(a, b) for i, a in enumerate(policies) for b in policies[i + 1 :]]
     adjusted = dict(zip(keys, holm([pairs[k][2] for k in keys])))
+    adjusted.update({(b, a): v for (a, b), v in adjusted.items()})
+
+    def stand_in(p: str) -> str:
+        return identical.get(p, p)
+
     rows = []
-    for a in policies:
-        for b in policies:
+    for a in everyone:
+        for b in everyone:
             if a == b:
                 continue
-            share, n, p = pairs[(a, b)]
-            ph = adjusted[(a, b) if (a, b) in adjusted else (b, a)]
+            ra, rb = stand_in(a), stand_in(b)
+            if ra == rb:  # a variant against the parent it equals
+                share, n, p, ph = 0.0, int(wide[[a, b]].dropna().shape[0]), 1.0, np.nan
+            else:
+                share, n, p = pairs[(ra, rb)]
+                ph = adjusted[(ra, rb)]
             rows.append(
                 {
                     "row": a,
@@ -390,11 +543,11 @@ def superiority(
                     "p": p,
                     "p_holm": ph,
                     "significant": bool(np.isfinite(ph) and ph < ALPHA),
+                    "identical_to": identical.get(a, ""),
                 }
             )
-    return pd.DataFrame(
-        rows, columns=["row", "column", "metric", "share", "n", "p", "p_holm", "significant"]
-    )
+    columns = ["row", "column", "metric", "share", "n", "p", "p_holm", "significant"]
+    return pd.DataFrame(rows, columns=[*columns, "identical_to"])
 
 
 def pooled_table(
@@ -402,30 +555,26 @@ def pooled_table(
     by: Sequence[str],
     metrics: Sequence[str],
     clusters: Sequence[str] | None = None,
-    n_resamples: int = 1000,
 ) -> pd.DataFrame:
-    """Mean of each metric per ``by`` group, pooled over queries, with a cluster-bootstrap
-    interval (clusters: ``cluster_ids``, or the given columns): columns *by, metric, mean,
-    ci_low, ci_high, n (queries; a question of a stream that ignores the seed counts once,
-    whatever the number of seeds), clusters."""
+    """Mean of each metric per ``by`` group, pooled over queries, with a 95% t interval over
+    independent units (``cluster_t_ci``; units: ``interval_units`` of the group, or the given
+    columns): columns *by, metric, mean, ci_low, ci_high, n (distinct questions,
+    ``sample_size``: a question of a stream that ignores the seed counts once, whatever the
+    number of seeds), clusters (the units the interval uses)."""
     rows = []
-    if clusters is None:
-        key = cluster_ids(per_query)
-    else:
-        key = per_query[list(clusters)].astype(str).agg("|".join, axis=1).to_numpy()
-    frame = per_query.assign(_cluster=key)
-    if "query_id" in frame:
-        frame["_query"] = frame["_cluster"] + "|" + frame["query_id"].astype(str)
-    else:
-        frame["_query"] = np.arange(len(frame)).astype(str)
-    for names, g in frame.groupby(list(by), sort=False, observed=True):
+    for names, g in per_query.groupby(list(by), sort=False, observed=True):
         names = names if isinstance(names, tuple) else (names,)
+        if clusters is None:
+            units, _ = interval_units(g)
+        else:
+            units = g[list(clusters)].astype(str).agg("|".join, axis=1).to_numpy()
+        questions = question_ids(g)
         for m in metrics:
             if m not in g:
                 continue
             v = g[m].to_numpy(dtype=np.float64)
             ok = np.isfinite(v)
-            lo, hi, n_c = cluster_bootstrap_ci(v, g["_cluster"].to_numpy(), n_resamples=n_resamples)
+            lo, hi, n_c = cluster_t_ci(v, units)
             rows.append(
                 {
                     **dict(zip(by, names)),
@@ -433,7 +582,7 @@ def pooled_table(
                     "mean": float(v[ok].mean()) if ok.any() else np.nan,
                     "ci_low": lo,
                     "ci_high": hi,
-                    "n": int(g["_query"][ok].nunique()),
+                    "n": len(np.unique(questions[ok])),
                     "clusters": n_c,
                 }
             )
@@ -464,9 +613,10 @@ def stratified_interval(
     the clusters: the mean is the unweighted mean of the streams' means, its variance
     sum_h s_h^2 / (n_h H^2) with sum_h (n_h - 1) degrees of freedom. Streams that ignore the
     seed (LoCoMo conversations) are the clusters themselves, their seeds replicates averaged
-    per question first: the mean pools every question, its variance is the cluster-robust
-    one, C / (C - 1) sum_c (s_c - m k_c)^2 / K^2, with C - 1 degrees of freedom. NaN bounds
-    with fewer than two clusters per stratum (or two streams), or a mix of both kinds."""
+    per question first: the mean pools every question, its interval is ``cluster_t_ci``'s
+    (cluster-robust, C - 1 degrees of freedom). A share's interval is cut to [0, 1]. NaN
+    bounds with fewer than two clusters per stratum (or two streams), or a mix of both
+    kinds."""
     from scipy import stats
 
     v = rows[[c for c in ("scenario", "seed", "query_id") if c in rows] + [metric]].copy()
@@ -486,45 +636,21 @@ def stratified_interval(
         se = math.sqrt(float((var / n).sum())) / h
         df = int((n - 1).sum())
     elif kinds == {False}:
-        per_q = v.groupby(["scenario", "query_id"], sort=False)[metric].mean()
-        by = per_q.groupby(level=0, sort=False)
-        s, k = by.sum().to_numpy(), by.size().to_numpy(dtype=np.float64)
-        clusters = len(s)
-        mean = float(s.sum() / k.sum())
-        if clusters < 2:
-            return (mean, np.nan, np.nan, clusters)
-        resid = s - mean * k
-        se = math.sqrt(clusters / (clusters - 1) * float((resid**2).sum())) / float(k.sum())
-        df = clusters - 1
+        per_q = v.groupby(["scenario", "query_id"], sort=False)[metric].mean().reset_index()
+        mean = float(per_q[metric].mean())
+        lo, hi, clusters = cluster_t_ci(
+            per_q[metric].to_numpy(), per_q["scenario"].to_numpy(), confidence=confidence
+        )
+        return (mean, *_within_share(v[metric], lo, hi), clusters)
     else:
         return (float(v[metric].mean()), np.nan, np.nan, 0)
     half = float(stats.t.ppf(0.5 + confidence / 2, df)) * se
-    lo, hi = mean - half, mean + half
-    values = v[metric].to_numpy(dtype=np.float64)
-    if values.min() >= 0.0 and values.max() <= 1.0:  # a share: no bound beyond what it can be
-        lo, hi = max(lo, 0.0), min(hi, 1.0)
-    return (mean, lo, hi, clusters)
+    return (mean, *_within_share(v[metric], mean - half, mean + half), clusters)
 
 
-def identical_variants(per_query: pd.DataFrame) -> dict[str, str]:
-    """variant -> parent for every variant whose per-query metrics equal its parent's on
-    every query of the table (they are one policy as far as these results go)."""
-    from memsim.engine.registry import spec
-
-    keys = [c for c in (PROTOCOL_KEYS) if c in per_query]
-    metrics = [m for m in QUERY_METRICS if m in per_query]
-    policies = list(dict.fromkeys(per_query["policy"].astype(str)))
-    by = {
-        p: g.sort_values(keys)[metrics].reset_index(drop=True)
-        for p, g in per_query.groupby("policy", sort=False)
-    }
-    out = {}
-    for p in policies:
-        parent = spec(p).variant_of
-        if parent and parent in by and by[p].shape == by[parent].shape:
-            if by[p].equals(by[parent]):
-                out[p] = parent
-    return out
-
-
-PROTOCOL_KEYS = ("protocol", "scenario", "seed", "query_id")
+def _within_share(values: pd.Series, lo: float, hi: float) -> tuple[float, float]:
+    """An interval of a metric whose every value lies in [0, 1] (a share), cut to [0, 1]:
+    no bound beyond what the metric can be."""
+    if values.min() >= 0.0 and values.max() <= 1.0:
+        return max(lo, 0.0), min(hi, 1.0)
+    return lo, hi

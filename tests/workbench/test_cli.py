@@ -172,7 +172,7 @@ def test_compare_writes_the_tables(tmp_path):
     assert r.returncode == 0, r.stderr
     for f in ("summary.md", "summary.csv", "per_query.parquet", "manifest.json"):
         assert (out / f).exists(), f
-    assert "n = 2 evaluated queries" in (out / "summary.md").read_text()
+    assert "n = 2 distinct questions" in (out / "summary.md").read_text()
 
 
 def test_scenario_lists_keep_each_specs_own_options():

@@ -155,8 +155,8 @@ def calibration_markdown(per_query: pd.DataFrame, frontier: pd.DataFrame | None 
     if not loco.empty:
         lines += [
             "## LoCoMo recall@k by question category and by evidence age\n",
-            "Pooled over conversations; mean [95% cluster-bootstrap CI over seed x "
-            "conversation]; n = questions.\n",
+            "Pooled over conversations; mean [95% t interval over conversations, their "
+            "seeds averaged as replicates]; n = distinct questions (`memsim.workbench.stats`).\n",
         ]
         cat = loco.assign(category=loco["group"].astype(str).replace("", "(none)"))
         t = pooled_table(cat, ["policy", "category"], ["recall"])
@@ -225,7 +225,10 @@ def superiority_markdown(per_query: pd.DataFrame, metric: str = "recall") -> lis
         wide = wide.reindex(index=order, columns=order)
         if not lines:
             lines.append("## Superiority\n")
-        pairs = len(sup) // 2
+        identical = dict(zip(sup["row"], sup["identical_to"]))
+        identical = {v: p for v, p in identical.items() if p}
+        members = len(set(sup["row"]) - set(identical))
+        pairs = members * (members - 1) // 2
         floor = min(1.0, pairs * 2.0 ** (1 - n)) if n else 1.0
         scen = sub["scenario"].unique()
         lines += [
@@ -236,6 +239,12 @@ def superiority_markdown(per_query: pd.DataFrame, metric: str = "recall") -> lis
             *_md_table(wide.fillna("·"), "row beats column", order),
             "",
         ]
+        if identical:
+            same = ", ".join(f"{v} = {p}" for v, p in identical.items())
+            lines.append(
+                f"Identical on every query, so one policy here (left out of the {pairs} "
+                f"pairs, each row and column its parent's): {same}.\n"
+            )
         sig = sup[sup["significant"] & (sup["share"] > 0.5)]
         if sig.empty:
             lines.append(f"No difference is significant (with {n} clusters).\n")

@@ -66,16 +66,8 @@ def markdown(summary: pd.DataFrame) -> str:
                 cells.append(cell)
             table.append([str(policy), *cells])
         lines += markdown_table(["policy", *(f"{m} {arrows[m]}" for m in metrics)], table)
-        nq = g[(g.unit == "queries")]["n"]
-        nr = g[(g.unit == "runs")]["n"]
-        same = "same queries for every policy" if nq.nunique() <= 1 else "query counts differ!"
         lines.append("")
-        lines.append(
-            f"n = {int(nq.max()) if len(nq) else 0} evaluated queries per policy ({same}); "
-            f"{int(nr.max()) if len(nr) else 0} run(s) per policy. "
-            f"Mean [95% percentile-bootstrap CI{_ci_phrase(g)}]; † = does not beat "
-            f"{_baselines_phrase()}."
-        )
+        lines.append(sample_sentence(g))
         if "gap" in set(g["metric"]):
             lines.append(
                 "bound = recall@k of the clairvoyant at this policy's own footprint over time "
@@ -98,20 +90,35 @@ def protocols_markdown(summary: pd.DataFrame) -> str:
     return "\n".join(parts)
 
 
-def _ci_phrase(g: pd.DataFrame) -> str:
-    """Which units the intervals of this scenario's table resample."""
-    if "clusters" not in g:
-        return ""
+def sample_sentence(g: pd.DataFrame) -> str:
+    """The footer of one scenario's table, read off its summary rows: n (distinct questions,
+    ``stats.sample_size``), the clusters the intervals use and what one is, the runs."""
     q = g[g.unit == "queries"]
-    c = q["clusters"]
-    if "cluster_unit" in q and len(q) and (q["cluster_unit"] == "query").all():
+    nr = g[g.unit == "runs"]["n"]
+    n = int(q["n"].max()) if len(q) else 0
+    same = "same questions for every policy" if q["n"].nunique() <= 1 else "counts differ!"
+    runs = int(nr.max()) if len(nr) else 0
+    return (
+        f"n = {n} distinct questions per policy ({same}); {_clusters_phrase(q)}; "
+        f"{runs} run(s) per policy. Mean [95% t interval over the clusters]; † = does not "
+        f"beat {_baselines_phrase()}."
+    )
+
+
+def _clusters_phrase(q: pd.DataFrame) -> str:
+    """How many independent units the intervals of this table use, and what one is."""
+    if "clusters" not in q or not len(q):
+        return "no interval"
+    k = int(q["clusters"].max())
+    unit = str(q["cluster_unit"].iloc[0]) if "cluster_unit" in q else ""
+    if unit == "query":
         return (
-            " over questions (the stream is the same under every seed: each question counts "
-            "once, whatever the number of seeds)"
+            f"clusters = {k} questions (the stream is the same under every seed: a question "
+            "counts once, its seeds averaged)"
         )
-    if len(c) and int(c.min()) >= 2:
-        return f" over {int(c.min())} seeds (independent runs)"
-    return " over queries (one seed: queries share a run, so it is optimistic)"
+    if unit == "query, one run":
+        return f"clusters = {k} questions of one run (one seed: they share it, so optimistic)"
+    return f"clusters = {k} seeds (independent streams)"
 
 
 def write_comparison(

@@ -41,6 +41,28 @@ def index_sentence(table: pd.DataFrame) -> str:
     return line + "; its exactness audit: " + "; ".join(parts) + "."
 
 
+def counts_sentence(table: pd.DataFrame) -> str:
+    """n (distinct paired questions) and clusters (the units of the query metrics' intervals)
+    per scenario in the default mode (``stats.sample_size``: the counts summary.md prints);
+    "" for a table without them."""
+    if "n" not in table or "clusters" not in table:
+        return ""
+    q = table[table["n"] > 0]
+    if q.empty:
+        return ""
+    parts = [
+        f"{str(scen).split(':', 1)[-1]} n = {int(g['n'].max())}, clusters = "
+        f"{int(g['clusters'].max())}"
+        for scen, g in q.groupby("scenario", sort=False)
+    ]
+    return (
+        "Query metrics per scenario (n = distinct questions paired, clusters = the independent "
+        "units of the interval: seeds, or one seed's questions, which share its run): "
+        + "; ".join(parts)
+        + "."
+    )
+
+
 def write_report(
     table: pd.DataFrame, path: str | Path, figure: str | Path | None = None, command: str = ""
 ) -> None:
@@ -63,10 +85,12 @@ def write_report(
         "the way the default mode has it (significant there or not); it is *robust* "
         "when it is significant with the same sign in every mode, *fragile* when some mode "
         "makes it insignificant or flips it (listed), *never significant* otherwise. Query "
-        "metrics: 95% paired bootstrap CI of the per-query difference, queries pooled over "
-        f"seeds; run metrics (seed means): a difference of at least the margin ({margins}).",
+        "metrics: 95% t interval of the paired per-query difference over the independent "
+        "units (the seeds; with one seed its questions, an optimistic interval); run "
+        f"metrics (seed means): a difference of at least the margin ({margins}).",
         "",
         f"Scenarios: {', '.join(f'`{x}`' for x in scenarios)}; seeds: {seeds}.",
+        *(["", counts_sentence(table)] if counts_sentence(table) else []),
         "",
         "Modes (`--llm` overrides, docs/mock-llm.md): "
         + "; ".join(f"`{label}`" for label, _ in modes),

@@ -7,10 +7,14 @@ variant and writes results/drift.md; ``--kind reference`` pairs each reference m
 seed document, not a baseline) with its second variant and writes results/references.md,
 which also lists every reference model beside the baselines; ``--kind all`` writes both
 from one run. Both policies of a pair run on the same streams and seeds; per paired query
-(same scenario, seed and query id) the difference variant - base gives a mean with a 95%
-bootstrap interval and a Wilcoxon signed-rank test (scipy.stats.wilcoxon; "identical" when
-every difference is 0); run-level metrics (mean footprint, noise kept) are paired per
-(scenario, seed) run. Each report's header holds the command that regenerates it.
+(same scenario, seed and query id) the difference variant - base gives a mean with a 95% t
+interval over the independent units of the stream (``stats.interval_units``: its seeds when
+the stream depends on the seed, else its questions, their replicate seeds averaged first) and
+the exact Wilcoxon signed-rank test of the paired unit means (``stats.signed_rank_p``;
+"identical" when every difference is 0); n and clusters are ``stats.sample_size``'s, the
+counts summary.md prints. Run-level metrics (mean footprint, noise kept) are paired per
+(scenario, seed) run, the seeds of a stream that ignores them averaged into one replicate.
+Each report's header holds the command that regenerates it.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from memsim.engine.metric_registry import METRICS as REGISTRY
 from memsim.engine.metric_registry import metric_names
 from memsim.engine.registry import PolicySpec, specs
 
-from ..stats import bootstrap_ci
+from ..stats import cluster_t_ci, interval_units, sample_size, seeded_stream, signed_rank_p
 
 
 def _drift_metrics(level: str) -> tuple[tuple[str, str, str], ...]:
@@ -78,23 +82,28 @@ def scenario_label(spec: Any) -> str:
     return str(spec)
 
 
-def wilcoxon_p(diff: np.ndarray) -> float:
-    """Two-sided Wilcoxon signed-rank p of paired differences; NaN when all are 0."""
-    from scipy import stats
-
-    d = diff[np.isfinite(diff)]
+def wilcoxon_p(diff: np.ndarray, units: np.ndarray | None = None) -> float:
+    """Two-sided exact Wilcoxon signed-rank p of paired differences, taken over the means of
+    ``units`` (each row its own unit when None); NaN when every difference is 0."""
+    d = np.asarray(diff, dtype=np.float64)
+    u = np.arange(len(d)) if units is None else np.asarray(units)
+    ok = np.isfinite(d)
+    d, u = d[ok], u[ok]
     if not len(d) or not np.any(d != 0):
         return float("nan")
-    return float(stats.wilcoxon(d).pvalue)
+    _, inverse = np.unique(u, return_inverse=True)
+    means = np.bincount(inverse, weights=d) / np.bincount(inverse)
+    return signed_rank_p(means)
 
 
 def paired_rows(
     per_query: pd.DataFrame, base: str, variant: str, runs: pd.DataFrame | None = None
 ) -> pd.DataFrame:
     """One row per (scenario, metric): both means with intervals, the paired difference
-    variant - base with its interval, the Wilcoxon p and the number of paired queries (for
-    the per-query METRICS) or runs (for RUN_METRICS, from ``runs``: one row per run with
-    policy, scenario, seed and the run-level columns)."""
+    variant - base with its interval, the Wilcoxon p over independent units, n and clusters
+    (per-query METRICS: distinct paired questions and the units of ``stats.interval_units``;
+    RUN_METRICS, from ``runs``: one row per run with policy, scenario, seed and the run-level
+    columns, n runs and clusters the independent ones)."""
 
     rows = []
     for scenario, g in per_query.groupby("scenario", sort=False):
@@ -118,25 +127,37 @@ def _paired(
     a = g[g["policy"] == base].set_index(key)
     b = g[g["policy"] == variant].set_index(key)
     both = a.index.intersection(b.index)
+    pairs = both.to_frame(index=False)
+    per_query = "query_id" in key
     for col, label, better in metrics:
         x = a.loc[both, col].to_numpy(dtype=np.float64)
         y = b.loc[both, col].to_numpy(dtype=np.float64)
         ok = np.isfinite(x) & np.isfinite(y)
         x, y = x[ok], y[ok]
+        rows_ok = pairs[ok]
         d = y - x
+        if per_query:
+            units, _ = interval_units(rows_ok) if len(rows_ok) else (np.zeros(0), "")
+            n, clusters = sample_size(rows_ok)
+        else:  # runs: the seeds of a stream that ignores them are one replicate
+            independent = seeded_stream(str(scenario))
+            seeds = rows_ok["seed"].astype(str).to_numpy()
+            units = seeds if independent else np.zeros(len(rows_ok))
+            n, clusters = len(d), len(np.unique(units))
         rows.append(
             {
                 "scenario": scenario,
                 "metric": label,
                 "better": better,
                 "base": float(x.mean()) if len(x) else np.nan,
-                "base_ci": bootstrap_ci(x),
+                "base_ci": cluster_t_ci(x, units)[:2],
                 "variant": float(y.mean()) if len(y) else np.nan,
-                "variant_ci": bootstrap_ci(y),
+                "variant_ci": cluster_t_ci(y, units)[:2],
                 "diff": float(d.mean()) if len(d) else np.nan,
-                "diff_ci": bootstrap_ci(d),
-                "p": wilcoxon_p(d),
-                "n": int(len(d)),
+                "diff_ci": cluster_t_ci(d, units)[:2],
+                "p": wilcoxon_p(d, units),
+                "n": int(n),
+                "clusters": int(clusters),
             }
         )
     return rows
@@ -230,17 +251,22 @@ def render(
         f"    {command}",
         "",
         f"{who}, on the same streams, seeds "
-        f"{', '.join(str(s) for s in seeds)}. Means over queries with 95% bootstrap "
-        "intervals; diff = variant - base per paired query (same scenario, seed, "
-        "query), its 95% bootstrap interval and the two-sided Wilcoxon signed-rank p "
-        "(`identical`: every paired difference is 0). footprint = retrievable memories at "
-        "query time (lower is leaner). recall@10 higher is better, stale@10 lower. Queries "
-        "of one run are not independent (footprint least of all: it is a time series), so "
-        "the intervals and p values are optimistic; read them as the size and direction of "
-        "each change, and the seeds as the replication. mean footprint (time-averaged "
-        "retrievable memories over the run) and noise kept (share of noise episodes still "
-        "in a retrievable memory at the end) are one number per run, paired per seed: "
-        "n counts runs, and with fewer than 6 runs no Wilcoxon p can fall under 0.05.",
+        f"{', '.join(str(s) for s in seeds)}. Means over queries with 95% t intervals over "
+        "the independent units of each stream: its seeds when the stream depends on the "
+        "seed (synthetic), else its questions, each question's replicate seeds averaged "
+        "first (LoCoMo, scripted: the same conversation under every seed). diff = variant - "
+        "base per paired query (same scenario, seed, query), its 95% t interval over the same "
+        "units and the two-sided exact Wilcoxon signed-rank p of the paired unit means "
+        "(`identical`: every paired difference is 0); with 5 seeds as units no p can fall "
+        "under 0.0625. n = distinct paired questions (a question of a stream that ignores "
+        "the seed counts once); clusters = the units the interval and the test use, the "
+        "counts summary.md prints. footprint = retrievable memories at "
+        "query time (lower is leaner). recall@10 higher is better, stale@10 lower. mean "
+        "footprint (time-averaged retrievable memories over the run) and noise kept (share "
+        "of noise episodes still in a retrievable memory at the end) are one number per run, "
+        "paired per seed: n counts runs, clusters the independent ones (the seeds of a "
+        "stream that ignores them are one replicate), and with fewer than 6 clusters no "
+        "Wilcoxon p can fall under 0.05.",
         "",
     ]
     if kind == "reference" and runs is not None:
@@ -252,8 +278,8 @@ def render(
         lines.append(summary_sentence(base, variant, table))
         lines += [
             "",
-            f"| scenario | metric | {base.id} | {variant.id} | diff | Wilcoxon p | n |",
-            "| --- | --- | --- | --- | --- | --- | --- |",
+            f"| scenario | metric | {base.id} | {variant.id} | diff | Wilcoxon p | n | clusters |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         for r in table.itertuples(index=False):
             digits = _digits(str(r.metric))
@@ -261,7 +287,8 @@ def render(
                 f"| {scenario_label(r.scenario)} | {r.metric} "
                 f"| {_num(r.base, digits)}{_ci(r.base_ci, digits)} "
                 f"| {_num(r.variant, digits)}{_ci(r.variant_ci, digits)} "
-                f"| {_num(r.diff, digits)}{_ci(r.diff_ci, digits)} | {_p(r.p)} | {r.n} |"
+                f"| {_num(r.diff, digits)}{_ci(r.diff_ci, digits)} | {_p(r.p)} | {r.n} "
+                f"| {r.clusters} |"
             )
         lines.append("")
     return "\n".join(lines)
@@ -269,30 +296,34 @@ def render(
 
 def side_by_side(per_query: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
     """Every policy of the run (the reference models with their variants, and the
-    baselines) per scenario: recall@10 and stale@10 (mean over queries, 95% bootstrap
-    interval), mean footprint and noise kept (mean over runs)."""
+    baselines) per scenario: recall@10 and stale@10 (mean over queries, 95% t interval over
+    ``stats.interval_units``), mean footprint and noise kept (mean over runs), n (distinct
+    questions) and clusters (``stats.sample_size``)."""
     lines = [
         "## Every reference model beside the baselines",
         "",
-        "| scenario | policy | recall@10 | stale@10 | mean footprint | noise kept | queries |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| scenario | policy | recall@10 | stale@10 | mean footprint | noise kept | n | clusters |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for scenario, g in per_query.groupby("scenario", sort=False):
         r = runs[runs["scenario"] == scenario]
         for policy in sorted(g["policy"].unique()):
             q = g[g["policy"] == policy]
             rr = r[r["policy"] == policy]
+            units, _ = interval_units(q)
             cells = []
             for col in ("recall", "stale"):
                 v = q[col].to_numpy(dtype=np.float64)
-                v = v[np.isfinite(v)]
-                cells.append(f"{_num(v.mean() if len(v) else np.nan, 3)}{_ci(bootstrap_ci(v), 3)}")
+                mean = float(np.nanmean(v)) if np.isfinite(v).any() else np.nan
+                cells.append(f"{_num(mean, 3)}{_ci(cluster_t_ci(v, units)[:2], 3)}")
             for col, digits in (("footprint_mean", 1), ("noise_retention", 3)):
                 v = rr[col].to_numpy(dtype=np.float64) if col in rr else np.zeros(0)
                 v = v[np.isfinite(v)]
                 cells.append(_num(v.mean() if len(v) else np.nan, digits))
+            n, clusters = sample_size(q, "recall")
             lines.append(
-                f"| {scenario_label(scenario)} | {policy} | {' | '.join(cells)} | {len(q)} |"
+                f"| {scenario_label(scenario)} | {policy} | {' | '.join(cells)} | {n} "
+                f"| {clusters} |"
             )
     lines.append("")
     return lines

@@ -13,8 +13,11 @@ full-factorial core. Every pairwise conclusion ("A has higher recall@10 than B o
 A conclusion is oriented the way the default mode has it (:func:`verdict`), so no row
 states a direction the default numbers contradict.
 
-Significance: for a query metric, the 95% paired bootstrap CI of the per-query difference
-(same query, same stream and seed, pooled over seeds) excludes 0; for a run metric (one
+Significance: for a query metric, the 95% t interval of the per-query difference (same
+query, same stream and seed) over the stream's independent units (``stats.interval_units``:
+its seeds when there are two or more; one seed's questions otherwise, which share the run, so
+that interval is optimistic) excludes 0; n and clusters are ``stats.sample_size``'s, the
+counts summary.md prints; for a run metric (one
 number per run, averaged over seeds) the difference is at least its stated margin
 (:data:`RUN_MARGINS`: a margin, not a test).
 """
@@ -37,7 +40,7 @@ from memsim.engine.metric_registry import METRICS, metric_names
 
 from ..runs.execution import grid as run_defs
 from ..runs.execution import run_grid
-from ..stats import bootstrap_ci
+from ..stats import cluster_t_ci, interval_units, sample_size
 
 ROBUST, FRAGILE, NEVER = "robust", "fragile", "never significant"
 RUN_MARGIN = 0.05  # noise retention: a difference of 5 points counts as a real difference
@@ -101,10 +104,14 @@ def small_grid() -> list[tuple[str, dict[str, Any]]]:
 
 @dataclass(frozen=True)
 class Effect:
-    """One conclusion in one mode: ``diff`` = A - B oriented so > 0 means A is better."""
+    """One conclusion in one mode: ``diff`` = A - B oriented so > 0 means A is better; ``n``
+    distinct paired questions and ``clusters`` the units of its interval (query metrics;
+    0 for run metrics)."""
 
     diff: float
     significant: bool
+    n: int = 0
+    clusters: int = 0
 
 
 def verdict(
@@ -134,7 +141,7 @@ def verdict(
 
 
 def _paired_effect(per_query: pd.DataFrame, a: str, b: str, metric: str, better: str) -> Effect:
-    index = ["seed", "query_id"] if "seed" in per_query else "query_id"
+    index = [c for c in ("scenario", "seed", "query_id") if c in per_query]
     wide = per_query.pivot_table(index=index, columns="policy", values=metric, aggfunc="first")
     if a not in wide or b not in wide:
         return Effect(float("nan"), False)
@@ -142,9 +149,12 @@ def _paired_effect(per_query: pd.DataFrame, a: str, b: str, metric: str, better:
     if not len(both):
         return Effect(float("nan"), False)
     d = (both[a] - both[b]).to_numpy() * (1.0 if better == "higher" else -1.0)
-    lo, hi = bootstrap_ci(d, n_resamples=1000)
+    pairs = both.index.to_frame(index=False)
+    units, _ = interval_units(pairs)
+    n, clusters = sample_size(pairs)
+    lo, hi, _ = cluster_t_ci(d, units)
     sig = bool(np.isfinite(lo) and (lo > 0 or hi < 0))
-    return Effect(float(d.mean()), sig)
+    return Effect(float(d.mean()), sig, n, clusters)
 
 
 def conclusions_table(
@@ -189,6 +199,8 @@ def conclusions_table(
                         "broken_by": ", ".join(broken),
                         "flipped_by": ", ".join(flipped),
                         "weak_in": ", ".join(m for m in broken if m not in flipped),
+                        "n": default.n,
+                        "clusters": default.clusters,
                         **{f"mode:{m}": e.diff * (sign if sign else 1) for m, e in effects.items()},
                         **{f"sig:{m}": e.significant for m, e in effects.items()},
                     }
