@@ -16,6 +16,7 @@ import functools
 import importlib
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,7 @@ from .style import (
     policy_style,
     registered_policies,
     short_scenario,
+    variant_parent,
 )
 
 # Access patterns of figure 1: no access, a steady rhythm, and three bursts a month apart.
@@ -188,129 +190,127 @@ def normalise_curves(curves: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def strength_rows(curves: pd.DataFrame) -> list[tuple[str, list[str]]]:
+    """(row title, policies) of the decay figure, one unit per row: the policies whose strength
+    stays in [0, 1] under every pattern (a confidence, retrievability or retention, drawn on
+    one [0, 1] axis) one row per family; a policy whose strength leaves [0, 1] (a salience on
+    its own scale) in a row of its own, shared with its variants."""
+    unit: dict[str, bool] = {}
+    for p, g in curves.groupby("policy", sort=False):
+        s = g["strength"].to_numpy(np.float64)
+        s = s[np.isfinite(s)]
+        unit[str(p)] = bool(len(s) == 0 or (s.min() >= -1e-9 and s.max() <= 1 + 1e-9))
+    rows: list[tuple[str, list[str]]] = []
+    for fam, members in family_groups(unit):
+        bounded = [p for p in members if unit[p]]
+        if bounded:
+            rows.append((f"{fam}: strength in [0, 1]", bounded))
+    own: dict[str, list[str]] = {}
+    for p in ordered_policies(unit):
+        if not unit[p]:
+            own.setdefault(variant_parent(p) or p, []).append(p)
+    for parent, members in own.items():
+        rows.append((f"{parent}'s salience (its own scale)", members))
+    return rows
+
+
 def decay_curves_figure(
     curves: pd.DataFrame,
     examples: pd.DataFrame | None = None,
     *,
     patterns: Mapping[str, str] | None = None,
-    normalise: bool = True,
-    y_max: float | None = 2.2,
 ):
-    """Figure 1: strength vs days, one panel per access pattern, one line per policy.
+    """Figure 1: how fast does each policy forget one memory, and what does access do? Strength
+    against days, one column per access pattern, one row per kind of strength (one unit per
+    axis, see ``strength_rows``), each policy's line named at its end.
 
-    ``curves``: columns policy, pattern, day, strength. Each policy's strength is in its own
-    units (pai/izzie/engram in [0, 1], Cosmo salience, Kernle's unbounded salience), so by
-    default each curve is divided by its day-0 value. ``examples`` (see ``worked_examples``)
-    are drawn as points on the never-accessed panel (ratio value / start when normalised).
-    With a ``retrievable`` column, a cross marks the day a memory stops being retrievable
-    (pruned, forgotten, archived). Curves above ``y_max`` are clipped and their peak noted."""
+    ``curves``: columns policy, pattern, day, strength. ``examples`` (see
+    ``worked_examples``) are drawn as hollow points on the never-accessed panels. With a
+    ``retrievable`` column, a cross marks the day a memory stops being retrievable (pruned,
+    forgotten, archived)."""
     _require(curves, ("policy", "pattern", "day", "strength"), "decay curves")
-    data = normalise_curves(curves) if normalise else curves.assign(relative=curves["strength"])
-    pats = list(patterns or dict.fromkeys(data["pattern"]))
+    pats = list(patterns or dict.fromkeys(curves["pattern"]))
     titles = dict(CURVE_PATTERNS, **(patterns or {}))
-    fig = new_figure(5.0 * len(pats), 4.6)
-    axes = np.atleast_1d(fig.subplots(1, len(pats), sharey=True))
-    axes[0].set_ylim(bottom=-0.03)
-    policies = ordered_policies(data["policy"])
-    for ax, pat in zip(axes, pats):
-        sub = data[data["pattern"] == pat]
-        off_scale: list[str] = []
-        for p in policies:
-            g = sub[sub["policy"] == p].sort_values("day")
-            if g.empty:
-                continue
-            mem = str(g["memory"].iloc[0]) if "memory" in g and g["memory"].iloc[0] else ""
-            ax.plot(
-                g["day"],
-                g["relative"],
-                label=f"{p} ({mem})" if mem else p,
-                linewidth=1.8,
-                **policy_style(p),
-            )
-            if "retrievable" in g:
-                gone = g[~g["retrievable"].astype(bool)]
-                if len(gone):
-                    first = gone.iloc[0]
-                    ax.plot(
-                        [first["day"]],
-                        [min(first["relative"], y_max or np.inf)],
-                        marker="X",
-                        markersize=9,
-                        color=policy_color(p),
-                        linestyle="none",
-                        zorder=6,
+    rows = strength_rows(curves)
+    fig = new_figure(4.6 * len(pats) + 1.2, 2.4 * len(rows) + 1.2)
+    axes = np.atleast_2d(fig.subplots(len(rows), len(pats), squeeze=False, sharex=True))
+    any_gone = False
+    for r, (row_title, members) in enumerate(rows):
+        bounded = row_title.endswith("[0, 1]")
+        for c, pat in enumerate(pats):
+            ax = axes[r, c]
+            sub = curves[(curves["pattern"] == pat) & curves["policy"].isin(members)]
+            ends = []
+            for p in members:
+                g = sub[sub["policy"] == p].sort_values("day")
+                if g.empty:
+                    continue
+                mem = str(g["memory"].iloc[0]) if "memory" in g and g["memory"].iloc[0] else ""
+                ax.plot(g["day"], g["strength"], linewidth=1.5, **policy_style(p))
+                ends.append(
+                    (
+                        float(g["day"].iloc[-1]),
+                        float(g["strength"].iloc[-1]),
+                        f"{p} ({mem})" if mem and c == len(pats) - 1 else p,
+                        policy_color(p),
                     )
-            peak = float(np.nanmax(g["relative"])) if g["relative"].notna().any() else np.nan
-            if y_max is not None and peak > y_max:
-                off_scale.append(f"{p} peaks at {peak:.1f}×")
-        if off_scale:
-            ax.set_ylim(top=y_max)
-            ax.text(
-                0.98,
-                0.97,
-                "off scale: " + "; ".join(off_scale),
-                transform=ax.transAxes,
-                ha="right",
-                va="top",
-                fontsize=8,
-                color="0.2",
-                bbox={"facecolor": "white", "edgecolor": "0.7", "alpha": 0.9},
-            )
-        if pat == "never" and examples is not None and len(examples):
-            for _, e in examples.iterrows():
-                y = e["ratio"] if normalise else e["value"]
-                ax.plot(
-                    [e["day"]],
-                    [y],
-                    marker="o",
-                    markersize=8,
-                    linestyle="none",
-                    markerfacecolor="white",
-                    markeredgewidth=2,
-                    markeredgecolor=policy_color(e["policy"]),
-                    zorder=5,
                 )
-            ax.plot(
-                [],
-                [],
-                marker="o",
-                linestyle="none",
-                markerfacecolor="white",
-                markeredgecolor="0.2",
-                markeredgewidth=2,
-                label="document's worked example",
-            )
-        if "retrievable" in sub and (~sub["retrievable"].astype(bool)).any():
-            ax.plot(
-                [],
-                [],
-                marker="X",
-                linestyle="none",
-                color="0.2",
-                markersize=8,
-                label="no longer retrievable (pruned / forgotten / archived)",
-            )
-        ax.set_title(f"{titles.get(pat, pat)}  ({pat})", fontsize=10)
-        ax.set_xlabel("days since the memory was created")
-        ax.grid(alpha=0.3)
-        ax.set_xlim(left=0)
-    axes[0].set_ylabel(
-        "strength ÷ day-0 strength" if normalise else "strength (each policy's own units)"
+                if "retrievable" in g:
+                    gone = g[~g["retrievable"].astype(bool)]
+                    if len(gone):
+                        any_gone = True
+                        first = gone.iloc[0]
+                        ax.plot(
+                            [first["day"]],
+                            [first["strength"]],
+                            marker="X",
+                            markersize=8,
+                            color=policy_color(p),
+                            linestyle="none",
+                            zorder=6,
+                        )
+            if pat == "never" and examples is not None and len(examples):
+                for _, e in examples[examples["policy"].isin(members)].iterrows():
+                    # the document's ratio (value / start) on the curve's own start
+                    own = sub[sub["policy"] == e["policy"]].sort_values("day")["strength"]
+                    start = float(own.iloc[0]) if len(own) and own.iloc[0] > 0 else e["start"]
+                    ax.plot(
+                        [e["day"]],
+                        [e["ratio"] * start],
+                        marker="o",
+                        markersize=7,
+                        linestyle="none",
+                        markerfacecolor="white",
+                        markeredgewidth=2,
+                        markeredgecolor=policy_color(e["policy"]),
+                        zorder=5,
+                    )
+            if bounded:
+                ax.set_ylim(-0.03, 1.05)
+            else:
+                ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
+            ax.set_xlim(left=0)
+            ax.grid(alpha=0.3)
+            ax.tick_params(labelsize=7)
+            direct_labels(ax, ends, outside=True, fontsize=7)
+            if r == 0:
+                ax.set_title(f"{titles.get(pat, pat)}  ({pat})", fontsize=9.5)
+            if c == 0:
+                ax.set_ylabel("\n".join(textwrap.wrap(row_title, 32)), fontsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel("days since the memory was created", fontsize=8)
+    marks = []
+    if examples is not None and len(examples):
+        marks.append("hollow circle: the seed document's worked example")
+    if any_gone:
+        marks.append("cross: no longer retrievable (pruned / forgotten / archived)")
+    fig.suptitle(
+        "How fast does each policy forget one memory, and what does access do? "
+        "(strength in each row's unit)",
+        fontsize=10.5,
     )
-    handles, labels = [], []
-    for ax in axes:
-        for h, label in zip(*ax.get_legend_handles_labels()):
-            if label not in labels:
-                handles.append(h)
-                labels.append(label)
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 5), fontsize=8)
-    note = (
-        " Each policy's documented strength divided by its value at day 0 (units differ: "
-        "confidence, salience, retrieval strength)."
-        if normalise
-        else ""
-    )
-    fig.suptitle("Decay curves of one memory under three access patterns." + note, fontsize=10)
+    if marks:
+        fig.supxlabel("; ".join(marks), fontsize=8, color="0.25")
     return fig
 
 

@@ -178,10 +178,10 @@ def direct_labels(
         for i in range(1, len(items)):
             items[i][2] = max(items[i][2], items[i - 1][2] + min_gap)
         top = 0.98
-        if items and items[-1][2] > top:  # shift the stack down to stay inside the axes
-            shift = items[-1][2] - top
-            for it in items:
-                it[2] -= shift
+        if items and items[-1][2] > top:  # push the stack down from the top, gaps kept
+            items[-1][2] = top
+            for i in range(len(items) - 2, -1, -1):
+                items[i][2] = min(items[i][2], items[i + 1][2] - min_gap)
         for ax_x, ax_y, label_y, text, colour in items:
             dx = -0.03 if left else 0.03
             moved = abs(label_y - ax_y) > 1e-3 and not outside
