@@ -210,7 +210,7 @@ def strength_rows(curves: pd.DataFrame) -> list[tuple[str, list[str]]]:
         if not unit[p]:
             own.setdefault(variant_parent(p) or p, []).append(p)
     for parent, members in own.items():
-        rows.append((f"{parent}'s salience (its own scale)", members))
+        rows.append((f"{parent}: strength on its own scale (leaves [0, 1])", members))
     return rows
 
 

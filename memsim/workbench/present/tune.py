@@ -91,6 +91,7 @@ def tornado_axes(
     metric: str = "recall",
     at_default: float | None = None,
     defaults: dict[str, float] | None = None,
+    legend: bool = True,
 ) -> None:
     """Draw a tornado on ``ax``: per field, the metric at the low and high end of its range,
     widest spread on top. With ``at_default`` (the metric at the documented defaults) the
@@ -117,6 +118,8 @@ def tornado_axes(
     else:
         ax.set_xlabel(f"{metric} (documented defaults not on the grid: bars around their midpoint)")
     ax.grid(axis="x", alpha=0.3)
+    if legend:  # below the axes, never over the bars
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncols=3, fontsize=8)
 
 
 def tornado(
@@ -143,7 +146,7 @@ def tornado(
     n = len(s)
     fig = Figure(figsize=(7.5, 0.3 * n + 2.0), layout="constrained")
     ax = fig.subplots()
-    tornado_axes(ax, spread, metric, at_default, defaults)
+    tornado_axes(ax, spread, metric, at_default, defaults, legend=False)
     title = f"Which of {policy}'s parameters move {metric} on {scenario}?"
     ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=10)
     fig.legend(loc="outside lower center", ncols=3, fontsize=8, frameon=False)
