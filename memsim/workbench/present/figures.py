@@ -695,7 +695,7 @@ def scorecard_figure(scorecard: pd.DataFrame):
         protocol=scorecard["protocol"].astype(str),
         metric=scorecard["metric"].astype(str),
     )
-    t = t.assign(panel=list(zip(t["protocol"], t["metric"])))
+    t = t.assign(panel=pd.Series(list(zip(t["protocol"], t["metric"])), index=t.index))
     metrics = list(dict.fromkeys(t["metric"]))
     protocols = list(dict.fromkeys(t["protocol"]))
     if DEFAULT_PROTOCOL in protocols:

@@ -27,7 +27,7 @@ from .style import (
 CONTEXT_GREY = "#d0d0d0"
 
 
-def same_as_parent(values: Mapping[str, Sequence[float]], tol: float = 1e-9) -> dict[str, str]:
+def same_as_parent(values: Mapping[str, Any], tol: float = 1e-9) -> dict[str, str]:
     """Variant -> parent for each variant whose values equal its parent's everywhere (both
     drawn, so the variant would hide under its parent): ``values`` maps a policy to the
     values it is drawn at, in one order."""
@@ -85,9 +85,7 @@ def dot_matrix(
     policies = list(dict.fromkeys(frame["policy"].astype(str)))
     rows, heads = _rows(policies)
     wide = frame.pivot_table(index="policy", columns="panel", values="mean", aggfunc="first")
-    same = same_as_parent(
-        {p: wide.loc[p, keys].to_numpy() for p in policies if p in wide.index}  # type: ignore[misc]
-    )
+    same = same_as_parent({p: wide.loc[p, keys].to_numpy() for p in policies if p in wide.index})
     height = 0.24 * (len(rows) + len(heads)) + 1.5
     fig = new_figure(2.2 + panel_width * len(panels), height)
     axes = np.atleast_1d(fig.subplots(1, len(panels), sharey=True, squeeze=False)).ravel()
@@ -174,7 +172,7 @@ def scatter_grid(
             ax.scatter(others["x"], others["y"], s=14, color=CONTEXT_GREY, zorder=2, linewidths=0)
             mine = [p for p in members if p in by.index]
             for p in mine:
-                r = by.loc[p]
+                r: pd.Series = by.loc[p]  # type: ignore[assignment]
                 c = policy_color(p)
                 xerr = _interval(r, "x")
                 yerr = _interval(r, "y")
@@ -225,8 +223,8 @@ def scatter_grid(
                 ax,
                 [
                     (
-                        float(by.loc[p, "x"]),
-                        float(by.loc[p, "y"]),
+                        float(by.at[p, "x"]),  # type: ignore[arg-type]
+                        float(by.at[p, "y"]),  # type: ignore[arg-type]
                         label_of(p, same),
                         policy_color(p),
                     )
