@@ -37,7 +37,8 @@ def _grid(n: int, width: float, height: float):
 
 def loss_figure(per_query: pd.DataFrame):
     """Stacked bars per stream (LoCoMo pooled): of the asked units, covered in the top k,
-    ranked out, forgotten, never kept (summing to 1); a black diamond marks stale@k."""
+    ranked out, forgotten, never kept (summing to 1); families side by side. stale@k, a
+    share of the returned memories (another unit), is drawn beside recall in stale.png."""
     per_query = one_protocol(per_query)
     missing = [c for c in LOSS if c not in per_query]
     if missing:
@@ -64,8 +65,6 @@ def loss_figure(per_query: pd.DataFrame):
             h = np.nan_to_num(wide[m].to_numpy(np.float64))
             ax.bar(x, h, 0.75, bottom=bottom, color=LOSS_COLOURS[m], label=LOSS_LABELS[m])
             bottom += h
-        if "stale" in wide:
-            ax.plot(x, wide["stale"], "D", color="black", markersize=4, label="stale@k")
         ax.set_xticks(x, order, rotation=60, ha="right", fontsize=7)
         ax.set_ylim(0, 1.02)
         ax.set_title(label, fontsize=9)
@@ -151,9 +150,11 @@ def frontier_figure(per_query: pd.DataFrame, summary: pd.DataFrame, frontier: pd
         ylabel="recall@k",
         logx=lambda d: True,
         extra=references,
-        note="whiskers: 95% cluster-bootstrap intervals; hollow: baseline, or a variant equal "
+        note="black line: "
+        + REFERENCE_LABELS["clairvoyant"]
+        + "\ngrey dashed line: "
+        + REFERENCE_LABELS["recency"]
+        + "\nwhiskers: 95% cluster-bootstrap intervals; hollow: baseline, or a variant equal "
         "to its parent",
     )
-    handles, labels = fig.axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=1, fontsize=8, frameon=False)
     return fig

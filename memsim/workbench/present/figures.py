@@ -975,7 +975,7 @@ def latency_figure(bench: pd.DataFrame):
     if bench.empty:
         raise MemsimError("benchmarks: no record with a memory count and a time")
     ops = list(dict.fromkeys(bench.loc[~bench["floor"], "operation"])) or [""]
-    fig = new_figure(5.2 * len(ops), 4.6)
+    fig = new_figure(max(7.5, 5.2 * len(ops)), 5.6)
     axes = np.atleast_1d(fig.subplots(1, len(ops), squeeze=False)).ravel()
     floors = bench[bench["floor"]]
     for ax, op in zip(axes, ops):
@@ -1042,8 +1042,18 @@ def latency_figure(bench: pd.DataFrame):
         ax.set_ylabel("latency per call (ms, median)")
         ax.set_title(op or "latency", fontsize=10)
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=8, framealpha=0.9)
-    fig.suptitle("Latency vs store size (log-log; median over runs of the same size)", fontsize=11)
+    handles, labels = [], []
+    for ax in axes:  # one legend below the panels, never over the measurements
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(h)
+                labels.append(label)
+    fig.legend(handles, labels, loc="outside lower center", ncols=1, fontsize=8, frameon=False)
+    fig.suptitle(
+        "How does recall latency grow with the store, against the bandwidth floor?\n"
+        "(log-log; median over runs of the same size)",
+        fontsize=10.5,
+    )
     return fig
 
 

@@ -166,40 +166,40 @@ def direct_labels(
     if min_gap is None:
         height_in = ax.get_position().height * ax.figure.get_figheight()
         min_gap = 1.2 * fontsize / 72 / max(height_in, 0.5)
-    placed: dict[bool, list[list[Any]]] = {True: [], False: []}
+    items: list[list[Any]] = []
     for x, y, text, colour in points:
         if not (math.isfinite(x) and math.isfinite(y)):
             continue
         ax_x, ax_y = to_axes.transform((x, y))
+        items.append([ax_x, ax_y, ax_y, text, colour])
+    # one stack for both sides: labels left and right of close points must not collide either
+    items.sort(key=lambda it: it[1])
+    for i in range(1, len(items)):
+        items[i][2] = max(items[i][2], items[i - 1][2] + min_gap)
+    top = 0.98
+    if items and items[-1][2] > top:  # push the stack down from the top, gaps kept
+        items[-1][2] = top
+        for i in range(len(items) - 2, -1, -1):
+            items[i][2] = min(items[i][2], items[i + 1][2] - min_gap)
+    for ax_x, ax_y, label_y, text, colour in items:
         left = ax_x > 0.75 and not outside
-        placed[left].append([ax_x, ax_y, ax_y, text, colour])
-    for left, items in placed.items():
-        items.sort(key=lambda it: it[1])
-        for i in range(1, len(items)):
-            items[i][2] = max(items[i][2], items[i - 1][2] + min_gap)
-        top = 0.98
-        if items and items[-1][2] > top:  # push the stack down from the top, gaps kept
-            items[-1][2] = top
-            for i in range(len(items) - 2, -1, -1):
-                items[i][2] = min(items[i][2], items[i + 1][2] - min_gap)
-        for ax_x, ax_y, label_y, text, colour in items:
-            dx = -0.03 if left else 0.03
-            moved = abs(label_y - ax_y) > 1e-3 and not outside
-            ax.annotate(
-                text,
-                xy=(ax_x, ax_y),
-                xycoords="axes fraction",
-                xytext=(1.02 if outside else ax_x + dx, label_y),
-                textcoords="axes fraction",
-                ha="right" if left else "left",
-                va="center",
-                fontsize=fontsize,
-                color=colour,
-                arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.5, "alpha": 0.6}
-                if moved
-                else None,
-                annotation_clip=False,
-            )
+        dx = -0.03 if left else 0.03
+        moved = abs(label_y - ax_y) > 1e-3 and not outside
+        ax.annotate(
+            text,
+            xy=(ax_x, ax_y),
+            xycoords="axes fraction",
+            xytext=(1.02 if outside else ax_x + dx, label_y),
+            textcoords="axes fraction",
+            ha="right" if left else "left",
+            va="center",
+            fontsize=fontsize,
+            color=colour,
+            arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.5, "alpha": 0.6}
+            if moved
+            else None,
+            annotation_clip=False,
+        )
 
 
 def ordered_policies(names: Iterable[str]) -> list[str]:
