@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from memsim.engine.errors import MemsimError
+from memsim.engine.registry import spec
 
 from ..studies.calibrate import LOSS, calibration_table, pooled_frontier
 from .calibration import LOSS_LABELS, panels
@@ -82,14 +83,17 @@ def loss_figure(per_query: pd.DataFrame):
     return fig
 
 
-# What each budget reference is, said where it is drawn: the recency reference keeps the B most
-# recently used memories and ranks them by cosine alone (``at_budget`` sets its decay rate to 0),
-# while the recency baseline point ranks by cosine x decay.
-REFERENCE_LABELS = {
-    "clairvoyant": "clairvoyant at budget B (keeps what future questions need)",
-    "recency": "recency at budget B (keeps the B most recently used, ranks by cosine alone; "
-    "the recency point ranks by cosine × decay)",
-}
+def reference_label(ref: str) -> str:
+    """What a budget reference is, said where it is drawn: the clairvoyant keeps what the
+    future questions need; any other reference runs with its ``at_budget`` overrides (the
+    recency reference with decay rate 0, so it ranks by cosine alone), unlike the policy's
+    own point, which runs with its documented parameters."""
+    s = spec(ref)
+    if s.clairvoyant:
+        return f"{ref} at budget B (keeps what future questions need)"
+    overrides = ", ".join(f"{k}={v}" for k, v in (s.load().at_budget or {}).items())
+    how = f"run with {overrides}" if overrides else "its documented parameters"
+    return f"{ref} at budget B ({how}; the {ref} point runs with its documented parameters)"
 
 
 def frontier_figure(per_query: pd.DataFrame, summary: pd.DataFrame, frontier: pd.DataFrame):
@@ -138,7 +142,7 @@ def frontier_figure(per_query: pd.DataFrame, summary: pd.DataFrame, frontier: pd
                 markersize=4,
                 linewidth=1.2,
                 zorder=3,
-                label=REFERENCE_LABELS.get(str(ref), f"{ref} at budget B"),
+                label=reference_label(str(ref)),
                 **style,
             )
 
@@ -150,10 +154,12 @@ def frontier_figure(per_query: pd.DataFrame, summary: pd.DataFrame, frontier: pd
         ylabel="recall@k",
         logx=lambda d: True,
         extra=references,
-        note="black line: "
-        + REFERENCE_LABELS["clairvoyant"]
-        + "\ngrey dashed line: "
-        + REFERENCE_LABELS["recency"]
+        note="\n".join(
+            f"{name} line: {reference_label(str(ref))}"
+            for name, ref in zip(
+                ("black", "grey dashed"), sorted(set(frontier["reference"].astype(str)))
+            )
+        )
         + "\nwhiskers: 95% cluster-bootstrap intervals; hollow: baseline, or a variant equal "
         "to its parent",
     )
