@@ -879,3 +879,21 @@ def test_tornado_without_any_spread_draws_nothing_and_says_why(tmp_path):
     why = tornado(flat, tmp_path / "t.png", "kernle", "synthetic:longgap")
     assert why is not None and "no field of kernle moves recall" in why and "\n" not in why
     assert not (tmp_path / "t.png").exists()
+
+
+def test_scorecard_figure_takes_the_families_it_is_given():
+    card = pd.DataFrame(
+        {
+            "policy": ["pai", "keep-all", "clairvoyant"],
+            "family": ["seed, documented", "baseline", "bound"],
+            "protocol": "default",
+            "metric": "hit@10",
+            "mean": [0.9, 0.7, 1.0],
+            "ci_low": [0.85, 0.65, 1.0],
+            "ci_high": [0.95, 0.75, 1.0],
+        }
+    )
+    fig = F.scorecard_figure(card)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels[-2:] == ["baseline", "bound"] or labels.index("bound") > labels.index("baseline")
+    assert [x for x in labels if x not in S.FAMILIES] == ["pai", "keep-all", "clairvoyant"]

@@ -47,11 +47,13 @@ def label_of(policy: str, same: Mapping[str, str]) -> str:
     return f"{policy} = {same[policy]}" if policy in same else policy
 
 
-def _rows(policies: Sequence[str]) -> tuple[list[tuple[float, str]], list[tuple[float, str]]]:
+def _rows(
+    policies: Sequence[str], families: Mapping[str, str] | None = None
+) -> tuple[list[tuple[float, str]], list[tuple[float, str]]]:
     """(y, policy) of every row and (y, family) of every family heading, top to bottom."""
     rows, heads = [], []
     y = 0.0
-    for fam, members in family_groups(policies):
+    for fam, members in family_groups(policies, families):
         heads.append((y, fam))
         y += 1.0
         for p in members:
@@ -83,7 +85,10 @@ def dot_matrix(
         raise MemsimError("dot matrix: no panel has a row to draw")
     panels = [p for p in panels if p[0] in keys]
     policies = list(dict.fromkeys(frame["policy"].astype(str)))
-    rows, heads = _rows(policies)
+    families = None
+    if "family" in frame.columns:  # the caller's families (a scorecard's) over the registry's
+        families = dict(zip(frame["policy"].astype(str), frame["family"].astype(str)))
+    rows, heads = _rows(policies, families)
     wide = frame.pivot_table(index="policy", columns="panel", values="mean", aggfunc="first")
     same = same_as_parent({p: wide.loc[p, keys].to_numpy() for p in policies if p in wide.index})
     height = 0.24 * (len(rows) + len(heads)) + 1.5

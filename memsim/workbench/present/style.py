@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -113,14 +113,15 @@ def policy_family(name: str) -> str:
     return "reference model"
 
 
-def family_groups(names: Iterable[str]) -> list[tuple[str, list[str]]]:
-    """(family, policies in registry order) for every family present, in ``FAMILIES`` order."""
+def family_groups(
+    names: Iterable[str], families: Mapping[str, str] | None = None
+) -> list[tuple[str, list[str]]]:
+    """(family, policies in registry order) for every family present, in ``FAMILIES`` order
+    (then any other family named in ``families``, which overrides the registry's)."""
     order = ordered_policies(names)
-    return [
-        (f, [p for p in order if policy_family(p) == f])
-        for f in FAMILIES
-        if any(policy_family(p) == f for p in order)
-    ]
+    fam = {p: (families or {}).get(p) or policy_family(p) for p in order}
+    known = [*FAMILIES, *sorted(set(fam.values()) - set(FAMILIES))]
+    return [(f, [p for p in order if fam[p] == f]) for f in known if f in fam.values()]
 
 
 def is_baseline(name: str) -> bool:
