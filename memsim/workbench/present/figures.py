@@ -611,16 +611,6 @@ def recall_vs_footprint_figure(summary: pd.DataFrame, *, footprint_metric: str =
     )
 
 
-def _same_points(g: pd.DataFrame) -> list[list[str]]:
-    """Policies drawn at the same (footprint, recall) point, which hide one another."""
-    key = g.assign(kx=g["mean_f"].round(6), ky=g["mean_r"].round(6))
-    groups = []
-    for _, grp in key.groupby(["kx", "ky"], sort=False):
-        if len(grp) > 1:
-            groups.append(ordered_policies(grp["policy"]))
-    return groups
-
-
 # ------------------------------------------------------------------ 4. stale@k beside recall
 
 STALE_PANELS = (
