@@ -114,10 +114,10 @@ def stand_in_curves() -> pd.DataFrame:
 
 def texts(fig) -> list[str]:
     out = [t.get_text() for t in fig.texts]
-    if fig._suptitle is not None:
-        out.append(fig._suptitle.get_text())
+    out += [fig.get_suptitle(), fig.get_supxlabel()]
     for ax in fig.axes:
         out += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()]
+        out += [t.get_text() for t in ax.texts]
         leg = ax.get_legend()
         if leg is not None:
             out += [t.get_text() for t in leg.get_texts()]
@@ -143,6 +143,25 @@ def legend_colors(fig) -> dict[str, str]:
     return out
 
 
+def assert_reads(fig) -> None:
+    """What every figure owes a reader: a title that asks its question, no empty panel, no
+    legend inside a panel (over the data)."""
+    title = fig.get_suptitle() or " ".join(ax.get_title() for ax in fig.axes)
+    assert "?" in title, title
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        drawn = len(ax.lines) + len(ax.collections) + len(ax.patches) + len(ax.containers)
+        assert drawn > 0 or ax.texts, f"empty panel {ax.get_title()!r}"
+        assert ax.get_legend() is None, f"legend over the data of {ax.get_title()!r}"
+
+
+def policy_rows(fig) -> list[str]:
+    """The policies a dot matrix has a row for (its family headings left out)."""
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    return sorted(x for x in labels if x not in S.FAMILIES)
+
+
 @pytest.fixture(scope="module")
 def per_query():
     return stand_in_per_query()
@@ -159,15 +178,41 @@ def summary(per_query):
 def test_palette_fixed_distinct_and_version_blind():
     palette = S.palette()
     assert set(POLICIES) <= set(palette)
-    assert len(set(palette.values())) == len(palette)
+    parents = {p: c for p, c in palette.items() if S.variant_parent(p) is None}
+    assert len(set(parents.values())) == len(parents)  # every model its own colour
+    assert palette["pai-code"] == palette["pai"]  # a variant wears its parent's colour
+    assert S.policy_style("pai-code")["linestyle"] == ":" and S.hollow("pai-code")
     assert {palette["keep-all"], palette["recency"]} <= set(S.GREYS)  # baselines grey
-    assert not set(palette.values()) - set(S.GREYS) & set(S.GREYS)
+    assert not set(parents.values()) - set(S.GREYS) & set(S.GREYS)
     assert S.policy_color("pai-v1") == S.policy_color("pai") == S.palette()["pai"]
     assert S.policy_color("my-policy") == S.policy_color("my-policy")  # stable spare colour
     assert (
         S.policy_style("keep-all")["linestyle"] == "--"
         and S.policy_style("pai")["linestyle"] == "-"
     )
+
+
+def test_policy_families_from_the_registry():
+    assert S.policy_family("pai") == "seed, documented"
+    assert S.policy_family("pai-code") == "seed, as built"
+    assert S.policy_family("fsrs") == "reference model"
+    assert S.policy_family("actr-spacing") == "reference model"
+    assert S.policy_family("keep-all") == "baseline"
+    assert S.policy_family("bound") == "bound"
+    groups = S.family_groups(["pai-code", "keep-all", "pai", "fsrs"])
+    assert groups == [
+        ("seed, documented", ["pai"]),
+        ("seed, as built", ["pai-code"]),
+        ("reference model", ["fsrs"]),
+        ("baseline", ["keep-all"]),
+    ]
+
+
+def test_one_protocol_with_and_without_the_column():
+    t = pd.DataFrame({"x": [1, 2, 3], "protocol": ["default", "value-aware", "default"]})
+    assert S.one_protocol(t)["x"].tolist() == [1, 3]
+    assert S.one_protocol(t.drop(columns="protocol"))["x"].tolist() == [1, 2, 3]
+    assert S.one_protocol(t.drop(columns="protocol"), "value-aware").empty
 
 
 def test_ordered_policies_baselines_first():
@@ -219,19 +264,27 @@ def test_normalise_curves_by_day0_or_max():
     assert kern["relative"].max() == pytest.approx(1.0) and kern["relative"].iloc[0] == 0.0
 
 
-def test_decay_curves_figure_panels_and_examples():
-    fig = F.decay_curves_figure(stand_in_curves(), F.worked_examples())
-    assert len(fig.axes) == len(F.CURVE_PATTERNS)
+def test_decay_curves_figure_one_unit_per_row_and_examples():
+    c = stand_in_curves()
+    c.loc[c.policy == "kernle", "strength"] *= 4  # a salience on its own scale, above 1
+    fig = F.decay_curves_figure(c, F.worked_examples())
+    rows = F.strength_rows(c)
+    assert len(fig.axes) == len(rows) * len(F.CURVE_PATTERNS)
+    # bounded strengths share a [0, 1] axis; kernle's salience gets a row of its own
+    assert rows[-1] == ("kernle: strength on its own scale (leaves [0, 1])", ["kernle"])
+    assert all(t.endswith("[0, 1]") for t, _ in rows[:-1])
+    assert not any("kernle" in members for _, members in rows[:-1])
     t = " | ".join(texts(fig))
-    assert "days since the memory was created" in t and "day-0" in t
-    assert "document's worked example" in t
-    colors = legend_colors(fig)
-    for p in POLICIES:
-        assert colors[p] == S.palette()[p], p
-    never = fig.axes[0]
-    # the pai worked example point sits at (30, 0.5) on the never panel
+    assert "days since the memory was created" in t and "worked example" in t
+    assert_reads(fig)
+    # each policy named once per panel of its row, at its line's end, in its colour
+    for (title, members), axes in zip(rows, np.reshape(fig.axes, (len(rows), -1))):
+        for ax in axes:
+            labels = sorted(a.get_text() for a in ax.texts)
+            assert [x.split(" (")[0] for x in labels] == sorted(members), title
+    never = fig.axes[0]  # seed, documented row: pai's worked example at (30, 0.3)
     pts = [tuple(np.ravel(ln.get_xydata())[:2]) for ln in never.lines if len(ln.get_xdata()) == 1]
-    assert (30.0, 0.5) in pts
+    assert (30.0, pytest.approx(0.3)) in pts
 
 
 def test_decay_curves_needs_columns():
@@ -254,11 +307,21 @@ def test_rolling_by_time_trailing_window():
 
 def test_recall_footprint_over_time_rows_per_synthetic_scenario(per_query):
     fig = F.recall_footprint_over_time_figure(per_query, window=14)
-    assert len(fig.axes) == 2 * 2  # two synthetic scenarios, two panels each
+    fams = S.family_groups(POLICIES)
+    assert len(fig.axes) == 2 * 2 * len(fams)  # two synthetic streams, two rows each
     t = " | ".join(texts(fig))
-    assert "recall@5 (14-day rolling mean)" in t and "retrievable memories" in t
+    assert "recall@5" in t and "14-day rolling mean" in t and "retrievable memories" in t
     assert "simulated time (days)" in t
-    assert legend_colors(fig)["cosmo"] == S.palette()["cosmo"]
+    assert_reads(fig)
+    # each policy named once in each row, in its family's panel, in its colour
+    grid = np.reshape(fig.axes, (4, len(fams)))
+    for row in grid:
+        names = [a.get_text() for ax in row for a in ax.texts if a.get_text() in POLICIES]
+        assert sorted(names) == sorted(POLICIES)
+    from matplotlib.colors import to_hex
+
+    cosmo = [a for ax in grid[0] for a in ax.texts if a.get_text() == "cosmo"][0]
+    assert to_hex(cosmo.get_color()) == S.palette()["cosmo"]
 
 
 def test_over_time_without_synthetic_scenario_is_a_memsim_error(per_query):
@@ -271,32 +334,110 @@ def test_over_time_without_synthetic_scenario_is_a_memsim_error(per_query):
 # ------------------------------------------------------------------ 3, 4. summary figures
 
 
-def test_recall_vs_footprint_one_point_per_policy_and_scenario(summary):
+def test_recall_vs_footprint_one_point_per_policy_and_stream(summary):
     fig = F.recall_vs_footprint_figure(summary)
-    visible = [ax for ax in fig.axes if ax.get_visible()]
-    assert len(visible) == len(SCENARIOS)
-    ax = visible[0]
-    # errorbar containers: one per policy, the point at (footprint mean, recall mean)
-    assert len(ax.containers) == len(POLICIES)
+    fams = S.family_groups(POLICIES)
+    streams = ["synthetic:steady", "synthetic:churn", "LoCoMo (1 conversation pooled)"]
+    assert len(fig.axes) == len(streams) * len(fams)  # scripted streams left out
+    grid = np.reshape(fig.axes, (len(streams), len(fams)))
+    assert grid[0, 0].get_ylabel().startswith("synthetic:steady")
+    for row in grid:  # every policy drawn once per stream, labelled where it is
+        drawn = [a.get_text() for ax in row for a in ax.texts]
+        assert sorted(drawn) == sorted(POLICIES)
+        assert sum(len(ax.containers) for ax in row) == len(POLICIES)
     s = summary[(summary.scenario == SCENARIOS[0])]
     want = (
         s[(s.policy == "pai") & (s.metric == "footprint_mean")]["mean"].iloc[0],
         s[(s.policy == "pai") & (s.metric == "recall")]["mean"].iloc[0],
     )
-    pai = [c for c in ax.containers if c.get_label() == "pai"][0]
-    assert tuple(pai.lines[0].get_xydata()[0]) == pytest.approx(want)
-    assert any(t.startswith("mean footprint (memories") for t in texts(fig))
+    pai_panel = grid[0, [f for f, _ in fams].index("seed, documented")]
+    pts = [tuple(c.lines[0].get_xydata()[0]) for c in pai_panel.containers]
+    assert any(pt == pytest.approx(want) for pt in pts)
+    assert any(t.startswith("mean footprint (retrievable memories") for t in texts(fig))
+    assert "1 scripted streams not shown" in " ".join(texts(fig))
+    assert_reads(fig)
 
 
-def test_stale_figure_grouped_bars_with_ci(summary):
+def test_identical_variant_is_named_not_hidden(summary):
+    extra = summary[summary.policy == "pai"].assign(policy="pai-code")
+    fig = F.recall_vs_footprint_figure(pd.concat([summary, extra], ignore_index=True))
+    labels = [a.get_text() for ax in fig.axes for a in ax.texts]
+    assert "pai-code = pai" in labels and "pai-code" not in labels
+    fig = F.stale_figure(pd.concat([summary, extra], ignore_index=True))
+    assert "pai-code = pai" in [t.get_text() for t in fig.axes[0].get_yticklabels()]
+
+
+def test_stale_beside_recall_one_row_per_policy(summary):
     fig = F.stale_figure(summary)
-    ax = fig.axes[0]
-    assert len(ax.patches) == len(SCENARIOS) * len(POLICIES)
-    heights = sorted(round(p.get_height(), 9) for p in ax.patches)
-    want = sorted(round(v, 9) for v in summary[summary.metric == "stale"]["mean"])
-    assert heights == want
-    assert any("stale@k" in t for t in texts(fig))
-    assert [t.get_text() for t in ax.get_xticklabels()][-1] == "locomo:locomo-dev.json"
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == [
+        "synthetic:steady\nrecall@k",
+        "synthetic:steady\nstale@k",
+        "synthetic:churn\nrecall@k",
+        "synthetic:churn\nstale@k",
+        "LoCoMo (1 conversation pooled)\nrecall@k",
+        "LoCoMo (1 conversation pooled)\nstale@k",
+    ]
+    ax = fig.axes[1]
+    assert policy_rows(fig) == sorted(POLICIES)
+    got = sorted(round(float(c.lines[0].get_xdata()[0]), 9) for c in ax.containers)
+    s = summary[(summary.metric == "stale") & (summary.scenario == "synthetic:steady")]
+    assert got == sorted(round(v, 9) for v in s["mean"])
+    assert_reads(fig)
+
+
+def test_stale_figure_draws_rank_inversion_when_the_summary_has_it(summary):
+    ri = summary[summary.metric == "stale"].assign(metric="rank_inversion")
+    fig = F.stale_figure(pd.concat([summary, ri], ignore_index=True))
+    assert "synthetic:steady\nrank inversion" in [ax.get_title() for ax in fig.axes]
+    assert len(fig.axes) == 9
+
+
+def test_figures_keep_to_the_default_protocol(summary, per_query):
+    other = summary.assign(protocol="value-aware", mean=summary["mean"] * 0 + 0.123)
+    both = pd.concat([summary.assign(protocol="default"), other], ignore_index=True)
+    fig = F.stale_figure(both)
+    xs = [float(c.lines[0].get_xdata()[0]) for ax in fig.axes for c in ax.containers]
+    assert 0.123 not in [round(x, 3) for x in xs]
+    assert len(xs) == len(F.stale_figure(summary).axes) * len(POLICIES)
+
+
+def test_scorecard_figure_rows_by_family_panels_per_protocol_and_metric():
+    rows = []
+    for p in POLICIES + ["pai-code"]:
+        for proto in ("default", "value-aware"):
+            for metric, base in (("recall@10", 0.5), ("footprint (memories)", 300.0)):
+                m = base * (1 + POLICIES.index(p.replace("-code", "")) / 10)
+                rows.append(
+                    {
+                        "policy": p,
+                        "family": S.policy_family(p),
+                        "protocol": proto,
+                        "metric": metric,
+                        "mean": m,
+                        "ci_low": m * 0.9,
+                        "ci_high": m * 1.1,
+                    }
+                )
+    card = pd.DataFrame(rows)
+    fig = F.scorecard_figure(card)
+    assert [ax.get_title() for ax in fig.axes] == [
+        "recall@10\ndefault",
+        "recall@10\nvalue-aware",
+        "footprint (memories)\ndefault",
+        "footprint (memories)\nvalue-aware",
+    ]
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    # families as headings, in order, each policy once under its own
+    heads = [x for x in labels if x in S.FAMILIES]
+    assert heads == ["seed, documented", "seed, as built", "baseline"]
+    assert "pai-code = pai" in labels
+    assert fig.axes[0].get_xlim() == fig.axes[1].get_xlim()  # one metric, one range
+    for ax in fig.axes:
+        assert len(ax.containers) == len(POLICIES) + 1
+    assert_reads(fig)
+    with pytest.raises(MemsimError, match="scorecard"):
+        F.scorecard_figure(card.drop(columns="mean"))
 
 
 def test_summary_without_metric_raises(summary):
@@ -319,8 +460,36 @@ def test_locomo_tables_and_figure(per_query):
     assert by_age.groupby("policy")["n"].sum()["pai"] <= len(lq)
     assert set(by_age["age"]) <= set(S.age_bin_labels())
     fig = F.locomo_figure(per_query)
-    assert len(fig.axes) == 2
+    assert len(fig.axes) == 3 + by_age["age"].nunique()
     assert any("evidence age" in t for t in texts(fig))
+    assert policy_rows(fig) == sorted(POLICIES)
+    assert F.locomo_question_time_table(per_query).empty  # no protocol column
+    assert_reads(fig)
+
+
+def test_locomo_figure_draws_question_times_when_there(per_query):
+    lq = per_query[per_query.scenario.str.startswith("locomo")]
+    later = [
+        lq.assign(protocol=f"evidence+{n}", recall=lq["recall"] * f)
+        for n, f in ((30, 0.2), (1, 0.9), (7, 0.5))
+    ]
+    frame = pd.concat([per_query.assign(protocol="default"), *later], ignore_index=True)
+    fig = F.locomo_figure(frame)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[-4:] == [
+        "asked at:\nend of conversation",
+        "asked at:\n1 d after evidence",
+        "asked at:\n7 d after evidence",
+        "asked at:\n30 d after evidence",
+    ]
+    t = F.locomo_question_time_table(frame)
+    pai = t[t.policy == "pai"].set_index("protocol")["mean"]
+    base = lq[lq.policy == "pai"]["recall"].mean()
+    assert pai["evidence+30"] == pytest.approx(0.2 * base)
+    assert pai["default"] == pytest.approx(base)
+    # the category and age panels keep to the default protocol
+    assert F.locomo_figure(per_query).axes[0].get_title() == fig.axes[0].get_title()
+    assert "the time it is asked?" in fig.get_suptitle()
 
 
 def test_locomo_missing_is_memsim_error(per_query):
@@ -476,20 +645,27 @@ def test_cli_unknown_figure_and_bad_json(tmp_path, capsys):
         )
 
 
-def test_decay_curves_off_scale_note_and_unretrievable_marker():
+def test_decay_curves_unbounded_row_and_unretrievable_marker():
     c = stand_in_curves()
     c["retrievable"] = True
     pai_never = (c.policy == "pai") & (c.pattern == "never")
     c.loc[pai_never & (c.day >= 100), "retrievable"] = False  # pruned at day 100
     boost = (c.policy == "izzie") & (c.pattern == "every:3")
     c.loc[boost, "strength"] = c.loc[boost, "strength"] * np.linspace(1, 8, boost.sum())
-    fig = F.decay_curves_figure(c, None, y_max=2.0)
-    never, every = fig.axes[0], fig.axes[1]
+    fig = F.decay_curves_figure(c, None)
+    rows = F.strength_rows(c)
+    assert (
+        "izzie: strength on its own scale (leaves [0, 1])",
+        ["izzie"],
+    ) in rows  # leaves [0, 1]: own axis
+    never = fig.axes[0]
     crosses = [ln for ln in never.lines if ln.get_marker() == "X" and len(ln.get_xdata()) == 1]
     assert [float(ln.get_xdata()[0]) for ln in crosses] == [100.0]
-    assert every.get_ylim()[1] == 2.0
-    assert any(t.get_text().startswith("off scale: izzie peaks at") for t in every.texts)
-    assert not never.texts
+    assert never.get_ylim() == (-0.03, 1.05)
+    izzie_row = [t for t, _ in rows].index("izzie: strength on its own scale (leaves [0, 1])")
+    every = np.reshape(fig.axes, (len(rows), -1))[izzie_row, 1]
+    assert every.get_ylim()[1] > 1.5  # the whole curve, not clipped
+    assert "cross: no longer retrievable" in fig.get_supxlabel()
 
 
 def test_compute_curves_with_the_real_curve_tool():
@@ -577,14 +753,14 @@ def test_overlapping_series_groups_coinciding_lines():
     assert F.overlapping_series({"pai": a}) == []
 
 
-def test_stale_figure_names_scenarios_without_any_stale_memory(summary):
+def test_stale_figure_names_streams_without_any_stale_memory(summary):
     clean = summary.copy()
-    zero = (clean.scenario == "scripted/name-preference") & (clean.metric == "stale")
+    zero = (clean.scenario == "synthetic:churn") & (clean.metric == "stale")
     clean.loc[zero, ["mean", "ci_low", "ci_high"]] = 0.0
     fig = F.stale_figure(clean)
-    ax = fig.axes[0]
-    assert len(ax.patches) == (len(SCENARIOS) - 1) * len(POLICIES)
-    assert "stale memory: scripted/name-preference" in fig.axes[0].get_xlabel()
+    assert not any(ax.get_title().startswith("synthetic:churn") for ax in fig.axes)
+    assert len(fig.axes) == 4
+    assert "no policy returned a stale memory on: synthetic:churn" in " ".join(texts(fig))
 
 
 def test_benchmark_frame_report_targets_only():
@@ -648,3 +824,76 @@ def test_the_committed_figures_are_drawn_from_the_committed_results(tmp_path):
     assert sorted(p.stem for p in written) == sorted(F.FIGURES)
     differ = [p.name for p in written if p.read_bytes() != (res / "figures" / p.name).read_bytes()]
     assert not differ, f"results/figures/{differ}: not what `memsim figures` draws now"
+
+
+# ------------------------------------------------------------------ tornado
+
+
+def tornado_spread(spread_kernle: float = 0.2) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "field": ["half_life", "forgetting_threshold", "verify_step"],
+            "scenario": "synthetic:churn",
+            "metric": "recall",
+            "at_low": [0.5, 0.6, 0.55],
+            "at_high": [0.5 + spread_kernle, 0.5, 0.55],
+            "spread": [spread_kernle, 0.1, 0.0],
+        }
+    )
+
+
+def test_tornado_marks_the_default_and_starts_bars_there(tmp_path):
+    from matplotlib.figure import Figure
+
+    from memsim.workbench.present.tune import default_metric, tornado, tornado_axes
+
+    oat = pd.DataFrame(
+        {
+            "field": ["half_life"] * 3 + ["forgetting_threshold"] * 2,
+            "value_of_field": [10.0, 30.0, 90.0, 0.1, 0.9],
+            "recall": [0.5, 0.55, 0.7, 0.6, 0.5],
+        }
+    )
+    # kernle's half_life defaults to 30 days (004): the run there is the default run
+    assert default_metric(oat, "kernle") == pytest.approx(0.55)
+    assert default_metric(oat[oat.field != "half_life"], "kernle") is None
+    ax = Figure().subplots()
+    tornado_axes(ax, tornado_spread(), "recall", at_default=0.55, defaults={"half_life": 30.0})
+    marks = [ln for ln in ax.lines if list(ln.get_xdata()) == [0.55, 0.55]]
+    assert len(marks) == 1 and "documented defaults" in marks[0].get_label()
+    bars = [p for p in ax.patches]
+    assert {round(b.get_x(), 9) for b in bars} == {0.55}  # every bar starts at the default
+    assert "half_life (default 30)" in [t.get_text() for t in ax.get_yticklabels()]
+    assert ax.get_legend() is not None and ax.get_legend().get_bbox_to_anchor() is not None
+    assert (
+        tornado(tornado_spread(), tmp_path / "t.png", "kernle", "synthetic:churn", at_default=0.55)
+        is None
+    )
+    assert (tmp_path / "t.png").exists()
+
+
+def test_tornado_without_any_spread_draws_nothing_and_says_why(tmp_path):
+    from memsim.workbench.present.tune import tornado
+
+    flat = tornado_spread(0.0).assign(at_low=0.0, at_high=0.0, spread=0.0)
+    why = tornado(flat, tmp_path / "t.png", "kernle", "synthetic:longgap")
+    assert why is not None and "no field of kernle moves recall" in why and "\n" not in why
+    assert not (tmp_path / "t.png").exists()
+
+
+def test_scorecard_figure_takes_the_families_it_is_given():
+    card = pd.DataFrame(
+        {
+            "policy": ["pai", "keep-all", "clairvoyant"],
+            "family": ["seed, documented", "baseline", "bound"],
+            "protocol": "default",
+            "metric": "hit@10",
+            "mean": [0.9, 0.7, 1.0],
+            "ci_low": [0.85, 0.65, 1.0],
+            "ci_high": [0.95, 0.75, 1.0],
+        }
+    )
+    fig = F.scorecard_figure(card)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels[-2:] == ["baseline", "bound"] or labels.index("bound") > labels.index("baseline")
+    assert [x for x in labels if x not in S.FAMILIES] == ["pai", "keep-all", "clairvoyant"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from memsim.engine import limits
 from memsim.engine.errors import ParamError
 from memsim.engine.metric_registry import metric_names
 
-from ..present.tune import sensitivity_markdown, sobol_table, tornado
+from ..present.tune import default_metric, sensitivity_markdown, sobol_table, tornado
 from ..runs.execution import index_of
 from ..runs.executors import dask_executor
 from ..studies.sweep import one_at_a_time, sobol, sobol_ranges
@@ -114,7 +115,11 @@ def run(args: Any) -> int:
             sp.to_csv(out / f"{policy}_spread.csv", index=False, float_format="%.10g")
             for scenario, g in sp.groupby("scenario", sort=False):
                 name = str(scenario).replace(":", "-").replace(",", "_").replace("=", "")
-                tornado(g, out / f"tornado_{policy}_{name}.png", f"{policy} on {scenario}")
+                png = f"tornado_{policy}_{name}.png"
+                at = default_metric(oat[oat["scenario"] == scenario], policy)
+                skipped = tornado(g, out / png, policy, str(scenario), at_default=at)
+                if skipped:
+                    print(f"skipped {png}: {skipped}", file=sys.stderr)
             text.append(sensitivity_markdown(sp, policy))
     (out / "sensitivity.md").write_text("\n".join(text))
     print("\n".join(text))

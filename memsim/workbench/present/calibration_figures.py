@@ -10,10 +10,12 @@ import numpy as np
 import pandas as pd
 
 from memsim.engine.errors import MemsimError
+from memsim.engine.registry import spec
 
 from ..studies.calibrate import LOSS, calibration_table, pooled_frontier
 from .calibration import LOSS_LABELS, panels
-from .style import is_baseline, new_figure, ordered_policies, policy_color
+from .small_multiples import scatter_grid
+from .style import family_groups, new_figure, one_protocol, ordered_policies
 
 LOSS_COLOURS = {
     "recall": "#2ca02c",
@@ -36,7 +38,9 @@ def _grid(n: int, width: float, height: float):
 
 def loss_figure(per_query: pd.DataFrame):
     """Stacked bars per stream (LoCoMo pooled): of the asked units, covered in the top k,
-    ranked out, forgotten, never kept (summing to 1); a black diamond marks stale@k."""
+    ranked out, forgotten, never kept (summing to 1); families side by side. stale@k, a
+    share of the returned memories (another unit), is drawn beside recall in stale.png."""
+    per_query = one_protocol(per_query)
     missing = [c for c in LOSS if c not in per_query]
     if missing:
         raise MemsimError(f"per-query table: no {missing[0]!r} column (rerun memsim compare)")
@@ -47,16 +51,21 @@ def loss_figure(per_query: pd.DataFrame):
     for ax, (label, specs) in zip(axes, views):
         t = calibration_table(per_query[per_query["scenario"].isin(specs)])
         wide = t.pivot(index="policy", columns="metric", values="mean")
-        order = ordered_policies(wide.index)
+        # families side by side, a gap between them, so a row of twenty bars reads in groups
+        groups = family_groups(wide.index)
+        order = [p for _, members in groups for p in members]
         wide = wide.reindex(order)
-        x = np.arange(len(order))
+        x = np.concatenate(
+            [
+                np.arange(len(m)) + sum(len(g) + 0.8 for _, g in groups[:i])
+                for i, (_, m) in enumerate(groups)
+            ]
+        )
         bottom = np.zeros(len(order))
         for m in LOSS:
             h = np.nan_to_num(wide[m].to_numpy(np.float64))
             ax.bar(x, h, 0.75, bottom=bottom, color=LOSS_COLOURS[m], label=LOSS_LABELS[m])
             bottom += h
-        if "stale" in wide:
-            ax.plot(x, wide["stale"], "D", color="black", markersize=4, label="stale@k")
         ax.set_xticks(x, order, rotation=60, ha="right", fontsize=7)
         ax.set_ylim(0, 1.02)
         ax.set_title(label, fontsize=9)
@@ -64,71 +73,94 @@ def loss_figure(per_query: pd.DataFrame):
         ax.tick_params(axis="y", labelsize=7)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize=8)
-    fig.suptitle("Where recall is lost (shares of the asked units; they sum to 1)", fontsize=10)
+    fig.suptitle(
+        "Where is recall lost: ranked out, forgotten or never kept? (shares of the asked units, "
+        "summing to 1; families left to right: "
+        + ", ".join(f for f, _ in family_groups(per_query["policy"].astype(str).unique()))
+        + ")",
+        fontsize=10,
+    )
     return fig
 
 
+def reference_label(ref: str) -> str:
+    """What a budget reference is, said where it is drawn: the clairvoyant keeps what the
+    future questions need; any other reference runs with its ``at_budget`` overrides (the
+    recency reference with decay rate 0, so it ranks by cosine alone), unlike the policy's
+    own point, which runs with its documented parameters."""
+    s = spec(ref)
+    if s.clairvoyant:
+        return f"{ref} at budget B (keeps what future questions need)"
+    overrides = ", ".join(f"{k}={v}" for k, v in (s.load().at_budget or {}).items())
+    how = f"run with {overrides}" if overrides else "its documented parameters"
+    return f"{ref} at budget B ({how}; the {ref} point runs with its documented parameters)"
+
+
 def frontier_figure(per_query: pd.DataFrame, summary: pd.DataFrame, frontier: pd.DataFrame):
-    """Recall@k against mean footprint per stream (LoCoMo pooled): each reference at budget
+    """How close does each policy come to the best recall at its footprint? Per stream
+    (LoCoMo pooled) a row of small multiples, one panel per family: each reference at budget
     B on a log grid is a curve (at the footprint it used), each policy a point with its
-    cluster-bootstrap CI."""
+    cluster-bootstrap interval, directly labelled; other families' policies in grey."""
     if frontier is None or frontier.empty:
         raise MemsimError("no frontier.csv (rerun memsim compare without --no-calibration)")
+    per_query = one_protocol(per_query)
+    summary = one_protocol(summary)
+    frontier = one_protocol(frontier)
     views = [v for v in panels(per_query["scenario"].unique()) if v[1]]
     views = [v for v in views if frontier["scenario"].isin(v[1]).any()]
     if not views:
         raise MemsimError("frontier.csv: no stream shared with the per-query table")
     fp = summary[summary["metric"] == "footprint_mean"]
-    fig, axes = _grid(len(views), 4.4, 3.4)
-    for ax, (label, specs) in zip(axes, views):
-        f = pooled_frontier(frontier[frontier["scenario"].isin(specs)])
+    streams = []
+    curves: dict[str, pd.DataFrame] = {}
+    for label, specs in views:
+        curves[label] = pooled_frontier(frontier[frontier["scenario"].isin(specs)])
+        t = calibration_table(per_query[per_query["scenario"].isin(specs)])
+        rec = t[t["metric"] == "recall"].set_index("policy")
+        foot = fp[fp["scenario"].isin(specs)].groupby("policy")["mean"].mean()
+        pts = [
+            {
+                "policy": p,
+                "x": max(float(foot[p]), 0.5),
+                "y": rec.loc[p, "mean"],
+                "y_lo": rec.loc[p, "ci_low"],
+                "y_hi": rec.loc[p, "ci_high"],
+            }
+            for p in ordered_policies(rec.index)
+            if p in foot.index and np.isfinite(foot[p])
+        ]
+        streams.append((label, pd.DataFrame(pts)))
+
+    def references(ax, label: str) -> None:
+        f = curves[label]
         for style, (ref, g) in zip(REFERENCE_STYLE * 4, f.groupby("reference", sort=True)):
             g = g.sort_values("budget")
             ax.plot(
                 g["footprint_mean"].clip(lower=0.5),
                 g["recall"],
                 marker=".",
-                label=f"{ref} at budget B",
-                linewidth=1.6,
+                markersize=4,
+                linewidth=1.2,
+                zorder=3,
+                label=reference_label(str(ref)),
                 **style,
             )
-        t = calibration_table(per_query[per_query["scenario"].isin(specs)])
-        rec = t[t["metric"] == "recall"].set_index("policy")
-        foot = fp[fp["scenario"].isin(specs)].groupby("policy")["mean"].mean()
-        for p in ordered_policies(rec.index):
-            if p not in foot.index or not np.isfinite(foot[p]):
-                continue
-            r = rec.loc[p]
-            lo = r["mean"] - r["ci_low"] if np.isfinite(r["ci_low"]) else 0.0
-            hi = r["ci_high"] - r["mean"] if np.isfinite(r["ci_high"]) else 0.0
-            ax.errorbar(
-                [max(float(foot[p]), 0.5)],
-                [r["mean"]],
-                yerr=[[max(lo, 0.0)], [max(hi, 0.0)]],
-                fmt="o",
-                markersize=6,
-                color=policy_color(p),
-                mfc="white" if is_baseline(p) else policy_color(p),
-                capsize=3,
-                label=p,
+
+    fig = scatter_grid(
+        streams,
+        title="How close does each policy come to the best recall at its footprint? "
+        "(curves: references at budget B, log grid)",
+        xlabel="mean footprint (retrievable memories, log scale)",
+        ylabel="recall@k",
+        logx=lambda d: True,
+        extra=references,
+        note="\n".join(
+            f"{name} line: {reference_label(str(ref))}"
+            for name, ref in zip(
+                ("black", "grey dashed"), sorted(set(frontier["reference"].astype(str)))
             )
-        ax.set_xscale("log")
-        ax.set_ylim(-0.03, 1.03)
-        ax.set_title(label, fontsize=9)
-        ax.set_xlabel("mean footprint (retrievable memories, log scale)", fontsize=8)
-        ax.set_ylabel("recall@k", fontsize=8)
-        ax.tick_params(labelsize=7)
-        ax.grid(alpha=0.3, which="both")
-    handles, labels = [], []
-    for ax in axes:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            if lab not in labels:
-                handles.append(h)
-                labels.append(lab)
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 7), fontsize=8)
-    fig.suptitle(
-        "The frontier: references at budget B (log grid) and each policy\n"
-        "(whiskers: 95% cluster-bootstrap CI; hollow = baseline)",
-        fontsize=10,
+        )
+        + "\nwhiskers: 95% cluster-bootstrap intervals; hollow: baseline, or a variant equal "
+        "to its parent",
     )
     return fig

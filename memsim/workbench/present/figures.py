@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import math
 import re
 import sys
 import textwrap
@@ -32,15 +31,20 @@ from memsim.engine.registry import spec
 from ..runs.execution import list_policies
 from ..runs.results import read_json
 from ..stats import cluster_bootstrap_ci
+from .calibration import panels
 from .calibration_figures import frontier_figure, loss_figure
+from .small_multiples import CONTEXT_GREY, dot_matrix, label_of, same_as_parent, scatter_grid
 from .style import (
     AGE_BINS,
     COLOURS,
+    DEFAULT_PROTOCOL,
     DPI,
     MARKERS,
     age_bin_labels,
-    is_baseline,
+    direct_labels,
+    family_groups,
     new_figure,
+    one_protocol,
     ordered_policies,
     palette,
     policy_color,
@@ -48,6 +52,7 @@ from .style import (
     policy_style,
     registered_policies,
     short_scenario,
+    variant_parent,
 )
 
 # Access patterns of figure 1: no access, a steady rhythm, and three bursts a month apart.
@@ -185,129 +190,127 @@ def normalise_curves(curves: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def strength_rows(curves: pd.DataFrame) -> list[tuple[str, list[str]]]:
+    """(row title, policies) of the decay figure, one unit per row: the policies whose strength
+    stays in [0, 1] under every pattern (a confidence, retrievability or retention, drawn on
+    one [0, 1] axis) one row per family; a policy whose strength leaves [0, 1] (a salience on
+    its own scale) in a row of its own, shared with its variants."""
+    unit: dict[str, bool] = {}
+    for p, g in curves.groupby("policy", sort=False):
+        s = g["strength"].to_numpy(np.float64)
+        s = s[np.isfinite(s)]
+        unit[str(p)] = bool(len(s) == 0 or (s.min() >= -1e-9 and s.max() <= 1 + 1e-9))
+    rows: list[tuple[str, list[str]]] = []
+    for fam, members in family_groups(unit):
+        bounded = [p for p in members if unit[p]]
+        if bounded:
+            rows.append((f"{fam}: strength in [0, 1]", bounded))
+    own: dict[str, list[str]] = {}
+    for p in ordered_policies(unit):
+        if not unit[p]:
+            own.setdefault(variant_parent(p) or p, []).append(p)
+    for parent, members in own.items():
+        rows.append((f"{parent}: strength on its own scale (leaves [0, 1])", members))
+    return rows
+
+
 def decay_curves_figure(
     curves: pd.DataFrame,
     examples: pd.DataFrame | None = None,
     *,
     patterns: Mapping[str, str] | None = None,
-    normalise: bool = True,
-    y_max: float | None = 2.2,
 ):
-    """Figure 1: strength vs days, one panel per access pattern, one line per policy.
+    """Figure 1: how fast does each policy forget one memory, and what does access do? Strength
+    against days, one column per access pattern, one row per kind of strength (one unit per
+    axis, see ``strength_rows``), each policy's line named at its end.
 
-    ``curves``: columns policy, pattern, day, strength. Each policy's strength is in its own
-    units (pai/izzie/engram in [0, 1], Cosmo salience, Kernle's unbounded salience), so by
-    default each curve is divided by its day-0 value. ``examples`` (see ``worked_examples``)
-    are drawn as points on the never-accessed panel (ratio value / start when normalised).
-    With a ``retrievable`` column, a cross marks the day a memory stops being retrievable
-    (pruned, forgotten, archived). Curves above ``y_max`` are clipped and their peak noted."""
+    ``curves``: columns policy, pattern, day, strength. ``examples`` (see
+    ``worked_examples``) are drawn as hollow points on the never-accessed panels. With a
+    ``retrievable`` column, a cross marks the day a memory stops being retrievable (pruned,
+    forgotten, archived)."""
     _require(curves, ("policy", "pattern", "day", "strength"), "decay curves")
-    data = normalise_curves(curves) if normalise else curves.assign(relative=curves["strength"])
-    pats = list(patterns or dict.fromkeys(data["pattern"]))
+    pats = list(patterns or dict.fromkeys(curves["pattern"]))
     titles = dict(CURVE_PATTERNS, **(patterns or {}))
-    fig = new_figure(5.0 * len(pats), 4.6)
-    axes = np.atleast_1d(fig.subplots(1, len(pats), sharey=True))
-    axes[0].set_ylim(bottom=-0.03)
-    policies = ordered_policies(data["policy"])
-    for ax, pat in zip(axes, pats):
-        sub = data[data["pattern"] == pat]
-        off_scale: list[str] = []
-        for p in policies:
-            g = sub[sub["policy"] == p].sort_values("day")
-            if g.empty:
-                continue
-            mem = str(g["memory"].iloc[0]) if "memory" in g and g["memory"].iloc[0] else ""
-            ax.plot(
-                g["day"],
-                g["relative"],
-                label=f"{p} ({mem})" if mem else p,
-                linewidth=1.8,
-                **policy_style(p),
-            )
-            if "retrievable" in g:
-                gone = g[~g["retrievable"].astype(bool)]
-                if len(gone):
-                    first = gone.iloc[0]
-                    ax.plot(
-                        [first["day"]],
-                        [min(first["relative"], y_max or np.inf)],
-                        marker="X",
-                        markersize=9,
-                        color=policy_color(p),
-                        linestyle="none",
-                        zorder=6,
+    rows = strength_rows(curves)
+    fig = new_figure(4.6 * len(pats) + 1.2, 2.4 * len(rows) + 1.2)
+    axes = np.atleast_2d(fig.subplots(len(rows), len(pats), squeeze=False, sharex=True))
+    any_gone = False
+    for r, (row_title, members) in enumerate(rows):
+        bounded = row_title.endswith("[0, 1]")
+        for c, pat in enumerate(pats):
+            ax = axes[r, c]
+            sub = curves[(curves["pattern"] == pat) & curves["policy"].isin(members)]
+            ends = []
+            for p in members:
+                g = sub[sub["policy"] == p].sort_values("day")
+                if g.empty:
+                    continue
+                mem = str(g["memory"].iloc[0]) if "memory" in g and g["memory"].iloc[0] else ""
+                ax.plot(g["day"], g["strength"], linewidth=1.5, **policy_style(p))
+                ends.append(
+                    (
+                        float(g["day"].iloc[-1]),
+                        float(g["strength"].iloc[-1]),
+                        f"{p} ({mem})" if mem and c == len(pats) - 1 else p,
+                        policy_color(p),
                     )
-            peak = float(np.nanmax(g["relative"])) if g["relative"].notna().any() else np.nan
-            if y_max is not None and peak > y_max:
-                off_scale.append(f"{p} peaks at {peak:.1f}×")
-        if off_scale:
-            ax.set_ylim(top=y_max)
-            ax.text(
-                0.98,
-                0.97,
-                "off scale: " + "; ".join(off_scale),
-                transform=ax.transAxes,
-                ha="right",
-                va="top",
-                fontsize=8,
-                color="0.2",
-                bbox={"facecolor": "white", "edgecolor": "0.7", "alpha": 0.9},
-            )
-        if pat == "never" and examples is not None and len(examples):
-            for _, e in examples.iterrows():
-                y = e["ratio"] if normalise else e["value"]
-                ax.plot(
-                    [e["day"]],
-                    [y],
-                    marker="o",
-                    markersize=8,
-                    linestyle="none",
-                    markerfacecolor="white",
-                    markeredgewidth=2,
-                    markeredgecolor=policy_color(e["policy"]),
-                    zorder=5,
                 )
-            ax.plot(
-                [],
-                [],
-                marker="o",
-                linestyle="none",
-                markerfacecolor="white",
-                markeredgecolor="0.2",
-                markeredgewidth=2,
-                label="document's worked example",
-            )
-        if "retrievable" in sub and (~sub["retrievable"].astype(bool)).any():
-            ax.plot(
-                [],
-                [],
-                marker="X",
-                linestyle="none",
-                color="0.2",
-                markersize=8,
-                label="no longer retrievable (pruned / forgotten / archived)",
-            )
-        ax.set_title(f"{titles.get(pat, pat)}  ({pat})", fontsize=10)
-        ax.set_xlabel("days since the memory was created")
-        ax.grid(alpha=0.3)
-        ax.set_xlim(left=0)
-    axes[0].set_ylabel(
-        "strength ÷ day-0 strength" if normalise else "strength (each policy's own units)"
+                if "retrievable" in g:
+                    gone = g[~g["retrievable"].astype(bool)]
+                    if len(gone):
+                        any_gone = True
+                        first = gone.iloc[0]
+                        ax.plot(
+                            [first["day"]],
+                            [first["strength"]],
+                            marker="X",
+                            markersize=8,
+                            color=policy_color(p),
+                            linestyle="none",
+                            zorder=6,
+                        )
+            if pat == "never" and examples is not None and len(examples):
+                for _, e in examples[examples["policy"].isin(members)].iterrows():
+                    # the document's ratio (value / start) on the curve's own start
+                    own = sub[sub["policy"] == e["policy"]].sort_values("day")["strength"]
+                    start = float(own.iloc[0]) if len(own) and own.iloc[0] > 0 else e["start"]
+                    ax.plot(
+                        [e["day"]],
+                        [e["ratio"] * start],
+                        marker="o",
+                        markersize=7,
+                        linestyle="none",
+                        markerfacecolor="white",
+                        markeredgewidth=2,
+                        markeredgecolor=policy_color(e["policy"]),
+                        zorder=5,
+                    )
+            if bounded:
+                ax.set_ylim(-0.03, 1.05)
+            else:
+                ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
+            ax.set_xlim(left=0)
+            ax.grid(alpha=0.3)
+            ax.tick_params(labelsize=7)
+            direct_labels(ax, ends, outside=True, fontsize=7)
+            if r == 0:
+                ax.set_title(f"{titles.get(pat, pat)}  ({pat})", fontsize=9.5)
+            if c == 0:
+                ax.set_ylabel("\n".join(textwrap.wrap(row_title, 32)), fontsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel("days since the memory was created", fontsize=8)
+    marks = []
+    if examples is not None and len(examples):
+        marks.append("hollow circle: the seed document's worked example")
+    if any_gone:
+        marks.append("cross: no longer retrievable (pruned / forgotten / archived)")
+    fig.suptitle(
+        "How fast does each policy forget one memory, and what does access do? "
+        "(strength in each row's unit)",
+        fontsize=10.5,
     )
-    handles, labels = [], []
-    for ax in axes:
-        for h, label in zip(*ax.get_legend_handles_labels()):
-            if label not in labels:
-                handles.append(h)
-                labels.append(label)
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 5), fontsize=8)
-    note = (
-        " Each policy's documented strength divided by its value at day 0 (units differ: "
-        "confidence, salience, retrieval strength)."
-        if normalise
-        else ""
-    )
-    fig.suptitle("Decay curves of one memory under three access patterns." + note, fontsize=10)
+    if marks:
+        fig.supxlabel("; ".join(marks), fontsize=8, color="0.25")
     return fig
 
 
@@ -422,64 +425,106 @@ def synthetic_scenarios(per_query: pd.DataFrame) -> list[str]:
 def recall_footprint_over_time_figure(
     per_query: pd.DataFrame, scenarios: Sequence[str] | None = None, *, window: float = 14.0
 ):
-    """Figure 2: per scenario (rows), recall@k over simulated time as a trailing ``window``-day
-    rolling mean over queries and seeds (left) beside the footprint, the number of
-    retrievable memories at each query, averaged over seeds (right)."""
+    """Figure 2: does recall hold as a stream goes on, and how much does each policy keep?
+    Per synthetic stream two rows of small multiples, one panel per family: recall@k over
+    simulated time (a trailing ``window``-day rolling mean over queries and seeds) and the
+    footprint (retrievable memories at each query, averaged over seeds). A family's
+    policies are in colour with their names at the line ends; the other policies are grey."""
     _require(
         per_query, ("policy", "scenario", "seed", "time", "recall", "footprint"), "per-query table"
     )
+    per_query = one_protocol(per_query)
     scen = list(scenarios) if scenarios is not None else synthetic_scenarios(per_query)
     if not scen:
         raise MemsimError("per-query table: no synthetic scenario to plot over time")
-    fig = new_figure(11.0, 2.9 * len(scen) + 0.6)
-    axes = np.atleast_2d(fig.subplots(len(scen), 2, squeeze=False))
-    policies = ordered_policies(per_query["policy"])
+    fams = family_groups(per_query["policy"].astype(str).unique())
+    fig = new_figure(4.2 * len(fams) + 0.6, 2.0 * 2 * len(scen) + 1.0)
+    axes = np.atleast_2d(fig.subplots(2 * len(scen), len(fams), squeeze=False, sharex=True))
     ks = sorted(int(k) for k in per_query["k"].dropna().unique()) if "k" in per_query else []
     klabel = f"recall@{ks[0]}" if len(ks) == 1 else "recall@k"
-    for row, s in enumerate(scen):
+    for i, s in enumerate(scen):
         sub = per_query[per_query["scenario"] == s]
-        left, right = axes[row]
-        series: dict[str, pd.Series] = {}
-        for p in policies:
+        rec: dict[str, pd.DataFrame] = {}
+        foot: dict[str, pd.Series] = {}
+        for p in ordered_policies(sub["policy"]):
             g = sub[sub["policy"] == p]
-            if g.empty:
-                continue
-            r = rolling_by_time(g, "recall", window)
-            left.plot(r["day"], r["recall"], label=p, linewidth=1.6, **policy_style(p))
-            f = g.groupby(np.floor(g["time"]).astype(np.int64))["footprint"].mean()
-            right.plot(f.index, f.to_numpy(), label=p, linewidth=1.6, **policy_style(p))
-            series[p] = f
-        same = overlapping_series(series)
-        left.set_ylim(-0.02, 1.02)
-        left.set_ylabel(f"{klabel} ({window:g}-day rolling mean)")
-        right.set_ylabel("retrievable memories")
-        nseeds = sub["seed"].nunique()
-        left.set_title(
-            f"{s}: recall over time ({nseeds} seed{'s' if nseeds != 1 else ''})", fontsize=10
+            rec[p] = rolling_by_time(g, "recall", window)
+            foot[p] = g.groupby(np.floor(g["time"]).astype(np.int64))["footprint"].mean()
+        same = same_as_parent(
+            {p: np.concatenate([rec[p]["recall"].to_numpy(), foot[p].to_numpy()]) for p in rec}
         )
-        right.set_title(f"{s}: footprint at query times", fontsize=10)
-        for ax in (left, right):
-            ax.grid(alpha=0.3)
-            ax.set_xlabel("simulated time (days)")
-        if same:  # say which footprint lines hide which (within 2%)
-            right.set_xlabel(
-                "simulated time (days)\nsame line: " + "; ".join(" = ".join(g) for g in same),
-                fontsize=9,
-            )
-    axes[0, 1].legend(loc="upper left", fontsize=8, framealpha=0.9)
-    fig.suptitle("Recall and memory footprint over simulated time", fontsize=11)
+        nseeds = sub["seed"].nunique()
+        for j, (fam, members) in enumerate(fams):
+            top, bottom = axes[2 * i, j], axes[2 * i + 1, j]
+            for p in rec:
+                if p in members:
+                    continue
+                top.plot(rec[p]["day"], rec[p]["recall"], color=CONTEXT_GREY, linewidth=0.8)
+                bottom.plot(foot[p].index, foot[p].to_numpy(), color=CONTEXT_GREY, linewidth=0.8)
+            ends_r, ends_f = [], []
+            for p in members:
+                if p not in rec:
+                    continue
+                style = policy_style(p)
+                top.plot(rec[p]["day"], rec[p]["recall"], linewidth=1.5, **style)
+                bottom.plot(foot[p].index, foot[p].to_numpy(), linewidth=1.5, **style)
+                label = label_of(p, same)
+                if len(rec[p]):
+                    ends_r.append((rec[p]["day"].iloc[-1], rec[p]["recall"].iloc[-1], label))
+                if len(foot[p]):
+                    ends_f.append((foot[p].index[-1], foot[p].iloc[-1], label))
+            top.set_ylim(-0.02, 1.02)
+            bottom.set_ylim(bottom=0)
+            bottom.set_yscale("symlog", linthresh=10)
+            bottom.yaxis.set_major_formatter(_plain_numbers())
+            for ax, ends in ((top, ends_r), (bottom, ends_f)):
+                ax.grid(alpha=0.3)
+                ax.tick_params(labelsize=7)
+                direct_labels(
+                    ax,
+                    [(x, y, t, policy_color(t.split(" = ")[0])) for x, y, t in ends],
+                    outside=True,
+                    fontsize=7,
+                )
+            if i == 0:
+                top.set_title(fam, fontsize=9.5, fontweight="bold")
+            if j == 0:
+                top.set_ylabel(f"{short_scenario(s)}\n{klabel}", fontsize=8)
+                bottom.set_ylabel(f"{short_scenario(s)}\nretrievable memories", fontsize=8)
+        axes[2 * i, 0].annotate(
+            f"{nseeds} seed{'s' if nseeds != 1 else ''}",
+            (0.02, 0.04),
+            xycoords="axes fraction",
+            fontsize=7,
+            color="0.4",
+        )
+    for ax in axes[-1]:
+        ax.set_xlabel("simulated time (days)", fontsize=8)
+    fig.suptitle(
+        "Does recall hold as the stream goes on, and at what footprint? "
+        f"({klabel}: {window:g}-day rolling mean; footprint: memories at each query)",
+        fontsize=10.5,
+    )
     return fig
+
+
+def _plain_numbers():
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda v, _: f"{v:,.0f}")
 
 
 # ------------------------------------------------------------------ summary helpers
 
 
 def metric_table(summary: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Rows of the tidy summary for one metric: scenario, policy, mean, ci_low, ci_high, n."""
+    """Rows of the tidy summary for one metric (default protocol): scenario, policy, mean,
+    ci_low, ci_high, n."""
     _require(
         summary, ("scenario", "policy", "metric", "mean", "ci_low", "ci_high"), "summary table"
     )
-    t = summary[summary["metric"] == metric]
+    t = one_protocol(summary)
+    t = t[t["metric"] == metric]
     cols = [c for c in ("scenario", "policy", "mean", "ci_low", "ci_high", "n") if c in t.columns]
     return t[cols].reset_index(drop=True)
 
@@ -491,164 +536,186 @@ def _err(t: pd.DataFrame) -> np.ndarray:
     return np.vstack([np.nan_to_num(np.clip(lo, 0, None)), np.nan_to_num(np.clip(hi, 0, None))])
 
 
+def stream_views(scenarios: Iterable[Any]) -> list[tuple[str, list[str]]]:
+    """(label, specs) per stream a figure shows: each synthetic stream alone, LoCoMo's
+    conversations pooled; scripted worked examples are left out (they are conformance
+    scripts, reported in summary.md)."""
+    return [(label, specs) for label, specs in panels(scenarios) if specs]
+
+
+def _pooled(t: pd.DataFrame, specs: Sequence[str]) -> pd.DataFrame:
+    """One row per policy over ``specs``: the scenario's own interval when there is one
+    scenario, else the mean over scenarios without an interval (pooled intervals need the
+    per-query table)."""
+    g = t[t["scenario"].isin(specs)]
+    if len(specs) == 1:
+        return g.drop(columns="scenario").reset_index(drop=True)
+    return (
+        g.groupby("policy", sort=False)["mean"]
+        .mean()
+        .reset_index()
+        .assign(ci_low=np.nan, ci_high=np.nan)
+    )
+
+
 # ------------------------------------------------------------------ 3. recall vs footprint
 
 
 def recall_vs_footprint_figure(summary: pd.DataFrame, *, footprint_metric: str = "footprint_mean"):
-    """Figure 3: one point per (policy, scenario): mean recall@k against mean footprint, with
-    95% CI whiskers on both axes; one panel per scenario (footprints differ by scenario)."""
+    """Figure 3: which policies keep recall high at a small footprint? One row of panels per
+    stream (LoCoMo's conversations pooled, scripted streams left out), one column per family:
+    mean recall@k against mean footprint with 95% interval whiskers on both axes."""
     rec = metric_table(summary, "recall")
     fp = metric_table(summary, footprint_metric)
-    both = rec.merge(fp, on=["scenario", "policy"], suffixes=("_r", "_f"))
-    both = both[np.isfinite(both["mean_r"]) & np.isfinite(both["mean_f"])]
-    if both.empty:
+    if rec.empty or fp.empty:
         raise MemsimError(f"summary table: no scenario has both recall and {footprint_metric}")
-    scen = list(dict.fromkeys(both["scenario"]))
-    ncols = min(4, len(scen))
-    nrows = math.ceil(len(scen) / ncols)
-    fig = new_figure(3.7 * ncols, 3.0 * nrows + 0.6)
-    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
-    for i, (ax, s) in enumerate(zip(axes, scen)):
-        g = both[both["scenario"] == s]
-        same = _same_points(g)
-        for p in ordered_policies(g["policy"]):
-            r = g[g["policy"] == p]
-            xerr = _err(
-                r.rename(columns={"mean_f": "mean", "ci_low_f": "ci_low", "ci_high_f": "ci_high"})
+    streams = []
+    for label, specs in stream_views(rec["scenario"].unique()):
+        both = _pooled(rec, specs).merge(_pooled(fp, specs), on="policy", suffixes=("_r", "_f"))
+        both = both[np.isfinite(both["mean_r"]) & np.isfinite(both["mean_f"])]
+        streams.append(
+            (
+                label,
+                pd.DataFrame(
+                    {
+                        "policy": both["policy"],
+                        "x": both["mean_f"],
+                        "x_lo": both["ci_low_f"],
+                        "x_hi": both["ci_high_f"],
+                        "y": both["mean_r"],
+                        "y_lo": both["ci_low_r"],
+                        "y_hi": both["ci_high_r"],
+                    }
+                ),
             )
-            yerr = _err(
-                r.rename(columns={"mean_r": "mean", "ci_low_r": "ci_low", "ci_high_r": "ci_high"})
-            )
-            ax.errorbar(
-                r["mean_f"],
-                r["mean_r"],
-                xerr=xerr,
-                yerr=yerr,
-                fmt="o",
-                markersize=7,
-                color=policy_color(p),
-                ecolor=policy_color(p),
-                elinewidth=1.2,
-                capsize=3,
-                label=p,
-                mfc="white" if is_baseline(p) else policy_color(p),
-            )
-        lo_f, hi_f = g["mean_f"].min(), g["mean_f"].max()
-        if lo_f > 0 and hi_f / lo_f > 20:  # keep-all can hold 100x what a pruning policy keeps
-            ax.set_xscale("log")
-        ax.set_title(short_scenario(s), fontsize=9)
-        note = ("\nsame point: " + "; ".join(" = ".join(x) for x in same)) if same else ""
-        ax.set_xlabel(
-            "mean footprint (memories"
-            + (", log scale)" if ax.get_xscale() == "log" else ")")
-            + note,
-            fontsize=8,
         )
-        if i % ncols == 0:
-            ax.set_ylabel("recall@k (mean over queries)", fontsize=8)
-        ax.tick_params(labelsize=7)
-        ax.set_ylim(-0.03, 1.03)
-        ax.grid(alpha=0.3)
-    for ax in axes[len(scen) :]:
-        ax.set_visible(False)
-    handles, labels = [], []
-    for ax in axes[: len(scen)]:
-        for h, label in zip(*ax.get_legend_handles_labels()):
-            if label not in labels:
-                handles.append(h)
-                labels.append(label)
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 7), fontsize=8)
-    fig.suptitle(
-        "Recall vs footprint: up and to the left is better (whiskers: 95% bootstrap CI; "
-        "hollow = baseline)",
-        fontsize=10,
+    if not any(len(d) for _, d in streams):
+        raise MemsimError(f"summary table: no stream has both recall and {footprint_metric}")
+    scripted = sorted({s for s in rec["scenario"] if str(s).startswith("scripted/")})
+    note = (
+        "whiskers: 95% intervals of the summary; hollow: baseline, or a variant equal to its parent"
     )
-    return fig
-
-
-def _same_points(g: pd.DataFrame) -> list[list[str]]:
-    """Policies drawn at the same (footprint, recall) point, which hide one another."""
-    key = g.assign(kx=g["mean_f"].round(6), ky=g["mean_r"].round(6))
-    groups = []
-    for _, grp in key.groupby(["kx", "ky"], sort=False):
-        if len(grp) > 1:
-            groups.append(ordered_policies(grp["policy"]))
-    return groups
-
-
-# ------------------------------------------------------------------ 4. stale@k
-
-
-def grouped_bars(
-    ax,
-    table: pd.DataFrame,
-    groups: Sequence[str],
-    policies: Sequence[str],
-    group_col: str = "scenario",
-) -> None:
-    """Bars of ``mean`` with CI whiskers: one group per value of ``group_col``, one bar per
-    policy."""
-    width = 0.8 / max(len(policies), 1)
-    x = np.arange(len(groups))
-    for i, p in enumerate(policies):
-        t = table[table["policy"] == p].set_index(group_col).reindex(list(groups))
-        means = t["mean"].to_numpy(np.float64)
-        err = _err(t.reset_index()) if {"ci_low", "ci_high"} <= set(t.columns) else None
-        ax.bar(
-            x - 0.4 + width * (i + 0.5),
-            np.nan_to_num(means),
-            width,
-            yerr=err,
-            capsize=2,
-            color=policy_color(p),
-            label=p,
-            edgecolor="white",
-            linewidth=0.5,
-            hatch="//" if is_baseline(p) else None,
-            error_kw={"elinewidth": 0.9, "ecolor": "0.35"},
+    if any(label.startswith("LoCoMo") for label, _ in streams):
+        note += "; LoCoMo: mean over its conversations (no interval)"
+    if scripted:
+        note += (
+            f"; {len(scripted)} scripted streams not shown (conformance scripts, see summary.md)"
         )
-    ax.set_xticks(x, [short_scenario(g) for g in groups], rotation=25, ha="right", fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
+    return scatter_grid(
+        streams,
+        title="Which policies keep recall high at a small footprint? (up and left is better)",
+        xlabel="mean footprint (retrievable memories, log scale)",
+        ylabel="recall@k",
+        logx=lambda d: bool((d["x"] > 0).all() and d["x"].max() / max(d["x"].min(), 1e-9) > 20),
+        note=note,
+    )
+
+
+# ------------------------------------------------------------------ 4. stale@k beside recall
+
+STALE_PANELS = (
+    ("recall", "recall@k", "share of asked units, ↑"),
+    ("stale", "stale@k", "share of returned, ↓"),
+    ("rank_inversion", "rank inversion", "share of queries, ↓"),
+)
 
 
 def stale_figure(summary: pd.DataFrame):
-    """Figure 4: stale@k per scenario, grouped bars per policy with 95% bootstrap CIs."""
+    """Figure 4: does a policy avoid stale memories only by returning little? Per stream
+    (scripted streams left out, LoCoMo pooled), recall@k beside stale@k (and the rank
+    inversion, the share of queries whose current value is retrievable and a stale version
+    ranks above it, when the summary has it): one row per policy, grouped by family."""
+    _require(
+        summary, ("scenario", "policy", "metric", "mean", "ci_low", "ci_high"), "summary table"
+    )
     t = metric_table(summary, "stale")
-    t = t[np.isfinite(t["mean"])]
-    if t.empty:
+    if t.empty or not np.isfinite(t["mean"]).any():
         raise MemsimError("summary table: no stale@k rows")
-    all_scen = list(dict.fromkeys(t["scenario"]))
-    # a scenario where no policy ever returns a stale memory is a row of empty bars: name it instead
-    clean = [
-        sc
-        for sc in all_scen
-        if not (
-            t.loc[t["scenario"] == sc, "ci_high"].fillna(0).max() > 0
-            or t.loc[t["scenario"] == sc, "mean"].max() > 0
-        )
+    metrics = [m for m, _, _ in STALE_PANELS if len(metric_table(summary, m))]
+    tables = {m: metric_table(summary, m) for m in metrics}
+    rows, panels_ = [], []
+    clean = []
+    for label, specs in stream_views(t["scenario"].unique()):
+        stale = _pooled(tables["stale"], specs)
+        if not (stale["mean"].fillna(0).max() > 0 or stale["ci_high"].fillna(0).max() > 0):
+            clean.append(label)  # no policy returned a stale memory: a panel of zeros
+            continue
+        for m, name, unit in STALE_PANELS:
+            if m not in tables:
+                continue
+            part = _pooled(tables[m], specs)
+            rows.append(part.assign(panel=f"{label}|{m}"))
+            panels_.append((f"{label}|{m}", f"{label}\n{name}", unit))
+    if not rows:
+        raise MemsimError("summary table: no stream where a policy returned a stale memory")
+    frame = pd.concat(rows, ignore_index=True)
+    frame = frame[frame["policy"].isin(ordered_policies(frame["policy"]))]
+    limits = {k: (-0.03, 1.03) for k, _, _ in panels_}
+    note = "whiskers: 95% intervals; hollow: baseline or variant"
+    if clean:
+        note += "; no policy returned a stale memory on: " + ", ".join(clean)
+    return dot_matrix(
+        frame.assign(policy=frame["policy"].astype(str)),
+        panels_,
+        title="Does a policy avoid stale memories only by returning little? "
+        "(stale@k read beside recall@k)",
+        note=note,
+        limits=limits,
+        panel_width=1.45,
+    )
+
+
+# ------------------------------------------------------------------ scorecard
+
+
+def scorecard_figure(scorecard: pd.DataFrame):
+    """The scorecard read at a glance: one row per policy grouped by family, one column of
+    panels per (protocol, metric), a dot with its interval whiskers. ``scorecard``: columns
+    policy, family, protocol, metric, mean, ci_low, ci_high (family one of ``FAMILIES``, the
+    registry's when omitted for a policy). Panels of one metric share their x range."""
+    _require(
+        scorecard,
+        ("policy", "protocol", "metric", "mean", "ci_low", "ci_high"),
+        "scorecard",
+    )
+    if scorecard.empty:
+        raise MemsimError("scorecard: no rows")
+    t = scorecard.assign(
+        policy=scorecard["policy"].astype(str),
+        protocol=scorecard["protocol"].astype(str),
+        metric=scorecard["metric"].astype(str),
+    )
+    t = t.assign(panel=pd.Series(list(zip(t["protocol"], t["metric"])), index=t.index))
+    metrics = list(dict.fromkeys(t["metric"]))
+    protocols = list(dict.fromkeys(t["protocol"]))
+    if DEFAULT_PROTOCOL in protocols:
+        protocols.remove(DEFAULT_PROTOCOL)
+        protocols.insert(0, DEFAULT_PROTOCOL)
+    keys = [
+        (pr, m)
+        for m in metrics
+        for pr in protocols
+        if ((t["protocol"] == pr) & (t["metric"] == m)).any()
     ]
-    scen = [sc for sc in all_scen if sc not in clean] or all_scen
-    t = t[t["scenario"].isin(scen)]
-    fig = new_figure(min(16.0, max(7.0, 1.3 * len(scen) + 3)), 5.2 if clean else 4.8)
-    ax = fig.subplots()
-    grouped_bars(ax, t, scen, ordered_policies(t["policy"]))
-    ax.set_ylabel("stale@k: share of returned memories\nasserting only superseded values")
-    ax.set_xlabel("scenario")
-    ax.set_ylim(bottom=0)
-    fig.legend(
-        *ax.get_legend_handles_labels(), loc="outside right upper", fontsize=8, title="policy"
+    limits = {}
+    for m in metrics:
+        v = t.loc[t["metric"] == m, ["mean", "ci_low", "ci_high"]].to_numpy(np.float64)
+        v = v[np.isfinite(v)]
+        if len(v):
+            lo, hi = float(v.min()), float(v.max())
+            if 0.0 <= lo and hi <= 1.0:
+                lo, hi = 0.0, 1.0
+            pad = 0.04 * (hi - lo or 1.0)
+            for pr in protocols:
+                limits[(pr, m)] = (lo - pad, hi + pad)
+    return dot_matrix(
+        t,
+        [(k, f"{k[1]}\n{k[0]}", k[1]) for k in keys],
+        title="Scorecard: how does each policy score, protocol by protocol? "
+        "(dots: means; whiskers: intervals)",
+        limits=limits,
+        panel_width=1.6,
     )
-    ax.set_title(
-        "Stale memories in the top k (lower is better; whiskers: 95% bootstrap CI)", fontsize=10
-    )
-    if clean and scen is not all_scen:
-        loco = [sc for sc in clean if str(sc).startswith("locomo")]
-        names = [short_scenario(sc) for sc in clean if sc not in loco]
-        if loco:
-            names.append(f"LoCoMo ({len(loco)} sample{'s' if len(loco) > 1 else ''})")
-        note = f"not shown, no policy returned a stale memory: {', '.join(names)}"
-        ax.set_xlabel("scenario\n" + "\n".join(textwrap.wrap(note, 150)), fontsize=9)
-    return fig
 
 
 # ------------------------------------------------------------------ 5. LoCoMo
@@ -695,47 +762,70 @@ def locomo_tables(
     return pd.DataFrame(by_cat), pd.DataFrame(by_age)
 
 
+def locomo_question_time_table(per_query: pd.DataFrame) -> pd.DataFrame:
+    """LoCoMo recall@k per policy and question-time protocol (``default``: one minute after
+    the conversation's end; ``evidence+N``: N days after the evidence): columns policy,
+    protocol, mean, ci_low, ci_high, n (a question counted once whatever the seeds). Empty
+    when the table has no ``evidence+N`` protocol."""
+    if "protocol" not in per_query.columns:
+        return pd.DataFrame(columns=["policy", "protocol", "mean", "ci_low", "ci_high", "n"])
+    lq = per_query[per_query["scenario"].astype(str).str.startswith("locomo")]
+    protos = [
+        p for p in dict.fromkeys(lq["protocol"].astype(str)) if re.fullmatch(r"evidence\+\d+", p)
+    ]
+    if not protos:
+        return pd.DataFrame(columns=["policy", "protocol", "mean", "ci_low", "ci_high", "n"])
+    protos.sort(key=lambda p: int(p.split("+")[1]))
+    rows = []
+    for proto in [DEFAULT_PROTOCOL, *protos]:
+        g0 = lq[lq["protocol"].astype(str) == proto]
+        units = g0["scenario"].astype(str) + "|" + g0["query_id"].astype(str)
+        for p, g in g0.groupby("policy", sort=True):
+            m, lo, hi, n = _mean_ci(g["recall"].to_numpy(), units[g.index].to_numpy())
+            rows.append(
+                {"policy": p, "protocol": proto, "mean": m, "ci_low": lo, "ci_high": hi, "n": n}
+            )
+    return pd.DataFrame(rows)
+
+
 def locomo_figure(per_query: pd.DataFrame):
-    """Figure 5: LoCoMo recall@k by question category (left) and by evidence age (right)."""
-    by_cat, by_age = locomo_tables(per_query)
-    fig = new_figure(12.0, 4.8)
-    left, right = fig.subplots(1, 2)
-    policies = ordered_policies(by_cat["policy"])
-    cats = sorted(by_cat["category"].unique())
-    n_cat = by_cat.groupby("category")["n"].max().reindex(cats)
-    grouped_bars(left, by_cat, cats, policies, group_col="category")
-    left.set_xticks(
-        np.arange(len(cats)),
-        [f"{c}\n(n={int(n)})" for c, n in n_cat.items()],
-        rotation=0,
-        ha="center",
-        fontsize=8,
+    """Figure 5: how does recall on real conversations depend on the question? LoCoMo
+    recall@k (default protocol) by question category and by evidence age, one row per policy
+    grouped by family; with ``evidence+N`` protocols in the table, recall@k when each
+    question is asked N days after its evidence, beside the end-of-conversation default (a
+    forgetting curve on real conversations, read left to right)."""
+    by_cat, by_age = locomo_tables(one_protocol(per_query))
+    rows, panels_ = [], []
+    for c in sorted(by_cat["category"].unique()):
+        g = by_cat[by_cat["category"] == c]
+        rows.append(g.assign(panel=f"cat|{c}"))
+        panels_.append((f"cat|{c}", f"category:\n{c} (n={int(g['n'].max())})", "recall@k"))
+    for a in [a for a in age_bin_labels() if a in set(by_age["age"])]:
+        g = by_age[by_age["age"] == a]
+        rows.append(g.assign(panel=f"age|{a}"))
+        panels_.append((f"age|{a}", f"evidence age:\n{a} (n={int(g['n'].max())})", "recall@k"))
+    times = locomo_question_time_table(per_query)
+    for proto in dict.fromkeys(times["protocol"]):
+        g = times[times["protocol"] == proto]
+        when = (
+            "end of conversation"
+            if proto == DEFAULT_PROTOCOL
+            else f"{proto.split('+')[1]} d after evidence"
+        )
+        rows.append(g.assign(panel=f"time|{proto}"))
+        panels_.append((f"time|{proto}", f"asked at:\n{when}", "recall@k"))
+    frame = pd.concat(rows, ignore_index=True).assign(policy=lambda d: d["policy"].astype(str))
+    return dot_matrix(
+        frame,
+        panels_,
+        title="How does recall on real conversations (LoCoMo) depend on the question: "
+        "its category, the age of its evidence"
+        + (", the time it is asked?" if len(times) else "?"),
+        note="whiskers: 95% cluster-bootstrap intervals (a question counts once whatever the "
+        "seeds); n = questions per panel; hollow: baseline or variant",
+        limits={k: (-0.03, 1.03) for k, _, _ in panels_},
+        panel_width=1.25,
     )
-    left.set_xlabel("question category")
-    left.set_title("LoCoMo recall@k by question category", fontsize=10)
-    ages = [a for a in age_bin_labels() if a in set(by_age["age"])]
-    n_age = by_age.groupby("age")["n"].max().reindex(ages)
-    grouped_bars(right, by_age, ages, policies, group_col="age")
-    right.set_xticks(
-        np.arange(len(ages)),
-        [f"{a}\n(n={int(n)})" for a, n in n_age.items()],
-        rotation=0,
-        ha="center",
-        fontsize=8,
-    )
-    right.set_xlabel("evidence age at question time (days since the newest evidence)")
-    right.set_title("LoCoMo recall@k by evidence age", fontsize=10)
-    for ax in (left, right):
-        ax.set_ylabel("recall@k (mean over questions)")
-        ax.set_ylim(0, 1.05)
-    fig.legend(
-        *right.get_legend_handles_labels(), loc="outside right upper", fontsize=8, title="policy"
-    )
-    fig.suptitle(
-        "LoCoMo (whiskers: 95% bootstrap CI; n = questions per bar, largest over policies)",
-        fontsize=10,
-    )
-    return fig
 
 
 # ------------------------------------------------------------------ 6. latency
@@ -748,6 +838,8 @@ SERIES_LABELS = {
     "fused": "fused kernel (policies.pai_fastscore)",
     "policy": "pai recall, as written",
     "wired": "pai recall, fastscore wired",
+    # the same query vector asked again: the store keeps its products, no scan
+    "policy_repeated": "pai recall, same query again (products kept, no scan)",
 }
 _TIME_KEYS = ("median", "mean", "seconds", "time", "time_s", "min")
 _FLOOR_WORDS = ("bare", "floor", "x@q", "matvec", "bandwidth")
@@ -873,7 +965,7 @@ def latency_figure(bench: pd.DataFrame):
     if bench.empty:
         raise MemsimError("benchmarks: no record with a memory count and a time")
     ops = list(dict.fromkeys(bench.loc[~bench["floor"], "operation"])) or [""]
-    fig = new_figure(5.2 * len(ops), 4.6)
+    fig = new_figure(max(7.5, 5.2 * len(ops)), 5.6)
     axes = np.atleast_1d(fig.subplots(1, len(ops), squeeze=False)).ravel()
     floors = bench[bench["floor"]]
     for ax, op in zip(axes, ops):
@@ -940,8 +1032,18 @@ def latency_figure(bench: pd.DataFrame):
         ax.set_ylabel("latency per call (ms, median)")
         ax.set_title(op or "latency", fontsize=10)
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=8, framealpha=0.9)
-    fig.suptitle("Latency vs store size (log-log; median over runs of the same size)", fontsize=11)
+    handles, labels = [], []
+    for ax in axes:  # one legend below the panels, never over the measurements
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(h)
+                labels.append(label)
+    fig.legend(handles, labels, loc="outside lower center", ncols=1, fontsize=8, frameon=False)
+    fig.suptitle(
+        "How does recall latency grow with the store, against the bandwidth floor?\n"
+        "(log-log; median over runs of the same size)",
+        fontsize=10.5,
+    )
     return fig
 
 

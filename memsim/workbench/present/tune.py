@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from memsim.engine.registry import spec
 
 from ..studies.tune import TuneResult
 from .tables import markdown_table
@@ -54,31 +58,101 @@ def tuning_markdown(results: Sequence[TuneResult]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def tornado_axes(ax: Any, spread: pd.DataFrame, metric: str = "recall") -> None:
-    """Draw a tornado on ``ax``: per field, the metric at the low and high end of its range
-    (bars around their midpoint), widest spread on top."""
+def default_metric(oat: pd.DataFrame, policy: str, metric: str = "recall") -> float | None:
+    """The metric at the documented defaults, read from one-at-a-time curves: the mean over
+    seeds of the runs where a moved field sat at its documented default (every other field
+    is at its default anyway); None when no field's grid passes through its default."""
+    if metric not in oat.columns or "value_of_field" not in oat.columns:
+        return None
+    defaults = documented_defaults(policy)
+    for field, g in oat.groupby("field", sort=False):
+        d = defaults.get(str(field))
+        if d is None:
+            continue
+        at = g[np.isclose(g["value_of_field"].astype(np.float64), float(d))]
+        if len(at):
+            return float(at[metric].mean())
+    return None
+
+
+def documented_defaults(policy: str) -> dict[str, float]:
+    """Field -> documented default of every numeric Params field of ``policy``."""
+    cls = spec(policy).load().Params
+    return {
+        f.name: float(f.default)
+        for f in dataclasses.fields(cls)
+        if isinstance(f.default, (int, float)) and not isinstance(f.default, bool)
+    }
+
+
+def tornado_axes(
+    ax: Any,
+    spread: pd.DataFrame,
+    metric: str = "recall",
+    at_default: float | None = None,
+    defaults: dict[str, float] | None = None,
+    legend: bool = True,
+) -> None:
+    """Draw a tornado on ``ax``: per field, the metric at the low and high end of its range,
+    widest spread on top. With ``at_default`` (the metric at the documented defaults) the
+    bars start at it and a line marks it; without, they sit around their midpoint and the
+    axis says the default is not on the grid. ``defaults`` names each field's default."""
     s = spread[spread["metric"] == metric].sort_values("spread")
     y = np.arange(len(s))
-    mid = (s["at_low"] + s["at_high"]) / 2
-    ax.barh(y, s["at_low"] - mid, left=mid, color="#4c72b0", label="field at low end")
-    ax.barh(y, s["at_high"] - mid, left=mid, color="#dd8452", label="field at high end")
-    ax.set_yticks(y, list(s["field"]))
-    ax.set_xlabel(metric)
-    ax.legend(loc="lower right", fontsize=8)
+    base = (s["at_low"] + s["at_high"]) / 2 if at_default is None else at_default
+    ax.barh(y, s["at_low"] - base, left=base, color="#4c72b0", label="field at the low end")
+    ax.barh(y, s["at_high"] - base, left=base, color="#dd8452", label="field at the high end")
+    names = [
+        f"{f} (default {defaults[f]:.3g})" if defaults and f in defaults else str(f)
+        for f in s["field"]
+    ]
+    ax.set_yticks(y, names, fontsize=8)
+    if at_default is not None:
+        ax.axvline(
+            at_default,
+            color="black",
+            linewidth=1.4,
+            label=f"at the documented defaults: {at_default:.3g}",
+        )
+        ax.set_xlabel(f"{metric} (bars start at the documented defaults)")
+    else:
+        ax.set_xlabel(f"{metric} (documented defaults not on the grid: bars around their midpoint)")
+    ax.grid(axis="x", alpha=0.3)
+    if legend:  # below the axes, never over the bars
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncols=3, fontsize=8)
 
 
-def tornado(spread: pd.DataFrame, path: str | Path, title: str, metric: str = "recall") -> None:
-    """The tornado figure of one policy and scenario, written to ``path``."""
+def tornado(
+    spread: pd.DataFrame,
+    path: str | Path,
+    policy: str,
+    scenario: str,
+    metric: str = "recall",
+    at_default: float | None = None,
+) -> str | None:
+    """The tornado figure of one policy and scenario, written to ``path``; when no field
+    moves the metric (every bar would be empty) nothing is written and the reason is
+    returned, in one line."""
     from matplotlib.figure import Figure
 
-    n = int((spread["metric"] == metric).sum())
-    fig = Figure(figsize=(7, 0.3 * n + 1.5))
+    s = spread[spread["metric"] == metric]
+    if s.empty or not (s["spread"].abs() > 0).any():
+        level = f" (at {s['at_low'].iloc[0]:.3g} everywhere)" if len(s) else ""
+        return f"no field of {policy} moves {metric} on {scenario}{level}: no tornado to draw"
+    try:
+        defaults = documented_defaults(policy)
+    except Exception:  # an unregistered policy: fields without their defaults
+        defaults = None
+    n = len(s)
+    fig = Figure(figsize=(7.5, 0.3 * n + 2.0), layout="constrained")
     ax = fig.subplots()
-    tornado_axes(ax, spread, metric)
-    ax.set_title(title)
-    fig.tight_layout()
+    tornado_axes(ax, spread, metric, at_default, defaults, legend=False)
+    title = f"Which of {policy}'s parameters move {metric} on {scenario}?"
+    ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=10)
+    fig.legend(loc="outside lower center", ncols=3, fontsize=8, frameon=False)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, metadata={"Software": None})
+    return None
 
 
 def sensitivity_markdown(spread: pd.DataFrame, policy: str, threshold: float = 0.01) -> str:
