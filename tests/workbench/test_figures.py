@@ -470,7 +470,7 @@ def test_locomo_tables_and_figure(per_query):
 def test_locomo_figure_draws_question_times_when_there(per_query):
     lq = per_query[per_query.scenario.str.startswith("locomo")]
     later = [
-        lq.assign(protocol=f"evidence+{n}", recall=lq["recall"] * f)
+        lq.assign(protocol=f"evidence-{n}d", recall=lq["recall"] * f)
         for n, f in ((30, 0.2), (1, 0.9), (7, 0.5))
     ]
     frame = pd.concat([per_query.assign(protocol="default"), *later], ignore_index=True)
@@ -485,7 +485,7 @@ def test_locomo_figure_draws_question_times_when_there(per_query):
     t = F.locomo_question_time_table(frame)
     pai = t[t.policy == "pai"].set_index("protocol")["mean"]
     base = lq[lq.policy == "pai"]["recall"].mean()
-    assert pai["evidence+30"] == pytest.approx(0.2 * base)
+    assert pai["evidence-30d"] == pytest.approx(0.2 * base)
     assert pai["default"] == pytest.approx(base)
     # the category and age panels keep to the default protocol
     assert F.locomo_figure(per_query).axes[0].get_title() == fig.axes[0].get_title()

@@ -7,7 +7,7 @@ import argparse
 
 from memsim.engine import registry
 
-from ..present.scorecard import FAMILIES, policy_family
+from ..present.style import FAMILIES, policy_family
 from ..runs.execution import list_policies, list_scenarios
 from ..runs.protocols import describe
 

@@ -30,9 +30,10 @@ from memsim.engine.registry import spec
 
 from ..runs.execution import list_policies
 from ..runs.results import read_json
-from ..stats import cluster_bootstrap_ci
+from ..stats import cluster_t_ci
 from .calibration import panels
 from .calibration_figures import frontier_figure, loss_figure
+from .scorecard import scorecard_frame
 from .small_multiples import CONTEXT_GREY, dot_matrix, label_of, same_as_parent, scatter_grid
 from .style import (
     AGE_BINS,
@@ -708,9 +709,16 @@ def scorecard_figure(scorecard: pd.DataFrame):
             pad = 0.04 * (hi - lo or 1.0)
             for pr in protocols:
                 limits[(pr, m)] = (lo - pad, hi + pad)
+
+    def label(key: tuple[str, str]) -> str:  # the scorecard's column title, when it has one
+        if "column" in t:
+            title = str(t.loc[t["panel"] == key, "column"].iloc[0])
+            return title.replace(", ", ",\n", 1) if len(title) > 18 else title
+        return f"{key[1]}\n{key[0]}"
+
     return dot_matrix(
         t,
-        [(k, f"{k[1]}\n{k[0]}", k[1]) for k in keys],
+        [(k, label(k), k[1]) for k in keys],
         title="Scorecard: how does each policy score, protocol by protocol? "
         "(dots: means; whiskers: intervals)",
         limits=limits,
@@ -722,13 +730,13 @@ def scorecard_figure(scorecard: pd.DataFrame):
 
 
 def _mean_ci(values: np.ndarray, units: np.ndarray) -> tuple[float, float, float, int]:
-    """Mean, 95% bootstrap CI resampling ``units`` (a question asked under several seeds of
-    a stream that ignores the seed is one unit), and the number of units."""
+    """Mean, 95% t interval over ``units`` (``stats.cluster_t_ci``: a question asked under
+    several seeds of a stream that ignores the seed is one unit), and the number of units."""
     v = np.asarray(values, dtype=np.float64)
     ok = np.isfinite(v)
     if not ok.any():
         return (np.nan, np.nan, np.nan, 0)
-    lo, hi, n = cluster_bootstrap_ci(v, np.asarray(units), n_resamples=500)
+    lo, hi, n = cluster_t_ci(v, np.asarray(units))
     return (float(v[ok].mean()), lo, hi, n)
 
 
@@ -764,18 +772,18 @@ def locomo_tables(
 
 def locomo_question_time_table(per_query: pd.DataFrame) -> pd.DataFrame:
     """LoCoMo recall@k per policy and question-time protocol (``default``: one minute after
-    the conversation's end; ``evidence+N``: N days after the evidence): columns policy,
+    the conversation's end; ``evidence-Nd``: N days after the evidence): columns policy,
     protocol, mean, ci_low, ci_high, n (a question counted once whatever the seeds). Empty
-    when the table has no ``evidence+N`` protocol."""
+    when the table has no ``evidence-Nd`` protocol."""
     if "protocol" not in per_query.columns:
         return pd.DataFrame(columns=["policy", "protocol", "mean", "ci_low", "ci_high", "n"])
     lq = per_query[per_query["scenario"].astype(str).str.startswith("locomo")]
     protos = [
-        p for p in dict.fromkeys(lq["protocol"].astype(str)) if re.fullmatch(r"evidence\+\d+", p)
+        p for p in dict.fromkeys(lq["protocol"].astype(str)) if re.fullmatch(r"evidence-\d+d", p)
     ]
     if not protos:
         return pd.DataFrame(columns=["policy", "protocol", "mean", "ci_low", "ci_high", "n"])
-    protos.sort(key=lambda p: int(p.split("+")[1]))
+    protos.sort(key=lambda p: int(p[len("evidence-") : -1]))
     rows = []
     for proto in [DEFAULT_PROTOCOL, *protos]:
         g0 = lq[lq["protocol"].astype(str) == proto]
@@ -791,7 +799,7 @@ def locomo_question_time_table(per_query: pd.DataFrame) -> pd.DataFrame:
 def locomo_figure(per_query: pd.DataFrame):
     """Figure 5: how does recall on real conversations depend on the question? LoCoMo
     recall@k (default protocol) by question category and by evidence age, one row per policy
-    grouped by family; with ``evidence+N`` protocols in the table, recall@k when each
+    grouped by family; with ``evidence-Nd`` protocols in the table, recall@k when each
     question is asked N days after its evidence, beside the end-of-conversation default (a
     forgetting curve on real conversations, read left to right)."""
     by_cat, by_age = locomo_tables(one_protocol(per_query))
@@ -810,7 +818,7 @@ def locomo_figure(per_query: pd.DataFrame):
         when = (
             "end of conversation"
             if proto == DEFAULT_PROTOCOL
-            else f"{proto.split('+')[1]} d after evidence"
+            else f"{proto[len('evidence-') : -1]} d after evidence"
         )
         rows.append(g.assign(panel=f"time|{proto}"))
         panels_.append((f"time|{proto}", f"asked at:\n{when}", "recall@k"))
@@ -821,7 +829,7 @@ def locomo_figure(per_query: pd.DataFrame):
         title="How does recall on real conversations (LoCoMo) depend on the question: "
         "its category, the age of its evidence"
         + (", the time it is asked?" if len(times) else "?"),
-        note="whiskers: 95% cluster-bootstrap intervals (a question counts once whatever the "
+        note="whiskers: 95% t intervals over questions (a question counts once whatever the "
         "seeds); n = questions per panel; hollow: baseline or variant",
         limits={k: (-0.03, 1.03) for k, _, _ in panels_},
         panel_width=1.25,
@@ -1107,6 +1115,11 @@ def build_figures(
         "recall_vs_footprint": ("summary.csv", summary, recall_vs_footprint_figure),
         "stale": ("summary.csv", summary, stale_figure),
         "locomo": ("per_query.parquet", per_query, locomo_figure),
+        "scorecard": (
+            "per_query.parquet",
+            per_query,
+            lambda pq: scorecard_figure(scorecard_frame(pq)),
+        ),
     }
     if results is not None:  # the calibration figures: calibration_figures.py
         needs["loss"] = ("per_query.parquet", per_query, loss_figure)

@@ -39,26 +39,13 @@ from ..stats import (
     stratified_interval,
     superiority,
 )
+from .style import FAMILIES, policy_family
 from .tables import markdown_table
 
 START = "<!-- headline:start (python -m scripts.headline --write) -->"
 END = "<!-- headline:end -->"
 
-FAMILIES = ("seed, documented", "seed, as built", "reference model", "baseline", "bound")
 UP, DOWN = "▲", "▼"
-
-
-def policy_family(policy: str) -> str:
-    """Which of ``FAMILIES`` a policy belongs to (a reference model's variant is a reference
-    model: a second source of the same model, not a system's code)."""
-    s = spec(policy)
-    if s.baseline:
-        return "baseline"
-    if s.clairvoyant:
-        return "bound"
-    if s.variant_of:
-        return "seed, as built" if spec(s.variant_of).seed_document else "reference model"
-    return "seed, documented" if s.seed_document else "reference model"
 
 
 @dataclass(frozen=True)

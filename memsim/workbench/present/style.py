@@ -10,7 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memsim.engine.registry import baseline_ids, specs
+from memsim.engine.errors import MemsimError
+from memsim.engine.registry import baseline_ids, spec, specs
 
 DPI = 120
 
@@ -101,15 +102,16 @@ def policy_family(name: str) -> str:
     pid = policy_id(name)
     if pid == "bound":
         return "bound"
-    for s in registered_policies():
-        if s.id == pid:
-            if s.clairvoyant:
-                return "bound"
-            if s.baseline:
-                return "baseline"
-            if s.seed_document:
-                return "seed, as built" if s.variant_of else "seed, documented"
-            return "reference model"
+    try:
+        s = spec(pid)
+    except MemsimError:
+        return "reference model"
+    if s.clairvoyant:
+        return "bound"
+    if s.baseline:
+        return "baseline"
+    if s.seed_document:
+        return "seed, as built" if s.variant_of else "seed, documented"
     return "reference model"
 
 
