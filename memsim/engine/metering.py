@@ -1,0 +1,324 @@
+"""What the mock LLM's answers would cost from a real model: calls by kind, prompt and reply
+tokens, embedding calls, items and tokens.
+
+``MeteredMockLLM`` answers exactly as :class:`memsim.engine.mockllm.MockLLM` (it is one) and,
+for every protocol call, counts the request the real-model adapter
+(memsim.engine.openai_llm.ModelLLM) would send for it: the same prompt file's system text,
+instructions and ``INPUT`` (the payload as canonical JSON, the extract prompt's
+``known_keys`` among it), and the reply a model would give for the mock's answer in the
+prompt's JSON schema. Calls the adapter never sends are not counted (a classification with no
+candidates). A failed extraction counts its prompt and no reply.
+
+Tokens are counted with the tokenizer the WordLlama wheel ships (``l2_supercat``: the
+32,000-token Llama 2 BPE), read from site-packages with no download (:func:`tokenizer`). A
+prompt is counted as the sum of its parts, each tokenized on its own: the prompt text, the
+JSON around the items, and each item (a claim, a text) with its separator. A part's first
+token may differ from what the whole text would give at that boundary;
+tests/engine/test_metering.py bounds the difference.
+
+Counting is cheap: a call only tallies its parts (claims by identity, texts by value); each
+distinct part is rendered and tokenized once, in batch, when :meth:`MeteredMockLLM.usage` is
+read. None of it changes an answer.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .events import Claim, Episode, Query
+from .llm import Embedded
+from .llm_cache import canonical_json
+from .mockllm import MockLLM
+from .openai_llm import ModelOptions, claim_view, embed_text, prompt
+
+# The protocol methods a meter counts, in the order usage() lists them (the adapter's).
+CHAT_METHODS = ("extract", "classify", "summarize", "synthesize")
+EMBED_METHODS = ("embed", "embed_query")
+
+# The extract prompt lists the latest this many fact keys extraction has returned (the
+# adapter's default ``known_keys``), so a real model reuses them.
+KNOWN_KEYS = ModelOptions(mode="replay").known_keys
+
+# A tally keeps at most this many objects alive by identity before it renders them into
+# texts (bounds the memory of a long run; rendering early changes no count).
+FLUSH_AT = 200_000
+
+TOKENIZER_FILE = "l2_supercat_tokenizer_config.json"
+TOKENIZER = "wordllama l2_supercat (Llama 2 BPE, 32,000 tokens)"
+
+
+@functools.cache
+def tokenizer() -> Any:
+    """The tokenizer shipped in the ``wordllama`` wheel (a ``tokenizers.Tokenizer``, read
+    from its file: nothing downloads), without special tokens, padding or truncation."""
+    import wordllama
+    from tokenizers import Tokenizer
+
+    path = Path(wordllama.__file__).parent / "tokenizers" / TOKENIZER_FILE
+    tok = Tokenizer.from_file(str(path))
+    tok.no_padding()
+    tok.no_truncation()
+    return tok
+
+
+def count_tokens(texts: Sequence[str]) -> list[int]:
+    """Tokens of each text (no special tokens): the texts this process has not counted yet
+    encoded in one batch (runs of one stream share most of their texts)."""
+    cache = _TOKENS
+    new = list(dict.fromkeys(t for t in texts if t not in cache))
+    if new:
+        if len(cache) + len(new) > TOKEN_CACHE:
+            cache.clear()
+        encoded = tokenizer().encode_batch_fast(new, add_special_tokens=False)
+        cache.update(zip(new, (len(e.ids) for e in encoded)))
+    return [cache[t] for t in texts]
+
+
+# token counts of the texts counted so far in this process, up to this many
+TOKEN_CACHE = 1_000_000
+_TOKENS: dict[str, int] = {}
+
+
+class _Tally:
+    """Parts of prompts or replies counted by occurrence: texts as given, other values by
+    value and objects by identity (each kept alive while counted, so its id stays its own),
+    both rendered to text (by ``render`` unless the call names another) only when read."""
+
+    __slots__ = ("render", "objects", "by_id", "values", "texts")
+
+    def __init__(self, render: Callable[[Any], str]) -> None:
+        self.render = render
+        self.objects: dict[int, Any] = {}
+        self.by_id: dict[Callable[[Any], str], Counter[int]] = {}
+        self.values: dict[Callable[[Any], str], Counter[Any]] = {}
+        self.texts: Counter[str] = Counter()
+
+    def add_texts(self, texts: Iterable[str]) -> None:
+        self.texts.update(texts)
+
+    def add_values(self, values: Iterable[Any], render: Callable[[Any], str] | None = None) -> None:
+        r = render or self.render
+        counts = self.values.get(r)
+        if counts is None:
+            counts = self.values[r] = Counter()
+        counts.update(values)
+
+    def add(self, objs: Sequence[Any], render: Callable[[Any], str] | None = None) -> None:
+        r = render or self.render
+        counts = self.by_id.get(r)
+        if counts is None:
+            counts = self.by_id[r] = Counter()
+        ids = list(map(id, objs))
+        counts.update(ids)
+        self.objects.update(zip(ids, objs))
+        if len(self.objects) > FLUSH_AT:
+            self.flush()
+
+    def flush(self) -> None:
+        texts, objects = self.texts, self.objects
+        for render, by_id in self.by_id.items():
+            for i, n in by_id.items():
+                texts[render(objects[i])] += n
+        for render, values in self.values.items():
+            for v, n in values.items():
+                texts[render(v)] += n
+        objects.clear()
+        self.by_id.clear()
+        self.values.clear()
+
+    def rendered(self) -> Counter[str]:
+        self.flush()
+        return self.texts
+
+
+def _json_item(obj: Any) -> str:
+    """One element of a JSON array with its separator."""
+    return canonical_json(obj) + ","
+
+
+def _claim_item(c: Claim) -> str:
+    return _json_item(claim_view(c))
+
+
+def _extracted_item(c: Claim) -> str:
+    """A claim as the extract prompt's schema has a model reply it."""
+    return _json_item(
+        {
+            "key": c.key,
+            "value": c.value,
+            "category": c.category,
+            "subject": c.subject,
+            "importance": c.importance,
+            "confidence": c.confidence,
+            "noise": c.noise,
+            "attributes": {k: list(v) if isinstance(v, tuple) else v for k, v in c.attrs},
+        }
+    )
+
+
+def _synthesized_reply(c: Claim) -> str:
+    return canonical_json(
+        {"claim": {"key": c.key, "value": c.value, "category": c.category, "subject": c.subject}}
+    )
+
+
+def _extract_payload(e: Episode) -> str:
+    """The extract prompt's INPUT but its ``known_keys`` (counted apart)."""
+    return canonical_json({"speaker": e.speaker, "text": e.text})
+
+
+def _json_value(v: Any) -> str:
+    return canonical_json(v)
+
+
+class _Method:
+    """One protocol method's meter: calls, and the parts of its prompts and replies."""
+
+    __slots__ = ("calls", "items", "prompt", "reply")
+
+    def __init__(self, render_in: Callable[[Any], str], render_out: Callable[[Any], str]):
+        self.calls = 0
+        self.items = 0  # embedding methods: the texts embedded
+        self.prompt = _Tally(render_in)
+        self.reply = _Tally(render_out)
+
+
+class MeteredMockLLM(MockLLM):
+    """The mock LLM, metered as a real model would be billed (module docstring). Takes
+    MockLLM's arguments; its answers are MockLLM's, bit for bit."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._meters = {
+            "extract": _Method(_extract_payload, _extracted_item),
+            "embed": _Method(embed_text, str),
+            "embed_query": _Method(str, str),
+            "classify": _Method(_claim_item, _json_item),
+            "summarize": _Method(_json_item, _json_value),
+            "synthesize": _Method(_claim_item, _synthesized_reply),
+        }
+        self._known_keys: dict[str, None] = {}  # extraction's keys, the latest last
+
+    # -- the protocol, metered ------------------------------------------------------------
+    def extract(self, episode: Episode) -> tuple[Claim, ...] | None:
+        claims = super().extract(episode)
+        m = self._meters["extract"]
+        m.calls += 1
+        m.prompt.add_texts((prompt_head("extract"),))
+        m.prompt.add((episode,))
+        if self._known_keys and KNOWN_KEYS:
+            m.prompt.add_texts(('"known_keys":[],',))
+            m.prompt.add_values(islice(reversed(self._known_keys), KNOWN_KEYS), _json_item)
+        if claims is not None:
+            keyed = [c for c in claims if c.key]
+            m.reply.add_texts(('{"claims":[]}',))
+            m.reply.add(keyed)
+            for c in keyed:  # (the adapter's order: the most recently returned last)
+                self._known_keys.pop(c.key, None)
+                self._known_keys[c.key] = None
+        return claims
+
+    def embed(self, items: Sequence[Claim | str], keys: Sequence[str]) -> Embedded:
+        out = super().embed(items, keys)
+        m = self._meters["embed"]
+        m.calls += 1
+        m.items += len(items)
+        m.prompt.add(items)
+        return out
+
+    def embed_query(self, query: Query) -> np.ndarray | None:
+        row = super().embed_query(query)
+        m = self._meters["embed_query"]
+        m.calls += 1
+        m.items += 1
+        m.prompt.add_values((query.text,))
+        return row
+
+    def classify(
+        self, new: Claim, candidates: Sequence[Claim], *, answer: str, key: str
+    ) -> str | list[str]:
+        reply = super().classify(new, candidates, answer=answer, key=key)
+        if len(candidates):  # (the adapter asks a model nothing about no candidates)
+            m = self._meters["classify"]
+            m.calls += 1
+            name = "classify_index" if answer == "index" else "classify_relation"
+            m.prompt.add_texts((prompt_head(name), '{"candidates":[],"new":}'))
+            m.prompt.add(candidates)
+            m.prompt.add((new,))
+            if isinstance(reply, str):
+                m.reply.add_texts(('{"answer":}',))
+                m.reply.add_values((reply,), _json_value)
+            else:
+                m.reply.add_texts(('{"relations":[]}',))
+                m.reply.add_values(reply)
+        return reply
+
+    def summarize(self, texts: Sequence[str], *, key: str) -> str:
+        summary = super().summarize(texts, key=key)
+        m = self._meters["summarize"]
+        m.calls += 1
+        m.prompt.add_texts((prompt_head("summarize"), '{"texts":[]}'))
+        m.prompt.add_values(texts)
+        m.reply.add_texts(('{"summary":}',))
+        m.reply.add_values((summary,))
+        return summary
+
+    def synthesize(self, claims: Sequence[Claim], *, key: str) -> Claim:
+        out = super().synthesize(claims, key=key)
+        m = self._meters["synthesize"]
+        m.calls += 1
+        m.prompt.add_texts((prompt_head("synthesize"), '{"claims":[]}'))
+        m.prompt.add(claims)
+        m.reply.add((out,))
+        return out
+
+    # -- the bill -------------------------------------------------------------------------
+    def _tokens(self, texts: Counter[str]) -> int:
+        return sum(map(operator.mul, count_tokens(list(texts)), texts.values()))
+
+    def usage(self) -> dict[str, Any]:
+        """The :class:`memsim.engine.llm.Metered` usage but latency and faults (the mock has
+        no server and no clock): ``{"methods": {method: {calls, tokens_in, tokens_out}},
+        "total": {calls, tokens_in, tokens_out}, "embedding": {calls, items, tokens},
+        "tokenizer": name}``. Calls count chat requests and embedding calls alike (the
+        adapter sends an embedding request per distinct text of a call; here a call is one)."""
+        per: dict[str, dict[str, int]] = {}
+        for name, m in self._meters.items():
+            if not m.calls:
+                continue
+            per[name] = {
+                "calls": m.calls,
+                "tokens_in": self._tokens(m.prompt.rendered()),
+                "tokens_out": self._tokens(m.reply.rendered()),
+            }
+            if name in EMBED_METHODS:
+                per[name]["items"] = m.items
+        total = {f: sum(v[f] for v in per.values()) for f in ("calls", "tokens_in", "tokens_out")}
+        embedding = {
+            "calls": sum(per[n]["calls"] for n in EMBED_METHODS if n in per),
+            "items": sum(per[n]["items"] for n in EMBED_METHODS if n in per),
+            "tokens": sum(per[n]["tokens_in"] for n in EMBED_METHODS if n in per),
+        }
+        return {"methods": per, "total": total, "embedding": embedding, "tokenizer": TOKENIZER}
+
+
+@functools.cache
+def prompt_head(name: str) -> str:
+    """The fixed text of prompt ``name``'s request as the adapter sends it: the system
+    message, the instructions and the ``INPUT`` line (the payload follows)."""
+    p = prompt(name)
+    return f"{p.system}\n{p.instructions}\n\nINPUT:\n"
+
+
+def chat_request_text(name: str, payload: Any) -> str:
+    """The whole text the adapter sends for prompt ``name`` and ``payload``: the parts the
+    meter counts one by one, in one piece (tests compare the two counts)."""
+    return prompt_head(name) + canonical_json(payload)
