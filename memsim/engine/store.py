@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import operator
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -652,12 +653,22 @@ class MemoryStore:
             [i for i, p in enumerate(self.provenance) if episode_id in p], dtype=np.int64
         )
 
+    def stored_bytes(self) -> tuple[int, int]:
+        """(vector bytes, text bytes) of the retrievable memories: their embedding rows as
+        kept (rows x dim x itemsize) and their texts in UTF-8 (read now: a policy may
+        rewrite a text in place)."""
+        mask = self.mask()
+        vectors = int(np.count_nonzero(mask)) * self.dim * self._emb.itemsize
+        lengths = np.fromiter(map(len, map(_UTF8, self.text)), dtype=np.int64, count=self.n)
+        return vectors, int(lengths[mask].sum())
+
     def nbytes(self) -> int:
         """Bytes held by the numeric columns and embeddings (capacity included)."""
         return int(self._emb.nbytes + sum(a.nbytes for a in self._cols.values()))
 
 
 _T = TypeVar("_T")
+_UTF8 = operator.methodcaller("encode", "utf-8", "surrogatepass")
 
 
 class _RowLog:

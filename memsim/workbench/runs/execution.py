@@ -223,6 +223,7 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
         "scenario": d.scenario,
         "seed": d.seed,
         **metrics.summarize_run(trace, gt),
+        **trace.stored_bytes_summary(),
     }
     verdicts = [dataclasses.asdict(v) for v in sources.verdicts(d.scenario, stream, trace, spec.id)]
     if d.index or policy.candidates.answered:  # the index's exactness audit
@@ -232,9 +233,7 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
     footprint = trace.footprint_frame()
     llm_config = llm.config() if isinstance(llm, Configurable) else {"seed": d.seed}
     manifest = manifest_for(d, policy=policy, llm_config=llm_config, stream=stream)
-    if isinstance(
-        llm, Metered
-    ):  # what its calls cost (a real model's usage fields, or the mock's meter)
+    if isinstance(llm, Metered):  # what its calls cost: a real model's usage, the mock's meter
         usage = llm.usage()
         manifest["llm_usage"] = usage
         summary.update(usage_columns(usage))
