@@ -11,10 +11,11 @@ candidates). A failed extraction counts its prompt and no reply.
 
 Tokens are counted with the tokenizer the WordLlama wheel ships (``l2_supercat``: the
 32,000-token Llama 2 BPE), read from site-packages with no download (:func:`tokenizer`). A
-prompt is counted as the sum of its parts, each tokenized on its own: the prompt text, the
-JSON around the items, and each item (a claim, a text) with its separator. A part's first
-token may differ from what the whole text would give at that boundary;
-tests/engine/test_metering.py bounds the difference.
+reply is counted whole; a prompt as the sum of its parts, each tokenized on its own: the
+prompt text (with the space the tokenizer puts before a text), the JSON around the items,
+and each item (a claim, a text) with its separator. A token the whole prompt would merge
+across a boundary of parts counts twice; tests/engine/test_metering.py bounds the
+difference.
 
 Counting is cheap: a call only tallies its parts (claims by identity, texts by value); each
 distinct part is rendered and tokenized once, in batch, when :meth:`MeteredMockLLM.usage` is
@@ -58,20 +59,33 @@ TOKENIZER = "wordllama l2_supercat (Llama 2 BPE, 32,000 tokens)"
 @functools.cache
 def tokenizer() -> Any:
     """The tokenizer shipped in the ``wordllama`` wheel (a ``tokenizers.Tokenizer``, read
-    from its file: nothing downloads), without special tokens, padding or truncation."""
+    from its file: nothing downloads), without special tokens, padding or truncation, and
+    without the space its normalizer puts before every text: the meter counts parts of
+    texts, and only a text's first part starts with it (:func:`count_tokens`)."""
     import wordllama
-    from tokenizers import Tokenizer
+    from tokenizers import Tokenizer, normalizers
 
     path = Path(wordllama.__file__).parent / "tokenizers" / TOKENIZER_FILE
     tok = Tokenizer.from_file(str(path))
     tok.no_padding()
     tok.no_truncation()
+    tok.normalizer = normalizers.Replace(" ", SPACE)  # (the file's, but its Prepend)
     return tok
 
 
+SPACE = "\u2581"  # the Llama tokenizer's space
+
+
 def count_tokens(texts: Sequence[str]) -> list[int]:
-    """Tokens of each text (no special tokens): the texts this process has not counted yet
-    encoded in one batch (runs of one stream share most of their texts)."""
+    """Tokens of each text as a text of its own (the Llama tokenizer's leading space
+    included, as it counts it), no special tokens."""
+    return part_tokens([" " + t if t else t for t in texts])
+
+
+def part_tokens(texts: Sequence[str]) -> list[int]:
+    """Tokens of each text as a part of a longer one (no leading space added): the texts
+    this process has not counted yet are encoded in one batch (runs of one stream share
+    most of their texts)."""
     cache = _TOKENS
     new = list(dict.fromkeys(t for t in texts if t not in cache))
     if new:
@@ -148,24 +162,39 @@ def _claim_item(c: Claim) -> str:
     return _json_item(claim_view(c))
 
 
-def _extracted_item(c: Claim) -> str:
+def _extract_reply(claims: Sequence[Claim]) -> str:
+    """The extract prompt's reply listing ``claims`` (a text-only claim: none)."""
+    return " " + canonical_json({"claims": [_extracted(c) for c in claims]})
+
+
+def _index_reply(answer: str) -> str:
+    return " " + canonical_json({"answer": answer})
+
+
+def _relation_reply(relations: tuple[str, ...]) -> str:
+    return " " + canonical_json({"relations": list(relations)})
+
+
+def _summary_reply(summary: str) -> str:
+    return " " + canonical_json({"summary": summary})
+
+
+def _extracted(c: Claim) -> dict[str, Any]:
     """A claim as the extract prompt's schema has a model reply it."""
-    return _json_item(
-        {
-            "key": c.key,
-            "value": c.value,
-            "category": c.category,
-            "subject": c.subject,
-            "importance": c.importance,
-            "confidence": c.confidence,
-            "noise": c.noise,
-            "attributes": {k: list(v) if isinstance(v, tuple) else v for k, v in c.attrs},
-        }
-    )
+    return {
+        "key": c.key,
+        "value": c.value,
+        "category": c.category,
+        "subject": c.subject,
+        "importance": c.importance,
+        "confidence": c.confidence,
+        "noise": c.noise,
+        "attributes": {k: list(v) if isinstance(v, tuple) else v for k, v in c.attrs},
+    }
 
 
 def _synthesized_reply(c: Claim) -> str:
-    return canonical_json(
+    return " " + canonical_json(
         {"claim": {"key": c.key, "value": c.value, "category": c.category, "subject": c.subject}}
     )
 
@@ -175,8 +204,10 @@ def _extract_payload(e: Episode) -> str:
     return canonical_json({"speaker": e.speaker, "text": e.text})
 
 
-def _json_value(v: Any) -> str:
-    return canonical_json(v)
+def _leading(render: Callable[[Any], str]) -> Callable[[Any], str]:
+    """``render`` of a text sent on its own (an embedding input): with the leading space
+    the tokenizer counts before a text."""
+    return lambda obj: " " + render(obj)
 
 
 class _Method:
@@ -198,11 +229,11 @@ class MeteredMockLLM(MockLLM):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._meters = {
-            "extract": _Method(_extract_payload, _extracted_item),
-            "embed": _Method(embed_text, str),
-            "embed_query": _Method(str, str),
-            "classify": _Method(_claim_item, _json_item),
-            "summarize": _Method(_json_item, _json_value),
+            "extract": _Method(_extract_payload, _extract_reply),
+            "embed": _Method(_leading(embed_text), str),
+            "embed_query": _Method(_leading(str), str),
+            "classify": _Method(_claim_item, _index_reply),
+            "summarize": _Method(_json_item, _summary_reply),
             "synthesize": _Method(_claim_item, _synthesized_reply),
         }
         self._known_keys: dict[str, None] = {}  # extraction's keys, the latest last
@@ -212,15 +243,14 @@ class MeteredMockLLM(MockLLM):
         claims = super().extract(episode)
         m = self._meters["extract"]
         m.calls += 1
-        m.prompt.add_texts((prompt_head("extract"),))
+        m.prompt.add_texts((_head_part("extract"),))
         m.prompt.add((episode,))
         if self._known_keys and KNOWN_KEYS:
             m.prompt.add_texts(('"known_keys":[],',))
             m.prompt.add_values(islice(reversed(self._known_keys), KNOWN_KEYS), _json_item)
         if claims is not None:
             keyed = [c for c in claims if c.key]
-            m.reply.add_texts(('{"claims":[]}',))
-            m.reply.add(keyed)
+            m.reply.add((keyed,))
             for c in keyed:  # (the adapter's order: the most recently returned last)
                 self._known_keys.pop(c.key, None)
                 self._known_keys[c.key] = None
@@ -250,24 +280,21 @@ class MeteredMockLLM(MockLLM):
             m = self._meters["classify"]
             m.calls += 1
             name = "classify_index" if answer == "index" else "classify_relation"
-            m.prompt.add_texts((prompt_head(name), '{"candidates":[],"new":}'))
+            m.prompt.add_texts((_head_part(name), '{"candidates":[],"new":}'))
             m.prompt.add(candidates)
             m.prompt.add((new,))
             if isinstance(reply, str):
-                m.reply.add_texts(('{"answer":}',))
-                m.reply.add_values((reply,), _json_value)
+                m.reply.add_values((reply,), _index_reply)
             else:
-                m.reply.add_texts(('{"relations":[]}',))
-                m.reply.add_values(reply)
+                m.reply.add_values((tuple(reply),), _relation_reply)
         return reply
 
     def summarize(self, texts: Sequence[str], *, key: str) -> str:
         summary = super().summarize(texts, key=key)
         m = self._meters["summarize"]
         m.calls += 1
-        m.prompt.add_texts((prompt_head("summarize"), '{"texts":[]}'))
+        m.prompt.add_texts((_head_part("summarize"), '{"texts":[]}'))
         m.prompt.add_values(texts)
-        m.reply.add_texts(('{"summary":}',))
         m.reply.add_values((summary,))
         return summary
 
@@ -275,14 +302,14 @@ class MeteredMockLLM(MockLLM):
         out = super().synthesize(claims, key=key)
         m = self._meters["synthesize"]
         m.calls += 1
-        m.prompt.add_texts((prompt_head("synthesize"), '{"claims":[]}'))
+        m.prompt.add_texts((_head_part("synthesize"), '{"claims":[]}'))
         m.prompt.add(claims)
         m.reply.add((out,))
         return out
 
     # -- the bill -------------------------------------------------------------------------
     def _tokens(self, texts: Counter[str]) -> int:
-        return sum(map(operator.mul, count_tokens(list(texts)), texts.values()))
+        return sum(map(operator.mul, part_tokens(list(texts)), texts.values()))
 
     def usage(self) -> dict[str, Any]:
         """The :class:`memsim.engine.llm.Metered` usage but latency and faults (the mock has
@@ -316,6 +343,12 @@ def prompt_head(name: str) -> str:
     message, the instructions and the ``INPUT`` line (the payload follows)."""
     p = prompt(name)
     return f"{p.system}\n{p.instructions}\n\nINPUT:\n"
+
+
+@functools.cache
+def _head_part(name: str) -> str:
+    """:func:`prompt_head` as the first part of a request (with the leading space)."""
+    return " " + prompt_head(name)
 
 
 def chat_request_text(name: str, payload: Any) -> str:

@@ -131,7 +131,8 @@ def usage_lines(usage: dict[str, Any]) -> str:
     kind); the metered mock's with the texts its embedding calls embedded and the tokenizer
     that counted (memsim.engine.metering)."""
     if "faults" not in usage:  # the metered mock
-        lines = [f"  {'LLM calls':<18} {'calls':>7} {'tokens in':>10} {'tokens out':>10} {'texts':>6}"]
+        head = f"  {'LLM calls':<18} {'calls':>7} {'tokens in':>10} {'tokens out':>10}"
+        lines = [head + f" {'texts':>6}"]
         rows = [*usage["methods"].items(), ("total", usage["total"])]
         for name, m in rows:
             texts = f" {m['items']:>5,}" if "items" in m else ""
