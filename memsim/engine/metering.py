@@ -26,9 +26,8 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -140,10 +139,10 @@ class _Tally:
         texts, objects = self.texts, self.objects
         for render, by_id in self.by_id.items():
             for i, n in by_id.items():
-                texts[render(objects[i])] += n
+                texts[_rendered(render, objects[i])] += n
         for render, values in self.values.items():
             for v, n in values.items():
-                texts[render(v)] += n
+                texts[_rendered(render, v)] += n
         objects.clear()
         self.by_id.clear()
         self.values.clear()
@@ -151,6 +150,23 @@ class _Tally:
     def rendered(self) -> Counter[str]:
         self.flush()
         return self.texts
+
+
+def _rendered(render: Callable[[Any], str], obj: Any) -> str:
+    """``render(obj)``, kept for the process by the object's identity (runs of one stream
+    share its episodes and claims; the object is kept too, so its id stays its own)."""
+    key = (render, id(obj))
+    hit = _RENDERED.get(key)
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    text = render(obj)
+    if len(_RENDERED) >= TOKEN_CACHE:
+        _RENDERED.clear()
+    _RENDERED[key] = (obj, text)
+    return text
+
+
+_RENDERED: dict[tuple[Callable[[Any], str], int], tuple[Any, str]] = {}
 
 
 def _json_item(obj: Any) -> str:
@@ -163,8 +179,10 @@ def _claim_item(c: Claim) -> str:
 
 
 def _extract_reply(claims: Sequence[Claim]) -> str:
-    """The extract prompt's reply listing ``claims`` (a text-only claim: none)."""
-    return " " + canonical_json({"claims": [_extracted(c) for c in claims]})
+    """The extract prompt's reply listing ``claims`` (a text-only claim: none), as
+    ``canonical_json({"claims": [...]})`` writes it."""
+    items = ",".join(_rendered(_extracted_json, c) for c in claims if c.key)
+    return ' {"claims":[' + items + "]}"
 
 
 def _index_reply(answer: str) -> str:
@@ -179,8 +197,12 @@ def _summary_reply(summary: str) -> str:
     return " " + canonical_json({"summary": summary})
 
 
-def _extracted(c: Claim) -> dict[str, Any]:
+def _extracted_json(c: Claim) -> str:
     """A claim as the extract prompt's schema has a model reply it."""
+    return canonical_json(_extracted(c))
+
+
+def _extracted(c: Claim) -> dict[str, Any]:
     return {
         "key": c.key,
         "value": c.value,
@@ -236,7 +258,12 @@ class MeteredMockLLM(MockLLM):
             "summarize": _Method(_json_item, _summary_reply),
             "synthesize": _Method(_claim_item, _synthesized_reply),
         }
-        self._known_keys: dict[str, None] = {}  # extraction's keys, the latest last
+        # the extract prompt's known keys: the latest KNOWN_KEYS distinct keys extraction
+        # returned (the latest last), the extract call from which each has been listed,
+        # and the calls that listed each key before it left the list
+        self._known_keys: OrderedDict[str, None] = OrderedDict()
+        self._listed_from: dict[str, int] = {}
+        self._listed: Counter[str] = Counter()
 
     # -- the protocol, metered ------------------------------------------------------------
     def extract(self, episode: Episode) -> tuple[Claim, ...] | None:
@@ -245,16 +272,37 @@ class MeteredMockLLM(MockLLM):
         m.calls += 1
         m.prompt.add_texts((_head_part("extract"),))
         m.prompt.add((episode,))
-        if self._known_keys and KNOWN_KEYS:
+        if self._known_keys:
             m.prompt.add_texts(('"known_keys":[],',))
-            m.prompt.add_values(islice(reversed(self._known_keys), KNOWN_KEYS), _json_item)
         if claims is not None:
-            keyed = [c for c in claims if c.key]
-            m.reply.add((keyed,))
-            for c in keyed:  # (the adapter's order: the most recently returned last)
-                self._known_keys.pop(c.key, None)
-                self._known_keys[c.key] = None
+            m.reply.add((claims,))
+            if KNOWN_KEYS:
+                self._list_keys([c.key for c in claims if c.key], m.calls)
         return claims
+
+    def _list_keys(self, keys: list[str], calls: int) -> None:
+        """The adapter's list of known keys after an extraction that returned ``keys``: each
+        moves to the end; a key that enters it is listed from the next call (``calls``
+        counts this one), and one that leaves was listed up to this one."""
+        listed, since = self._known_keys, self._listed_from
+        for k in keys:
+            if k in listed:
+                listed.move_to_end(k)
+                continue
+            listed[k] = None
+            since[k] = calls
+            if len(listed) > KNOWN_KEYS:
+                gone, _ = listed.popitem(last=False)
+                self._listed[gone] += calls - since.pop(gone)
+
+    def _known_key_parts(self) -> Counter[str]:
+        """Each known key's part of the extract prompts (its JSON string and separator),
+        counted once per call that listed it."""
+        calls = self._meters["extract"].calls
+        listed = Counter(self._listed)
+        for k, since in self._listed_from.items():
+            listed[k] += calls - since
+        return Counter({_rendered(_json_item, k): n for k, n in listed.items() if n})
 
     def embed(self, items: Sequence[Claim | str], keys: Sequence[str]) -> Embedded:
         out = super().embed(items, keys)
@@ -321,9 +369,12 @@ class MeteredMockLLM(MockLLM):
         for name, m in self._meters.items():
             if not m.calls:
                 continue
+            prompts = m.prompt.rendered()
+            if name == "extract":
+                prompts = prompts + self._known_key_parts()
             per[name] = {
                 "calls": m.calls,
-                "tokens_in": self._tokens(m.prompt.rendered()),
+                "tokens_in": self._tokens(prompts),
                 "tokens_out": self._tokens(m.reply.rendered()),
             }
             if name in EMBED_METHODS:
