@@ -659,7 +659,13 @@ class MemoryStore:
         rewrite a text in place)."""
         mask = self.mask()
         vectors = int(np.count_nonzero(mask)) * self.dim * self._emb.itemsize
-        lengths = np.fromiter(map(len, map(_UTF8, self.text)), dtype=np.int64, count=self.n)
+        text, n = self.text, self.n
+        # an ASCII text's length is its byte count (str.isascii reads a flag): only other
+        # texts are encoded
+        lengths = np.fromiter(map(len, text), dtype=np.int64, count=n)
+        ascii = np.fromiter(map(str.isascii, text), dtype=bool, count=n)
+        for i in np.flatnonzero(mask & ~ascii).tolist():
+            lengths[i] = len(_UTF8(text[i]))
         return vectors, int(lengths[mask].sum())
 
     def nbytes(self) -> int:
