@@ -18,14 +18,16 @@ across a boundary of parts counts twice; tests/engine/test_metering.py bounds th
 difference.
 
 Counting is cheap: a call only tallies its parts (claims by identity, texts by value); each
-distinct part is rendered and tokenized once, in batch, when :meth:`MeteredMockLLM.usage` is
-read. None of it changes an answer.
+distinct part is rendered once when :meth:`MeteredMockLLM.usage` is read, and counted once
+per process, cut into pieces no token spans (:func:`pieces`) and each distinct piece
+encoded once, in batch. None of it changes an answer.
 """
 
 from __future__ import annotations
 
 import functools
 import operator
+import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -83,21 +85,44 @@ def count_tokens(texts: Sequence[str]) -> list[int]:
 
 def part_tokens(texts: Sequence[str]) -> list[int]:
     """Tokens of each text as a part of a longer one (no leading space added): the texts
-    this process has not counted yet are encoded in one batch (runs of one stream share
-    most of their texts)."""
+    this process has not counted yet are cut into :func:`pieces`, and the pieces not
+    counted yet are encoded in one batch (runs of one stream share most of their texts, and
+    texts most of their pieces)."""
     cache = _TOKENS
     new = list(dict.fromkeys(t for t in texts if t not in cache))
     if new:
         if len(cache) + len(new) > TOKEN_CACHE:
             cache.clear()
-        encoded = tokenizer().encode_batch_fast(new, add_special_tokens=False)
-        cache.update(zip(new, (len(e.ids) for e in encoded)))
+            _PIECES.clear()
+        cut = [pieces(t) for t in new]
+        known = _PIECES
+        fresh = list(dict.fromkeys(p for ps in cut for p in ps if p not in known))
+        if fresh:
+            encoded = tokenizer().encode_batch_fast(fresh, add_special_tokens=False)
+            known.update(zip(fresh, (len(e.ids) for e in encoded)))
+        cache.update(zip(new, (sum(known[p] for p in ps) for ps in cut)))
     return [cache[t] for t in texts]
 
 
-# token counts of the texts counted so far in this process, up to this many
-TOKEN_CACHE = 1_000_000
+# where a text is cut into pieces: before a space (a Llama token never spans one: the
+# tokenizer turns it into the mark that begins a word) and after a comma and a quote (in
+# JSON, where a string ends and the next begins: no token spans that boundary either, and
+# JSON has no spaces); tests/engine/test_metering.py checks the pieces' counts against the
+# whole texts'
+_CUT = re.compile(r'(?<=,")|(?= )')
+
+
+def pieces(text: str) -> list[str]:
+    """``text`` cut where no token of the tokenizer spans the cut (see ``_CUT``)."""
+    return [p for p in _CUT.split(text) if p]
+
+
+# token counts of the texts counted so far in this process, and rendered parts, up to this
+# many (then the cache starts again: counts never depend on it)
+TOKEN_CACHE = 500_000
+RENDER_CACHE = 200_000
 _TOKENS: dict[str, int] = {}
+_PIECES: dict[str, int] = {}
 
 
 class _Tally:
@@ -160,7 +185,7 @@ def _rendered(render: Callable[[Any], str], obj: Any) -> str:
     if hit is not None and hit[0] is obj:
         return hit[1]
     text = render(obj)
-    if len(_RENDERED) >= TOKEN_CACHE:
+    if len(_RENDERED) >= RENDER_CACHE:
         _RENDERED.clear()
     _RENDERED[key] = (obj, text)
     return text

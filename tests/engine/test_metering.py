@@ -190,3 +190,20 @@ def test_a_call_without_candidates_is_not_billed():
     llm = MeteredMockLLM(seed=0)
     llm.classify(FACT, [], answer="index", key="c0")
     assert "classify" not in llm.usage()["methods"]
+
+
+def test_counting_by_pieces_gives_the_whole_texts_counts():
+    from memsim.engine.metering import part_tokens, pieces, prompt_head, tokenizer
+
+    stream = sources.load(TINY, seed=0)
+    episodes = [e for _, kind, events in stream.batches() if kind is Episode for e in events]
+    claims = [c for e in episodes for c in e.claims]
+    texts = [prompt_head(p) for p in ("extract", "classify_index", "summarize")]
+    texts += [canonical_json({"speaker": e.speaker, "text": e.text}) for e in episodes]
+    texts += [canonical_json(claim_view(c)) + "," for c in claims]
+    texts += [canonical_json({"claims": [claim_view(c) for c in claims[:40]]})]
+    texts += [embed_text(c) for c in claims]
+    texts += ["two  spaces, caf\u00e9 and 3.5 \u20ac", '{"answer":"NONE"}', ""]
+    whole = [len(e.ids) for e in tokenizer().encode_batch(texts, add_special_tokens=False)]
+    assert part_tokens(texts) == whole
+    assert max(len(pieces(t)) for t in texts) > 10  # (texts were cut)
