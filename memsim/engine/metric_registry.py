@@ -40,8 +40,10 @@ GROUPS = {
     "query": "per-query metrics of the comparison summary (summary.csv)",
     "calibration": "workbench-level query metrics (studies/calibrate.py): a reference",
     "index_audit": "the candidate index's exactness audit in a run's summary (runs.execution)",
-    "llm_usage": "a real model's calls, tokens, latency and faults in a run's summary "
-    "(runs.execution; docs/real-models.md)",
+    "llm_usage": "an LLM's calls and tokens in a run's summary: a real model's (with latency "
+    "and faults; docs/real-models.md) or the metered mock's (with embedding calls, items and "
+    "tokens; docs/mock-llm.md)",
+    "cost": "the bytes a run's retrievable memories take (runs.execution; docs/results.md)",
     "shown": "columns of the readable comparison table (summary.md)",
     "console": "columns of the terminal's compact table",
     "objective": "what a tuning may optimize",
@@ -224,6 +226,31 @@ METRICS: dict[str, Metric] = {
             "scored shown sweep",
         ),
         _m(
+            "stored_bytes_mean",
+            "mean over the query times of the retrievable memories' bytes: vectors as kept "
+            "(rows x dim x itemsize) and texts in UTF-8",
+            "lower",
+            "run",
+            "bytes",
+            "cost",
+        ),
+        _m(
+            "stored_bytes_final",
+            "bytes of the retrievable memories' vectors and texts at the end of the run",
+            "lower",
+            "run",
+            "bytes",
+            "cost",
+        ),
+        _m(
+            "stored_text_bytes_final",
+            "UTF-8 bytes of the retrievable memories' texts at the end of the run",
+            "lower",
+            "run",
+            "bytes",
+            "cost",
+        ),
+        _m(
             "noise_retention",
             "share of noise episodes still in a retrievable memory at the end",
             "lower",
@@ -250,7 +277,8 @@ METRICS: dict[str, Metric] = {
         ),
         _m(
             "llm_calls",
-            "requests the policy's LLM calls made of a real model (recorded usage when replayed)",
+            "calls the policy made of its LLM: a real model's requests (recorded usage when "
+            "replayed), or the mock's calls a real model would be sent (engine.metering)",
             "lower",
             "run",
             "calls",
@@ -258,7 +286,8 @@ METRICS: dict[str, Metric] = {
         ),
         _m(
             "llm_tokens_in",
-            "prompt tokens of those requests, from the server's usage fields",
+            "prompt tokens of those calls: the server's usage fields, or the mock's prompts "
+            "counted with the tokenizer the wordllama wheel ships",
             "lower",
             "run",
             "tokens",
@@ -266,7 +295,8 @@ METRICS: dict[str, Metric] = {
         ),
         _m(
             "llm_tokens_out",
-            "completion tokens of those requests, from the server's usage fields",
+            "completion tokens of those calls: the server's usage fields, or the replies a "
+            "model would give the mock's answers, counted as the prompts",
             "lower",
             "run",
             "tokens",
@@ -287,6 +317,30 @@ METRICS: dict[str, Metric] = {
             "run",
             "faults",
             "llm_usage shown",
+        ),
+        _m(
+            "llm_embed_calls",
+            "embedding calls of the metered mock (embed and embed_query), among llm_calls",
+            "lower",
+            "run",
+            "calls",
+            "llm_usage",
+        ),
+        _m(
+            "llm_embed_items",
+            "texts the metered mock's embedding calls embedded",
+            "lower",
+            "run",
+            "texts",
+            "llm_usage",
+        ),
+        _m(
+            "llm_embed_tokens",
+            "tokens of those texts (the real-model adapter's embedding input), in llm_tokens_in",
+            "lower",
+            "run",
+            "tokens",
+            "llm_usage",
         ),
     )
 }

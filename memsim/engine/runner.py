@@ -108,6 +108,11 @@ class Trace:
     provenance_log: list[tuple[float, int, str]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     kinds: list[str] = field(default_factory=list)  # the kind name of every row, at the end
+    # (time, vector bytes, text bytes) of the retrievable memories after every query batch
+    # and at the end (MemoryStore.stored_bytes)
+    stored_bytes: list[tuple[float, int, int]] = field(default_factory=list)
+    # seconds of recall per query (a batch's time shared by its queries): a timing
+    recall_seconds: list[float] = field(default_factory=list)
 
     def content(self) -> tuple[Any, ...]:
         """A deterministic, comparable representation of everything but the timings.
@@ -124,7 +129,20 @@ class Trace:
             tuple(self.status_log),
             tuple(self.provenance_log),
             tuple(self.kinds),
+            tuple(self.stored_bytes),
         )
+
+    def stored_bytes_summary(self) -> dict[str, float]:
+        """``stored_bytes_mean`` (mean over the query batches of the retrievable memories'
+        vector and text bytes; NaN without queries), ``stored_bytes_final`` and
+        ``stored_text_bytes_final`` (at the end of the run)."""
+        at_queries = [v + t for _, v, t in self.stored_bytes[:-1]]
+        _, vectors, texts = self.stored_bytes[-1] if self.stored_bytes else (0.0, 0, 0)
+        return {
+            "stored_bytes_mean": float(np.mean(at_queries)) if at_queries else math.nan,
+            "stored_bytes_final": float(vectors + texts),
+            "stored_text_bytes_final": float(texts),
+        }
 
     def queries_frame(self) -> pd.DataFrame:
         return pd.DataFrame(
@@ -160,6 +178,18 @@ class Trace:
                 "rows": np.array([f[2] for f in arr], dtype=np.int64),
             }
         )
+
+
+def latency_timings(recall_seconds: Sequence[float], timings: dict[str, float]) -> dict[str, float]:
+    """What a run's timings add to the phases': recall latency per query in milliseconds
+    (``recall_ms_mean``, ``recall_ms_p95``; NaN without queries) and ``maintenance`` seconds
+    (ingest and maintenance ticks)."""
+    ms = np.asarray(recall_seconds, dtype=np.float64) * 1000.0
+    return {
+        "recall_ms_mean": float(ms.mean()) if len(ms) else math.nan,
+        "recall_ms_p95": float(np.percentile(ms, 95)) if len(ms) else math.nan,
+        "maintenance": timings["ingest"] + timings["maintain"],
+    }
 
 
 def _stated(claim: Claim | None) -> tuple[str, str] | None:
@@ -425,7 +455,9 @@ def run(
             queries = cast("list[Query]", events)
             t0 = _time.perf_counter()
             rankings = policy.recall(list(queries), t)
-            timings["recall"] += _time.perf_counter() - t0
+            took = _time.perf_counter() - t0
+            timings["recall"] += took
+            trace.recall_seconds.extend([took / len(queries)] * len(queries))
             _check_rankings(policy, queries, rankings)
             fp, slen, plen = count(), len(store.status_log), len(store.provenance_log)
             for q, r in zip(queries, rankings):
@@ -445,6 +477,7 @@ def run(
                         tuple(_stated(store.claim[i]) for i in ids.tolist()),
                     )
                 )
+            trace.stored_bytes.append((float(t), *store.stored_bytes()))
         else:
             action, act = _ACTIONS[kind]
             if action in caps:
@@ -469,6 +502,8 @@ def run(
     trace.status_log = list(store.status_log)
     trace.provenance_log = list(store.provenance_log)
     trace.kinds = [store.kinds[int(c)] for c in store["kind"]]
+    trace.stored_bytes.append((end, *store.stored_bytes()))
     timings["total"] = sum(timings.values())
+    timings.update(latency_timings(trace.recall_seconds, timings))
     trace.timings = timings
     return trace

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import operator
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -652,12 +653,28 @@ class MemoryStore:
             [i for i, p in enumerate(self.provenance) if episode_id in p], dtype=np.int64
         )
 
+    def stored_bytes(self) -> tuple[int, int]:
+        """(vector bytes, text bytes) of the retrievable memories: their embedding rows as
+        kept (rows x dim x itemsize) and their texts in UTF-8 (read now: a policy may
+        rewrite a text in place)."""
+        mask = self.mask()
+        vectors = int(np.count_nonzero(mask)) * self.dim * self._emb.itemsize
+        text, n = self.text, self.n
+        # an ASCII text's length is its byte count (str.isascii reads a flag): only other
+        # texts are encoded
+        lengths = np.fromiter(map(len, text), dtype=np.int64, count=n)
+        ascii = np.fromiter(map(str.isascii, text), dtype=bool, count=n)
+        for i in np.flatnonzero(mask & ~ascii).tolist():
+            lengths[i] = len(_UTF8(text[i]))
+        return vectors, int(lengths[mask].sum())
+
     def nbytes(self) -> int:
         """Bytes held by the numeric columns and embeddings (capacity included)."""
         return int(self._emb.nbytes + sum(a.nbytes for a in self._cols.values()))
 
 
 _T = TypeVar("_T")
+_UTF8 = operator.methodcaller("encode", "utf-8", "surrogatepass")
 
 
 class _RowLog:

@@ -83,7 +83,11 @@ ORDERS = {
         "llm_tokens_out",
         "llm_latency_ms",
         "llm_faults",
+        "llm_embed_calls",
+        "llm_embed_items",
+        "llm_embed_tokens",
     ),
+    ("cost", None): ("stored_bytes_mean", "stored_bytes_final", "stored_text_bytes_final"),
     ("console", None): ("recall", "stale", "needed_forgotten", "footprint_mean"),
     ("objective", None): (
         "recall",

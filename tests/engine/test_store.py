@@ -582,3 +582,13 @@ def test_count_is_the_status_columns_count(steps):
     del store.__dict__["_status_counts"]  # as a store pickled before them
     assert count() == int(np.isin(store["status"], [0, 2]).sum()) == store.count(["a", "c"])
     assert store.status_log_mismatch() is None
+
+
+def test_stored_bytes_are_the_retrievable_rows_vectors_and_utf8_texts():
+    store = MemoryStore(4, Statuses(("active", "gone")))
+    texts = ["abc", "h\u00e9llo", "\u20ac", "dropped"]  # ASCII, a 2-byte and a 3-byte char
+    store.add(0.0, np.eye(4), texts=texts, claims=[None] * 4, provenance=[{"e"}] * 4)
+    store.set_status([3], "gone", 1.0)
+    assert store.stored_bytes() == (3 * 4 * 4, 3 + 6 + 3)  # (float32 rows; "dropped" gone)
+    store.text[0] = "\u00e9\u00e9"  # a policy rewrites a text in place
+    assert store.stored_bytes() == (3 * 4 * 4, 4 + 6 + 3)

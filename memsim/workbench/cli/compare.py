@@ -14,10 +14,10 @@ from ..present.scorecard import scorecard_console, scorecard_markdown
 from ..runs.execution import as_overrides, list_policies, resolve_policy, run_grid
 from ..runs.executors import dask_executor, worker_count
 from ..runs.protocols import DEFAULT
-from ..runs.results import atomic_write_bytes
+from ..runs.results import atomic_write_bytes, timing_table
 from ..stats import expectation_table
 from ..studies.calibrate import frontier as run_frontier
-from ..studies.compare import protocol_runs, protocol_tables
+from ..studies.compare import protocol_runs, protocol_tables, protocol_timings
 from .args import (
     DASK_HELP,
     add_index,
@@ -179,14 +179,19 @@ def run(args: argparse.Namespace) -> int:
         },
         frontier=frontier,
     )
-    card = scorecard_markdown(summary, per_query)
+    # time measured in the runs: not byte-identical, so apart from the results proper
+    timings = protocol_timings(runs, results)
+    atomic_write_bytes(
+        out / "timings.csv", timings.to_csv(index=False, float_format="%.6g").encode()
+    )
+    card = scorecard_markdown(summary, per_query, timings)
     atomic_write_bytes(out / "scorecard.md", f"# Scorecard\n\n{card}".encode())
     if args.brief:
         print(
             f"{len(policies)} policies x {len(specs)} scenarios x {len(seeds)} seed(s) x "
             f"{len(runs)} protocol(s); the scorecard (means; intervals in scorecard.md):"
         )
-        print(scorecard_console(summary, per_query))
+        print(scorecard_console(summary, per_query, timings))
     else:
         print(console_table(summary))
     if (
@@ -200,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
         print("\nrecall@k by group:")
         print(by.agg(["mean", "count"]).round(3).to_string())
     verdicts = expectation_table(results)
-    wrote = "scorecard.md, summary.md, summary.csv, per_query.parquet"
+    wrote = "scorecard.md, summary.md, summary.csv, per_query.parquet, timings.csv"
     if len(verdicts):
         atomic_write_bytes(out / "expectations.csv", verdicts.to_csv(index=False).encode())
         wrote += ", expectations.csv"

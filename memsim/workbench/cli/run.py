@@ -126,8 +126,25 @@ def metric_lines(queries: Any, summary: dict[str, Any]) -> str:
 
 
 def usage_lines(usage: dict[str, Any]) -> str:
-    """A real model's calls, tokens and latency per protocol method, and its faults (the
-    invalid or failed replies, each counted as the mock's fault of that kind)."""
+    """An LLM's calls and tokens per protocol method: a real model's with their latency and
+    its faults (the invalid or failed replies, each counted as the mock's fault of that
+    kind); the metered mock's with the texts its embedding calls embedded and the tokenizer
+    that counted (memsim.engine.metering)."""
+    if "faults" not in usage:  # the metered mock
+        head = f"  {'LLM calls':<18} {'calls':>7} {'tokens in':>10} {'tokens out':>10}"
+        lines = [head + f" {'texts':>6}"]
+        rows = [*usage["methods"].items(), ("total", usage["total"])]
+        for name, m in rows:
+            texts = f" {m['items']:>5,}" if "items" in m else ""
+            lines.append(
+                f"  {name:<18} {m['calls']:>7,} {m['tokens_in']:>10,} {m['tokens_out']:>10,}"
+                + texts
+            )
+        lines.append(
+            f"  (what a real model would be sent for the mock's calls; tokens: "
+            f"{usage['tokenizer']})"
+        )
+        return "\n".join(lines)
     lines = [f"  {'model calls':<18} {'calls':>7} {'tokens in':>10} {'tokens out':>10} {'ms':>9}"]
     rows = [*usage["methods"].items(), ("total", usage["total"])]
     for name, m in rows:

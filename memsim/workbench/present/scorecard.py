@@ -77,17 +77,18 @@ QUALITY = (
 # (metric, title, digits): run-level costs, means over the default protocol's synthetic runs
 COST = (
     ("footprint_mean", "memories kept (mean)", 0),
-    ("footprint_bytes_mean", "stored KiB (mean)", 0),
+    ("stored_bytes_mean", "stored KiB (mean)", 0),
     ("llm_calls", "LLM calls per run", 0),
     ("llm_tokens_in", "tokens in per run", 0),
-    ("embed_calls", "embedding calls per run", 0),
+    ("llm_tokens_out", "tokens out per run", 0),
+    ("llm_embed_calls", "embedding calls per run", 0),
 )
 # (metric, title): the clairvoyant gap's two parts, synthetic default protocol
 GAP_PARTS = (
     ("gap_retention", "gap: not kept"),
     ("gap_ranking", "gap: ranked out"),
 )
-LATENCY = ("recall_ms_p95", "recall p95 ms")
+LATENCY = ("recall_ms_p95", "recall p95 ms (measured, this machine)")
 
 
 def _rows(per_query: pd.DataFrame, protocol: str, streams: str) -> pd.DataFrame:
@@ -174,8 +175,8 @@ def cost_frame(summary: pd.DataFrame, timings: pd.DataFrame | None) -> pd.DataFr
     syn = summary[(proto == DEFAULT).to_numpy() & summary["scenario"].str.startswith("synthetic:")]
     wanted = [m for m, _, _ in COST] + [m for m, _ in GAP_PARTS]
     table = syn[syn.metric.isin(wanted)].groupby(["policy", "metric"])["mean"].mean().unstack()
-    if "footprint_bytes_mean" in table:
-        table["footprint_bytes_mean"] = table["footprint_bytes_mean"] / 1024
+    if "stored_bytes_mean" in table:
+        table["stored_bytes_mean"] = table["stored_bytes_mean"] / 1024
     if timings is not None and len(timings) and LATENCY[0] in timings:
         t_proto = timings[PROTOCOL] if PROTOCOL in timings else pd.Series(DEFAULT, timings.index)
         t = timings[

@@ -28,7 +28,7 @@ from memsim.engine.candidate_index import check_settings
 from memsim.engine.embed import DEFAULT_TEXT_EMBEDDER
 from memsim.engine.errors import MemsimError, ParamError
 from memsim.engine.llm import Bands, Configurable, Faults, Metered, Modes, TruthBound
-from memsim.engine.mockllm import MockLLM
+from memsim.engine.metering import MeteredMockLLM
 from memsim.engine.openai_llm import ModelLLM, is_model_spec, parse_spec
 
 from .executors import map_in_order
@@ -107,9 +107,10 @@ def load_stream(spec: str, seed: int):
 
 
 def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str, Any]):
-    """The MockLLM for a run: the stream's own bands/faults (synthetic profiles carry them),
-    then ``bands.X`` / ``faults.X`` overrides from the run definition; with an ``endpoint``
-    override, the real model it names instead (memsim.engine.openai_llm)."""
+    """The mock LLM for a run, metered (memsim.engine.metering): the stream's own
+    bands/faults (synthetic profiles carry them), then ``bands.X`` / ``faults.X`` overrides
+    from the run definition; with an ``endpoint`` override, the real model it names instead
+    (memsim.engine.openai_llm)."""
     if ENDPOINT in overrides:
         check_model_overrides(overrides)
         return ModelLLM(str(overrides[ENDPOINT]), seed=seed)
@@ -142,7 +143,7 @@ def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str,
     text_mode: dict[str, Any] = {}
     if stream_meta.get("claim_text"):  # claims and questions said in sentences
         text_mode = {"claim_text": True, "followups": stream_meta.get("followups") or {}}
-    return MockLLM(
+    return MeteredMockLLM(  # the mock, metered as a real model would bill its calls
         seed=seed,
         bands=Bands(**bands),
         faults=Faults(**faults),
@@ -226,6 +227,7 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
         "scenario": d.scenario,
         "seed": d.seed,
         **metrics.summarize_run(trace, gt),
+        **trace.stored_bytes_summary(),
     }
     verdicts = [dataclasses.asdict(v) for v in sources.verdicts(d.scenario, stream, trace, spec.id)]
     if d.index or policy.candidates.answered:  # the index's exactness audit
@@ -235,7 +237,7 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
     footprint = trace.footprint_frame()
     llm_config = llm.config() if isinstance(llm, Configurable) else {"seed": d.seed}
     manifest = manifest_for(d, policy=policy, llm_config=llm_config, stream=stream)
-    if isinstance(llm, Metered):  # a real model: what its calls cost, from its usage fields
+    if isinstance(llm, Metered):  # what its calls cost: a real model's usage, the mock's meter
         usage = llm.usage()
         manifest["llm_usage"] = usage
         summary.update(usage_columns(usage))
@@ -251,18 +253,28 @@ def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> R
 
 
 def usage_columns(usage: Mapping[str, Any]) -> dict[str, int]:
-    """A real model's costs as summary columns: ``llm_calls``, ``llm_tokens_in``,
-    ``llm_tokens_out``, ``llm_latency_ms`` (summed over the run's calls) and
-    ``llm_faults`` (invalid or failed replies; the manifest's ``llm_usage`` breaks all of
-    them down per protocol method and fault kind)."""
+    """An LLM's costs as summary columns: ``llm_calls``, ``llm_tokens_in``,
+    ``llm_tokens_out`` (summed over the run's calls), then what the usage holds of
+    ``llm_latency_ms`` and ``llm_faults`` (a real model's: invalid or failed replies) and of
+    ``llm_embed_calls``, ``llm_embed_items``, ``llm_embed_tokens`` (the metered mock's
+    embedding calls, texts embedded and their tokens). The manifest's ``llm_usage`` breaks
+    them down per protocol method (and fault kind)."""
     total = usage["total"]
-    return {
+    columns = {
         "llm_calls": int(total["calls"]),
         "llm_tokens_in": int(total["tokens_in"]),
         "llm_tokens_out": int(total["tokens_out"]),
-        "llm_latency_ms": int(total["latency_ms"]),
-        "llm_faults": int(sum(usage["faults"].values())),
-    }  # (the metric registry's "llm_usage" group names these, in this order)
+    }
+    if "latency_ms" in total:
+        columns["llm_latency_ms"] = int(total["latency_ms"])
+    if "faults" in usage:
+        columns["llm_faults"] = int(sum(usage["faults"].values()))
+    if "embedding" in usage:
+        embedding = usage["embedding"]
+        columns["llm_embed_calls"] = int(embedding["calls"])
+        columns["llm_embed_items"] = int(embedding["items"])
+        columns["llm_embed_tokens"] = int(embedding["tokens"])
+    return columns  # (the metric registry's "llm_usage" group names these, in this order)
 
 
 def matched_clairvoyant(result: RunResult, reference: str = "clairvoyant") -> RunResult:

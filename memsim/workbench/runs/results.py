@@ -29,7 +29,7 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -370,3 +370,33 @@ def manifest_for(
         "git_commit": git_commit(),
         "code_fingerprint": code_fingerprint(),
     }
+
+
+# timings.json fields of timing_table's columns (a run cached before they were kept lacks
+# the recall latency: NaN)
+TIMING_COLUMNS = {
+    "recall_ms_mean": "recall_ms_mean",
+    "recall_ms_p95": "recall_ms_p95",
+    "maintenance_s": "maintenance",
+    "total_s": "total",
+}
+
+
+def timing_table(results: Sequence[RunResult]) -> pd.DataFrame:
+    """One row per run (policy, scenario, seed): recall latency per query in milliseconds,
+    mean and 95th percentile (a query batch's recall time shared by its queries), and the
+    seconds of maintenance (ingest and maintenance ticks) and of the whole run, from each
+    run's ``timings.json``. Timings are machine noise: they never enter summary.csv."""
+    rows = []
+    for r in results:
+        d = r.definition
+        row: dict[str, Any] = {"policy": r.summary.get("policy", d.policy)}
+        row.update(scenario=d.scenario, seed=d.seed)
+        timings = dict(r.timings)
+        if "maintenance" not in timings and {"ingest", "maintain"} <= set(timings):
+            timings["maintenance"] = timings["ingest"] + timings["maintain"]  # (older runs)
+        for column, field_name in TIMING_COLUMNS.items():
+            value = timings.get(field_name)
+            row[column] = float(value) if isinstance(value, numbers.Real) else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["policy", "scenario", "seed", *TIMING_COLUMNS])

@@ -25,7 +25,7 @@ from ..runs.protocols import (
     merged_overrides,
     protocol_set,
 )
-from ..runs.results import RunDef, RunResult
+from ..runs.results import RunDef, RunResult, timing_table
 from ..stats import tables
 
 
@@ -90,6 +90,22 @@ def protocol_tables(
         pd.concat(summaries, ignore_index=True),
         pd.concat(per_queries, ignore_index=True),
     )
+
+
+def protocol_timings(
+    runs: Sequence[ProtocolRuns], results: Sequence[RunResult]
+) -> pd.DataFrame:
+    """``timing_table`` of every protocol's results, each row naming its protocol and the
+    scenario as given (``protocol_tables``' order)."""
+    frames = []
+    start = 0
+    for r in runs:
+        frame = timing_table(results[start : start + len(r.defs)])
+        start += len(r.defs)
+        frame["scenario"] = frame["scenario"].map(r.specs).fillna(frame["scenario"])
+        frame.insert(0, PROTOCOL, r.protocol.name)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
 
 
 def compare(
