@@ -14,7 +14,7 @@ from ..present.scorecard import scorecard_console, scorecard_markdown
 from ..runs.execution import as_overrides, list_policies, resolve_policy, run_grid
 from ..runs.executors import dask_executor, worker_count
 from ..runs.protocols import DEFAULT
-from ..runs.results import atomic_write_bytes, timing_table
+from ..runs.results import atomic_write_bytes
 from ..stats import expectation_table
 from ..studies.calibrate import frontier as run_frontier
 from ..studies.compare import protocol_runs, protocol_tables, protocol_timings

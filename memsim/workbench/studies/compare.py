@@ -92,9 +92,7 @@ def protocol_tables(
     )
 
 
-def protocol_timings(
-    runs: Sequence[ProtocolRuns], results: Sequence[RunResult]
-) -> pd.DataFrame:
+def protocol_timings(runs: Sequence[ProtocolRuns], results: Sequence[RunResult]) -> pd.DataFrame:
     """``timing_table`` of every protocol's results, each row naming its protocol and the
     scenario as given (``protocol_tables``' order)."""
     frames = []
