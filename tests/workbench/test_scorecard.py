@@ -96,8 +96,8 @@ def test_marks_need_enough_clusters_and_identical_variants_are_named():
     assert frame.at[("pai-code", "hit@10"), "mark"] == "= pai"
     assert frame.at[("recency", "hit@10"), "mark"] == ""
     # two LoCoMo conversations are two clusters whatever the seeds: no mark is attainable
-    assert frame.at[("pai", "LoCoMo recall@10, asked at the end"), "mark"] == ""
-    assert frame.at[("pai", "LoCoMo recall@10, asked at the end"), "clusters"] == 2
+    assert frame.at[("pai", "LoCoMo recall@10 at end"), "mark"] == ""
+    assert frame.at[("pai", "LoCoMo recall@10 at end"), "clusters"] == 2
     text = scorecard_markdown(summary, per_query)
     assert "synthetic: 20 clusters (seed x profile), 1 ▲ and 0 ▼ in hit@10" in text
     assert "locomo: 2 clusters (conversation), too few for a mark after Holm over 3 pairs" in text
@@ -118,7 +118,7 @@ def test_rows_are_grouped_by_family_and_the_console_explains_its_columns():
     assert rows[1:] == ["pai", "pai-code", "keep-all", "recency"]
     console = scorecard_console(summary, per_query)
     assert "hit: hit@10 (default protocol, synthetic)" in console
-    assert "L:end: LoCoMo recall@10, asked at the end (default protocol, locomo)" in console
+    assert "L:end: LoCoMo recall@10 at end (default protocol, locomo)" in console
 
 
 def test_interval_is_a_t_interval_over_seeds_within_fixed_profiles():

@@ -64,31 +64,31 @@ class Column:
 QUALITY = (
     Column("hit@10", "hit", DEFAULT, "synthetic", "hit"),
     Column("MRR", "mrr", DEFAULT, "synthetic", "mrr"),
-    Column("stale ranked above current", "inverted", DEFAULT, "synthetic", "rank_inversion"),
-    Column("hit@10, value-aware questions", "hit:value", "value-aware", "synthetic", "hit"),
-    Column("hit@10, measured bands", "hit:bands", "measured-bands", "synthetic", "hit"),
-    Column("hit@10, text + WordLlama", "hit:text", "text", "synthetic", "hit"),
-    Column("LoCoMo recall@10, asked at the end", "L:end", DEFAULT, "locomo", "recall"),
-    Column("LoCoMo, 1 day after evidence", "L:+1d", "evidence-1d", "locomo", "recall"),
-    Column("LoCoMo, 7 days after", "L:+7d", "evidence-7d", "locomo", "recall"),
-    Column("LoCoMo, 30 days after", "L:+30d", "evidence-30d", "locomo", "recall"),
+    Column("stale above current", "inverted", DEFAULT, "synthetic", "rank_inversion"),
+    Column("hit@10 value-aware", "hit:value", "value-aware", "synthetic", "hit"),
+    Column("hit@10 measured bands", "hit:bands", "measured-bands", "synthetic", "hit"),
+    Column("hit@10 text", "hit:text", "text", "synthetic", "hit"),
+    Column("LoCoMo recall@10 at end", "L:end", DEFAULT, "locomo", "recall"),
+    Column("LoCoMo +1 d", "L:+1d", "evidence-1d", "locomo", "recall"),
+    Column("LoCoMo +7 d", "L:+7d", "evidence-7d", "locomo", "recall"),
+    Column("LoCoMo +30 d", "L:+30d", "evidence-30d", "locomo", "recall"),
 )
 
 # (metric, title, digits): run-level costs, means over the default protocol's synthetic runs
 COST = (
-    ("footprint_mean", "memories kept (mean)", 0),
-    ("stored_bytes_mean", "stored KiB (mean)", 0),
-    ("llm_calls", "LLM calls per run", 0),
-    ("llm_tokens_in", "tokens in per run", 0),
-    ("llm_tokens_out", "tokens out per run", 0),
-    ("llm_embed_calls", "embedding calls per run", 0),
+    ("footprint_mean", "memories kept", 0),
+    ("stored_bytes_mean", "KiB kept", 0),
+    ("llm_calls", "LLM calls", 0),
+    ("llm_tokens_in", "tokens in", 0),
+    ("llm_tokens_out", "tokens out", 0),
+    ("llm_embed_calls", "embed calls", 0),
 )
 # (metric, title): the clairvoyant gap's two parts, synthetic default protocol
 GAP_PARTS = (
     ("gap_retention", "gap: not kept"),
     ("gap_ranking", "gap: ranked out"),
 )
-LATENCY = ("recall_ms_p95", "recall p95 ms (measured, this machine)")
+LATENCY = ("recall_ms_p95", "recall p95 ms")
 
 
 def _rows(per_query: pd.DataFrame, protocol: str, streams: str) -> pd.DataFrame:
@@ -226,7 +226,12 @@ def scorecard_markdown(
             cells.append(_cell(hit.iloc[0], c.digits) if len(hit) else "–")
         rows.append(cells)
     arrows = {c.title: "↑" if metric_direction(c.metric) == "higher" else "↓" for c in cols}
-    lines = ["**Quality per protocol** (mean [95% interval]):", ""]
+    lines = [
+        "**Quality per protocol** (mean [95% interval]; synthetic: means over the four "
+        "profiles, hit@10 = recall@10 since a synthetic question asks one fact; LoCoMo: "
+        "questions asked at the end of the conversation or N days after their evidence):",
+        "",
+    ]
     lines += markdown_table(
         ["policy", "family", *(f"{c.title} {arrows[c.title]}" for c in cols)], rows
     )
@@ -257,7 +262,11 @@ def scorecard_markdown(
         titles += [] if verdicts is None else ["recall vs keep-all across mock modes (profiles)"]
         lines += [
             "",
-            "**Cost and distance from the clairvoyant** (synthetic, default protocol):",
+            "**Cost and distance from the clairvoyant** (synthetic, default protocol; memories "
+            "and KiB kept: means over time; calls and tokens: per run; recall p95: measured on "
+            "the machine that ran it, not reproducible byte for byte; gap: the clairvoyant's "
+            "recall at the same footprint minus the policy's, split into what was no longer "
+            "kept and what was kept but ranked out):",
             "",
         ]
         lines += markdown_table(titles, rows)
