@@ -47,6 +47,7 @@ WRITERS: dict[str, tuple[list[str], dict[str, str]]] = {
     "claims": (["claims"], {"--out": FOLDER}),
     "figures": (["figures", "--no-curves"], {"--out": FOLDER}),
     "drift": (["drift", "--scenarios", SCENARIO], {"--out": FILE, "--cache": FOLDER}),
+    "bands": (["bands", "--embedder", "hashed"], {"--out": FILE, "--json": FILE}),
 }
 
 

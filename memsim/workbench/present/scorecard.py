@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from memsim.engine.metric_registry import metric_direction
-from memsim.engine.registry import spec
+from memsim.engine.registry import spec, specs
 
 from ..runs.protocols import DEFAULT, PROTOCOL
 from ..stats import (
@@ -189,10 +189,11 @@ def cost_frame(summary: pd.DataFrame, timings: pd.DataFrame | None) -> pd.DataFr
 _CONCLUSION = re.compile(r"^(\S+) has higher recall@10 than (\S+) on ")
 
 
-def robustness_verdicts(robustness: pd.DataFrame, reference: str = "keep-all") -> dict[str, str]:
-    """policy -> how its recall against ``reference`` fares across the robustness study's
-    mock modes (``memsim robustness``' table): per verdict and direction, on how many
-    profiles, e.g. ``robust ▼ 3, fragile ▲ 1``."""
+def robustness_verdicts(robustness: pd.DataFrame, reference: str | None = None) -> dict[str, str]:
+    """policy -> how its recall against ``reference`` (default: the first registered
+    baseline) fares across the robustness study's mock modes (``memsim robustness``' table):
+    per verdict and direction, on how many profiles, e.g. ``robust ▼ 3, fragile ▲ 1``."""
+    reference = reference or reference_policy([s.id for s in specs()])
     out: dict[str, dict[str, int]] = {}
     rows = robustness[robustness["metric"] == "recall"]
     for conclusion, verdict in zip(rows["conclusion"].astype(str), rows["verdict"].astype(str)):
