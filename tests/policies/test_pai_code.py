@@ -95,7 +95,7 @@ def test_the_variant_names_its_commit_and_files():
 # ------------------------------------------------------- memory.ts semanticSearch recency
 @pytest.mark.parametrize("policy_id, anchor", [("pai", 0.0), ("pai-code", 40.0)])
 def test_recency_of_a_never_accessed_belief_counts_from_updated_at(policy_id, anchor):
-    """memory.ts:808-810 (semanticSearch): ``accessTs = last_accessed ?? updated_at``; 000
+    """memory.ts:763-766 (semanticSearch): ``accessTs = last_accessed ?? updated_at``; 000
     §2's daysSinceAccess counts a never-accessed belief from its creation (memsim's reading,
     recency_from="created"). A belief created at day 0 and reinforced at day 40 (updated_at)
     is 10 days old at day 50 for the code, 50 for the document."""
@@ -151,7 +151,7 @@ def test_the_fused_recall_keeps_the_code_recency(seed):
 
 # ------------------------------------------------- remember.ts processNewBelief grey zone
 def test_grey_zone_reinforcement_reinforces_the_existing_belief():
-    """remember.ts:333-362 (processNewBelief): in the grey zone a candidate classified
+    """remember.ts:315-356 (processNewBelief): in the grey zone a candidate classified
     REINFORCEMENT is reinforced (+0.1, updated_at now) and no belief is created; 000 §1's
     checkContradiction knows only contradiction or NONE, so the document creates one."""
     llm = GreyLLM({"old.fact": SUPPORTS})
@@ -170,7 +170,7 @@ def test_grey_zone_reinforcement_reinforces_the_existing_belief():
 
 @pytest.mark.parametrize("supports, drop", [(3, 0.2), (4, 0.2), (5, 1 / 6), (9, 0.1)])
 def test_grey_zone_contradiction_weakens_by_min_0_2_and_1_over_n_plus_1(supports, drop):
-    """remember.ts:333-362: a CONTRADICTION of a belief with n >= 3 supporting episodes
+    """remember.ts:315-356: a CONTRADICTION of a belief with n >= 3 supporting episodes
     weakens it by min(0.2, 1/(n+1)) (floor 0.1) and resets updated_at; the challenger starts
     at min(0.6, 1/(n+1) + 0.4). 000 §1: -0.2 whatever n, the challenger at 0.6."""
     for policy_id in ("pai-code", "pai"):
