@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from memsim.engine.errors import MemsimError
+from memsim.engine.metric_registry import metric_direction
 from memsim.engine.registry import spec
 
 from ..runs.execution import list_policies
@@ -711,10 +712,10 @@ def scorecard_figure(scorecard: pd.DataFrame):
                 limits[(pr, m)] = (lo - pad, hi + pad)
 
     def label(key: tuple[str, str]) -> str:  # the scorecard's column title, when it has one
+        arrow = "↑" if metric_direction(key[1]) == "higher" else "↓"
         if "column" in t:
-            title = str(t.loc[t["panel"] == key, "column"].iloc[0])
-            return title.replace(", ", ",\n", 1) if len(title) > 18 else title
-        return f"{key[1]}\n{key[0]}"
+            return f"{t.loc[t['panel'] == key, 'column'].iloc[0]} {arrow}"
+        return f"{key[1]} {arrow}\n{key[0]}"
 
     return dot_matrix(
         t,
@@ -1066,6 +1067,7 @@ FIGURES = (
     "latency",
     "loss",
     "frontier",
+    "scorecard",
 )
 
 

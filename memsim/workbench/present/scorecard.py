@@ -255,19 +255,23 @@ def scorecard_markdown(
             for m, _ in gap_cols:
                 cells.append(_fmt(value(m), 3) + (" ‡" if value(m) < 0 else ""))
             if verdicts is not None:
-                cells.append(verdicts.get(p, "not in the study"))
+                reference = reference_policy(policies)
+                cells.append("(the reference)" if p == reference else verdicts.get(p, "not run"))
             rows.append(cells)
         titles = ["policy", *(f"{t} ↓" for _, t, _ in cost_cols)]
         titles += [f"{LATENCY[1]} ↓"] if LATENCY[0] in cost else []
         titles += [f"{t} ↓" for _, t in gap_cols]
-        titles += [] if verdicts is None else ["recall vs keep-all across mock modes (profiles)"]
+        titles += [] if verdicts is None else ["recall vs keep-all across mock modes"]
         lines += [
             "",
             "**Cost and distance from the clairvoyant** (synthetic, default protocol; memories "
             "and KiB kept: means over time; calls and tokens: per run; recall p95: measured on "
             "the machine that ran it, not reproducible byte for byte; gap: the clairvoyant's "
             "recall at the same footprint minus the policy's, split into what was no longer "
-            "kept and what was kept but ranked out):",
+            "kept and what was kept but ranked out; across mock modes: on how many synthetic "
+            "profiles `memsim robustness` finds the policy's recall robustly or fragilely "
+            "above or below keep-all's, from results/robustness.md, which records its own "
+            "run):",
             "",
         ]
         lines += markdown_table(titles, rows)
