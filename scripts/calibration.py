@@ -40,10 +40,16 @@ def _frame(folder: Path) -> tuple[pd.DataFrame, str]:
         if not (folder / name).is_file():
             raise SystemExit(f"calibration: {folder / name}: no such file (a compare output?)")
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    per_query = pd.read_parquet(folder / "per_query.parquet")
-    if "protocol" in per_query:  # the bound and the losses of the default protocol
-        per_query = per_query[per_query["protocol"] == "default"].drop(columns="protocol")
+    per_query = default_protocol(pd.read_parquet(folder / "per_query.parquet"))
     return per_query, str(manifest.get("git_commit", "?"))[:7]
+
+
+def default_protocol(per_query: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the default protocol (the bound and the losses are drawn for it); a
+    table without a protocol column is all default."""
+    if "protocol" not in per_query:
+        return per_query
+    return per_query[per_query["protocol"] == "default"].drop(columns="protocol")
 
 
 def embedder_section(std: pd.DataFrame, hashed: pd.DataFrame) -> list[str]:

@@ -301,6 +301,19 @@ def sample_size(per_query: pd.DataFrame, metric: str | None = None) -> tuple[int
     return len(np.unique(question_ids(per_query))), len(np.unique(units))
 
 
+def cluster_totals(values: np.ndarray, clusters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sum, count) of the finite ``values`` of each cluster, clusters in sorted order;
+    empty arrays when no value is finite."""
+    v = np.asarray(values, dtype=np.float64)
+    c = np.asarray(clusters)
+    ok = np.isfinite(v)
+    if not ok.any():
+        return np.zeros(0), np.zeros(0)
+    _, inverse = np.unique(c[ok], return_inverse=True)
+    sums = np.bincount(inverse, weights=v[ok]).astype(np.float64)
+    return sums, np.bincount(inverse).astype(np.float64)
+
+
 def cluster_t_ci(
     values: np.ndarray, clusters: np.ndarray, *, confidence: float = 0.95
 ) -> tuple[float, float, int]:
@@ -313,15 +326,9 @@ def cluster_t_ci(
     the n - 1 divisor: at 5 clusters it covers about 0.85 of the time)."""
     from scipy import stats
 
-    v = np.asarray(values, dtype=np.float64)
-    c = np.asarray(clusters)
-    ok = np.isfinite(v)
-    v, c = v[ok], c[ok]
-    if not len(v):
+    sums, counts = cluster_totals(values, clusters)
+    if not len(sums):
         return (np.nan, np.nan, 0)
-    _, inverse = np.unique(c, return_inverse=True)
-    sums = np.bincount(inverse, weights=v).astype(np.float64)
-    counts = np.bincount(inverse).astype(np.float64)
     k = len(sums)
     if k < 2:
         return (np.nan, np.nan, k)
@@ -384,20 +391,15 @@ def cluster_bootstrap_ci(
     fewer than two clusters."""
     from scipy import stats
 
-    v = np.asarray(values, dtype=np.float64)
-    c = np.asarray(clusters)
-    ok = np.isfinite(v)
-    v, c = v[ok], c[ok]
-    if not len(v):
+    sums, counts = cluster_totals(values, clusters)
+    if not len(sums):
         return (np.nan, np.nan, 0)
-    codes, inverse = np.unique(c, return_inverse=True)
-    sums = np.bincount(inverse, weights=v).astype(np.float64)
-    counts = np.bincount(inverse).astype(np.float64)
-    n = len(codes)
+    n = len(sums)
     if n < 2:
         return (np.nan, np.nan, n)
-    if np.all(v == v[0]):
-        return (float(v[0]), float(v[0]), n)
+    means = sums / counts
+    if np.all(means == means[0]):  # every resample gives this mean
+        return (float(means[0]), float(means[0]), n)
 
     def pooled(s: np.ndarray, k: np.ndarray, axis: int = -1) -> np.ndarray:
         return s.sum(axis=axis) / k.sum(axis=axis)

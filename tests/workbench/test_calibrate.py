@@ -370,7 +370,7 @@ def test_calibration_document_says_what_the_runs_say(tmp_path):
     assert "Expected: the clairvoyant" in text and "**met**" in text
 
     repo = Path(__file__).resolve().parents[2]
-    std = pd.read_parquet(repo / "results" / "standard" / "per_query.parquet")
+    std = doc.default_protocol(pd.read_parquet(repo / "results" / "standard" / "per_query.parquet"))
     committed = (repo / "results" / "calibration.md").read_text(encoding="utf-8")
     for section in (doc.bound_section(std)[0], doc.loss_section(std)):
         assert "\n".join(section) in committed, (

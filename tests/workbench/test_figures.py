@@ -565,7 +565,13 @@ def test_write_figures_skips_missing_inputs_with_notices(tmp_path, per_query, su
         notice=notes.append,
     )
     assert sorted(p.name for p in written) == sorted(
-        ["recall_footprint_over_time.png", "recall_vs_footprint.png", "stale.png", "locomo.png"]
+        [
+            "recall_footprint_over_time.png",
+            "recall_vs_footprint.png",
+            "stale.png",
+            "locomo.png",
+            "scorecard.png",
+        ]
     )
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -712,10 +712,13 @@ def scorecard_figure(scorecard: pd.DataFrame):
                 limits[(pr, m)] = (lo - pad, hi + pad)
 
     def label(key: tuple[str, str]) -> str:  # the scorecard's column title, when it has one
-        arrow = "↑" if metric_direction(key[1]) == "higher" else "↓"
+        try:
+            arrow = " ↑" if metric_direction(key[1]) == "higher" else " ↓"
+        except KeyError:  # a metric the registry does not know: no direction to show
+            arrow = ""
         if "column" in t:
-            return f"{t.loc[t['panel'] == key, 'column'].iloc[0]} {arrow}"
-        return f"{key[1]} {arrow}\n{key[0]}"
+            return f"{t.loc[t['panel'] == key, 'column'].iloc[0]}{arrow}"
+        return f"{key[1]}{arrow}\n{key[0]}"
 
     return dot_matrix(
         t,
