@@ -739,6 +739,21 @@ class SentenceEmbedder:
         return out
 
 
+def import_wordllama() -> Any:
+    """The ``wordllama`` module, imported without its side effect on logging: its import
+    calls ``logging.basicConfig(level=INFO)``, after which every library's INFO lines
+    (faiss's loader among them) would reach the user's terminal."""
+    import logging
+
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    import wordllama
+
+    root.setLevel(level)
+    root.handlers[:] = handlers
+    return wordllama
+
+
 class WordLlamaEmbedder:
     """Free text to a unit vector with WordLlama (``l2_supercat``, 256 dimensions): a static
     token-embedding model whose weights ship inside the ``wordllama`` wheel (MIT). Nothing is
@@ -780,7 +795,7 @@ class WordLlamaEmbedder:
 
             for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
                 os.environ[var] = "1"  # nothing may download at run time
-            import wordllama
+            wordllama = import_wordllama()
 
             self._model = wordllama.WordLlama.load(
                 cache_dir=Path(wordllama.__file__).parent,

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from .embed import import_wordllama
 from .events import Claim, Episode, Query
 from .llm import Embedded
 from .llm_cache import canonical_json
@@ -63,8 +64,9 @@ def tokenizer() -> Any:
     from its file: nothing downloads), without special tokens, padding or truncation, and
     without the space its normalizer puts before every text: the meter counts parts of
     texts, and only a text's first part starts with it (:func:`count_tokens`)."""
-    import wordllama
     from tokenizers import Tokenizer, normalizers
+
+    wordllama = import_wordllama()
 
     path = Path(wordllama.__file__).parent / "tokenizers" / TOKENIZER_FILE
     tok = Tokenizer.from_file(str(path))

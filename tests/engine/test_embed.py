@@ -382,3 +382,24 @@ def test_vectors_batch_refuses_a_text_only_claim():
         e.vectors(["a.b"] * 9 + [""], ["1"] * 10, [str(i) for i in range(10)])
     with pytest.raises(ValueError, match="3 keys, 2 values"):
         e.vectors(["a.b"] * 3, ["1"] * 2, ["x"] * 3)
+
+
+def test_loading_wordllama_leaves_the_root_logger_as_it_was():
+    """wordllama's import configures the root logger at INFO; memsim keeps it as the user had
+    it, so library INFO lines (faiss's loader) never reach a terminal. In a fresh process:
+    the module may already be imported in this one."""
+    import subprocess
+    import sys
+
+    code = (
+        "import logging\n"
+        "from memsim.engine.embed import import_wordllama, make_text_embedder\n"
+        "import_wordllama()\n"
+        "make_text_embedder('wordllama', 64, 0).embed(['hello'])\n"
+        "import faiss\n"
+        "root = logging.getLogger()\n"
+        "assert root.level == logging.WARNING and not root.handlers, (root.level, root.handlers)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "INFO" not in done.stderr
