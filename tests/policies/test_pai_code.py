@@ -13,44 +13,28 @@ import pytest
 
 from memsim.engine import registry
 from memsim.engine.events import Claim, Episode, Query
-from memsim.engine.llm import CONTRADICTS, IRRELEVANT, NONE, PARTIAL, SUPPORTS, Embedded
+from memsim.engine.llm import CONTRADICTS, IRRELEVANT, NONE, PARTIAL, SUPPORTS
 from memsim.engine.ranking import topk
 from policies.pai import TYPE_CODE, PaiParams, PersonalAI
+from tests.policies.test_code_variants import LineLLM
 
 COMMIT = "113345d79440597f761fc2933486169d07a3bc46"
 
 
-class GreyLLM:
-    """Exact geometry (a claim with attr ``sim`` = s embeds as s e0 + sqrt(1 - s^2) e_slot,
-    queries as e0; attr ``vec``: that vector) and scripted classifier replies:
-    ``relations`` maps a candidate claim's key to its reply (default IRRELEVANT); in index
-    mode the reply is the first CONTRADICTS one."""
-
-    dim, seed = 16, 0
+class GreyLLM(LineLLM):
+    """LineLLM's exact geometry (a claim with attr ``sim`` = s embeds as s e0 + sqrt(1 - s^2)
+    e_slot, queries as e0), where attr ``vec`` gives the vector itself, and scripted
+    classifier replies: ``relations`` maps a candidate claim's key to its reply (default
+    IRRELEVANT); in index mode the reply is the first CONTRADICTS one."""
 
     def __init__(self, relations: dict[str, str] | None = None):
         self.relations = relations or {}
         self.asked: list[list[str]] = []
 
-    def extract(self, episode):
-        return episode.claims
-
     def _vec(self, c: Claim) -> np.ndarray:
         if c.attr("vec") is not None:  # a given unit vector
             return np.asarray(c.attr("vec"), dtype=np.float64)
-        s, k = float(c.attr("sim", 1.0)), int(c.attr("slot", 1))
-        v = np.zeros(self.dim)
-        v[0], v[k] = s, math.sqrt(1.0 - s * s)
-        return v
-
-    def embed(self, items, keys):
-        vs = np.stack([self._vec(c) for c in items]).astype(np.float32)
-        return Embedded(vs, np.ones(len(items), dtype=bool))
-
-    def embed_query(self, query):
-        v = np.zeros(self.dim, dtype=np.float32)
-        v[0] = 1.0
-        return v
+        return super()._vec(c)
 
     def classify(self, new, candidates, *, answer, key):
         keys = [c.key for c in candidates]
