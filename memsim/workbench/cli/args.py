@@ -180,6 +180,16 @@ def index_settings(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
+RUN_SEED_HELP = (
+    "seed of the stream's draws, the mock LLM's noise and ties (default 0; same seed, same results)"
+)
+
+
+def add_seed(s: argparse.ArgumentParser, help: str = RUN_SEED_HELP) -> None:
+    """``--seed N`` (default 0), checked as every seed is (:func:`seed_arg`)."""
+    s.add_argument("--seed", type=seed_arg("--seed"), default=0, help=help)
+
+
 def add_progress(s: argparse.ArgumentParser) -> None:
     s.add_argument("--quiet", action="store_true", help="no progress: no bar, no progress lines")
     s.add_argument("--progress", action="store_true", help=PROGRESS_HELP)

@@ -9,20 +9,14 @@ from memsim.engine.errors import ParamError
 from ..runs.execution import as_overrides, list_policies, resolve_policy, run_grid
 from ..runs.executors import worker_count
 from ..runs.results import RunDef
-from .args import add_progress, llm_overrides, policy_list, seed_arg
+from .args import add_progress, add_seed, llm_overrides, policy_list
 from .run import print_verdicts
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("scenario", help="scripted/NAME or a YAML path")
     s.add_argument("--policies", default="all", help="comma list of policy ids (default: all)")
-    s.add_argument(
-        "--seed",
-        type=seed_arg("--seed"),
-        default=0,
-        help="seed of the stream's draws, the mock LLM's noise and ties (default 0; same seed, "
-        "same results)",
-    )
+    add_seed(s)
     s.add_argument(
         "--llm",
         action="append",

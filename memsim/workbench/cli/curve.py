@@ -16,7 +16,7 @@ import numpy as np
 
 from memsim.engine.curve import curve
 
-from .args import seed_arg
+from .args import add_seed
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -36,12 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--param", action="append", metavar="KEY=VALUE", help="policy parameter, e.g. half_life=14"
     )
-    p.add_argument(
-        "--seed",
-        type=seed_arg("--seed"),
-        default=0,
-        help="seed of the policy's random draws (default 0)",
-    )
+    add_seed(p, help="seed of the policy's random draws (default 0)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,11 +17,11 @@ from ..runs.results import RunDef, save
 from .args import (
     add_index,
     add_progress,
+    add_seed,
     index_settings,
     key_values,
     llm_overrides,
     one_policy,
-    seed_arg,
     typed_params,
 )
 from .outputs import writable_folder
@@ -40,13 +40,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         required=True,
         help="scripted/NAME, a YAML path, synthetic:PROFILE[,k=v], locomo:PATH",
     )
-    s.add_argument(
-        "--seed",
-        type=seed_arg("--seed"),
-        default=0,
-        help="seed of the stream's draws, the mock LLM's noise and ties (default 0; same seed, "
-        "same results)",
-    )
+    add_seed(s)
     s.add_argument("--param", action="append", metavar="KEY=VALUE", help="override a Params field")
     s.add_argument(
         "--llm",
