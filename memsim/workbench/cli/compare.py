@@ -10,7 +10,7 @@ from memsim.engine.errors import ParamError
 from memsim.engine.sources import suite
 
 from ..present.report import console_table, write_comparison
-from ..present.scorecard import scorecard_console, scorecard_markdown
+from ..present.scorecard import scorecard_console, scorecard_frame, scorecard_markdown
 from ..runs.execution import as_overrides, list_policies, resolve_policy, run_grid
 from ..runs.executors import dask_executor, worker_count
 from ..runs.protocols import DEFAULT
@@ -184,14 +184,15 @@ def run(args: argparse.Namespace) -> int:
     atomic_write_bytes(
         out / "timings.csv", timings.to_csv(index=False, float_format="%.6g").encode()
     )
-    card = scorecard_markdown(summary, per_query, timings)
+    frame = scorecard_frame(per_query)  # (the markdown and the console share it)
+    card = scorecard_markdown(summary, per_query, timings, frame=frame)
     atomic_write_bytes(out / "scorecard.md", f"# Scorecard\n\n{card}".encode())
     if args.brief:
         print(
             f"{len(policies)} policies x {len(specs)} scenarios x {len(seeds)} seed(s) x "
             f"{len(runs)} protocol(s); the scorecard (means; intervals in scorecard.md):"
         )
-        print(scorecard_console(summary, per_query, timings))
+        print(scorecard_console(summary, per_query, timings, frame=frame))
     else:
         print(console_table(summary))
     if (

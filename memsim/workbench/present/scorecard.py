@@ -91,19 +91,23 @@ GAP_PARTS = (
 LATENCY = ("recall_ms_p95", "recall p95 ms")
 
 
-def _rows(per_query: pd.DataFrame, protocol: str, streams: str) -> pd.DataFrame:
+def _keys(per_query: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(protocol, stream family) of every row, each family found once per distinct
+    scenario."""
     proto = per_query[PROTOCOL] if PROTOCOL in per_query else pd.Series(DEFAULT, per_query.index)
-    fam = per_query["scenario"].astype(str).map(family)
-    return per_query[(proto == protocol).to_numpy() & (fam == streams).to_numpy()]
+    scenario = per_query["scenario"].astype(str)
+    fam = scenario.map({s: family(s) for s in scenario.unique()})
+    return proto.to_numpy(), fam.to_numpy()
 
 
 def scorecard_frame(per_query: pd.DataFrame) -> pd.DataFrame:
     """Long form of the quality part: policy, family, protocol, streams, column, metric,
     mean, ci_low, ci_high, clusters, mark (▲, ▼, ``= parent`` or "")."""
     same = identical_variants(per_query)
+    proto, fam = _keys(per_query)
     out = []
     for col in QUALITY:
-        rows = _rows(per_query, col.protocol, col.streams)
+        rows = per_query[(proto == col.protocol) & (fam == col.streams)]
         if rows.empty or col.metric not in rows or not rows[col.metric].notna().any():
             continue
         marks = _marks(rows, col.metric, same)
@@ -213,10 +217,12 @@ def scorecard_markdown(
     per_query: pd.DataFrame,
     timings: pd.DataFrame | None = None,
     robustness: pd.DataFrame | None = None,
+    frame: pd.DataFrame | None = None,
 ) -> str:
     """The two tables of the scorecard (quality per protocol; cost and the clairvoyant
-    gap's parts) with a note on what the intervals and marks rest on."""
-    frame = scorecard_frame(per_query)
+    gap's parts) with a note on what the intervals and marks rest on; ``frame``: the
+    :func:`scorecard_frame` of ``per_query`` when the caller has it already."""
+    frame = scorecard_frame(per_query) if frame is None else frame
     policies = _ordered(list(dict.fromkeys(summary["policy"].astype(str))))
     cols = [c for c in QUALITY if c.title in set(frame.get("column", []))]
     rows = []
@@ -312,11 +318,14 @@ def _note(frame: pd.DataFrame, per_query: pd.DataFrame) -> str:
 
 
 def scorecard_console(
-    summary: pd.DataFrame, per_query: pd.DataFrame, timings: pd.DataFrame | None = None
+    summary: pd.DataFrame,
+    per_query: pd.DataFrame,
+    timings: pd.DataFrame | None = None,
+    frame: pd.DataFrame | None = None,
 ) -> str:
     """The scorecard for a terminal: means only, one line per policy, then what each
-    column is."""
-    frame = scorecard_frame(per_query)
+    column is (``frame`` as for :func:`scorecard_markdown`)."""
+    frame = scorecard_frame(per_query) if frame is None else frame
     cols = [c for c in QUALITY if c.title in set(frame.get("column", []))]
     cost = cost_frame(summary, timings)
     short = {c.title: c.short for c in cols}
