@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memsim.engine.errors import ParamError
+from memsim.engine.sources import parse
 
 DEFAULT = "default"
 PROTOCOL = "protocol"  # the column naming each row's protocol in comparison tables
@@ -113,10 +114,9 @@ SETS = ("standard", "cross")
 
 
 def spec_family(spec: str) -> str:
-    """``synthetic``, ``locomo``, ``scripted`` ...: the part of a spec before its ``:``
-    (a spec without one, a scripted name or YAML file, is ``scripted``)."""
-    head, sep, _ = str(spec).partition(":")
-    return head if sep and "/" not in head else "scripted"
+    """``synthetic``, ``locomo``, ``scripted`` ...: the source kind that reads the spec (a
+    scripted name or YAML file is ``scripted``); ScenarioError for a spec no source reads."""
+    return parse(str(spec)).kind
 
 
 def compose(parts: Sequence[Protocol]) -> Protocol:
@@ -201,9 +201,8 @@ def apply(p: Protocol, spec: str) -> str | None:
         return None
     if not p.options:
         return spec
-    head, _, rest = spec.partition(":")
-    target, *items = rest.split(",")
-    options = dict(item.split("=", 1) for item in items if "=" in item)
+    parsed = parse(spec)
+    options = parsed.option_dict()
     for key, value in p.options:
         if key in options and options[key] != value:
             raise ParamError(
@@ -211,7 +210,7 @@ def apply(p: Protocol, spec: str) -> str | None:
                 f"protocol {key}={value}; leave the option to the protocol"
             )
         options[key] = value
-    return f"{head}:{target}" + "".join(f",{k}={v}" for k, v in options.items())
+    return f"{parsed.kind}:{parsed.target}" + "".join(f",{k}={v}" for k, v in options.items())
 
 
 def merged_overrides(p: Protocol, user: Mapping[str, Any]) -> dict[str, Any]:
