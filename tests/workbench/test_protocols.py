@@ -55,6 +55,8 @@ def test_names_errors_and_overrides():
         protocol("evidence")
     with pytest.raises(ParamError, match="two choices of one axis"):
         protocol("measured-bands+text")
+    with pytest.raises(ParamError, match="concern no stream together"):
+        protocol("value-aware+evidence-7d")  # synthetic and LoCoMo: no stream is both
     with pytest.raises(ParamError, match="unknown protocol 'default'"):
         protocol("default+text")  # the default is no choice to compose
     va = protocol("value-aware")

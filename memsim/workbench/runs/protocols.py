@@ -133,6 +133,11 @@ def compose(parts: Sequence[Protocol]) -> Protocol:
     for p in parts:
         if p.concerns:
             concerns = set(p.concerns) if concerns is None else concerns & set(p.concerns)
+    if concerns is not None and not concerns:  # () would mean every stream
+        raise ParamError(
+            f"protocol {'+'.join(p.name for p in parts)}: its choices concern no stream "
+            "together (" + "; ".join(f"{p.name}: {', '.join(p.concerns)}" for p in parts) + ")"
+        )
     llm_parts = [p for p in parts if p.llm]
 
     def overrides() -> Mapping[str, Any]:
@@ -145,7 +150,7 @@ def compose(parts: Sequence[Protocol]) -> Protocol:
         "+".join(p.name for p in parts),
         "+".join(axes),
         "; ".join(p.description for p in parts),
-        concerns=tuple(sorted(concerns or ())) if concerns is not None else (),
+        concerns=tuple(sorted(concerns or ())),
         options=tuple(o for p in parts for o in p.options),
         llm=overrides if llm_parts else {},
     )
