@@ -72,9 +72,9 @@ class Clairvoyant(Policy):
 
     # -- foreknowledge (only for a spec declaring clairvoyant=True) -------------------------
     def foresee(self, stream: Stream, footprint: Sequence[tuple[float, int]] | None = None) -> None:
-        from memsim.engine.truth import GroundTruth
+        from memsim.engine import truth
 
-        gt = GroundTruth(stream)
+        gt = truth.of(stream)
         if not gt.queries:
             raise StreamError(f"clairvoyant: stream {stream.name!r} has no queries to foresee")
         for pos, ev in enumerate(stream.events):

@@ -15,6 +15,7 @@ the same vector, in any batch.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import math
 import re
@@ -313,6 +314,7 @@ class ClaimsEmbedder:
     """
 
     CACHE_LIMIT = 200_000  # cached block vectors (~dim/4 float64 each) before starting over
+    ROW_LIMIT = 50_000  # cached claim rows (dim float32 each) before starting over
 
     def __init__(self, dim: int = 384, bands: Bands = DEFAULT_BANDS, seed: int = 0) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 4:
@@ -334,6 +336,7 @@ class ClaimsEmbedder:
         self._band_active = self._solve_band_spreads()
         self._tables = self._empty_tables()
         self._topic_of: dict[str, str] = {}
+        self._rows: dict[tuple[str, str, str], np.ndarray] = {}  # embed's, by claim and item
 
     def _empty_tables(self) -> dict[str, _BlockTable]:
         return {
@@ -344,7 +347,7 @@ class ClaimsEmbedder:
     # picklable without dragging the (re-creatable) cache along
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_tables"], state["_topic_of"] = self._empty_tables(), {}
+        state["_tables"], state["_topic_of"], state["_rows"] = self._empty_tables(), {}, {}
         return state
 
     def _make_room(self, extra: int) -> None:
@@ -503,9 +506,23 @@ class ClaimsEmbedder:
             raise ValueError(
                 f"ClaimsEmbedder.embed: {len(claims)} claims but {len(item_keys)} keys"
             )
-        keys, values = [c.key for c in claims], [c.value for c in claims]
-        out = np.empty((len(claims), self.dim), dtype=np.float32)
-        return self._fill(out, keys, values, item_keys)
+        known = self._rows
+        triples = [(c.key, c.value, item) for c, item in zip(claims, item_keys)]
+        missing = list(dict.fromkeys(t for t in triples if t not in known))
+        if missing:
+            keys, values, items = (list(column) for column in zip(*missing))
+            fresh = self._fill(np.empty((len(missing), self.dim), np.float32), keys, values, items)
+            if len(known) + len(missing) > self.ROW_LIMIT:
+                known.clear()
+                missing = list(dict.fromkeys(triples))  # (every row of this call again)
+                keys, values, items = (list(column) for column in zip(*missing))
+                fresh = self._fill(
+                    np.empty((len(missing), self.dim), np.float32), keys, values, items
+                )
+            known.update(zip(missing, fresh))
+        if not triples:
+            return np.empty((0, self.dim), dtype=np.float32)
+        return np.stack([known[t] for t in triples])
 
     def embed_query(
         self,
@@ -763,9 +780,9 @@ class WordLlamaEmbedder:
 
     The model's 256 dimensions are zero-padded to the LLM's ``dim`` (cosines unchanged); a
     smaller ``dim`` truncates (the model is trained for truncation, Matryoshka style). Each
-    text is encoded on its own and cached by text, so a vector never depends on its batch;
-    the row is L2-normalized in float64. Text without tokens gets a fixed seeded unit vector.
-    Pickles without the model, which is reloaded on first use.
+    text is encoded on its own and cached by text for the process, so a vector never depends
+    on its batch; the row is L2-normalized in float64. Text without tokens gets a fixed
+    seeded unit vector. Pickles without the model, which is reloaded on first use.
     """
 
     name = "wordllama"
@@ -777,7 +794,6 @@ class WordLlamaEmbedder:
         self.dim = dim
         self.seed = int(seed)
         self._model = None
-        self._cache: dict[str, np.ndarray] = {}
         self._empty = _unit(stable_rng(self.seed, "text", "empty").standard_normal(dim)).astype(
             np.float32
         )
@@ -785,45 +801,58 @@ class WordLlamaEmbedder:
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_model"] = None
-        state["_cache"] = {}
         return state
 
     def _load(self) -> Any:  # a wordllama model (an untyped library)
         if self._model is None:
             import os
-            from pathlib import Path
 
             for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
                 os.environ[var] = "1"  # nothing may download at run time
-            wordllama = import_wordllama()
-
-            self._model = wordllama.WordLlama.load(
-                cache_dir=Path(wordllama.__file__).parent,
-                disable_download=True,
-                trunc_dim=min(self.dim, self.MODEL_DIM),
-            )
+            self._model = _wordllama_model(min(self.dim, self.MODEL_DIM))
         return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(n, dim) float32 unit rows, one per text; row i depends only on texts[i]."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        cache = _wordllama_vectors(self.dim)
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise TypeError(f"WordLlamaEmbedder.embed: item {i} is not a string: {text!r}")
-            v = self._cache.get(text)
+            v = cache.get(text)
             if v is None:
                 raw = np.asarray(self._load().embed([text], norm=False)[0], dtype=np.float64)
                 norm = float(np.linalg.norm(raw)) if raw.size else 0.0
                 if not np.isfinite(norm) or norm == 0.0:
-                    v = self._empty
+                    v = self._empty  # (this seed's own: not shared)
                 else:
                     v = np.zeros(self.dim, dtype=np.float32)
                     v[: raw.size] = (raw / norm).astype(np.float32)
-                if len(self._cache) > 1_000_000:
-                    self._cache.clear()
-                self._cache[text] = v
+                    if len(cache) > 1_000_000:
+                        cache.clear()
+                    cache[text] = v
             out[i] = v
         return out
+
+
+@functools.cache
+def _wordllama_vectors(dim: int) -> dict[str, np.ndarray]:
+    """Texts' WordLlama rows at ``dim``, shared by every embedder of the process (a row
+    depends on the text alone; only a text without tokens gets its seed's vector)."""
+    return {}
+
+
+@functools.lru_cache(maxsize=4)
+def _wordllama_model(trunc_dim: int) -> Any:
+    """The WordLlama model read from the installed package, once per process and dimension
+    (loading takes ~0.1 s; ``WordLlama.load()`` without ``cache_dir`` looks in a folder the
+    wheel does not ship)."""
+    from pathlib import Path
+
+    wordllama = import_wordllama()
+    return wordllama.WordLlama.load(
+        cache_dir=Path(wordllama.__file__).parent, disable_download=True, trunc_dim=trunc_dim
+    )
 
 
 # a stream without claims names its embedder in its meta (LoCoMo: "wordllama"); streams
@@ -852,3 +881,25 @@ def make_text_embedder(
     from .errors import UnknownIdError
 
     raise UnknownIdError(f"unknown text_embedder {name!r}; known: {', '.join(TEXT_EMBEDDERS)}")
+
+
+# Embedders shared by the runs of a process: a vector is a pure function of the embedder's
+# settings and the text or claim, and runs of one stream (every policy, the clairvoyant
+# bound, every protocol that keeps the embedder) embed the same texts again. Their caches
+# make the second run's embedding a lookup; the settings are the key, so a run never sees
+# another embedder's vectors.
+SHARED_EMBEDDERS = 16
+
+
+@functools.lru_cache(maxsize=SHARED_EMBEDDERS)
+def shared_claims_embedder(dim: int, bands: Bands, seed: int) -> ClaimsEmbedder:
+    """The process's ClaimsEmbedder of these settings (see SHARED_EMBEDDERS)."""
+    return ClaimsEmbedder(dim, bands, seed)
+
+
+@functools.lru_cache(maxsize=SHARED_EMBEDDERS)
+def shared_text_embedder(
+    name: str, dim: int, seed: int
+) -> TextEmbedder | SentenceEmbedder | WordLlamaEmbedder:
+    """The process's text embedder of these settings (see SHARED_EMBEDDERS)."""
+    return make_text_embedder(name, dim, seed)

@@ -25,8 +25,8 @@ import numpy as np
 
 from .embed import (
     DEFAULT_TEXT_EMBEDDER,
-    ClaimsEmbedder,
-    make_text_embedder,
+    shared_claims_embedder,
+    shared_text_embedder,
     stable_normal,
     stable_uniform,
 )
@@ -162,10 +162,10 @@ class MockLLM(TruthBound, Configurable):
         self.dim = int(dim)
         self.bands = bands
         self.faults = faults
-        self.claims_embedder = ClaimsEmbedder(self.dim, bands, self.seed)
+        self.claims_embedder = shared_claims_embedder(self.dim, bands, self.seed)
         # plain text (streams without claims, e.g. LoCoMo): see memsim.engine.embed.TEXT_EMBEDDERS
         self.text_embedder_name = text_embedder
-        self.text_embedder = make_text_embedder(text_embedder, self.dim, self.seed)
+        self.text_embedder = shared_text_embedder(text_embedder, self.dim, self.seed)
         # text mode (a stream whose claims carry their sentence, e.g. synthetic text=1):
         # claims and questions embedded from their sentences by the text embedder, and under
         # modes.query_value the asking user's follow-up naming the current value, by query id

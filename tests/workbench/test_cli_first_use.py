@@ -86,7 +86,7 @@ def test_progress_bars_only_on_a_terminal_plain_lines_elsewhere(monkeypatch):
     assert isinstance(execution.progress_bar(3, False), execution._NoBar)  # --quiet
 
 
-def test_progress_lines_are_bounded_in_rate_and_say_phase_and_count():
+def test_progress_lines_are_bounded_in_rate_and_say_phase_count_and_time_left():
     now = [0.0]
     out = io.StringIO()
     bar = execution.ProgressLines(
@@ -97,8 +97,14 @@ def test_progress_lines_are_bounded_in_rate_and_say_phase_and_count():
         bar.update(1)
     bar.close()
     lines = out.getvalue().splitlines()
-    assert lines[0] == "runs: 40/420, 10 s"
-    assert len(lines) == 5 and lines[-1] == "runs: 120/420, 50 s"
+    # time left at the phase's pace: 20 runs in 10 s, 380 to go
+    assert lines[0] == "runs: 40/420, 10 s, about 3 min left"
+    assert len(lines) == 5 and lines[-1] == "runs: 120/420, 50 s, about 2 min left"
+    done = io.StringIO()
+    bar = execution.ProgressLines(4, what="frontier", every=1.0, clock=lambda: now[0], stream=done)
+    now[0] += 2.0
+    bar.update(4)
+    assert done.getvalue() == "frontier: 4/4, 2 s\n"  # nothing left: no estimate
     quiet = io.StringIO()
     short = execution.ProgressLines(3, clock=lambda: 0.0, stream=quiet)
     short.update(3)

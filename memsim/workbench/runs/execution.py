@@ -29,6 +29,7 @@ from memsim.engine.embed import DEFAULT_TEXT_EMBEDDER
 from memsim.engine.errors import MemsimError, ParamError
 from memsim.engine.llm import Bands, Configurable, Faults, Metered, Modes, TruthBound
 from memsim.engine.metering import MeteredMockLLM
+from memsim.engine.mockllm import MockLLM
 from memsim.engine.openai_llm import ModelLLM, is_model_spec, parse_spec
 
 from .executors import map_in_order
@@ -101,13 +102,29 @@ def check_model_overrides(overrides: Mapping[str, Any]) -> None:
         )
 
 
-@functools.lru_cache(maxsize=8)
 def load_stream(spec: str, seed: int):
+    """The stream ``spec`` names under ``seed``, loaded once per process (:func:`stream_truth`)."""
+    return stream_truth(spec, seed)[0]
+
+
+def stream_truth(spec: str, seed: int) -> tuple[Any, truth.GroundTruth]:
+    """(stream, its ground truth), loaded and built once per process for every run of the
+    stream (``truth.of``): a stream no seed changes (``sources.seeded``) once for all seeds.
+    Both are read-only; the truth's caches are of answers that depend on the stream alone."""
+    stream = _stream(spec, int(seed) if sources.seeded(spec) else 0)
+    return stream, truth.of(stream)
+
+
+@functools.lru_cache(maxsize=truth.SHARED_TRUTHS)
+def _stream(spec: str, seed: int) -> Any:
     return sources.load(spec, seed=seed)
 
 
-def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str, Any]):
-    """The mock LLM for a run, metered (memsim.engine.metering): the stream's own
+def build_llm(
+    seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str, Any], metered: bool = True
+):
+    """The mock LLM for a run, metered (memsim.engine.metering) unless ``metered`` is
+    False (a run whose costs nobody reads, such as a clairvoyant bound): the stream's own
     bands/faults (synthetic profiles carry them), then ``bands.X`` / ``faults.X`` overrides
     from the run definition; with an ``endpoint`` override, the real model it names instead
     (memsim.engine.openai_llm)."""
@@ -143,7 +160,8 @@ def build_llm(seed: int, stream_meta: Mapping[str, Any], overrides: Mapping[str,
     text_mode: dict[str, Any] = {}
     if stream_meta.get("claim_text"):  # claims and questions said in sentences
         text_mode = {"claim_text": True, "followups": stream_meta.get("followups") or {}}
-    return MeteredMockLLM(  # the mock, metered as a real model would bill its calls
+    mock = MeteredMockLLM if metered else MockLLM  # metered: as a real model bills its calls
+    return mock(
         seed=seed,
         bands=Bands(**bands),
         faults=Faults(**faults),
@@ -190,12 +208,12 @@ def index_of(policy: str, index: Mapping[str, Any] | None) -> tuple[tuple[str, A
     return as_overrides(index) if index_applies(policy, index) else ()
 
 
-def prepare(d: RunDef) -> tuple[Any, Any, Any, Any]:
-    """(stream, LLM, ground truth, policy) of one definition, ready for ``runner.run``."""
+def prepare(d: RunDef, metered: bool = True) -> tuple[Any, Any, Any, Any]:
+    """(stream, LLM, ground truth, policy) of one definition, ready for ``runner.run``
+    (``metered``: see :func:`build_llm`)."""
     check_index(d.policy, dict(d.index))
-    stream = load_stream(d.scenario, d.seed)
-    llm = build_llm(d.seed, dict(stream.meta), dict(d.llm))
-    gt = truth.GroundTruth(stream)
+    stream, gt = stream_truth(d.scenario, d.seed)
+    llm = build_llm(d.seed, dict(stream.meta), dict(d.llm), metered)
     if isinstance(llm, TruthBound):
         llm.bind_truth(gt)  # the mock plays the asking user (modes.query_value)
     spec = registry.spec(d.policy)
@@ -208,12 +226,15 @@ def prepare(d: RunDef) -> tuple[Any, Any, Any, Any]:
     return stream, llm, gt, policy
 
 
-def execute(d: RunDef, footprint: Any = None, progress: bool | str = False) -> RunResult:
+def execute(
+    d: RunDef, footprint: Any = None, progress: bool | str = False, metered: bool = True
+) -> RunResult:
     """Run one definition in this process and score it (no files written). ``footprint``
     (a clairvoyant policy only): its budget per time, (time, memories) pairs or a frame
     with columns time and retrievable (another run's ``RunResult.footprint``). ``progress``:
-    a bar over the stream's batches (see :func:`show_progress`)."""
-    stream, llm, gt, policy = prepare(d)
+    a bar over the stream's batches (see :func:`show_progress`). ``metered`` False: the
+    LLM's costs are not counted (no ``llm_*`` columns; :func:`build_llm`)."""
+    stream, llm, gt, policy = prepare(d, metered)
     spec = registry.spec(d.policy)
     if isinstance(footprint, pd.DataFrame):
         footprint = list(zip(footprint["time"].tolist(), footprint["retrievable"].tolist()))
@@ -284,7 +305,7 @@ def matched_clairvoyant(result: RunResult, reference: str = "clairvoyant") -> Ru
     (a consolidating policy can exceed it; see policies/clairvoyant.py)."""
     d = result.definition
     ref = RunDef(reference, d.scenario, d.seed, (), d.llm)
-    return execute(ref, footprint=result.footprint)
+    return execute(ref, footprint=result.footprint, metered=False)  # (its recall is read)
 
 
 def _execute_and_save(d: RunDef, root: str | None, calibrate: bool = False) -> RunResult:
@@ -445,7 +466,7 @@ class ProgressLines:
         clock: Any = time.monotonic,
         stream: Any = None,
     ) -> None:
-        self.total, self.n, self.what = total, initial, what
+        self.total, self.n, self.what, self.initial = total, initial, what, initial
         self.every = PROGRESS_LINE_EVERY_S if every is None else every
         self.clock, self.stream = clock, stream if stream is not None else sys.stderr
         self.start = self.last = clock()
@@ -453,8 +474,11 @@ class ProgressLines:
 
     def _line(self) -> None:
         elapsed = self.clock() - self.start
-        took = f"{elapsed:.0f} s" if elapsed < 120 else f"{elapsed / 60:.0f} min"
-        print(f"{self.what}: {self.n}/{self.total}, {took}", file=self.stream, flush=True)
+        line = f"{self.what}: {self.n}/{self.total}, {_duration(elapsed)}"
+        done, left = self.n - self.initial, self.total - self.n
+        if done > 0 and left > 0:  # at the pace of this phase so far
+            line += f", about {_duration(elapsed / done * left)} left"
+        print(line, file=self.stream, flush=True)
         self.last, self.printed, self.shown = self.clock(), True, self.n
 
     def update(self, n: int) -> None:
@@ -466,6 +490,10 @@ class ProgressLines:
         if self.printed and self.shown != self.n:
             self._line()
         self.printed = False
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
 def progress_bar(total: int, enabled: bool | str, initial: int = 0, what: str = "runs"):
