@@ -55,6 +55,7 @@ CHECK_ORDER = (
     "bench_scaling",
     "bench_tenyear",
     "bench_sweep",
+    "bench_suite",
 )
 
 

@@ -119,11 +119,12 @@ def summarize(per_query: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     for names, g in per_query.groupby(by, sort=False):
         key = dict(zip(by, names))
         units, unit = interval_units(g)
+        questions = pd.factorize(question_ids(g))[0]  # (sample_size's n, counted once a group)
         for m in QUERY_METRICS:
             if m not in g:
                 continue
             v = g[m].to_numpy(dtype=np.float64)
-            n, _ = sample_size(g, m)
+            n = len(np.unique(questions[np.isfinite(v)]))
             lo, hi, n_c = cluster_t_ci(v, units)
             rows.append(
                 {
