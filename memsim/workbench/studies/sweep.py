@@ -98,6 +98,26 @@ def declared_ranges(policy: str) -> dict[str, tuple[float, float, type]]:
     return out
 
 
+STUDIES = ("sensitivity", "sobol", "tune")
+
+
+def study_fields(policy: str, study: str) -> list[str] | None:
+    """The fields ``policy`` declares for a long study (``sensitivity``, ``sobol`` or ``tune``:
+    the ``study_fields`` of its class, the ones that act under its documented rules); None
+    when it declares none (the study then moves every declared-range field)."""
+    if study not in STUDIES:
+        raise ParamError(f"study {limits.shown(study)} is not one of {STUDIES}")
+    declared = getattr(spec(policy).load(), "study_fields", None) or {}
+    names = declared.get(study)
+    return list(names) if names else None
+
+
+def study_trials(policy: str) -> int | None:
+    """The tuning trials ``policy`` declares (``study_trials`` of its class), None if none."""
+    trials = getattr(spec(policy).load(), "study_trials", None)
+    return int(trials) if trials else None
+
+
 def sensitivity_ranges(policy: str) -> dict[str, tuple[float, float, type]]:
     """The range each numeric field is moved over in a sensitivity analysis: its declared
     range when finite; otherwise half to twice its documented default, clipped to whichever
