@@ -25,8 +25,8 @@ from ..runs.execution import index_of
 from ..runs.executors import dask_executor
 from ..studies.sweep import (
     one_at_a_time,
-    sensitivity_ranges,
     sobol,
+    sobol_plan,
     sobol_ranges,
     study_fields,
 )
@@ -147,16 +147,12 @@ def run(args: Any) -> int:
     plan: dict[str, tuple[dict[str, tuple[float, float, type]], list[str] | None]] = {}
     for policy in policies:  # bad input fails before anything runs
         index_of(policy, index)
-        oat_fields = given or study_fields(policy, "sensitivity")
-        ranges = sensitivity_ranges(policy)
-        names = oat_fields if oat_fields is not None else list(sobol_ranges(policy, None))
-        for f in names:
-            if f not in ranges:
-                raise ParamError(f"sensitivity {policy}: {f!r} is not a numeric field it can move")
+        # (the fields' ranges: declared, else half to twice the default; unknown names fail)
+        ranges = sobol_ranges(policy, given or study_fields(policy, "sensitivity"))
         sobol_fields = given or study_fields(policy, "sobol")
         if args.sobol is not None:
-            sobol_ranges(policy, sobol_fields)
-        plan[policy] = ({f: ranges[f] for f in names}, sobol_fields)
+            sobol_plan(policy, metrics, sobol_fields, args.sobol, seeds)
+        plan[policy] = (ranges, sobol_fields)
     out.mkdir(parents=True, exist_ok=True)
     progress = "always" if args.progress else not args.quiet
     measured = []

@@ -78,7 +78,7 @@ def read_study(root: Path, study: Study) -> Found | None:
     """What one file names; None for an optional file that names nothing."""
     path = root / study.path
     if not path.is_file():
-        return Found(study, UNKNOWN, UNKNOWN)
+        return None if study.optional else Found(study, UNKNOWN, UNKNOWN)
     text = path.read_text(encoding="utf-8", errors="replace")
     if path.suffix == ".json":
         try:
@@ -127,9 +127,10 @@ def disagreement_message(found: list[Found]) -> str:
     by_print: dict[str, list[Found]] = {}
     for f in found:
         by_print.setdefault(f.fingerprint, []).append(f)
+    known = [p for p in by_print if p != UNKNOWN]
     lines = [
         "the long studies and the standard comparison do not name one code fingerprint "
-        f"({len(by_print)} different):"
+        f"({len(known)} fingerprints, {len(by_print.get(UNKNOWN, []))} files naming none):"
     ]
     for fingerprint, group in by_print.items():
         what = "names no code" if fingerprint == UNKNOWN else f"fingerprint {fingerprint}"
