@@ -361,4 +361,6 @@ def matters(spread: pd.DataFrame, share: float = MATTER_SHARE) -> pd.Series:
     of max(1, the largest value over the field's points): an absolute 0.01 for a rate (recall,
     stale), 1% of the largest value for a count (footprint, in memories)."""
     scale = np.maximum(1.0, spread["largest"].abs().to_numpy(dtype=np.float64))
-    return pd.Series(spread["spread"].to_numpy(dtype=np.float64) > share * scale, spread.index)
+    # (a spread equal to the threshold but for float rounding does not exceed it)
+    above = spread["spread"].to_numpy(dtype=np.float64) > share * scale * (1 + 1e-9)
+    return pd.Series(above, spread.index)
