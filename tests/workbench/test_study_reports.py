@@ -57,4 +57,4 @@ def test_tune_writes_its_report_and_every_trial(tmp_path):
     assert "| prune_threshold | 0..1 | 0.05 |" in text
     trials = pd.read_csv(out / "trials.csv")
     assert trials["trial"].tolist() == [0, 1] and bool(trials.loc[0, "documented"])
-    assert set(trials.columns) >= {"policy", "state", "pareto", "recall", "params"}
+    assert set(trials.columns) >= {"policy", "pareto", "recall", "params"}

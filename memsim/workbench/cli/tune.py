@@ -1,5 +1,5 @@
 """``memsim tune``: Optuna tuning of each policy, documented vs tuned on held-out seeds, and
-the report (results/tuning.md beside the output folder) with every trial (OUT/trials.csv)."""
+the report (results/tuning.md beside the output folder) with every scored trial (OUT/trials.csv)."""
 
 from __future__ import annotations
 
@@ -117,9 +117,10 @@ def run(args: Any) -> int:
                     progress="always" if args.progress else not args.quiet,
                 )
             )
-    pd.concat([r.history for r in results], ignore_index=True).to_csv(
-        out / "trials.csv", index=False, float_format="%.6g"
-    )
+    # every scored trial (the pruned ones are counted in the report)
+    history = pd.concat([r.history for r in results], ignore_index=True)
+    scored = history[history["state"] == "complete"].drop(columns="state")
+    scored.to_csv(out / "trials.csv", index=False, float_format="%.6g")
     design = TuningDesign(
         command=command_of(args),
         scenarios=split_specs(args.scenarios),

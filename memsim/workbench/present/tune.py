@@ -76,7 +76,7 @@ def tuning_markdown(results: Sequence[TuneResult], design: TuningDesign | None =
         lines += [
             "",
             "Cells: documented -> tuned (one number when the tuned point is the documented "
-            f"one). Every trial (training objectives, parameters, state, Pareto membership): "
+            f"one). Every scored trial (training objectives, parameters, Pareto membership): "
             f"`{design.folder}/trials.csv`.",
             "",
         ]
