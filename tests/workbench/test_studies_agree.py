@@ -126,3 +126,13 @@ def test_every_declared_study_field_is_one_the_study_can_move():
             for f in fields:
                 assert f in names and f in ranges, f"{s.id} {study}: {f}"
         assert (study_trials(s.id) or 1) >= 1
+
+
+def test_the_drift_report_names_this_code(tmp_path):
+    from memsim.workbench.cli.main import main
+
+    out = tmp_path / "drift.md"
+    assert main(["drift", "--scenarios", "scripted/name-preference", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert (read_provenance(text) or ("", ""))[1] == code_fingerprint()
+    assert "    python -m memsim drift --scenarios scripted/name-preference" in text
