@@ -418,6 +418,41 @@ class Cosmo(Policy[CosmoParams]):
     """Cosmo's salience-decay graph memory (seed 002). See the module docstring."""
 
     Params: ClassVar[type[Params]] = CosmoParams
+    # the fields the long studies move without --fields (memsim sensitivity, --sobol, tune;
+    # results/sensitivity.md, tuning.md), and the tuning's trials
+    study_fields: ClassVar[dict[str, tuple[str, ...]]] = {
+        "sensitivity": (
+            "initial_salience",
+            "confident_candidate",
+            "min_extraction_confidence",
+            "access_boost",
+            "base_rate",
+            "archive_salience",
+            "consolidate_salience",
+            "core_retrievals",
+            "ephemeral_episodic_days",
+            "ephemeral_semantic_days",
+            "storyline_min_sources",
+            "salience_weight",
+            "confidence_penalty",
+        ),
+        "sobol": (
+            "initial_salience",
+            "min_extraction_confidence",
+            "consolidate_salience",
+            "base_rate",
+            "confident_candidate",
+            "confidence_penalty",
+        ),
+        "tune": (
+            "base_rate",
+            "archive_salience",
+            "min_extraction_confidence",
+            "access_boost",
+            "initial_salience",
+        ),
+    }
+    study_trials: ClassVar[int] = 16
     statuses: ClassVar[Statuses] = Statuses(
         STATES,
         terminal=frozenset({"deleted"}),

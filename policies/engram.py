@@ -268,6 +268,45 @@ class Engram(Policy[EngramParams]):
     """Engram's dual episodic/semantic memory (seed 001). See the module docstring."""
 
     Params: ClassVar[type[Params]] = EngramParams
+    # the fields the long studies move without --fields (memsim sensitivity, --sobol, tune;
+    # results/sensitivity.md, tuning.md), and the tuning's trials
+    study_fields: ClassVar[dict[str, tuple[str, ...]]] = {
+        "sensitivity": (
+            "reinforce_threshold",
+            "related_threshold",
+            "cluster_similarity",
+            "min_confidence_for_recall",
+            "archive_confidence",
+            "revision_confidence",
+            "revision_prior_confidence",
+            "merge_min_similarity",
+            "merge_min_confidence",
+            "never_accessed_strength",
+            "episode_threshold",
+            "min_cluster_size",
+            "archive_stale_days",
+            "archive_min_evidence",
+            "initial_stability",
+            "merge_cooldown_days",
+        ),
+        "sobol": (
+            "never_accessed_strength",
+            "initial_stability",
+            "min_cluster_size",
+            "related_threshold",
+            "reinforce_threshold",
+            "episode_threshold",
+            "archive_confidence",
+        ),
+        "tune": (
+            "reinforce_threshold",
+            "archive_confidence",
+            "related_threshold",
+            "min_confidence_for_recall",
+            "cluster_similarity",
+        ),
+    }
+    study_trials: ClassVar[int] = 24
     similarity_rules: ClassVar[tuple[SimilarityRule, ...]] = (
         SimilarityRule("reinforce (001 REINFORCE_THRESHOLD)", "reinforce_threshold", False),
         SimilarityRule("classify as related (001 RELATED_THRESHOLD)", "related_threshold"),

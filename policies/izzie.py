@@ -281,6 +281,42 @@ class Izzie(Policy[IzzieParams]):
     """003's memory model. See the module docstring for the document sections."""
 
     Params: ClassVar[type[Params]] = IzzieParams
+    # the fields the long studies move without --fields (memsim sensitivity, --sobol, tune;
+    # results/sensitivity.md, tuning.md), and the tuning's trials
+    study_fields: ClassVar[dict[str, tuple[str, ...]]] = {
+        "sensitivity": (
+            "min_strength",
+            "importance_high",
+            "importance_med",
+            "importance_low",
+            "importance_slowing",
+            "default_importance_preference",
+            "default_importance_fact",
+            "default_importance_relationship",
+            "default_importance_decision",
+            "default_importance_event",
+            "default_importance_sentiment",
+            "default_importance_reminder",
+            "decay_rate_fact",
+            "decay_rate_preference",
+            "search_limit",
+        ),
+        "sobol": (
+            "search_limit",
+            "decay_rate_fact",
+            "decay_rate_preference",
+            "default_importance_fact",
+            "importance_slowing",
+        ),
+        "tune": (
+            "search_limit",
+            "decay_rate_fact",
+            "decay_rate_preference",
+            "default_importance_fact",
+            "default_importance_preference",
+        ),
+    }
+    study_trials: ClassVar[int] = 16
     statuses: ClassVar[Statuses] = Statuses(
         ("active", "forgotten"),
         terminal=frozenset({"forgotten"}),

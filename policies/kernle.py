@@ -295,6 +295,37 @@ class Kernle(Policy[KernleParams]):
     """004's memory model. See the module docstring for the document sections."""
 
     Params: ClassVar[type[Params]] = KernleParams
+    # the fields the long studies move without --fields (memsim sensitivity, --sobol, tune;
+    # results/sensitivity.md, tuning.md), and the tuning's trials
+    study_fields: ClassVar[dict[str, tuple[str, ...]]] = {
+        "sensitivity": (
+            "forgetting_threshold",
+            "half_life",
+            "strength_initial",
+            "unaccessed_floor",
+            "pattern_similarity",
+            "belief_confidence",
+            "verify_step",
+            "uncertainty_threshold",
+            "strength_decay_step",
+            "min_episodes",
+            "forgetting_every",
+        ),
+        "sobol": (
+            "forgetting_threshold",
+            "forgetting_every",
+            "half_life",
+            "pattern_similarity",
+            "strength_initial",
+        ),
+        "tune": (
+            "forgetting_threshold",
+            "half_life",
+            "forgetting_every",
+            "pattern_similarity",
+        ),
+    }
+    study_trials: ClassVar[int] = 16
     similarity_rules: ClassVar[tuple[SimilarityRule, ...]] = (
         SimilarityRule("group episodes into a pattern (004)", "pattern_similarity"),
     )

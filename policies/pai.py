@@ -343,6 +343,27 @@ class PersonalAI(Policy[PaiParams]):
     """Personal AI memory lifecycle (document 000). See module docstring."""
 
     Params: ClassVar[type[Params]] = PaiParams
+    # the fields the long studies move without --fields (memsim sensitivity, --sobol, tune;
+    # results/sensitivity.md, tuning.md; sensitivity: every declared-range field), and the
+    # tuning's trials
+    study_fields: ClassVar[dict[str, tuple[str, ...]]] = {
+        "sobol": (
+            "prune_threshold",
+            "default_confidence",
+            "duplicate_threshold",
+            "cosine_floor",
+            "synthesis_threshold",
+            "stale_threshold",
+        ),
+        "tune": (
+            "prune_threshold",
+            "reinforce_above",
+            "grey_lo",
+            "duplicate_threshold",
+            "default_confidence",
+        ),
+    }
+    study_trials: ClassVar[int] = 24
     similarity_rules: ClassVar[tuple[SimilarityRule, ...]] = (
         SimilarityRule("reinforce (000 §1)", "reinforce_above", lo_inclusive=False),
         SimilarityRule("contradiction check (000 §1)", "grey_lo", True, "reinforce_above", True),

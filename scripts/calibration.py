@@ -19,6 +19,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,6 +30,7 @@ from memsim.workbench.runs.execution import BOUND
 from memsim.workbench.runs.results import RunDef
 from memsim.workbench.stats import family
 from memsim.workbench.studies.calibrate import LOSS, rerun_with_provenance
+from memsim.workbench.studies.provenance import UNKNOWN, provenance_line
 
 ROOT = Path(__file__).resolve().parent.parent
 KEEP_ALL_TARGET = 0.36  # keep-all's expected LoCoMo dev recall@10 with the default embedder
@@ -36,12 +38,16 @@ LOSS_NAMES = {"ranked_out": "ranked out", "forgotten": "forgotten", "never_kept"
 
 
 def _frame(folder: Path) -> tuple[pd.DataFrame, str]:
+    per_query = default_protocol(pd.read_parquet(folder / "per_query.parquet"))
+    return per_query, str(_manifest(folder).get("git_commit", "?"))[:7]
+
+
+def _manifest(folder: Path) -> dict[str, Any]:
     for name in ("per_query.parquet", "manifest.json"):
         if not (folder / name).is_file():
             raise SystemExit(f"calibration: {folder / name}: no such file (a compare output?)")
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    per_query = default_protocol(pd.read_parquet(folder / "per_query.parquet"))
-    return per_query, str(manifest.get("git_commit", "?"))[:7]
+    manifest: dict[str, Any] = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    return manifest
 
 
 def default_protocol(per_query: pd.DataFrame) -> pd.DataFrame:
@@ -282,6 +288,12 @@ def document(standard: Path, hashed: Path) -> str:
         f"(main at {std_code}, seeds {seeds[0]}-{seeds[-1]}, `./scripts/main.sh`) and a LoCoMo "
         f"run with the hashed n-gram embedder (main at {hsh_code}); the commands are in "
         "scripts/calibration.py.",
+        "",
+        # the standard comparison's code: the file is checked against it (studies.provenance)
+        provenance_line(
+            fingerprint=str(_manifest(standard).get("code_fingerprint", UNKNOWN)),
+            commit=str(_manifest(standard).get("git_commit", UNKNOWN)),
+        ),
         "",
         *embedder_section(std, hsh),
         "",

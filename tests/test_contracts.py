@@ -43,6 +43,12 @@ ALLOWED_PROBES = {
         "whatever a command body returned (an int, None, a result)"
     ),
     ("memsim/workbench/studies/tune.py", "getattr(defaults, k)"): "Params fields chosen by name",
+    ("memsim/workbench/studies/sweep.py", "getattr(spec(policy).load(), 'study_fields', None)"): (
+        "a long-study design a policy class may declare (the engine's Policy does not)"
+    ),
+    ("memsim/workbench/studies/sweep.py", "getattr(spec(policy).load(), 'study_trials', None)"): (
+        "a long-study design a policy class may declare (the engine's Policy does not)"
+    ),
     ("memsim/workbench/runs/results.py", "hasattr(pkg, '__path__')"): (
         "a plug-in that is a package or a single module"
     ),

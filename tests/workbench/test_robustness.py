@@ -168,6 +168,11 @@ def test_end_to_end_on_a_tiny_stream(tmp_path):
     assert (tmp_path / "r.png").stat().st_size > 0
     text = (tmp_path / "r.md").read_text()
     assert "seeds: [0, 1]" in text and "| all |" in text
+    # the report names the code it came from (memsim.workbench.studies.provenance)
+    from memsim.workbench.runs.results import code_fingerprint
+    from memsim.workbench.studies.provenance import read_provenance
+
+    assert (read_provenance(text) or ("", ""))[1] == code_fingerprint()
 
 
 def test_through_a_candidate_index_the_report_gives_its_audit(tmp_path):

@@ -114,9 +114,9 @@ def test_a_field_that_is_not_numeric_is_refused():
         (["--sobol", "6"], "power of 2"),
         (["--sobol", "4", "--fields", "nope"], "no parameter 'nope'"),
         (["--sobol", "4", "--metrics", "nope"], "unknown metric 'nope'"),
-        # options of the other mode are refused, not ignored
-        (["--sobol", "4", "--n", "3"], "--n 3 sets the one-at-a-time curves' points"),
+        # options of --sobol without it are refused, not ignored
         (["--metrics", "recall"], "--metrics recall applies to --sobol only"),
+        (["--sobol-scenarios", SMALL], "--sobol-scenarios .* applies to --sobol only"),
         (["--sample-seed", "3"], "--sample-seed 3 applies to --sobol only"),
     ],
 )

@@ -36,7 +36,7 @@ def test_a_killed_tuning_resumes_from_its_study(tmp_path):
     assert b.trials == 3  # the two stored trials count, one more runs
     assert (tmp_path / "optuna.db").is_file()
     md = tuning_markdown([b])
-    assert "| prune_threshold | 0.05 |" in md and "held-out" in md
+    assert "| prune_threshold | 0..1 | 0.05 |" in md and "Held out" in md
     assert set(b.held_out["parameters"]) == {"documented", "tuned"}
     # the gap to the clairvoyant reference at each run's own footprint is reported
     assert "clairvoyant_gap" in set(b.held_out["metric"]) and "clairvoyant_gap" in md

@@ -1,4 +1,5 @@
-"""``memsim sensitivity``: one-at-a-time curves and tornado figures, or Sobol' indices."""
+"""``memsim sensitivity``: one-at-a-time curves and tornado figures, with ``--sobol`` also
+Sobol' indices, and the report of both (results/sensitivity.md beside the output folder)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,22 @@ from memsim.engine import limits
 from memsim.engine.errors import ParamError
 from memsim.engine.metric_registry import metric_names
 
-from ..present.tune import default_metric, sensitivity_markdown, sobol_table, tornado
+from ..present.sensitivity import (
+    PolicySensitivity,
+    SensitivityDesign,
+    scenario_slugs,
+    write_sensitivity_report,
+)
+from ..present.tune import default_metric, sobol_table, tornado
 from ..runs.execution import index_of
 from ..runs.executors import dask_executor
-from ..studies.sweep import one_at_a_time, sobol, sobol_ranges
+from ..studies.sweep import (
+    one_at_a_time,
+    sobol,
+    sobol_plan,
+    sobol_ranges,
+    study_fields,
+)
 from ..studies.tune import spreads
 from .args import (
     FIELDS_HELP,
@@ -26,32 +39,39 @@ from .args import (
     index_settings,
     int_arg,
     parse_seeds,
+    policy_list,
     seed_arg,
     split_specs,
 )
-from .outputs import writable_folder
+from .outputs import writable_file, writable_folder
+
+OUT = "results/sensitivity"
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
     add_study(
         s,
-        policies="comma list of policies",
-        out="results/sensitivity",
-        out_help="folder of tables and figures",
+        policies="comma list of policies (each moves the fields its class declares for the "
+        "study, else every declared-range field; --fields overrides)",
+        out=OUT,
+        out_help="folder of tables and figures (default results/sensitivity)",
     )
     s.add_argument("--fields", help=FIELDS_HELP)
     s.add_argument(
         "--n",
         type=int_arg("--n", 1, limits.MAX_SWEEP_POINTS),
-        help="points per field (default 5; not with --sobol)",
+        help="points per field of the one-at-a-time curves (default 5)",
     )
     s.add_argument(
         "--sobol",
         type=int_arg("--sobol", 1, limits.MAX_SOBOL),
         metavar="N",
-        help="variance-based (Sobol') indices instead of one-at-a-time curves, from N base "
-        "samples (a power of 2; N x (fields + 2) points, each run at every seed): "
-        "OUT/sobol_<policy>_<profile>.csv",
+        help="also variance-based (Sobol') indices, from N base samples (a power of 2; "
+        "N x (fields + 2) points, each run at every seed): OUT/sobol_<policy>_<scenario>.csv",
+    )
+    s.add_argument(
+        "--sobol-scenarios",
+        help="with --sobol: the scenarios of the indices (default --scenarios)",
     )
     s.add_argument(
         "--metrics",
@@ -63,110 +83,142 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         type=seed_arg("--sample-seed"),
         help="with --sobol: seed of the samples (default 0)",
     )
+    s.add_argument(
+        "--report",
+        help="the report to write (default OUT.md beside the folder: results/sensitivity.md)",
+    )
     add_progress(s)
+
+
+def report_path(out: str, report: str | None) -> Path:
+    """The report: ``--report``, else OUT.md beside the output folder."""
+    if report:
+        return Path(report)
+    folder = Path(out).resolve() if Path(out).name in ("", ".", "..") else Path(out)
+    return folder.with_name(folder.name + ".md")
+
+
+def command_of(args: Any) -> str:
+    """The command line that regenerates the report (run-time options such as --jobs, --dask
+    and --progress left out: they do not change the numbers)."""
+    parts = ["memsim sensitivity", f"--policies {args.policies}", f"--scenarios {args.scenarios}"]
+    if args.seeds != "0":
+        parts.append(f"--seeds {args.seeds}")
+    parts.append(f"--n {args.n if args.n is not None else 5}")
+    if args.fields:
+        parts.append(f"--fields {args.fields}")
+    if args.sobol is not None:
+        parts.append(f"--sobol {args.sobol}")
+        if args.sobol_scenarios:
+            parts.append(f"--sobol-scenarios {args.sobol_scenarios}")
+        if args.metrics:
+            parts.append(f"--metrics {args.metrics}")
+        if args.sample_seed:
+            parts.append(f"--sample-seed {args.sample_seed}")
+    parts += [f"--index {item}" for item in args.index or []]
+    if args.out != OUT:
+        parts.append(f"--out {args.out}")
+    if args.report:
+        parts.append(f"--report {args.report}")
+    return " ".join(parts)
 
 
 def run(args: Any) -> int:
     out = Path(args.out)
     writable_folder(args.out)
-    if args.sobol is not None:
-        if args.n is not None:
-            raise ParamError(
-                f"--n {args.n} sets the one-at-a-time curves' points per field; with --sobol "
-                "the sample size is --sobol's N"
-            )
-        return run_sobol(args)
-    for name, value in (("--metrics", args.metrics), ("--sample-seed", args.sample_seed)):
-        if value is not None:
-            raise ParamError(f"{name} {value} applies to --sobol only, which is not given")
+    report = report_path(args.out, args.report)
+    writable_file(report, "--report")
+    if args.sobol is None:
+        for name, value in (
+            ("--metrics", args.metrics),
+            ("--sample-seed", args.sample_seed),
+            ("--sobol-scenarios", args.sobol_scenarios),
+        ):
+            if value is not None:
+                raise ParamError(f"{name} {value} applies to --sobol only, which is not given")
     n = 5 if args.n is None else args.n
     index = index_settings(args.index)
-    for policy in csv_list(args.policies):  # (refused before anything runs)
+    seeds = parse_seeds(args.seeds)
+    scenarios = split_specs(args.scenarios)
+    sobol_scenarios = split_specs(args.sobol_scenarios) if args.sobol_scenarios else scenarios
+    metrics = csv_list(args.metrics) if args.metrics else list(metric_names("sobol"))
+    given = csv_list(args.fields) if args.fields else None
+    policies = policy_list(args.policies)
+    plan: dict[str, tuple[dict[str, tuple[float, float, type]], list[str] | None]] = {}
+    for policy in policies:  # bad input fails before anything runs
         index_of(policy, index)
+        # (the fields' ranges: declared, else half to twice the default; unknown names fail)
+        ranges = sobol_ranges(policy, given or study_fields(policy, "sensitivity"))
+        sobol_fields = given or study_fields(policy, "sobol")
+        if args.sobol is not None:
+            sobol_plan(policy, metrics, sobol_fields, args.sobol, seeds)
+        plan[policy] = (ranges, sobol_fields)
     out.mkdir(parents=True, exist_ok=True)
-    text = [
-        "# Sensitivity of each policy to its thresholds",
-        "",
-        f"Generated by `memsim sensitivity` ({n} points over each field's declared range, "
-        "the others at their documented defaults; seeds "
-        f"{args.seeds}). Spread = max - min of the metric over the field's points.",
-        "",
-    ]
+    progress = "always" if args.progress else not args.quiet
+    measured = []
     with dask_executor(args.dask) as executor:
-        for policy in csv_list(args.policies):
-            frames = [
-                one_at_a_time(
-                    policy,
-                    scenario,
-                    parse_seeds(args.seeds),
-                    fields=csv_list(args.fields) if args.fields else None,
-                    n=n,
-                    root=out / "cache",
-                    jobs=args.jobs,
-                    executor=executor,
-                    progress="always" if args.progress else not args.quiet,
-                    index=index,
-                )
-                for scenario in split_specs(args.scenarios)
-            ]
-            oat = pd.concat(frames, ignore_index=True)
+        for policy in policies:
+            ranges, sobol_fields = plan[policy]
+            oat = pd.concat(
+                [
+                    one_at_a_time(
+                        policy,
+                        scenario,
+                        seeds,
+                        fields=list(ranges),
+                        n=n,
+                        root=out / "cache",
+                        jobs=args.jobs,
+                        executor=executor,
+                        progress=progress,
+                        index=index,
+                    )
+                    for scenario in scenarios
+                ],
+                ignore_index=True,
+            )
             sp = spreads(oat)
             oat.to_csv(out / f"{policy}_oat.csv", index=False, float_format="%.10g")
             sp.to_csv(out / f"{policy}_spread.csv", index=False, float_format="%.10g")
-            for scenario, g in sp.groupby("scenario", sort=False):
-                name = str(scenario).replace(":", "-").replace(",", "_").replace("=", "")
-                png = f"tornado_{policy}_{name}.png"
+            for scenario, slug in zip(scenarios, scenario_slugs(scenarios)):
+                png = f"tornado_{policy}_{slug}.png"
                 at = default_metric(oat[oat["scenario"] == scenario], policy)
-                skipped = tornado(g, out / png, policy, str(scenario), at_default=at)
+                g = sp[sp["scenario"] == scenario]
+                skipped = tornado(g, out / png, policy, scenario, at_default=at)
                 if skipped:
                     print(f"skipped {png}: {skipped}", file=sys.stderr)
-            text.append(sensitivity_markdown(sp, policy))
-    (out / "sensitivity.md").write_text("\n".join(text))
-    print("\n".join(text))
-    return 0
-
-
-def profile_slug(scenario: str) -> str:
-    """The file-name part of a scenario spec: its profile (``synthetic:churn,episodes=400`` ->
-    ``churn``; ``scripted/contradiction`` -> ``scripted-contradiction``)."""
-    head = scenario.split(",", 1)[0]
-    name = head.split(":", 1)[1] if head.startswith("synthetic:") else head
-    return "".join(c if c.isalnum() or c in "-_." else "-" for c in name)
-
-
-def run_sobol(args: Any) -> int:
-    """``memsim sensitivity --sobol N``: one CSV of indices per policy and scenario."""
-    out = Path(args.out)
-    scenarios = split_specs(args.scenarios)
-    slugs = [profile_slug(s) for s in scenarios]
-    if len(set(slugs)) != len(slugs):  # two sizes of one profile: the whole spec names it
-        slugs = [s.replace(":", "-").replace(",", "_").replace("=", "") for s in scenarios]
-    policies = csv_list(args.policies)
-    fields = csv_list(args.fields) if args.fields else None
-    metrics = csv_list(args.metrics) if args.metrics else list(metric_names("sobol"))
-    index = index_settings(args.index)
-    for policy in policies:  # bad input fails before anything runs
-        sobol_ranges(policy, fields)
-        index_of(policy, index)
-    out.mkdir(parents=True, exist_ok=True)
-    with dask_executor(args.dask) as executor:
-        for policy in policies:
-            for scenario, slug in zip(scenarios, slugs):
-                t = sobol(
-                    policy,
-                    scenario,
-                    parse_seeds(args.seeds),
-                    metrics=metrics,
-                    fields=fields,
-                    n=args.sobol,
-                    seed=args.sample_seed or 0,
-                    root=out / "cache",
-                    jobs=args.jobs,
-                    executor=executor,
-                    progress="always" if args.progress else not args.quiet,
-                    index=index,
-                )
-                path = out / f"sobol_{policy}_{slug}.csv"
-                t.to_csv(path, index=False, float_format="%.6g")
-                print(f"## {policy} on {scenario}\n\n{sobol_table(t)}\n\nwrote {path}\n")
+            tables = []
+            if args.sobol is not None:
+                for scenario, slug in zip(sobol_scenarios, scenario_slugs(sobol_scenarios)):
+                    t = sobol(
+                        policy,
+                        scenario,
+                        seeds,
+                        metrics=metrics,
+                        fields=sobol_fields,
+                        n=args.sobol,
+                        seed=args.sample_seed or 0,
+                        root=out / "cache",
+                        jobs=args.jobs,
+                        executor=executor,
+                        progress=progress,
+                        index=index,
+                    )
+                    path = out / f"sobol_{policy}_{slug}.csv"
+                    t.to_csv(path, index=False, float_format="%.6g")
+                    print(f"## {policy} on {scenario}\n\n{sobol_table(t)}\n\nwrote {path}\n")
+                    tables.append(t)
+            measured.append(PolicySensitivity(policy, oat, sp, ranges, tables))
+    design = SensitivityDesign(
+        command=command_of(args),
+        scenarios=scenarios,
+        seeds=seeds,
+        n=n,
+        folder=args.out.rstrip("/"),
+        sobol_scenarios=sobol_scenarios if args.sobol is not None else (),
+        sobol_n=args.sobol or 0,
+        sample_seed=args.sample_seed or 0,
+    )
+    write_sensitivity_report(report, design, measured)
+    print(f"wrote {report}")
     return 0

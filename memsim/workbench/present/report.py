@@ -18,6 +18,7 @@ from ..runs.results import (
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_parquet,
+    code_fingerprint,
     git_commit,
     package_versions,
 )
@@ -152,7 +153,13 @@ def write_comparison(
     atomic_write_parquet(out / "per_query.parquet", per_query)
     atomic_write_json(
         out / "manifest.json",
-        {"definition": definition, "packages": package_versions(), "git_commit": git_commit()},
+        {
+            "definition": definition,
+            "packages": package_versions(),
+            "git_commit": git_commit(),
+            # what results/ long studies are checked against (memsim.workbench.studies.provenance)
+            "code_fingerprint": code_fingerprint(),
+        },
     )
     return out
 

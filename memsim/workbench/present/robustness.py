@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..studies.provenance import provenance_line
 from ..studies.robustness import FRAGILE, NEVER, ROBUST, RUN_MARGINS
 
 
@@ -90,6 +91,8 @@ def write_report(
         f"metrics (seed means): a difference of at least the margin ({margins}).",
         "",
         f"Scenarios: {', '.join(f'`{x}`' for x in scenarios)}; seeds: {seeds}.",
+        "",
+        provenance_line(),
         *(["", counts_sentence(table)] if counts_sentence(table) else []),
         "",
         "Modes (`--llm` overrides, docs/mock-llm.md): "

@@ -98,6 +98,26 @@ def declared_ranges(policy: str) -> dict[str, tuple[float, float, type]]:
     return out
 
 
+STUDIES = ("sensitivity", "sobol", "tune")
+
+
+def study_fields(policy: str, study: str) -> list[str] | None:
+    """The fields ``policy`` declares for a long study (``sensitivity``, ``sobol`` or ``tune``:
+    the ``study_fields`` of its class, the ones that act under its documented rules); None
+    when it declares none (the study then moves every declared-range field)."""
+    if study not in STUDIES:
+        raise ParamError(f"study {limits.shown(study)} is not one of {STUDIES}")
+    declared = getattr(spec(policy).load(), "study_fields", None) or {}
+    names = declared.get(study)
+    return list(names) if names else None
+
+
+def study_trials(policy: str) -> int | None:
+    """The tuning trials ``policy`` declares (``study_trials`` of its class), None if none."""
+    trials = getattr(spec(policy).load(), "study_trials", None)
+    return int(trials) if trials else None
+
+
 def sensitivity_ranges(policy: str) -> dict[str, tuple[float, float, type]]:
     """The range each numeric field is moved over in a sensitivity analysis: its declared
     range when finite; otherwise half to twice its documented default, clipped to whichever
@@ -576,6 +596,34 @@ def sobol_ranges(policy: str, fields: Sequence[str] | None) -> dict[str, tuple[f
     return {f: ranges[f] for f in names}
 
 
+def sobol_plan(
+    policy: str,
+    metrics: Sequence[str],
+    fields: Sequence[str] | None,
+    n: int,
+    seeds: Sequence[int],
+) -> dict[str, tuple[float, float, type]]:
+    """What :func:`sobol` would sample, checked before anything runs: the metrics are known,
+    ``n`` is a power of 2 within the limits, the fields can move (their ranges)."""
+    known_metrics = (*QUERY_MEANS, *RUN_METRICS)
+    for m in metrics:
+        if m not in known_metrics:
+            raise ParamError(
+                f"sobol {policy}: unknown metric {m!r}; known: {', '.join(known_metrics)}"
+            )
+    if not metrics:
+        raise ParamError(f"sobol {policy}: no metrics")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2 or n & (n - 1):
+        raise ParamError(f"sobol {policy}: n must be a power of 2 (>= 2), got {limits.shown(n)}")
+    limits.at_most(f"sobol {policy}", "base samples", n, limits.MAX_SOBOL)
+    if not seeds:
+        raise ParamError(f"sobol {policy}: no seeds")
+    ranges = sobol_ranges(policy, fields)
+    runs = n * (len(ranges) + 2) * len(seeds)
+    limits.at_most(f"sobol {policy}", "runs", runs, limits.MAX_STUDY_RUNS)
+    return ranges
+
+
 def sobol(
     policy: str,
     scenario: str,
@@ -619,22 +667,7 @@ def sobol(
     from scipy.stats import uniform
 
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
-    known_metrics = (*QUERY_MEANS, *RUN_METRICS)
-    for m in metrics:
-        if m not in known_metrics:
-            raise ParamError(
-                f"sobol {policy}: unknown metric {m!r}; known: {', '.join(known_metrics)}"
-            )
-    if not metrics:
-        raise ParamError(f"sobol {policy}: no metrics")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 2 or n & (n - 1):
-        raise ParamError(f"sobol {policy}: n must be a power of 2 (>= 2), got {limits.shown(n)}")
-    limits.at_most(f"sobol {policy}", "base samples", n, limits.MAX_SOBOL)
-    if not seeds:
-        raise ParamError(f"sobol {policy}: no seeds")
-    ranges = sobol_ranges(policy, fields)
-    runs = n * (len(ranges) + 2) * len(seeds)
-    limits.at_most(f"sobol {policy}", "runs", runs, limits.MAX_STUDY_RUNS)
+    ranges = sobol_plan(policy, metrics, fields, n, seeds)
     names = list(ranges)
     d = len(names)
     dists = [uniform(loc=lo, scale=hi - lo) for lo, hi, _ in ranges.values()]

@@ -35,7 +35,7 @@ from ..runs.execution import (
     resolve_policy,
     run_grid,
 )
-from ..runs.results import RunDef
+from ..runs.results import RunDef, code_fingerprint
 from ..stats import bootstrap_ci
 from .sweep import SweepSpec, declared_ranges, run_metrics, sensitivity_ranges, sweep, wide
 
@@ -56,6 +56,9 @@ class TuneResult:
     trials: int
     storage: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    # each searched field's (lo, hi, type), and every trial of the study (trials_table)
+    ranges: dict[str, tuple[float, float, type]] = field(default_factory=dict)
+    history: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _suggest(trial: Any, ranges: Mapping[str, tuple[float, float, type]]) -> dict[str, Any]:
@@ -143,6 +146,8 @@ def tune(
     )
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     name = f"{policy}:{','.join(scenarios)}:{','.join(objectives)}:{','.join(names)}"
+    # trials scored by other code are not resumed: a report names one code (studies.provenance)
+    name += f":code={code_fingerprint()}"
     if settings:  # (a study without them keeps the name it always had)
         name += ":index=" + ",".join(f"{k}={v}" for k, v in settings)
     study = optuna.create_study(
@@ -199,8 +204,41 @@ def tune(
         policy, scenarios, test_seeds, documented, tuned, cache, jobs, executor, settings
     )
     return TuneResult(
-        policy, tuple(objectives), documented, tuned, pareto, held, len(study.trials), storage
+        policy,
+        tuple(objectives),
+        documented,
+        tuned,
+        pareto,
+        held,
+        len(study.trials),
+        storage,
+        ranges=ranges,
+        history=trials_table(policy, study, documented, objectives),
     )
+
+
+def trials_table(
+    policy: str, study: Any, documented: Mapping[str, Any], objectives: Sequence[str]
+) -> pd.DataFrame:
+    """Every trial of a study: number, state (complete, pruned: a combination the Params
+    refuse or a failed run), whether it is the documented point and on the Pareto front,
+    its training objectives and its parameters (``name=value;...``)."""
+    front = {t.number for t in study.best_trials}
+    rows = []
+    for t in study.trials:
+        values = list(t.values) if t.values is not None else [math.nan] * len(objectives)
+        rows.append(
+            {
+                "policy": policy,
+                "trial": t.number,
+                "state": t.state.name.lower(),
+                "documented": all(t.params.get(k) == v for k, v in documented.items()),
+                "pareto": t.number in front,
+                **dict(zip(objectives, values)),
+                "params": ";".join(f"{k}={v:.6g}" for k, v in t.params.items()),
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def _pick(
@@ -305,8 +343,24 @@ def spreads(
                     "at_low": float(col.iloc[0]),
                     "at_high": float(col.iloc[-1]),
                     "spread": float(col.max() - col.min()),
+                    "largest": float(col.abs().max()),
+                    "points": len(col),
                 }
             )
     return pd.DataFrame(rows).sort_values(
         ["scenario", "metric", "spread"], ascending=[True, True, False]
     )
+
+
+# a field "matters" for a metric when its spread exceeds this share of the metric's scale
+MATTER_SHARE = 0.01
+
+
+def matters(spread: pd.DataFrame, share: float = MATTER_SHARE) -> pd.Series:
+    """Per row of :func:`spreads`: whether the field moves the metric by more than ``share``
+    of max(1, the largest value over the field's points): an absolute 0.01 for a rate (recall,
+    stale), 1% of the largest value for a count (footprint, in memories)."""
+    scale = np.maximum(1.0, spread["largest"].abs().to_numpy(dtype=np.float64))
+    # (a spread equal to the threshold but for float rounding does not exceed it)
+    above = spread["spread"].to_numpy(dtype=np.float64) > share * scale * (1 + 1e-9)
+    return pd.Series(above, spread.index)
