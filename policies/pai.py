@@ -1036,11 +1036,11 @@ class PersonalAI(Policy[PaiParams]):
         def all_cosines() -> np.ndarray:  # -inf where not searchable
             return np.where(searchable, s.query_products(vec), np.float32(-np.inf))
 
-        best = s.query_screen(vec)
+        screen = s.query_screen(vec)
         ranked = None
-        if best is not None:
+        if screen is not None:
             ranked = pai_topk_screened(
-                best, lambda rows: s.products_of(vec, rows), cols, now, codes, p, query.k, tb
+                screen, lambda rows: s.products_of(vec, rows), cols, now, codes, p, query.k, tb
             )
         if ranked is None:
             ranked = pai_topk_from_cos(all_cosines(), cols, now, codes, p, query.k, tiebreak=tb)

@@ -396,15 +396,16 @@ def pai_topk_screened(
     first: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`pai_topk_from_cos` of the full scan's cosines, computed from a few rows.
-    ``ranked(m)`` (``MemoryStore.query_screen``) gives the m rows of highest screened cosine,
-    best first, ``edges`` (``edges[i]``, i = 0 .. m, at least the full scan's float32 cosine of every row
-    but the first i and the stale ones) and the stale rows; ``exact(rows)`` gives rows'
-    float32 cosines as the full scan computes them. The top k of the first i rows and the
-    stale ones is the answer once no other row can score into its tie chain: the chain's
-    bottom less TIE_RTOL, by :func:`pai_rest_bound`, needs a cosine above ``edges[i]`` (or
-    every other row is under the floor). Rows read: four times as many until then, or
-    None when a quarter of the store would be needed or no bound exists (the caller scans
-    every row). ``first``: the rows read first (default from k)."""
+    ``ranked(m)`` (``MemoryStore.query_screen``) gives the m rows of highest screened
+    cosine, best first, ``edges`` (``edges[i]``, i = 0 .. m, at least the full scan's
+    float32 cosine of every row but the first i and the stale ones) and the stale rows;
+    ``exact(rows)`` gives rows' float32 cosines as the full scan computes them. The top k
+    of the first i rows and the stale ones is the answer once no other row can score into
+    its tie chain: the chain's bottom less TIE_RTOL, by :func:`pai_rest_bound`, needs a
+    cosine above ``edges[i]`` (or every other row is under the floor). Rows read: four
+    times as many until then, or None when a quarter of the store would be needed or no
+    bound exists (the caller scans every row). ``first``: the rows read first (default
+    from k)."""
     if k <= 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
     n = len(cols.importance)
@@ -424,7 +425,7 @@ def pai_topk_screened(
         cos = exact(rows)
         sub = cols.take(rows)
         keys = None if tiebreak is None else (lambda idx, rows=rows: tiebreak(rows[idx]))
-        top, top_scores = pai_topk_from_cos(cos, sub, now, codes, p, k, bound, keys)
+        top, top_scores = pai_topk_from_cos(cos, sub, now, subject_codes, p, k, bound, keys)
         if edge < floor:  # no other row clears the floor
             return rows[top], top_scores
         scores = _score_candidates(cos, rows, cols, now, _subject_match(sub.subject, codes), p)

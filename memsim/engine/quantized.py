@@ -133,10 +133,7 @@ class QuantizedScreen:
         margin, r = screen_margin(self.dim), self._residual
         # x.v = (z/S).(w/T) + (z/S).s + r.v, |z/S| <= 1 + |r|, and the two scans' rounding
         slack = (
-            margin * max(1.0, norm)
-            + r * norm
-            + (1.0 + r) * off
-            + margin * (1.0 + r) * (norm + off)
+            margin * max(1.0, norm) + r * norm + (1.0 + r) * off + margin * (1.0 + r) * (norm + off)
         )
         products = found[0].astype(np.float64)
         edges = np.append(products, products[-1]) / (self._scale * scale_v) + slack

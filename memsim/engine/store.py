@@ -32,8 +32,8 @@ import numpy as np
 
 from . import decay
 from .errors import PolicyContractError, VectorError
-from .ranking import mix64
 from .quantized import SCREEN_MIN_ROWS, QuantizedScreen
+from .ranking import mix64
 from .similarity import PackedRows, RecurringScans, rows_matvec
 
 CORE_COLUMNS: dict[str, tuple[Any, Any]] = {

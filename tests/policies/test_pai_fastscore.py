@@ -395,7 +395,9 @@ def test_property_screened_equals_the_full_scan(
     keys = rng.integers(0, 2**63, n).astype(np.uint64) if ties_by_key else None
     tb = None if keys is None else (lambda rows: keys[rows])
     screen = QuantizedScreen(DIM)
-    for q, codes in zip(np.concatenate([X[:1], unit_rows(rng, 2, clusters=clusters)]), [[0], [], [1, 3]]):
+    for q, codes in zip(
+        np.concatenate([X[:1], unit_rows(rng, 2, clusters=clusters)]), [[0], [], [1, 3]]
+    ):
         got = screened(X, q, cols, 100.0, codes, p, k, tb, first, screen)
         if got is not None:
             assert_same(got, full_scan(X, q, cols, 100.0, codes, p, k, keys))
@@ -417,3 +419,39 @@ def test_screened_decides_on_the_benchmark_store(ties_by_key):
         got = screened(X, q, cols, now, [7], P, 10, tb, None, screen)
         assert got is not None
         assert_same(got, full_scan(X, q, cols, now, [7], P, 10, keys if ties_by_key else None))
+
+
+@pytest.mark.parametrize("policy_id", ["pai", "pai-code"])
+def test_a_run_through_the_screen_is_the_full_scans_byte_for_byte(monkeypatch, policy_id):
+    """With the int8 screen forced on for every store size and a small first read (so it
+    decides in a small store), a Personal AI run's trace and store equal the plain run's,
+    bytes included, and the screen decided most of its queries."""
+    import scenarios
+    from benchmarks.fingerprint import digest
+    from memsim.engine import store as store_module
+    from memsim.engine.mockllm import MockLLM
+    from memsim.engine.registry import make
+    from memsim.engine.runner import run
+
+    spec = "synthetic:steady,episodes=3000,queries=400"
+
+    def one_run():
+        pol = make(policy_id, llm=MockLLM(seed=0), seed=0)
+        return pol, run(pol, scenarios.load(spec))
+
+    plain, plain_trace = one_run()
+    monkeypatch.setattr(store_module, "SCREEN_MIN_ROWS", 0)
+    monkeypatch.setattr(fs, "SCREEN_FIRST_PER_K", 2)
+    monkeypatch.setattr(fs, "SCREEN_FIRST_MIN", 8)
+    decided = []
+    screened_topk = fs.pai_topk_screened
+
+    def counted(*args, **kwargs):
+        got = screened_topk(*args, **kwargs)
+        decided.append(got is not None)
+        return got
+
+    monkeypatch.setattr("policies.pai.pai_topk_screened", counted)
+    pol, trace = one_run()
+    assert sum(decided) >= 50, (sum(decided), len(decided))
+    assert digest(pol, trace) == digest(plain, plain_trace)
