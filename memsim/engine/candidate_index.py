@@ -13,7 +13,7 @@ import numpy as np
 from . import ranking, similarity
 from .cones import Cones
 from .errors import ParamError, UnknownIdError
-from .vector_index import faiss_single_thread
+from .quantized import faiss_single_thread
 
 # Store size from which the "ivf" candidate mode searches through the index; below it every
 # search is the caller's exact scan. On the steady synthetic stream the index lost to the

@@ -21,6 +21,7 @@ those terms with the largest |r| of the copy: :meth:`QuantizedScreen.ranked`'s e
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -74,8 +75,6 @@ class QuantizedScreen:
 
     def _encode(self, rows: np.ndarray) -> None:
         """Append ``rows`` (the store's next rows) to the copy, measuring their residuals."""
-        from .vector_index import faiss_single_thread  # (vector_index imports the store)
-
         chunk = 65536
         for lo in range(0, len(rows), chunk):
             x = rows[lo : lo + chunk]
@@ -110,8 +109,6 @@ class QuantizedScreen:
         ``stale``, the rows changed since the copy was built, which no edge bounds. Every
         row, unbounded (+inf) but by all of them (-inf), when ``m`` reaches the store's size
         or the vector has no finite largest component."""
-        from .vector_index import faiss_single_thread
-
         self.sync(embeddings)
         n = self._n
         m = max(0, min(int(m), n))
@@ -143,3 +140,16 @@ class QuantizedScreen:
 
     def nbytes(self) -> int:
         return 0 if self._index is None else self._n * self.dim
+
+
+def faiss_single_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call a faiss function with one OpenMP thread (deterministic, and polite on a shared
+    machine), restoring the thread count after."""
+    import faiss
+
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        return fn(*args)
+    finally:
+        faiss.omp_set_num_threads(threads)
