@@ -377,11 +377,13 @@ def pai_topk_from_cos(
 
 
 # The screened rows a top-k reads first (k of them times this, at least SCREEN_FIRST_MIN),
-# and the rows one screen returns (SCREEN_SEARCH_PER_FIRST times as many): on the
-# benchmark's 1M clustered rows MEASURED
+# and the rows one screen returns (SCREEN_SEARCH_PER_FIRST times as many). Measured on the
+# benchmarks' 1M clustered rows (benchmarks/bench_recall.py): every query needed more than
+# 32 x k rows and none more than 128 x k (320 read first cost a second round on every
+# query); a screen returning 2,560 rows costs 1.07x one returning 1,280, 5,120 rows 1.18x.
 SCREEN_FIRST_PER_K = 128
 SCREEN_FIRST_MIN = 512
-SCREEN_SEARCH_PER_FIRST = 4
+SCREEN_SEARCH_PER_FIRST = 2
 
 
 def pai_topk_screened(
