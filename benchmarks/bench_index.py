@@ -4,10 +4,11 @@ its class default) against its exact run (``--index mode=exact``) and keep-all's
 same pytest session.
 
 For each policy whose default index is approximate (INDEXED): the tenth of the year and the
-full year through the index (growth exponent of run time, target <= 1.15), the full year
-exact (the speed-up the index buys, reported), keep-all's full year (ratio, target <= 3),
-and the exactness audit of the year run (share of audited ingest decisions that differ
-from the full scan's, target <= 0.01). No policy's recall goes through an index: the
+full year through the index (growth exponent of run time, reported: bench_scaling holds
+each policy's growth target), the full year exact (the speed-up the index buys, at least 1:
+the index pays or goes), keep-all's full year (ratio, target <= 3), and the exactness audit
+of the year run (share of audited ingest decisions that differ from the full scan's, target
+<= 0.01). No policy's recall goes through an index: the
 opt-in IVF recall mode lost to the exact scan's kept query products (docs/performance.md).
 Runs are subprocesses of benchmarks.simrun, one at a time.
 
@@ -83,5 +84,6 @@ def test_year_through_the_index(benchmark, keep_all_year, policy_id):
     assert audit["decisions_checked"] > 0 or SMOKE, "the audit checked no decision"
     if not SMOKE:
         assert audit["decision_differ_share"] <= AUDIT_BOUND, f"audit: {audit}"
-        assert growth <= 1.15, f"growth exponent {growth:.2f} > 1.15"
+        speedup = exact["run_seconds"] / max(year["run_seconds"], 1e-3)
+        assert speedup >= 1.0, f"the index costs: exact year {speedup:.2f}x its time"
     assert_target_in_full_mode(benchmark)
