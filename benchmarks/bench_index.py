@@ -1,12 +1,16 @@
-"""A policy's steady year through the candidate index
-(memsim.engine.candidate_index.CandidateIndex, ``Policy.use_index("ivf")``) against its exact run
-and keep-all's, all in the same pytest session.
+"""Personal AI's steady year through its ingest index (memsim.engine.candidate_index
+.INGEST_INDEX: findSimilarBeliefs' top-5 searches through faiss IVF from 5,000 stored rows,
+its class default) against its exact run (``--index mode=exact``) and keep-all's, all in the
+same pytest session.
 
-For each policy that searches through the index (INDEXED): the tenth of the year and the
-full year through the index (growth exponent of run time, target <= 1.15), the full year
-exact (the speedup), keep-all's full year (ratio, target <= 3), and the exactness audit of
-the year run (share of audited queries whose top-k differs from the exact scan, target
-<= 0.01). Runs are subprocesses of benchmarks.simrun, one at a time.
+For each policy whose default index is approximate (INDEXED): the tenth of the year and the
+full year through the index (growth exponent of run time, reported: bench_scaling holds
+each policy's growth target), the full year exact (the speed-up the index buys, at least 1:
+the index pays or goes), keep-all's full year (ratio, target <= 3), and the exactness audit
+of the year run (share of audited ingest decisions that differ from the full scan's, target
+<= 0.01). No policy's recall goes through an index: the
+opt-in IVF recall mode lost to the exact scan's kept query products (docs/performance.md).
+Runs are subprocesses of benchmarks.simrun, one at a time.
 
 Full mode is long on a shared 2-core machine (several minutes per run); run it alone:
 ``nice -n 10 python -m pytest benchmarks/bench_index.py``.
@@ -21,11 +25,11 @@ import pytest
 from benchmarks.bench_sim import simrun
 from benchmarks.conftest import assert_target_in_full_mode, record_target
 from benchmarks.workloads import SMOKE, size
-from memsim.engine.candidate_index import AUDIT_BOUND
+from memsim.engine.candidate_index import AUDIT_BOUND, INGEST_INDEX_MIN_ROWS
 
-INDEXED = ["izzie"]
+INDEXED = ["pai"]
 YEAR_EPISODES, YEAR_QUERIES = size(100_000, 2_000), size(10_000, 200)
-MIN_ROWS = size(20_000, 300)  # the index's default threshold; small in smoke mode
+MIN_ROWS = size(INGEST_INDEX_MIN_ROWS, 300)  # the class default; small in smoke mode
 TIMEOUT = size(3600.0, 300.0)
 
 
@@ -35,7 +39,7 @@ def _run(policy: str, scale: float, index: bool) -> dict:
         int(round(YEAR_EPISODES * scale)),
         int(round(YEAR_QUERIES * scale)),
         timeout=TIMEOUT,
-        index=f"mode=ivf,min_rows={MIN_ROWS}" if index else "",
+        index=f"mode=ivf,min_rows={MIN_ROWS}" if index else "mode=exact",
     )
     assert got is not None, f"{policy} ({scale:g} year, index={index}) took over {TIMEOUT:.0f} s"
     return got
@@ -73,12 +77,13 @@ def test_year_through_the_index(benchmark, keep_all_year, policy_id):
         },
         speedup_over_exact=exact["run_seconds"] / max(year["run_seconds"], 1e-3),
         audit=audit,
-        query_differ_share=audit["query_differ_share"],
+        decision_differ_share=audit["decision_differ_share"],
     )
     benchmark.group = "index"
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
-    assert audit["checked"] > 0 or SMOKE, "the audit checked no query"
+    assert audit["decisions_checked"] > 0 or SMOKE, "the audit checked no decision"
     if not SMOKE:
-        assert audit["query_differ_share"] <= AUDIT_BOUND, f"audit: {audit}"
-        assert growth <= 1.15, f"growth exponent {growth:.2f} > 1.15"
+        assert audit["decision_differ_share"] <= AUDIT_BOUND, f"audit: {audit}"
+        speedup = exact["run_seconds"] / max(year["run_seconds"], 1e-3)
+        assert speedup >= 1.0, f"the index costs: exact year {speedup:.2f}x its time"
     assert_target_in_full_mode(benchmark)

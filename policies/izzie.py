@@ -325,9 +325,8 @@ class Izzie(Policy[IzzieParams]):
     kinds: ClassVar[tuple[str, ...]] = ("memory",)
     strength_range = (0.0, 1.0)
     curve_attributes: ClassVar[frozenset[str]] = frozenset()
-    # recall's first stage (the top search_limit by cosine), where the ranking reads one;
-    # mode cones answers range searches only, so it would leave recall a full scan
-    index_modes: ClassVar[frozenset[str]] = frozenset({"ivf"})
+    # no search goes through a candidate index: recall's exact scan keeps each query
+    # vector's products between calls, which the IVF index lost to (docs/performance.md)
 
     def setup(self) -> None:
         s = self.store
@@ -465,8 +464,6 @@ class Izzie(Policy[IzzieParams]):
         if self.params.search == "bm25":
             return self._recall_keyword(queries, now)
         qvecs = [self.llm.embed_query(q) for q in queries]
-        if self.candidates.approximate and self._searches_first():
-            return self._recall_candidates(queries, qvecs, now)
         good = [i for i, v in enumerate(qvecs) if v is not None]
         sims = np.zeros((len(queries), s.n))
         for i in good:
@@ -525,12 +522,6 @@ class Izzie(Policy[IzzieParams]):
         found = found[retrievable[found]]
         return self._stage2(found, sims[found], strength[found], k, salt)
 
-    def _searches_first(self) -> bool:
-        """Whether recall starts with a pure similarity search (the readings a candidate
-        index can serve: the top search_limit by cosine, then a score over those)."""
-        p = self.params
-        return p.search == "cosine" and not p.limit_before_filter and p.ranking != "one_stage"
-
     def _stage2(
         self, found: np.ndarray, sims: np.ndarray, strength: np.ndarray, k: int, salt: str
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -543,38 +534,6 @@ class Izzie(Policy[IzzieParams]):
         tb = self.store.tie_keys(f"{self.seed}:{salt}", found)
         order = ranking.topk(stage2, k, tb)
         return found[order], np.minimum.accumulate(stage2[order])
-
-    def _recall_candidates(
-        self, queries: Sequence[Query], qvecs: list, now: float
-    ) -> list[Ranking]:
-        """recall() through the candidate index: the search_limit most similar retrievable
-        memories come from the index, then 003's score over them exactly as _rank does.
-        Audited against the exact scan every ``audit_every``-th query."""
-        s = self.store
-        p = self.params
-        retrievable = s.retrievable()
-        out: list[Ranking] = []
-        for qi, q in enumerate(queries):
-            v = qvecs[qi]
-            if v is None or not retrievable.any():
-                out.append(Ranking.empty())
-                continue
-            v32 = np.asarray(v, dtype=np.float32)
-            top = self.candidates.top_rows(  # the first stage breaks ties as _rank's does
-                v32, max(p.search_limit, q.k), retrievable, _keys_of(s, f"{self.seed}:{q.id}")
-            )
-            assert top is not None  # approximate: the index answers
-            found, sims = top
-            ids, scores = self._stage2(found, sims, self.strength(now, found), q.k, q.id)
-            if self.candidates.audit_due():
-                exact, _ = self._rank(s.embedding @ v32, self.strength(now), retrievable, q.k, q.id)
-                self.candidates.record(not np.array_equal(exact, ids))
-            out.append(Ranking(ids, scores))
-            if len(ids):
-                touched = self.refreshed(ids)
-                s["last_access"][touched] = now
-                s["access_count"][touched] += 1
-        return out
 
     # -- izzie-code: keyword search (retrieval.ts searchMemories, context-retrieval.ts) ------
     def query_terms(self, text: str) -> str:

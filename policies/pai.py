@@ -30,7 +30,12 @@ from memsim.engine.params import Params, param
 from memsim.engine.policy import Job, Outcome, Policy, Ranking, SimilarityRule
 from memsim.engine.store import Statuses
 from policies import pai_formulas
-from policies.pai_fastscore import PaiColumns, pai_topk_from_cos, score_weights
+from policies.pai_fastscore import (
+    PaiColumns,
+    pai_topk_from_cos,
+    pai_topk_screened,
+    score_weights,
+)
 
 DOC = "000"
 
@@ -1029,30 +1034,42 @@ class PersonalAI(Policy[PaiParams]):
             elif self.store.n == 0:
                 out.append(Ranking.empty())
             else:
-                searchable = self._searchable()
-                # the query's products, kept between its calls; -inf where not searchable
-                cos = np.where(searchable, self.store.query_products(vec), np.float32(-np.inf))
-                out.append(self._semantic_search(q, now, cos, searchable))
+                out.append(self._semantic_search(q, now, vec, self._searchable()))
         return out
 
     def _semantic_search(
-        self, query: Query, now: float, cos: np.ndarray, searchable: np.ndarray
+        self, query: Query, now: float, vec: np.ndarray, searchable: np.ndarray
     ) -> Ranking:
         """Top N by the §2 score (fused kernel: exactly ``topk(score_rows(...), N)``), then
-        the linked neighbours of the top 3 at 0.8 x the parent's score, then access."""
+        the linked neighbours of the top 3 at 0.8 x the parent's score, then access. The
+        cosines are the query's products (kept between its calls), or, for a vector seen
+        once in a large store, those of the few rows its screen finds (the same answer:
+        ``pai_topk_screened``)."""
         p = self.params
         s = self.store
         cols = PaiColumns.of_store(s, TYPE_CODE["insight"], searchable, p.recency_from)
         tag = f"{self.seed}:{query.id}"  # ties: seeded order, never row (keys at the cut only)
+        codes = self.subject_codes(query)
 
         def tb(rows: np.ndarray) -> np.ndarray:
             return s.tie_keys(tag, rows)
 
-        top, top_scores = pai_topk_from_cos(
-            cos, cols, now, self.subject_codes(query), p, query.k, tiebreak=tb
-        )
+        def all_cosines() -> np.ndarray:  # -inf where not searchable
+            return np.where(searchable, s.query_products(vec), np.float32(-np.inf))
+
+        screen = s.query_screen(vec)
+        ranked = None
+        if screen is not None:
+            ranked = pai_topk_screened(
+                screen, lambda rows: s.products_of(vec, rows), cols, now, codes, p, query.k, tb
+            )
+        if ranked is None:
+            ranked = pai_topk_from_cos(all_cosines(), cols, now, codes, p, query.k, tiebreak=tb)
+        top, top_scores = ranked
         if p.type_cap_divisor > 0:  # the code's prioritizeRecallTypes
-            top, top_scores = self._cap_types(top, top_scores, query.k, cos, cols, now, query, tb)
+            top, top_scores = self._cap_types(
+                top, top_scores, query.k, all_cosines, cols, now, query, tb
+            )
         if p.neighbours_after:
             ids, scores = self._neighbours_after(top, top_scores, query.k, tb)
             self._record_access(ids, now)
@@ -1098,7 +1115,7 @@ class PersonalAI(Policy[PaiParams]):
         top: np.ndarray,
         top_scores: np.ndarray,
         k: int,
-        cos: np.ndarray,
+        all_cosines: Callable[[], np.ndarray],
         cols: PaiColumns,
         now: float,
         query: Query,
@@ -1108,6 +1125,7 @@ class PersonalAI(Policy[PaiParams]):
         insight or meta rows than the cap, else the cap applied to the full ranking."""
         if int(self._is_capped_type(top).sum()) <= max(1, k // self.params.type_cap_divisor):
             return top, top_scores
+        cos = all_cosines()
         n = int(np.count_nonzero(np.isfinite(cos)))
         rows, scores = pai_topk_from_cos(
             cos, cols, now, self.subject_codes(query), self.params, n, tiebreak=tb

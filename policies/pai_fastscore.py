@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from memsim.engine import decay
-from memsim.engine.ranking import TIE_RTOL, topk
+from memsim.engine.ranking import TIE_RTOL, tie_chain_bottom, topk
 from policies import pai_formulas
 
 # Slack (in cosine units) of the bound prefilter, far above float rounding of the bound.
@@ -374,6 +374,73 @@ def pai_topk_from_cos(
             )
             best = topk(scores, k, _keys_of(tiebreak, cand))
     return cand[best], np.minimum.accumulate(scores[best])
+
+
+# The screened rows a top-k reads first (k of them times this, at least SCREEN_FIRST_MIN),
+# and the rows one screen returns (SCREEN_SEARCH_PER_FIRST times as many). Measured on the
+# benchmarks' 1M clustered rows (benchmarks/bench_recall.py): every query needed more than
+# 32 x k rows and none more than 128 x k (320 read first cost a second round on every
+# query); a screen returning 2,560 rows costs 1.07x one returning 1,280, 5,120 rows 1.18x.
+SCREEN_FIRST_PER_K = 128
+SCREEN_FIRST_MIN = 512
+SCREEN_SEARCH_PER_FIRST = 2
+
+
+def pai_topk_screened(
+    ranked: Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]],
+    exact: Callable[[np.ndarray], np.ndarray],
+    cols: PaiColumns,
+    now: float,
+    subject_codes: Sequence[int],
+    p: Any,
+    k: int,
+    tiebreak: Callable[[np.ndarray], np.ndarray] | None = None,
+    first: int | None = None,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`pai_topk_from_cos` of the full scan's cosines, computed from a few rows.
+    ``ranked(m)`` (``MemoryStore.query_screen``) gives the m rows of highest screened
+    cosine, best first, ``edges`` (``edges[i]``, i = 0 .. m, at least the full scan's
+    float32 cosine of every row but the first i and the stale ones) and the stale rows;
+    ``exact(rows)`` gives rows' float32 cosines as the full scan computes them. The top k
+    of the first i rows and the stale ones is the answer once no other row can score into
+    its tie chain: the chain's bottom less TIE_RTOL, by :func:`pai_rest_bound`, needs a
+    cosine above ``edges[i]`` (or every other row is under the floor). Rows read: four
+    times as many until then, or None when a quarter of the store would be needed or no
+    bound exists (the caller scans every row). ``first``: the rows read first (default
+    from k)."""
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    n = len(cols.importance)
+    bound = pai_rest_bound(cols, now, p)
+    if bound is None:
+        return None
+    floor = float(p.cosine_floor)
+    codes = np.asarray(subject_codes, dtype=np.int64)
+    i = max(SCREEN_FIRST_PER_K * k, SCREEN_FIRST_MIN) if first is None else max(1, first)
+    order, edges, stale = ranked(min(n, SCREEN_SEARCH_PER_FIRST * i))
+    while 4 * i <= n:
+        if i > len(order):
+            order, edges, stale = ranked(min(n, SCREEN_SEARCH_PER_FIRST * i))
+        head = order[:i]
+        rows = np.union1d(head, stale) if len(stale) else np.sort(head)
+        edge = float(edges[min(i, len(edges) - 1)])
+        cos = exact(rows)
+        sub = cols.take(rows)
+        keys = None if tiebreak is None else (lambda idx, rows=rows: tiebreak(rows[idx]))
+        top, top_scores = pai_topk_from_cos(cos, sub, now, subject_codes, p, k, bound, keys)
+        if edge < floor:  # no other row clears the floor
+            return rows[top], top_scores
+        scores = _score_candidates(cos, rows, cols, now, _subject_match(sub.subject, codes), p)
+        ok = scores[scores > -np.inf]
+        if len(ok) >= k:
+            kth = float(np.partition(ok, len(ok) - k)[len(ok) - k])
+            lo = tie_chain_bottom(np.where(np.isfinite(scores), scores, -np.inf), kth)
+            # a row scoring under this joins neither the top k nor its tie chain
+            tau = _cos_threshold(lo - TIE_RTOL * abs(lo), bound, p)
+            if tau > floor and edge < tau:
+                return rows[top], top_scores
+        i *= 4
+    return None
 
 
 def _keys_of(

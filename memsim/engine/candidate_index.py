@@ -13,12 +13,12 @@ import numpy as np
 from . import ranking, similarity
 from .cones import Cones
 from .errors import ParamError, UnknownIdError
-from .vector_index import faiss_single_thread
+from .quantized import faiss_single_thread
 
-# Store size from which the "ivf" candidate mode searches through the index; below it every
-# search is the caller's exact scan. On the steady synthetic stream the index lost to the
-# exact scan at 30k rows and at the year for Izzie (docs/performance.md: the mock's tie
-# groups), so for recall the mode is opt-in and this is only where it starts once asked for.
+# Store size from which the "ivf" candidate mode searches through the index, once asked for
+# (`--index mode=ivf`); below it every search is the caller's exact scan. No recall goes
+# through it: Izzie's recall through it lost to the exact scan at 30k rows and at the year
+# (docs/performance.md: the mock's tie groups), and the opt-in recall mode was removed.
 CANDIDATE_MIN_ROWS = 20_000
 # Store size from which the per-claim searches of ingest go through the "ivf" index by
 # default (Policy.default_index of Personal AI's findSimilarBeliefs): measured on the steady
@@ -510,7 +510,7 @@ class CandidateIndex:
 
     def summary(self) -> dict[str, Any]:
         """The audit as written to a run's manifest and summary. A share of which nothing was
-        audited is NaN, not 0 (Izzie's ingest, the reference models' recall): a mean over
+        audited is NaN, not 0 (every policy's recall, which scans exactly): a mean over
         runs then skips it."""
         a = self.audit
         return {

@@ -293,6 +293,23 @@ class RecurringScans:
         # rows whose embedding changed, in order; change i is _log[i - _log_start]
         self._log: list[np.ndarray] = []
         self._log_start = 0
+        # vectors asked through :meth:`recurring` lately, not kept (oldest first)
+        self._asked: dict[bytes, None] = {}
+
+    def recurring(self, vector: np.ndarray) -> bool:
+        """Whether ``vector``'s products are kept, or it was asked here among the last
+        ``max_entries`` vectors: a vector that comes back is worth one full scan, kept; one
+        seen once may go through a cheaper screen (MemoryStore.query_screen)."""
+        key = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+        if key in self._kept:
+            return True
+        if key in self._asked:  # asked again: kept from now on
+            del self._asked[key]
+            return True
+        self._asked[key] = None
+        while len(self._asked) > self.max_entries:
+            del self._asked[next(iter(self._asked))]
+        return False
 
     def changed(self, rows: np.ndarray) -> None:
         """Rows whose embedding the owner replaced: logged once (not per kept vector),

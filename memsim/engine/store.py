@@ -22,7 +22,7 @@ import functools
 import hashlib
 import math
 import operator
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from itertools import islice, repeat
@@ -32,8 +32,9 @@ import numpy as np
 
 from . import decay
 from .errors import PolicyContractError, VectorError
+from .quantized import SCREEN_MIN_ROWS, QuantizedScreen
 from .ranking import mix64
-from .similarity import PackedRows, RecurringScans
+from .similarity import PackedRows, RecurringScans, rows_matvec
 
 CORE_COLUMNS: dict[str, tuple[Any, Any]] = {
     "created": (np.float64, np.nan),
@@ -215,6 +216,7 @@ class MemoryStore:
         self._status_counts = [0] * len(statuses.names)
         self._packed = PackedRows(self.dim)
         self._queries = RecurringScans(self.dim)
+        self._screen = QuantizedScreen(self.dim)
         self._row_logs: dict[int, _RowLog] = {}  # provenance_of's ordered logs
         # rows added with log_provenance=False whose entries wait for log_in_order
         self._unlogged: dict[int, tuple[float, list[str]]] = {}
@@ -370,6 +372,7 @@ class MemoryStore:
         self.embedding_version += 1
         self._packed.changed(self._emb, rows)
         self._queries.changed(rows)
+        self._screen.changed(rows)
         sets = self._change_sets
         if sets:  # (each candidate index's set; the rows listed once for all of them)
             changed = rows.tolist()
@@ -396,11 +399,34 @@ class MemoryStore:
         :meth:`products` / :meth:`products_at`: they do not come back."""
         return self._queries.at(self.embedding, vector, rows)
 
+    def query_screen(
+        self, vector: Any
+    ) -> Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]] | None:
+        """For a query vector in a store of at least SCREEN_MIN_ROWS rows whose products
+        are not kept (nor asked lately: :meth:`query_products` keeps a vector that comes
+        back), ``ranked(m)``: the m rows of highest screened product, best first, with
+        bounds on the float32 product of the rows after them (quantized.QuantizedScreen
+        .ranked, an int8 copy of the embeddings: a quarter of their bytes); their exact
+        products are :meth:`products_of`. None otherwise: the caller scans
+        (:meth:`query_products`)."""
+        if self.n < SCREEN_MIN_ROWS:
+            return None
+        v = np.ascontiguousarray(vector, dtype=np.float32)
+        if self._queries.recurring(v):
+            return None
+        return lambda m: self._screen.ranked(self.embedding, v, m)
+
+    def products_of(self, vector: Any, rows: np.ndarray) -> np.ndarray:
+        """``(embedding @ vector)[rows]`` in float32, bit for bit, for a few rows asked once
+        (similarity.rows_matvec: nothing kept)."""
+        return rows_matvec(self.embedding, rows, vector)
+
     def __getstate__(self) -> dict[str, Any]:
         # copies and pickles leave the caches behind (rebuilt on demand)
         state = self.__dict__.copy()
         state["_packed"] = PackedRows(self.dim)
         state["_queries"] = RecurringScans(self.dim)
+        state["_screen"] = QuantizedScreen(self.dim)
         state["_row_logs"] = {}
         return state
 
@@ -408,6 +434,7 @@ class MemoryStore:
         # (a store pickled before these were kept)
         state.setdefault("embedding_version", 0)
         state.setdefault("_change_sets", [])
+        state.setdefault("_screen", QuantizedScreen(state["dim"]))
         self.__dict__.update(state)
 
     def track_embedding_changes(self) -> set[int]:

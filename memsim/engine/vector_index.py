@@ -11,12 +11,12 @@ Results: ``(sims (q, k) float32, ids (q, k) int64)``, best first, padded with ``
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
 from .errors import ParamError, UnknownIdError, VectorError
+from .quantized import faiss_single_thread
 from .ranking import batch_topk
 from .store import as_unit_vectors
 
@@ -315,16 +315,3 @@ def make_index(kind: str, dim: int, **knobs: Any) -> VectorIndex:
     if kind in INDEX_KINDS:
         return FaissIndex(dim, kind.removeprefix("faiss-"), **knobs)
     raise UnknownIdError(f"unknown index kind {kind!r}; known: {', '.join(INDEX_KINDS)}")
-
-
-def faiss_single_thread(fn: Callable[..., Any], *args: Any) -> Any:
-    """Call a faiss function with one OpenMP thread (deterministic, and polite on a shared
-    machine), restoring the thread count after."""
-    import faiss
-
-    threads = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(1)
-    try:
-        return fn(*args)
-    finally:
-        faiss.omp_set_num_threads(threads)

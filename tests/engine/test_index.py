@@ -357,25 +357,6 @@ def test_candidate_top_rows_equal_the_exact_scan_whatever_the_tie_group(seed, gr
     np.testing.assert_array_equal(got_sims, sims[want].astype(np.float32))
 
 
-def test_izzie_through_the_index_answers_as_its_exact_scan_on_the_standard_profiles():
-    """Izzie's first stage through the index breaks ties by the same seeded keys as its exact
-    scan (before, the index cut the mock's tie groups at the lower rows: about half of the
-    audited queries differed on these profiles). Index forced on from 100 rows, every
-    query audited; measured 0 to 0.5% differing (docs/performance.md)."""
-    import scenarios
-    from memsim.engine import registry
-    from memsim.engine.mockllm import MockLLM
-    from memsim.engine.runner import run
-
-    for profile in ("steady", "longgap"):
-        pol = registry.make("izzie", llm=MockLLM(seed=0), seed=0)
-        pol.use_index("ivf", min_rows=100, audit_every=1)
-        run(pol, scenarios.load(f"synthetic:{profile}"))
-        audit = pol.index_audit()
-        assert audit["checked"] >= 100
-        assert audit["query_differ_share"] <= 0.01, audit
-
-
 def test_candidate_rows_near_hold_every_row_reaching_the_threshold_with_the_full_products():
     """rows_near: every allowed row whose full-scan float32 product reaches the threshold
     (a tied group among them, rows near the threshold on both sides), ascending, with the

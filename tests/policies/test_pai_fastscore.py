@@ -8,11 +8,14 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks import workloads
 from memsim.engine.events import Query
+from memsim.engine.quantized import QuantizedScreen
 from memsim.engine.ranking import topk
+from memsim.engine.similarity import rows_matvec
 from policies import cosmo, engram, izzie, pai_formulas
 from policies import pai_fastscore as fs
 from policies.pai import TYPE_CODE, PaiParams, PersonalAI
@@ -320,3 +323,135 @@ def test_cosmo_decay_rate_exp_log_matches_the_kernel():
         )
     # 002's example: recall_frequency=5, decay_gradient=1.5 gives about 0.0015
     assert fs.cosmo_decay_rate(5.0, 1.5) == pytest.approx(0.02 / (1 + 5**1.5), rel=1e-14)
+
+
+def screened(X, q, cols, now, codes, p, k, tb, first, screen=None):
+    screen = screen or QuantizedScreen(X.shape[1])
+    return fs.pai_topk_screened(
+        lambda m: screen.ranked(X, q, m),
+        lambda rows: rows_matvec(X, rows, q),
+        cols,
+        now,
+        codes,
+        p,
+        k,
+        tb,
+        first=first,
+    )
+
+
+def full_scan(X, q, cols, now, codes, p, k, keys):
+    scores = fs.pai_scores(X @ q, cols, now, codes, p)
+    ids = topk(scores, k, keys)
+    return ids, np.minimum.accumulate(scores[ids])
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 1200),
+    k=st.integers(1, 30),
+    floor=st.sampled_from([-1.0, 0.0, 0.2, 0.5]),
+    clusters=st.sampled_from([0, 1, 3]),
+    copies=st.sampled_from([1, 2, 40]),
+    flat=st.booleans(),
+    ties_by_key=st.booleans(),
+    weights=st.tuples(*[st.sampled_from([0.0, 0.3, 1.0, 2.5])] * 4),
+    insight_multiplier=st.sampled_from([0.5, 1.0, 3.0]),
+    first=st.integers(1, 64),
+)
+def test_property_screened_equals_the_full_scan(
+    seed, n, k, floor, clusters, copies, flat, ties_by_key, weights, insight_multiplier, first
+):
+    """The int8-screened top k (rows, order, running-minimum scores) is the full scan's
+    ``topk(pai_scores(X @ q), k, keys)`` bit for bit, whenever the screen decides: random
+    stores with duplicate rows (``copies``: wide ties at every score), equal non-cosine
+    columns (``flat``: equal scores wherever cosines are equal), with and without tie keys,
+    and random non-negative weights, insight multiplier and floor."""
+    rng = np.random.default_rng(seed)
+    base = unit_rows(rng, max(1, n // copies), clusters=clusters)
+    X = np.ascontiguousarray(np.tile(base, (copies, 1))[:n])
+    n = len(X)
+    cols = columns(rng, n)
+    if flat:
+        cols = dataclasses.replace(
+            cols,
+            importance=np.full(n, 5.0),
+            stability=np.ones(n),
+            last_access=np.full(n, np.nan),
+            unaccessed_from=np.zeros(n),
+            insight=np.zeros(n, bool),
+        )
+    w_importance, w_recency, w_stability, w_subject = weights
+    p = dataclasses.replace(
+        P,
+        cosine_floor=floor,
+        w_importance=w_importance,
+        w_recency=w_recency,
+        w_stability=w_stability,
+        w_subject=w_subject,
+        insight_multiplier=insight_multiplier,
+    )
+    keys = rng.integers(0, 2**63, n).astype(np.uint64) if ties_by_key else None
+    tb = None if keys is None else (lambda rows: keys[rows])
+    screen = QuantizedScreen(DIM)
+    for q, codes in zip(
+        np.concatenate([X[:1], unit_rows(rng, 2, clusters=clusters)]), [[0], [], [1, 3]]
+    ):
+        got = screened(X, q, cols, 100.0, codes, p, k, tb, first, screen)
+        if got is not None:
+            assert_same(got, full_scan(X, q, cols, 100.0, codes, p, k, keys))
+
+
+@pytest.mark.parametrize("ties_by_key", [False, True])
+def test_screened_decides_on_the_benchmark_store(ties_by_key):
+    """On the benchmarks' clustered store (20,000 rows, their Personal AI columns) the
+    screen decides from a small share of the rows (the property test above is not
+    vacuous), with the full scan's answer."""
+    n = 20_000
+    X = workloads.embeddings(n)
+    cols = workloads.pai_columns(workloads.pai_workload(n))
+    keys = np.arange(n, dtype=np.uint64)[::-1].copy()
+    tb = (lambda rows: keys[rows]) if ties_by_key else None
+    screen = QuantizedScreen(X.shape[1])
+    now = workloads.NOW
+    for q in workloads.queries(n, 5):
+        got = screened(X, q, cols, now, [7], P, 10, tb, None, screen)
+        assert got is not None
+        assert_same(got, full_scan(X, q, cols, now, [7], P, 10, keys if ties_by_key else None))
+
+
+@pytest.mark.parametrize("policy_id", ["pai", "pai-code"])
+def test_a_run_through_the_screen_is_the_full_scans_byte_for_byte(monkeypatch, policy_id):
+    """With the int8 screen forced on for every store size and a small first read (so it
+    decides in a small store), a Personal AI run's trace and store equal the plain run's,
+    bytes included, and the screen decided most of its queries."""
+    import scenarios
+    from benchmarks.fingerprint import digest
+    from memsim.engine import store as store_module
+    from memsim.engine.mockllm import MockLLM
+    from memsim.engine.registry import make
+    from memsim.engine.runner import run
+
+    spec = "synthetic:steady,episodes=3000,queries=400"
+
+    def one_run():
+        pol = make(policy_id, llm=MockLLM(seed=0), seed=0)
+        return pol, run(pol, scenarios.load(spec))
+
+    plain, plain_trace = one_run()
+    monkeypatch.setattr(store_module, "SCREEN_MIN_ROWS", 0)
+    monkeypatch.setattr(fs, "SCREEN_FIRST_PER_K", 2)
+    monkeypatch.setattr(fs, "SCREEN_FIRST_MIN", 8)
+    decided = []
+    screened_topk = fs.pai_topk_screened
+
+    def counted(*args, **kwargs):
+        got = screened_topk(*args, **kwargs)
+        decided.append(got is not None)
+        return got
+
+    monkeypatch.setattr("policies.pai.pai_topk_screened", counted)
+    pol, trace = one_run()
+    assert sum(decided) >= 50, (sum(decided), len(decided))
+    assert digest(pol, trace) == digest(plain, plain_trace)

@@ -115,14 +115,15 @@ def test_grid_gives_the_index_to_the_policies_it_reaches():
     """compare --index: the settings go to each policy some search of which goes
     through that mode; the others keep their default; settings reaching none are refused."""
     ivf = {"mode": "ivf", "min_rows": 100}
-    defs = execution.grid(["keep-all", "izzie", "fsrs"], [SMALL], [0], index=ivf)
+    defs = execution.grid(["keep-all", "izzie", "pai", "fsrs"], [SMALL], [0], index=ivf)
     got = {d.policy.rsplit("-v", 1)[0]: d.index for d in defs}
     assert got == {
         "keep-all": (),
-        "izzie": (("min_rows", 100), ("mode", "ivf")),
-        "fsrs": got["izzie"],
+        "izzie": (),  # (its recall scans: no search of it goes through an index)
+        "pai": (("min_rows", 100), ("mode", "ivf")),
+        "fsrs": got["pai"],
     }
-    cones = execution.grid(["izzie", "fsrs"], [SMALL], [0], index={"mode": "cones"})
+    cones = execution.grid(["pai", "fsrs"], [SMALL], [0], index={"mode": "cones"})
     assert [bool(d.index) for d in cones] == [False, True]
     # exact turns a default index off (pai's ivf, fsrs's cones) and is the others' default
     exact = execution.grid(
@@ -140,12 +141,13 @@ def test_grid_gives_the_index_to_the_policies_it_reaches():
 
 def test_index_audit_in_the_summary_is_undefined_where_nothing_was_audited():
     """A run's summary carries the audit's shares; a kind of search the index never audited
-    (Izzie's ingest, FSRS's recall) is NaN, not 0%, so a mean over runs skips it."""
+    (the recall of Personal AI and FSRS: their recall scans) is NaN, not 0%, so a mean
+    over runs skips it."""
     ivf = {"mode": "ivf", "min_rows": 20, "audit_every": 1}
-    summary, _ = memsim.compare(["izzie", "fsrs"], [SMALL], seeds=[0], index=ivf, calibrate=False)
+    summary, _ = memsim.compare(["pai", "fsrs"], [SMALL], seeds=[0], index=ivf, calibrate=False)
     share = summary.set_index(["policy", "metric"])["mean"]
-    assert 0.0 <= share["izzie", "index_query_differ_share"] <= 1.0
-    assert np.isnan(share["izzie", "index_decision_differ_share"])
+    assert np.isnan(share["pai", "index_query_differ_share"])
+    assert 0.0 <= share["pai", "index_decision_differ_share"] <= 1.0
     assert np.isnan(share["fsrs", "index_query_differ_share"])
     assert 0.0 <= share["fsrs", "index_decision_differ_share"] <= 1.0
     better = summary.set_index("metric")["better"]

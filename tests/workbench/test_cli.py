@@ -95,7 +95,7 @@ def _on_duplicates(verb: str, policies: str, *more: str) -> list[str]:
             "no search of keep-all goes through",
         ),
         (
-            _on_duplicates("sensitivity", "izzie,recency", "--index", "mode=ivf"),
+            _on_duplicates("sensitivity", "pai,recency", "--index", "mode=ivf"),
             "no search of recency goes through",
         ),
         (
@@ -103,7 +103,7 @@ def _on_duplicates(verb: str, policies: str, *more: str) -> list[str]:
             "no search of pai goes through",
         ),
         (
-            _on_duplicates("tune", "izzie,keep-all", "--index", "mode=ivf"),
+            _on_duplicates("tune", "pai,keep-all", "--index", "mode=ivf"),
             "no search of keep-all goes through",
         ),
         (
@@ -221,14 +221,14 @@ def test_run_with_candidate_index_writes_the_audit(tmp_path, capsys):
     from memsim.workbench.cli.main import main
 
     spec = "synthetic:steady,episodes=500,queries=50,horizon=20"
-    args = ["run", "--policy", "izzie", "--scenario", spec, "--out", str(tmp_path)]
+    args = ["run", "--policy", "pai", "--scenario", spec, "--out", str(tmp_path)]
     assert main([*args, "--index", "mode=ivf", "--index", "min_rows=100"]) == 0
     capsys.readouterr()
     (manifest,) = tmp_path.rglob("manifest.json")
     audit = json.loads(manifest.read_text())["index_audit"]
-    assert audit["mode"] == "ivf" and audit["searches"] > 0 and audit["checked"] > 0
+    assert audit["mode"] == "ivf" and audit["searches"] > 0 and audit["decisions_checked"] > 0
     summary = json.loads((manifest.parent / "summary.json").read_text())
-    assert summary["index_query_differ_share"] == audit["query_differ_share"]
+    assert summary["index_decision_differ_share"] == audit["decision_differ_share"]
     assert main([*args, "--index", "mode=ivf", "--index", "nprobes=3"]) == 2
     assert "--index nprobes: unknown setting" in capsys.readouterr().err
 
@@ -237,12 +237,13 @@ def test_run_prints_the_index_audit(tmp_path, capsys):
     """The printed summary of a run through the index says how many searches it answered
     and how many audited queries differ from the full scan's."""
     spec = "synthetic:steady,episodes=500,queries=50,horizon=20"
-    args = ["run", "--policy", "izzie", "--scenario", spec, "--quiet", "--index", "mode=ivf"]
+    args = ["run", "--policy", "pai", "--scenario", spec, "--quiet", "--index", "mode=ivf"]
     assert main([*args, "--index", "min_rows=100", "--index", "audit_every=1"]) == 0
     out = capsys.readouterr().out
     assert "candidate index: mode ivf from 100 stored rows, nprobe 16" in out
-    assert "queries whose top-k differs from the full scan's: " in out
-    assert "ingest decisions that differ: none audited" in out
+    assert "queries whose top-k differs from the full scan's: none audited" in out
+    assert "ingest decisions that differ: " in out
+    assert "ingest decisions that differ: none audited" not in out
     assert main(args) == 0  # the default min_rows: the store never reaches it
     assert "it answered no search (the store stayed under 20,000 rows" in capsys.readouterr().out
 

@@ -147,8 +147,8 @@ def test_sobol_runs_through_the_index_it_is_given(tmp_path):
     import json
 
     ivf = {"mode": "ivf", "min_rows": 50}
-    t = sobol("izzie", SMALL, [0], fields=["search_limit"], n=2, root=tmp_path, index=ivf)
-    assert set(t["field"]) == {"search_limit"}
+    t = sobol("pai", SMALL, [0], fields=["similar_limit"], n=2, root=tmp_path, index=ivf)
+    assert set(t["field"]) == {"similar_limit"}
     manifests = list(tmp_path.rglob("manifest.json"))
     assert len(manifests) >= 2
     for m in manifests:

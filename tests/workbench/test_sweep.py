@@ -215,15 +215,18 @@ def test_a_sweep_runs_through_the_index_it_is_given(tmp_path):
 
     from memsim.workbench.studies.sweep import definitions
 
+    pai = SweepSpec("pai", {"similar_limit": [3, 5]}, "grid", 2)
     izzie = SweepSpec("izzie", {"search_limit": [10, 20]}, "grid", 2)
     ivf = {"mode": "ivf", "min_rows": 50, "audit_every": 1}
-    defs = definitions([izzie], [SMALL], [0, 1], index=ivf)
+    defs = definitions([pai], [SMALL], [0, 1], index=ivf)
     assert {d.index for _, d in defs} == {(("audit_every", 1), ("min_rows", 50), ("mode", "ivf"))}
     assert {d.index for _, d in definitions([izzie], [SMALL], [0], index={"mode": "exact"})} == {()}
+    with pytest.raises(ParamError, match="no search of izzie goes through"):
+        definitions([izzie], [SMALL], [0], index=ivf)
     keep = SweepSpec("recency", {"budget": [10, 20]}, "grid", 2)
     with pytest.raises(ParamError, match="no search of recency goes through"):
         definitions([keep], [SMALL], [0], index=ivf)
-    t = sweep(izzie, [SMALL], [0], root=tmp_path, index=ivf)
+    t = sweep(pai, [SMALL], [0], root=tmp_path, index=ivf)
     assert (t["error"] == "").all()
     manifests = list(tmp_path.rglob("manifest.json"))
     assert len(manifests) == 2
