@@ -5,7 +5,7 @@
 #   scripts/studies.sh                         # all four, in this order
 #   scripts/studies.sh sensitivity tuning      # some of them
 #
-#   drift        results/drift.md                      seed systems vs code variants
+#   drift        results/drift.md, references.md       code variants, reference models' variants
 #   robustness   results/robustness.md, .csv, .png     conclusions under 17 mock-LLM modes
 #   sensitivity  results/sensitivity.md, sensitivity/  one at a time, then Sobol' indices
 #   tuning       results/tuning.md, tuning/trials.csv  documented vs tuned, held-out seeds
@@ -40,7 +40,7 @@ profiles=synthetic:steady,$small,synthetic:churn,$small,synthetic:noisy,$small,s
 seeds_policies=pai,cosmo,izzie,kernle,engram
 
 drift() {
-  $python -m memsim drift \
+  $python -m memsim drift --kind all \
     --scenarios synthetic:steady,synthetic:churn,synthetic:noisy,synthetic:longgap \
     --locomo ../shared/data/locomo/locomo-dev.json --seeds 0:5 --jobs "$jobs" --quiet
 }
