@@ -122,7 +122,9 @@ def test_a_run_with_a_plain_llm_works(monkeypatch):
     from memsim.workbench.runs import execution
     from memsim.workbench.runs.results import RunDef
 
-    monkeypatch.setattr(execution, "build_llm", lambda seed, meta, overrides, metered=True: PlainLLM(seed))
+    monkeypatch.setattr(
+        execution, "build_llm", lambda seed, meta, overrides, metered=True: PlainLLM(seed)
+    )
     d = RunDef("keep-all", "scripted/name-preference", 3)
     r = execution.execute(d)
     assert r.manifest["llm"] == {"seed": 3}
