@@ -99,7 +99,7 @@ def table(rows: dict[str, str], command: str) -> str:
         "## The ten-year steady stream",
         "",
         f"`{command}` (the last run of the command: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} "
-        "UTC); each run one subprocess with one BLAS thread, on this 2-core machine with other "
+        "UTC); each run one subprocess with one BLAS thread, on a 2-core machine with other "
         "work on the other core; a row per policy with the date and code of its run. Memory: "
         "peak resident set of the process, its resident set once the stream was generated, "
         "the raw bytes of the final store's embeddings (rows x dim x 4); ratio = (peak - after "
