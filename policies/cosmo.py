@@ -1127,7 +1127,7 @@ class Cosmo(Policy[CosmoParams]):
             for r, c, v, good in zip(noted, described, vecs, ok):
                 if good:
                     s.set_embedding(r, v)
-                    s.text[r] = f"{c.subject} {c.key} {c.value}"
+                    s.set_text(r, f"{c.subject} {c.key} {c.value}")
                     s.claim[r] = c
         s["is_dirty"][rows] = False
         s["updated"][rows] = now
@@ -1227,9 +1227,12 @@ class Cosmo(Policy[CosmoParams]):
         out = []
         for st in rows.tolist():
             recent = self.includes[st][-p.storyline_refresh_sources :]
-            s.text[st] = self.llm.summarize(
-                [s.text[st]] + [s.text[r] for r in recent],
-                key=f"refresh:{st}:{len(self.includes[st])}",
+            s.set_text(
+                st,
+                self.llm.summarize(
+                    [s.text[st]] + [s.text[r] for r in recent],
+                    key=f"refresh:{st}:{len(self.includes[st])}",
+                ),
             )
             s.set_embedding(st, self._storyline_centroid(st))
             s["is_dirty"][st] = False
@@ -1289,8 +1292,11 @@ class Cosmo(Policy[CosmoParams]):
         out = []
         for m in rows.tolist():
             sts = self.includes[m]
-            s.text[m] = self.llm.summarize(
-                [s.text[st] for st in sts], key=f"refresh:{m}:{int(s['source_count'][m])}"
+            s.set_text(
+                m,
+                self.llm.summarize(
+                    [s.text[st] for st in sts], key=f"refresh:{m}:{int(s['source_count'][m])}"
+                ),
             )
             s.set_embedding(m, self._centroid(sts))
             s["is_dirty"][m] = False

@@ -201,7 +201,8 @@ class MemoryStore:
         for name, (dtype, default) in CORE_COLUMNS.items():
             self._new_column(name, dtype, default)
         self._emb = np.zeros((self._cap, self.dim), dtype=np.float32)
-        self.text: list[str] = []
+        self.text: list[str] = _Texts()  # written through set_text, which counts its bytes
+        self._text_bytes = np.zeros(self._cap, dtype=np.int64)  # each text's UTF-8 bytes
         self.claim: list[Any] = []  # the Claim (or None) each memory states
         self.provenance: list[set[str]] = []
         # (time, row, new status code); (time, row, episode id)
@@ -276,6 +277,9 @@ class MemoryStore:
         emb = np.zeros((cap, self.dim), dtype=np.float32)
         emb[: self.n] = self._emb[: self.n]
         self._emb = emb
+        text_bytes = np.zeros(cap, dtype=np.int64)
+        text_bytes[: self.n] = self._text_bytes[: self.n]
+        self._text_bytes = text_bytes
         self._cap = cap
 
     def add(
@@ -335,6 +339,7 @@ class MemoryStore:
         self._counts()[code] += m
         at, rows = float(now), range(lo, hi)
         self.text.extend(texts)
+        self._text_bytes[lo:hi] = [_utf8_length(t) for t in texts]
         self.claim.extend(claims)
         provs = [set(p) for p in provenance]
         orders = [sorted(p) for p in provs]  # one sort for the identity and the log
@@ -435,7 +440,18 @@ class MemoryStore:
         state.setdefault("embedding_version", 0)
         state.setdefault("_change_sets", [])
         state.setdefault("_screen", QuantizedScreen(state["dim"]))
+        if "_text_bytes" not in state:
+            state["text"] = _Texts(state["text"])
+            state["_text_bytes"] = np.zeros(state["_cap"], dtype=np.int64)
+            state["_text_bytes"][: len(state["text"])] = list(map(_utf8_length, state["text"]))
         self.__dict__.update(state)
+
+    def set_text(self, row: int, text: str) -> None:
+        """Rewrite memory ``row``'s text (a summary refreshed, a node renamed)."""
+        if not isinstance(text, str):
+            raise TypeError(f"set_text: row {row}'s text must be a str, got {text!r}")
+        list.__setitem__(self.text, row, text)
+        self._text_bytes[range(self.n)[row]] = _utf8_length(text)
 
     def track_embedding_changes(self) -> set[int]:
         """A set that collects the rows :meth:`set_embedding` changes from now on, for one
@@ -686,14 +702,9 @@ class MemoryStore:
         rewrite a text in place)."""
         mask = self.mask()
         vectors = int(np.count_nonzero(mask)) * self.dim * self._emb.itemsize
-        text, n = self.text, self.n
-        # an ASCII text's length is its byte count (str.isascii reads a flag): only other
-        # texts are encoded
-        lengths = np.fromiter(map(len, text), dtype=np.int64, count=n)
-        ascii = np.fromiter(map(str.isascii, text), dtype=bool, count=n)
-        for i in np.flatnonzero(mask & ~ascii).tolist():
-            lengths[i] = len(_UTF8(text[i]))
-        return vectors, int(lengths[mask].sum())
+        # each text's bytes were counted when it was written (add, set_text): a run asks
+        # after every query batch, and counting the whole store each time grew as its square
+        return vectors, int(self._text_bytes[: self.n][mask].sum())
 
     def nbytes(self) -> int:
         """Bytes held by the numeric columns and embeddings (capacity included)."""
@@ -702,6 +713,24 @@ class MemoryStore:
 
 _T = TypeVar("_T")
 _UTF8 = operator.methodcaller("encode", "utf-8", "surrogatepass")
+
+
+def _utf8_length(text: str) -> int:
+    # an ASCII text's length is its byte count (str.isascii reads a flag)
+    return len(text) if text.isascii() else len(_UTF8(text))
+
+
+class _Texts(list):  # type: ignore[type-arg]
+    """The store's texts, a list read as any other; a text is rewritten through
+    ``MemoryStore.set_text``, which keeps the store's count of its bytes."""
+
+    __slots__ = ()
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raise TypeError("a store's texts are rewritten with MemoryStore.set_text(row, text)")
+
+    def __delitem__(self, index: Any) -> None:
+        raise TypeError("a store's texts are never deleted (a memory's status says it is gone)")
 
 
 class _RowLog:

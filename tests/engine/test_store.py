@@ -1,6 +1,9 @@
 """MemoryStore: growth keeps data, statuses and terminal enforcement, provenance and its
 log, policy columns, vector validation."""
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -590,5 +593,27 @@ def test_stored_bytes_are_the_retrievable_rows_vectors_and_utf8_texts():
     store.add(0.0, np.eye(4), texts=texts, claims=[None] * 4, provenance=[{"e"}] * 4)
     store.set_status([3], "gone", 1.0)
     assert store.stored_bytes() == (3 * 4 * 4, 3 + 6 + 3)  # (float32 rows; "dropped" gone)
-    store.text[0] = "\u00e9\u00e9"  # a policy rewrites a text in place
+    store.set_text(0, "\u00e9\u00e9")  # a policy rewrites a text
     assert store.stored_bytes() == (3 * 4 * 4, 4 + 6 + 3)
+    store.set_text(-1, "\u20ac\u20ac")  # (a memory gone counts nothing, rewritten or not)
+    assert store.stored_bytes() == (3 * 4 * 4, 4 + 6 + 3)
+    with pytest.raises(TypeError, match="set_text"):
+        store.text[1] = "x"  # (a write that bypassed the count would go unseen)
+    for again in (copy.deepcopy(store), pickle.loads(pickle.dumps(store))):
+        assert list(again.text) == list(store.text)
+        assert again.stored_bytes() == store.stored_bytes()
+        again.set_text(0, "ab")
+        assert again.stored_bytes() == (3 * 4 * 4, 2 + 6 + 3)
+
+
+def test_stored_bytes_of_a_store_pickled_before_texts_were_counted():
+    store = MemoryStore(4, Statuses(("active",)))
+    store.add(0.0, np.eye(4)[:2], texts=["ab", "\u00e9"], claims=[None] * 2, provenance=[{"e"}] * 2)
+    state = store.__getstate__()
+    del state["_text_bytes"]
+    state["text"] = list(state["text"])
+    old = MemoryStore.__new__(MemoryStore)
+    old.__setstate__(state)
+    assert old.stored_bytes() == (2 * 4 * 4, 2 + 2)
+    with pytest.raises(TypeError):
+        old.text[0] = "x"
