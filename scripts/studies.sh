@@ -17,9 +17,8 @@
 #
 #   scripts/studies.sh --print [STUDY...]      # the commands only
 #
-# Times on the 2-core machine shared with other sessions (MEMSIM_JOBS=2, docs/results.md):
-# drift about 5 min, robustness about 25 min, sensitivity about 35 min (cosmo alone: 88 s
-# one at a time, 319 s of Sobol' indices), tuning about 5 min. Each study caches its runs
+# Times on a quiet 2-core machine (MEMSIM_JOBS=2, docs/results.md): drift about 2 min,
+# robustness about 11 min, sensitivity about 14 min, tuning about 2 min. Each study caches its runs
 # (resumable) under a gitignored folder; --jobs does not change a number. MEMSIM_JOBS sets
 # the worker processes (default 2).
 set -euo pipefail
