@@ -16,7 +16,7 @@ from collections.abc import Sequence
 COMMANDS: dict[str, tuple[str, str]] = {
     "report": (
         "benchmarks.report",
-        "every benchmark module; writes results/benchmarks.md and .json",
+        "every benchmark module; writes results/benchmarks.md, .json and the latency figure",
     ),
     "scaling": (
         "benchmarks.bench_scaling",

@@ -1,6 +1,7 @@
-"""Run the benchmarks and write results/benchmarks.md and results/benchmarks.json.
+"""Run the benchmarks and write results/benchmarks.md, results/benchmarks.json and the
+figure drawn from it (results/figures/latency.png).
 
-    python -m benchmarks report                 full run (real sizes, ~35 min on 2 cores)
+    python -m benchmarks report                 full run (real sizes, ~1 hour on 2 cores)
     python -m benchmarks report --from-json F   rebuild the table from a pytest-benchmark JSON
     python -m benchmarks report -- -k recall    extra arguments go to pytest
     python -m benchmarks report --rerun bench_sweep   one module again, the rest from the cache
@@ -38,6 +39,8 @@ PER_CASE_FLAG = "ONE_PROCESS_PER_CASE"
 CHANGED_KEY = "memsim_changed_files"
 OUT_MD = REPO / "results" / "benchmarks.md"
 OUT_JSON = REPO / "results" / "benchmarks.json"
+# the figure `memsim figures` draws from OUT_JSON, drawn again with it so the two agree
+OUT_FIGURES = REPO / "results" / "figures"
 # the order of the checks in the report, by the module that measures them: one query's
 # recall and the kernels under it first, then batches, ingest, whole runs and their memory,
 # the sweep last; a module not named here comes after these; within a module, by label
@@ -443,8 +446,26 @@ def main(argv: list[str] | None = None) -> int:
             md = md.rstrip("\n") + "\n\n" + kept
     OUT_MD.write_text(md)
     OUT_JSON.write_text(json.dumps(doc, indent=1, default=str) + "\n")
-    print(
-        f"wrote {OUT_MD.relative_to(REPO)} and {OUT_JSON.relative_to(REPO)}: "
-        f"{doc['met']} of {doc['total']} targets met"
-    )
+    written = ", ".join(map(_shown, [OUT_MD, OUT_JSON, *draw_latency_figure()]))
+    print(f"wrote {written}: {doc['met']} of {doc['total']} targets met")
     return 0
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the checkout when it is inside it."""
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
+def draw_latency_figure() -> list[Path]:
+    """Draw the latency figure from OUT_JSON into OUT_FIGURES, as ``memsim figures`` would
+    (none when the run measured no recall sweep); the paths written."""
+    from memsim.workbench.present.figures import write_figures
+
+    return write_figures(
+        OUT_FIGURES,
+        results=None,
+        benchmarks=OUT_JSON,
+        claims=None,
+        only=["latency"],
+        notice=lambda m: print(m, file=sys.stderr),
+    )

@@ -337,3 +337,43 @@ def test_report_orders_checks_by_module_then_label():
         "ten-year",
         "a new check",
     ]
+
+
+def test_report_draws_the_latency_figure_from_the_json_it_writes(tmp_path, monkeypatch):
+    """The report writes results/figures/latency.png with benchmarks.json, byte for byte what
+    `memsim figures` draws from that JSON (a new report left the committed figure stale);
+    a run without the recall sweep draws nothing and still writes its tables."""
+    import json
+
+    from benchmarks import report
+    from memsim.workbench.present.figures import write_figures
+
+    def sweep(variant: str, n: int, seconds: float) -> dict:
+        return {
+            "name": f"test_recall_variant[n={n}-{variant}]",
+            "fullname": f"benchmarks/bench_recall.py::test_recall_variant[n={n}-{variant}]",
+            "stats": {"median": seconds},
+            "extra_info": {"n": n, "variant": variant},
+        }
+
+    variants = (("bare_matvec", 1e-7), ("fused", 2e-7))
+    points = [sweep(v, n, n * k) for n in (10_000, 100_000) for v, k in variants]
+    for name, benchmarks in (("with", points), ("without", [])):
+        out = tmp_path / name
+        out.mkdir()
+        raw = out / "raw.json"
+        raw.write_text(json.dumps({"commit_info": {"id": "a" * 40}, "benchmarks": benchmarks}))
+        monkeypatch.setattr(report, "OUT_MD", out / "benchmarks.md")
+        monkeypatch.setattr(report, "OUT_JSON", out / "benchmarks.json")
+        monkeypatch.setattr(report, "OUT_FIGURES", out / "figures")
+        assert report.main(["--from-json", str(raw)]) == 0
+        assert (out / "benchmarks.md").is_file() and (out / "benchmarks.json").is_file()
+        drawn = sorted(p.name for p in (out / "figures").glob("*.png"))
+        if name == "without":
+            assert drawn == []
+            continue
+        assert drawn == ["latency.png"]
+        again = write_figures(
+            tmp_path / "again", results=None, benchmarks=out / "benchmarks.json", only=["latency"]
+        )
+        assert [p.read_bytes() for p in again] == [(out / "figures" / "latency.png").read_bytes()]
